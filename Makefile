@@ -1,0 +1,57 @@
+# The front door. `make demo` and `make test` work from a clean clone on Debian 12 as root.
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 20
+
+.PHONY: all deps build demo test test-release test-asan test-tsan fuzz fuzz-smoke bench soak format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+
+demo: build
+	build/release/hearsay demo
+
+test: deps test-release test-asan fuzz-smoke
+
+test-release: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+	ctest --preset release
+
+test-asan: deps
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan
+
+test-tsan: deps
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan
+
+# Builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS.
+fuzz-smoke: deps
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS)
+	scripts/run-fuzzers.sh build/fuzz $(FUZZ_SECONDS)
+
+fuzz: FUZZ_SECONDS = 600
+fuzz: fuzz-smoke
+
+bench: build
+	build/release/bench/hearsay_bench --benchmark_repetitions=5 \
+	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
+
+soak: build
+	HEARSAY_SOAK=1 ctest --preset release -L soak
+
+format:
+	find src bench tests fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
+
+clean:
+	rm -rf build

@@ -1,0 +1,68 @@
+# hearsay_module(<name> [DEPS <targets>...] [TEST_DEPS <targets>...])
+#
+# Builds the module in the current folder by convention:
+#   *.cc (not *_test.cc, *_fuzz.cc)  -> static library hearsay_<name>
+#   *_test.cc                        -> test binary hearsay_<name>_test, registered with ctest
+#   *_fuzz.cc                        -> one fuzz target each (see hearsay_fuzz_target)
+# Includes are rooted at src/.
+include(GoogleTest)
+
+function(hearsay_module name)
+  cmake_parse_arguments(ARG "" "" "DEPS;TEST_DEPS" ${ARGN})
+  file(GLOB all_srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  set(lib_srcs)
+  set(test_srcs)
+  set(fuzz_srcs)
+  foreach(f IN LISTS all_srcs)
+    if(f MATCHES "_test\\.cc$")
+      list(APPEND test_srcs ${f})
+    elseif(f MATCHES "_fuzz\\.cc$")
+      list(APPEND fuzz_srcs ${f})
+    else()
+      list(APPEND lib_srcs ${f})
+    endif()
+  endforeach()
+
+  set(lib hearsay_${name})
+  if(lib_srcs)
+    add_library(${lib} STATIC ${lib_srcs})
+    target_include_directories(${lib} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(${lib} PUBLIC ${ARG_DEPS})
+  else()
+    add_library(${lib} INTERFACE)
+    target_include_directories(${lib} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(${lib} INTERFACE ${ARG_DEPS})
+  endif()
+
+  if(test_srcs AND BUILD_TESTING AND NOT HEARSAY_FUZZ)
+    add_executable(${lib}_test ${test_srcs})
+    target_link_libraries(${lib}_test PRIVATE ${lib} ${ARG_TEST_DEPS} GTest::gmock GTest::gtest_main)
+    gtest_discover_tests(${lib}_test DISCOVERY_TIMEOUT 120
+      PROPERTIES ENVIRONMENT "HEARSAY_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  endif()
+
+  foreach(f IN LISTS fuzz_srcs)
+    hearsay_fuzz_target(${f} ${lib})
+  endforeach()
+endfunction()
+
+# A fuzz target defines LLVMFuzzerTestOneInput. With HEARSAY_FUZZ it links libFuzzer; otherwise it
+# links a small driver that replays fuzz/corpus/<target>/ and fuzz/regressions/<target>/, and that
+# replay runs as an ordinary test, so every crash once found stays fixed.
+function(hearsay_fuzz_target src lib)
+  get_filename_component(stem ${src} NAME_WE)
+  set(target hearsay_${stem})
+  add_executable(${target} ${src})
+  target_link_libraries(${target} PRIVATE ${lib})
+  if(HEARSAY_FUZZ)
+    target_link_options(${target} PRIVATE -fsanitize=fuzzer)
+  else()
+    target_link_libraries(${target} PRIVATE hearsay_fuzz_replay)
+    if(BUILD_TESTING)
+      add_test(NAME ${stem}_replay
+        COMMAND ${target} ${PROJECT_SOURCE_DIR}/fuzz/corpus/${stem}
+                          ${PROJECT_SOURCE_DIR}/fuzz/regressions/${stem})
+    endif()
+  endif()
+  set_property(GLOBAL APPEND PROPERTY HEARSAY_FUZZ_TARGETS ${target})
+endfunction()

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target in BUILD_DIR for SECONDS each, starting from fuzz/corpus/<target>/.
+# A crash fails the run; the crashing input is left in build/fuzz-artifacts/ so it can be moved to
+# fuzz/regressions/<target>/, where the ordinary test suite replays it forever after.
+set -euo pipefail
+build_dir=$1
+seconds=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+artifacts="$root/build/fuzz-artifacts"
+mkdir -p "$artifacts"
+shopt -s nullglob
+targets=("$build_dir"/src/hearsay/*/hearsay_*_fuzz)
+if [ ${#targets[@]} -eq 0 ]; then
+  echo "run-fuzzers: no fuzz targets in $build_dir"
+  exit 0
+fi
+for bin in "${targets[@]}"; do
+  name=$(basename "$bin")
+  stem=${name#hearsay_}
+  work=$(mktemp -d)
+  seeds=()
+  for d in "$root/fuzz/corpus/$stem" "$root/fuzz/regressions/$stem"; do
+    [ -d "$d" ] && seeds+=("$d")
+  done
+  echo "run-fuzzers: $stem for ${seconds}s"
+  set +e
+  "$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$artifacts/$stem-" "$work" "${seeds[@]}" >"$work.log" 2>&1
+  rc=$?
+  set -e
+  tail -n 12 "$work.log"
+  rm -f "$work.log"
+  rm -rf "$work"
+  if [ "$rc" -ne 0 ]; then
+    echo "run-fuzzers: $stem FAILED (exit $rc); inputs in $artifacts" >&2
+    exit "$rc"
+  fi
+done
+echo "run-fuzzers: all ${#targets[@]} targets passed"

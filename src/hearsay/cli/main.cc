@@ -1,0 +1,11 @@
+// The hearsay command: one binary, one subcommand per job.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+int main(int argc, char** argv) {
+  CLI::App app{"hearsay: decentralized, prefix-cache-aware routing for P2P LLM serving"};
+  app.require_subcommand(1);
+  app.add_subcommand("version", "Print the version")->callback([] { std::puts("hearsay 0.1.0"); });
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}
