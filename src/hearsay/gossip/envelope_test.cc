@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -427,6 +431,39 @@ TEST_F(RotationTest, UsingTheNewKeyTooEarlyIsUnauthenticated) {
   const auto opened = nodes_[2]->opener->Open(Channel::kDatagram, sealed);
   ASSERT_TRUE(opened.ok());
   EXPECT_EQ(opened->key_id, new_key_.id());
+}
+
+// The fuzz seed corpus must stay valid: every secure-* and insecure-* seed opens with the fuzz
+// target's keys and cluster id. If the wire format changes, regenerate the corpus.
+TEST(EnvelopeCorpusTest, SeedCorpusStillOpens) {
+  const char* root = std::getenv("HEARSAY_SOURCE_DIR");
+  if (root == nullptr) GTEST_SKIP() << "HEARSAY_SOURCE_DIR is not set";
+  const std::filesystem::path dir = std::filesystem::path(root) / "fuzz/corpus/envelope_fuzz";
+  ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
+  std::array<uint8_t, kClusterKeyBytes> a, b;
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<uint8_t>(i);
+    b[i] = static_cast<uint8_t>(i + 100);
+  }
+  Keyring ring(ClusterKey::FromBytes(a).value());
+  ASSERT_TRUE(ring.Install(ClusterKey::FromBytes(b).value()).ok());
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const bool secure = name.rfind("secure-", 0) == 0;
+    if (!secure && name.rfind("insecure-", 0) != 0) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+    Opener opener = secure ? Opener::Create("fuzz-cluster", &ring).value()
+                           : Opener::CreateInsecureUnauthenticated("fuzz-cluster").value();
+    const Channel ch =
+        name.find("stream") != std::string::npos ? Channel::kStream : Channel::kDatagram;
+    const auto opened = opener.Open(ch, bytes);
+    EXPECT_TRUE(opened.ok()) << name << ": " << opened.status().ToString();
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
 }
 
 }  // namespace
