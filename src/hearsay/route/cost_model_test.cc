@@ -1,0 +1,44 @@
+#include "hearsay/route/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace hearsay::route {
+namespace {
+
+TEST(PrefillCostModel, PrefillFollowsTheEngineFormula) {
+  PrefillCostModel m;  // h100-llama3-8b figures
+  EXPECT_DOUBLE_EQ(m.PrefillMs(0, 0), 6.0);
+  EXPECT_DOUBLE_EQ(m.PrefillMs(1000, 0), 6.0 + 30.0 + 1.5e-6 * 1000 * 500);
+  EXPECT_DOUBLE_EQ(m.PrefillMs(100, 900), 6.0 + 3.0 + 1.5e-6 * 100 * 950);
+  // Cached context makes each new token dearer, but far cheaper than computing the context.
+  EXPECT_GT(m.PrefillMs(100, 900), m.PrefillMs(100, 0));
+  EXPECT_LT(m.PrefillMs(100, 900), m.PrefillMs(1000, 0));
+}
+
+TEST(PrefillCostModel, QueueWaitGrowsWithQueueAndIsZeroWhenIdle) {
+  PrefillCostModel m;
+  EXPECT_DOUBLE_EQ(m.QueueWaitMs(0, 0, 0, 0), 0.0);
+  const double one = m.QueueWaitMs(1, 1000, 0, 0);
+  const double two = m.QueueWaitMs(2, 2000, 0, 0);
+  EXPECT_NEAR(one, 0.5 * 6 + m.PrefillMs(1000, 0), 1e-9);
+  EXPECT_GT(two, one);
+  EXPECT_GT(m.QueueWaitMs(1, 1000, 8, 8000), one);  // a decode batch slows every iteration
+  EXPECT_GT(m.QueueWaitMs(0, 0, 4, 0), 0.0);        // something runs: wait for its iteration
+  EXPECT_GT(m.QueueWaitMs(0, 500, 0, 0), 0.0);      // tokens without a count still cost
+}
+
+TEST(PrefillCostModel, ValidateRejectsNegativeAndNonFinite) {
+  EXPECT_TRUE(PrefillCostModel{}.Validate().ok());
+  PrefillCostModel m;
+  m.b_ms_per_token2 = -1;
+  EXPECT_EQ(m.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.Validate().message().find("b_ms_per_token2"), std::string::npos);
+  m = {};
+  m.t0_ms = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(m.Validate().ok());
+}
+
+}  // namespace
+}  // namespace hearsay::route

@@ -1,0 +1,107 @@
+#include "hearsay/route/hearsay_policy.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "hearsay/route/pick.h"
+#include "hearsay/route/ttft_estimate.h"
+
+namespace hearsay::route {
+
+HearsayPolicy::HearsayPolicy(const PolicyOptions& options)
+    : cost_(options.cost),
+      params_(options.hearsay),
+      horizon_(options.sent_horizon),
+      leases_(options.hearsay.lease_capacity_log2) {}
+
+double HearsayPolicy::confidence(Slot slot) const {
+  return slot < confidence_.size() ? confidence_[slot] : 1.0;
+}
+
+Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Candidate> candidates,
+                                 int, Rng& rng) {
+  const double prompt = request.prompt_tokens;
+  const LeaseTable::Match lease = leases_.Find(request.key_chain, request.now);
+  const double leased_tokens =
+      std::min(prompt, double(lease.blocks) * double(request.block_tokens));
+
+  bool any_calm = false;
+  for (const Candidate& c : candidates) any_calm |= IsUsable(c) && !c.load.overloaded;
+  const auto eligible = [&](const Candidate& c) {
+    return IsUsable(c) && (!any_calm || !c.load.overloaded);
+  };
+
+  if (scratch_.size() < candidates.size()) scratch_.resize(candidates.size());
+  constexpr double kSkip = std::numeric_limits<double>::infinity();
+  double best = kSkip;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    scratch_[i] = {kSkip, 0};
+    if (!eligible(c)) continue;
+    const auto unsent =
+        ledger_.Unreported(c.slot, request.now, c.load.age, c.one_way_delay, horizon_);
+    const double wait = WaitMs(cost_, c, unsent);
+    double credit = std::min(prompt, double(c.cached_tokens));
+    if (!c.cache_exact) {
+      const double age_ratio = ToSeconds(c.cache_age) / ToSeconds(params_.stale_half_life);
+      credit *= confidence(c.slot) / (1 + std::max(0.0, age_ratio));
+    }
+    if (lease.slot == c.slot) credit = std::max(credit, leased_tokens * params_.lease_confidence);
+    if (wait > params_.busy_wait_ms) credit *= params_.busy_wait_ms / wait;
+    const double prefill = PrefillPartMs(cost_, c, prompt, credit);
+    scratch_[i] = {DelayMs(c, params_.forward_overhead_ms) + wait + prefill, prefill};
+    best = std::min(best, scratch_[i].cost);
+  }
+
+  const double band = best + std::max(params_.near_tie_fraction * best, params_.near_tie_ms);
+  size_t ties = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) ties += scratch_[i].cost <= band ? 1 : 0;
+  const int pick = PickUniform(
+      candidates, [&](const Candidate&, size_t i) { return scratch_[i].cost <= band; }, rng);
+  const Candidate& chosen = candidates[pick];
+
+  Decision d;
+  d.slot = chosen.slot;
+  d.expected_ttft_ms = scratch_[pick].cost;
+  d.estimated_cached_tokens = chosen.cached_tokens;
+  if (lease.slot == chosen.slot) {
+    d.estimated_cached_tokens = std::max(d.estimated_cached_tokens, uint32_t(leased_tokens));
+  }
+  d.reason = !any_calm ? Reason::kAllOverloaded : ties > 1 ? Reason::kNearTie : Reason::kLowestCost;
+
+  last_id_ = request.request_id;
+  last_slot_ = chosen.slot;
+  last_new_tokens_ =
+      request.prompt_tokens - std::min(request.prompt_tokens, d.estimated_cached_tokens);
+  last_service_ms_ = scratch_[pick].prefill_ms;
+  return d;
+}
+
+void HearsayPolicy::OnSent(Slot slot, const RouteRequest& request) {
+  const bool same = last_id_ == request.request_id && last_slot_ == slot;
+  if (same) {
+    ledger_.Record(slot, request.now, last_new_tokens_, last_service_ms_);
+  } else {
+    ledger_.Record(slot, request.now, request.prompt_tokens,
+                   cost_.PrefillMs(request.prompt_tokens, 0));
+  }
+  leases_.Grant(request.key_chain, slot, request.now, request.now + params_.lease_ttl);
+}
+
+void HearsayPolicy::OnOutcome(const Outcome& outcome) {
+  if (outcome.slot >= kMaxTrackedSlots || outcome.estimated_cached_tokens == 0) return;
+  if (outcome.slot >= confidence_.size()) confidence_.resize(outcome.slot + 1, 1.0);
+  const double ratio =
+      std::min(1.0, double(outcome.actual_cached_tokens) / outcome.estimated_cached_tokens);
+  double& conf = confidence_[outcome.slot];
+  conf += params_.learning_rate * (ratio - conf);
+  conf = std::clamp(conf, params_.min_confidence, 1.0);
+}
+
+void HearsayPolicy::OnMemberReset(Slot slot) {
+  ledger_.Reset(slot);
+  leases_.Revoke(slot);
+  if (slot < confidence_.size()) confidence_[slot] = 1.0;
+}
+
+}  // namespace hearsay::route

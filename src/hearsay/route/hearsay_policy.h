@@ -1,0 +1,79 @@
+// `hearsay`: this project's policy. Sends each request where its expected time to first token
+// is lowest (ttft_estimate.h):
+//
+//   cost(c) = delay(c) + queue_wait(c) + prefill(prompt - credit(c))
+//
+// - delay: 0 for self, 2 × one-way delay + forward overhead for a peer (request out, first token
+//   back), so when the network is slow it serves locally rather than forward to a cache.
+// - queue_wait: from the member's last load report plus what this node sent it since (SentLedger),
+//   so a stale view does not send every request to the same "idle" member; queue wait is what
+//   breaks affinity hotspots.
+// - credit(c): the tokens c is believed to hold, trusted by
+//     exact (self's own radix tree, confidence 1), or
+//     confidence[c] (EWMA of actual/estimated cached tokens from OnOutcome)
+//       × 1 / (1 + cache_age / stale_half_life)  (gossip staleness),
+//   raised to lease_confidence × the leased depth when this node recently sent a prompt with a
+//   shared prefix to c (LeaseTable, lease_ttl), and cut by busy_wait_ms / queue_wait when the
+//   holder's queue wait exceeds busy_wait_ms (a busy LRU cache is likely to evict the prefix).
+//
+// Members that advertise overload are skipped unless every usable member does. Among costs within
+// max(near_tie_fraction × best, near_tie_ms) of the best it draws uniformly with the Rng, so many
+// entry nodes with the same view do not herd. OnSent() records the dispatch (ledger and lease);
+// OnOutcome() updates the member's confidence.
+//
+// Cost: Choose() is O(candidates + log(chain)) and allocates only when the candidate count grows
+// past its previous maximum; OnSent() does O(log chain) lease writes (~57 for 512 blocks).
+//
+// Thread-safety: none; owned by one node's core.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hearsay/route/lease_table.h"
+#include "hearsay/route/policy.h"
+#include "hearsay/route/policy_options.h"
+#include "hearsay/route/sent_ledger.h"
+
+namespace hearsay::route {
+
+class HearsayPolicy final : public Policy {
+ public:
+  // `options` must be valid (PolicyOptions::Validate); MakePolicy() checks it.
+  explicit HearsayPolicy(const PolicyOptions& options);
+
+  std::string_view name() const override { return "hearsay"; }
+
+  void OnSent(Slot slot, const RouteRequest& request) override;
+  void OnOutcome(const Outcome& outcome) override;
+  void OnMemberReset(Slot slot) override;
+
+  // The learned confidence in `slot`'s cache estimates, in [min_confidence, 1] (1 if unknown).
+  double confidence(Slot slot) const;
+
+ protected:
+  Decision DoChoose(const RouteRequest& request, std::span<const Candidate> candidates, int self,
+                    Rng& rng) override;
+
+ private:
+  PrefillCostModel cost_;
+  HearsayParams params_;
+  Duration horizon_;
+  SentLedger ledger_;
+  LeaseTable leases_;
+  // Invariants: every value is in [params_.min_confidence, 1]; slots past the end have 1.
+  std::vector<double> confidence_;
+  // Per-candidate prices of the current Choose() (infinite when skipped), reused across calls.
+  struct Price {
+    double cost;
+    double prefill_ms;
+  };
+  std::vector<Price> scratch_;
+  // The last decision, so OnSent() can record the tokens expected to be computed there.
+  uint64_t last_id_ = 0;
+  Slot last_slot_ = kNoSlot;
+  uint32_t last_new_tokens_ = 0;
+  double last_service_ms_ = 0;
+};
+
+}  // namespace hearsay::route

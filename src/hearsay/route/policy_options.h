@@ -1,0 +1,54 @@
+// PolicyOptions: everything a policy is built from, filled by the node (or the simulator) and
+// handed to MakePolicy() in registry.h. Policies copy what they need; nothing is borrowed.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+
+#include "hearsay/common/status.h"
+#include "hearsay/env/time.h"
+#include "hearsay/route/cost_model.h"
+
+namespace hearsay::route {
+
+// Where a policy runs. Simulator-only policies (the oracle) refuse to be built for the daemon.
+enum class Host : uint8_t { kSimulator, kDaemon };
+
+// Tuning of the `hearsay` policy (see hearsay_policy.h for how each one is used).
+struct HearsayParams {
+  // Costs within max(near_tie_fraction × best, near_tie_ms) of the best are drawn at random.
+  double near_tie_fraction = 0.05;
+  double near_tie_ms = 0.5;
+  // Fixed cost of a forward on top of 2 × one-way delay (proxying, connection reuse), in ms.
+  double forward_overhead_ms = 0.1;
+  // How long a lease on a dispatched prompt lasts: a few gossip intervals.
+  Duration lease_ttl = FromMillis(1000);
+  // How much of a leased prefix is trusted to be cached at the leased member.
+  double lease_confidence = 0.9;
+  // Lease table size, log2 entries (a 512-block prompt takes 57).
+  int lease_capacity_log2 = 14;
+  // A holder whose expected queue wait exceeds this loses cache credit, in proportion: a busy
+  // LRU cache is likely to evict the prefix before the request reaches the front.
+  double busy_wait_ms = 250;
+  // Cache credit from a view of this age is halved (gossip staleness).
+  Duration stale_half_life = FromMillis(5000);
+  // Learning rate of the per-member confidence in cache estimates (EWMA weight of one outcome).
+  double learning_rate = 0.2;
+  // Confidence never drops below this, so a member can earn back trust.
+  double min_confidence = 0.1;
+};
+
+struct PolicyOptions {
+  Host host = Host::kSimulator;
+  // The engine cost model, in ms (see cost_model.h).
+  PrefillCostModel cost;
+  // Sends older than this are assumed served, however stale a member's load report.
+  Duration sent_horizon = FromMillis(2000);
+  HearsayParams hearsay;
+
+  // OK, or INVALID_ARGUMENT naming the first bad field.
+  Status Validate() const;
+};
+
+}  // namespace hearsay::route

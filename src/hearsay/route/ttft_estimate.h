@@ -1,0 +1,55 @@
+// The expected time to first token at one member: the price `hearsay` and `oracle` minimize.
+//
+//   ttft(c) = delay(c) + queue_wait(c) + prefill(prompt - credit(c) new tokens on credit(c))
+//
+// delay: 0 for self; 2 × one-way delay plus a fixed forward overhead for a peer, because a
+//   forward pays the delay twice before the client sees a token: the request travels there and
+//   the first token travels back through the entry node.
+// queue_wait: the cost model's wait behind the member's reported queue, plus the remaining
+//   backlog of the requests this node sent it that the report cannot show yet (SentLedger).
+// prefill: the cost model's prefill of the uncached part (at least one token is always computed),
+//   plus the decode batch it shares the iteration with.
+// Queue wait and prefill are scaled by the member's Candidate::cost_scale (its hardware).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "hearsay/route/cost_model.h"
+#include "hearsay/route/policy.h"
+#include "hearsay/route/sent_ledger.h"
+
+namespace hearsay::route {
+
+struct TtftEstimate {
+  double delay_ms = 0;
+  double wait_ms = 0;
+  double prefill_ms = 0;
+  double total_ms() const { return delay_ms + wait_ms + prefill_ms; }
+};
+
+// The network part of the price of sending to `c`, in ms.
+inline double DelayMs(const Candidate& c, double forward_overhead_ms) {
+  return c.is_self ? 0.0 : 2 * ToMillis(c.one_way_delay) + forward_overhead_ms;
+}
+
+// The expected queue wait at `c`, in ms: its reported queue, then the remaining backlog of the
+// `unsent` requests missing from its report.
+inline double WaitMs(const PrefillCostModel& m, const Candidate& c,
+                     const SentLedger::Pending& unsent) {
+  const LoadView& l = c.load;
+  return c.cost_scale * m.QueueWaitMs(l.queued, double(l.queued_prefill_tokens), l.running,
+                                      double(l.running_context_tokens)) +
+         unsent.backlog_ms;
+}
+
+// The prefill part at `c`, in ms, for a prompt of `prompt_tokens` with `credit` tokens cached.
+inline double PrefillPartMs(const PrefillCostModel& m, const Candidate& c, double prompt_tokens,
+                            double credit) {
+  credit = std::clamp(credit, 0.0, std::max(0.0, prompt_tokens - 1));
+  const double fresh = std::max(1.0, prompt_tokens - credit);
+  return c.cost_scale * (m.PrefillMs(fresh, credit) +
+                         m.DecodeMs(c.load.running, double(c.load.running_context_tokens)));
+}
+
+}  // namespace hearsay::route
