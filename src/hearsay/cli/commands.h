@@ -1,0 +1,12 @@
+// The subcommands of the `hearsay` binary. Each Add*Command registers its options and a callback
+// on `app`; the callback sets `exit_code`. The CLI layer may use the wall clock and OS randomness;
+// it seeds and injects them into the core.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace hearsay::cli {
+
+void AddKeygenCommand(CLI::App& app, int& exit_code);
+
+}  // namespace hearsay::cli
