@@ -1,0 +1,203 @@
+// SimEngine: a simulated LLM engine with continuous batching, a cost model and a real KV cache of
+// finite capacity. The simulator's engine in virtual time, and the daemon's embedded default (no
+// GPU needed) in real time: it only acts through the injected Scheduler.
+//
+// Scheduling (vLLM v1 / Sarathi-Serve style). The engine runs one iteration at a time; each is a
+// single forward pass whose duration comes from the CostModel (times an optional seeded jitter),
+// scheduled with Scheduler::RunAfter. An iteration is composed, within a budget of
+// `token_budget` tokens, from:
+//   1. one decode step (1 token) for every running request past its prefill;
+//   2. the next prefill chunk of every running request still prefilling (chunked prefill: a prompt
+//      longer than what is left of the budget is prefilled over several iterations);
+//   3. waiting requests, first come first served, while budget, `max_running` and KV space
+//      allow. The queue is head-of-line: when the oldest waiting request does not fit, nobody
+//      behind it is admitted (as in vLLM), so FCFS order is kept.
+// Everything an iteration computes becomes visible when it ends: prompt tokens enter the prefix
+// cache, first tokens and decode tokens are reported, finished requests release their KV.
+//
+// KV cache. A prefix::RadixTree with capacity `kv_capacity_tokens` indexes cached token prefixes.
+// At admission a request matches its longest cached prefix (token-exact, not block-aligned),
+// capped at prompt length - 1 because the last prompt token must be recomputed to produce the
+// first output token (as in vLLM); that count is the exact cached_tokens reported for it. The
+// matched path is pinned while the request runs. KV space for the rest of the prompt and for
+// max_output_tokens outputs is reserved up front (no preemption, like TGI's token budget): if
+// it does not fit, least-recently-used unpinned prefixes are evicted; if it still does not fit
+// (pinned KV of running requests), the request waits. A request whose prompt plus output exceeds
+// the whole capacity is rejected by Submit. Each prefill chunk's tokens are inserted (and
+// pinned) when its iteration ends; at completion the generated tokens are inserted too (a later
+// chat turn that repeats the answer can hit them), and the request's pins are dropped, leaving
+// the content cached and evictable. The tree's block events (adds and removes of block keys)
+// are what DrainCacheEvents returns.
+//
+// Cost of simulation: per iteration, work is proportional to the requests in the batch plus the
+// tokens they insert or match; nothing scans the whole queue or the whole cache.
+//
+// Thread-safety: none; one core thread. Callbacks run inside the engine's scheduled tasks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "hearsay/common/status.h"
+#include "hearsay/engine/cost_model.h"
+#include "hearsay/engine/engine.h"
+#include "hearsay/engine/stand_in_cache.h"
+#include "hearsay/env/rng.h"
+#include "hearsay/env/scheduler.h"
+
+namespace hearsay::engine {
+
+struct SimEngineOptions {
+  // The iteration-time model (default: the h100-llama3-8b preset).
+  CostParams cost = {6.0, 0.03, 1.5e-6, 0.05, 4e-5};
+  // Tokens (prefill chunk tokens plus one per decode step) per iteration; must be >= 1.
+  uint32_t token_budget = 8192;
+  // Most requests running at once (vLLM max_num_seqs); must be >= 1.
+  uint32_t max_running = 256;
+  // KV cache capacity in tokens; must be >= 1.
+  uint64_t kv_capacity_tokens = 262144;
+  // Longest prompt + max_output_tokens accepted (the model's context window); 0 = no limit
+  // beyond the KV capacity.
+  uint32_t max_context_tokens = 0;
+  // Relative jitter of each iteration time: the modelled time is multiplied by a log-normal
+  // factor with mean 1 and this standard deviation of its log; 0 disables jitter. Must be in
+  // [0, 2].
+  double jitter = 0;
+  // Seeds the jitter draws.
+  uint64_t seed = 1;
+  // Tokens per block for the cache's block keys; forwarded to the radix tree.
+  StandInOptions tree;
+};
+
+class SimEngine final : public Engine {
+ public:
+  // A new idle engine. `scheduler` must outlive it. INVALID_ARGUMENT for bad options.
+  static Result<std::unique_ptr<SimEngine>> Create(Scheduler& scheduler,
+                                                   const SimEngineOptions& options);
+  // Cancels the engine's pending iteration; no callback runs after destruction.
+  ~SimEngine() override;
+
+  SimEngine(const SimEngine&) = delete;
+  SimEngine& operator=(const SimEngine&) = delete;
+
+  // Engine.
+  Status Submit(EngineRequest request, EngineObserver* observer) override;
+  bool Cancel(RequestId id) override;
+  EngineLoad Load() const override;
+  size_t CachedPrefixTokens(std::span<const TokenId> prompt) const override;
+  void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override;
+
+  const SimEngineOptions& options() const { return options_; }
+  const CostModel& cost_model() const { return cost_; }
+  // Iterations completed so far.
+  uint64_t iterations() const { return iterations_; }
+  // The shape of the iteration running now (empty when idle).
+  const IterationShape& current_iteration() const { return shape_; }
+  // The cache index (read-only), for tests and tools.
+  const StandInCache& cache() const { return tree_; }
+
+ private:
+  enum class State : uint8_t { kFree, kWaiting, kRunning, kDone };
+
+  // One live request. Slots are reused through a free list; `tokens` keeps its capacity.
+  // Invariants:
+  //  - kWaiting slots form the FCFS list head_ .. tail_ through prev/next.
+  //  - kRunning slots are in running_; cached <= computed <= prompt_len.
+  //  - reserved == (prompt_len - computed) + (max_output - 0) while running: KV held privately,
+  //    released into the tree as tokens are inserted.
+  //  - pinned_len is the length of the tree path this request holds pinned (0 if none).
+  struct Slot {
+    RequestId id = 0;
+    EngineObserver* observer = nullptr;
+    std::vector<TokenId> tokens;  // prompt, then generated tokens
+    std::vector<TokenId> scripted;
+    uint32_t prompt_len = 0;
+    uint32_t max_output = 0;
+    uint32_t cached = 0;
+    uint32_t computed = 0;  // prompt tokens in KV
+    uint32_t chunk = 0;     // prompt tokens the in-flight iteration computes for it
+    uint32_t generated = 0;
+    uint32_t pinned_len = 0;
+    uint64_t reserved = 0;
+    uint32_t est_new = 0;    // uncached tokens estimated at Submit, while waiting
+    double est_work_ms = 0;  // their marginal prefill work
+    TimePoint submitted{};
+    State state = State::kFree;
+    bool cancelled = false;
+    bool in_batch = false;
+    uint32_t prev = kNil;
+    uint32_t next = kNil;
+  };
+  enum class NoteKind : uint8_t { kAdmitted, kFirstToken, kToken, kComplete };
+  struct Note {
+    uint32_t slot;
+    NoteKind kind;
+    TokenId token;
+  };
+  static constexpr uint32_t kNil = UINT32_MAX;
+
+  SimEngine(Scheduler& scheduler, const SimEngineOptions& options);
+
+  uint32_t AllocSlot();
+  void FreeSlot(uint32_t slot);
+  void PushWaiting(uint32_t slot);
+  void UnlinkWaiting(uint32_t slot);
+  // Schedules StartIteration as a task if no iteration is running or queued.
+  void Wake();
+  void StartIteration();
+  void FinishIteration();
+  // Tries to admit the head of the queue within `budget`; false if it does not fit.
+  bool TryAdmit(uint32_t slot, uint32_t& budget);
+  // Drops a request's pins and reservation (its cached content stays, evictable).
+  void Release(Slot& s);
+  // Pins the first `len` tokens of the request's path (they must be cached).
+  void PinPath(Slot& s, uint32_t len);
+  // Drops the request's pin, if any.
+  void UnpinPath(Slot& s);
+  // Inserts the request's first `len` tokens into the cache and moves its pin there; the newly
+  // cached tokens leave the request's private reservation.
+  void InsertComputed(Slot& s, uint32_t len);
+  // Makes `tokens` free in KV by evicting unpinned prefixes; false if impossible.
+  bool MakeRoom(uint64_t tokens);
+  // Calls the observers for notes_, skipping requests cancelled meanwhile.
+  void Deliver();
+  TokenId OutputToken(const Slot& s, uint32_t index) const;
+  uint64_t kv_free() const;
+
+  Scheduler& scheduler_;
+  SimEngineOptions options_;
+  CostModel cost_;
+  Rng rng_;
+  StandInCache tree_;
+
+  // Invariants:
+  //  - id_to_slot_ maps exactly the live (not cancelled, not yet reported done) requests.
+  //  - tree_.size_tokens() + reserved_total_ <= kv_capacity_tokens.
+  //  - timer_ != kNoTimer iff an iteration (or a wake-up) is scheduled; busy_ iff an iteration
+  //    is in flight.
+  std::vector<Slot> slots_;
+  uint32_t free_head_ = kNil;
+  std::unordered_map<RequestId, uint32_t> id_to_slot_;
+  uint32_t head_ = kNil;
+  uint32_t tail_ = kNil;
+  uint32_t waiting_ = 0;
+  uint32_t running_live_ = 0;  // running_ minus cancelled
+  std::vector<uint32_t> running_;
+  std::vector<uint32_t> batch_;
+  std::vector<Note> notes_;
+  uint64_t reserved_total_ = 0;
+  uint64_t pending_tokens_ = 0;  // prefill tokens not yet scheduled, waiting and running
+  double pending_work_ms_ = 0;   // their marginal prefill work (estimate)
+  IterationShape shape_;
+  double iteration_ms_ = 0;  // duration of the running iteration, jitter included
+  TimePoint iteration_end_{};
+  TimerId timer_ = kNoTimer;
+  bool busy_ = false;
+  uint64_t iterations_ = 0;
+  double prefill_ms_per_token_ = 0;
+};
+
+}  // namespace hearsay::engine
