@@ -1,0 +1,219 @@
+#include "hearsay/route/hearsay_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "hearsay/route/route_test_util.h"
+
+namespace hearsay::route {
+namespace {
+
+using testing::At;
+using testing::MakeChain;
+using testing::MakeRequest;
+using testing::PeerCandidate;
+using testing::SelfCandidate;
+
+// Prompts of 128 blocks × 16 tokens = 2048 tokens. With the default (h100) cost model a cold
+// prefill costs ~70.6 ms and one on 1536 cached tokens ~22.7 ms: caching saves ~48 ms.
+constexpr size_t kBlocks = 128;
+
+class HearsayPolicyTest : public ::testing::Test {
+ protected:
+  Decision Choose(const std::vector<Candidate>& candidates, uint64_t id = 1, double at_ms = 0) {
+    return policy_.Choose(MakeRequest(chain_, id, At(at_ms)), candidates, rng_);
+  }
+
+  PolicyOptions options_;
+  HearsayPolicy policy_{options_};
+  std::vector<prefix::BlockKey> chain_ = MakeChain(1, 0, kBlocks, kBlocks);
+  Rng rng_{17};
+};
+
+TEST_F(HearsayPolicyTest, ServesLocallyWhenTheDelayOutweighsTheCacheGain) {
+  EXPECT_EQ(policy_.name(), "hearsay");
+  // A forward pays 2 × 30 ms, more than the ~48 ms it would save.
+  Decision d = Choose({SelfCandidate(0), PeerCandidate(1, 30, 1536)});
+  EXPECT_EQ(d.slot, 0u);
+  EXPECT_NEAR(d.expected_ttft_ms, options_.cost.PrefillMs(2048, 0), 1e-9);
+  // At 27 ms one way a policy pricing the delay once (27 < 48) would forward; 2 × 27 does not pay.
+  d = Choose({SelfCandidate(0), PeerCandidate(1, 27, 1536)});
+  EXPECT_EQ(d.slot, 0u);
+}
+
+TEST_F(HearsayPolicyTest, ForwardsWhenTheSavingExceedsTwiceTheDelay) {
+  const Decision d = Choose({SelfCandidate(0), PeerCandidate(1, 10, 1536)});
+  EXPECT_EQ(d.slot, 1u);
+  EXPECT_EQ(d.reason, Reason::kLowestCost);
+  EXPECT_EQ(d.estimated_cached_tokens, 1536u);
+  EXPECT_NEAR(d.expected_ttft_ms,
+              20 + options_.hearsay.forward_overhead_ms + options_.cost.PrefillMs(512, 1536), 1e-9);
+}
+
+TEST_F(HearsayPolicyTest, AvoidsABusyHolderWhoseQueueCostsMoreThanTheSaving) {
+  Candidate holder = PeerCandidate(1, 0.5, 1536);
+  holder.load.queued = 2;
+  holder.load.queued_prefill_tokens = 2 * 1024;  // ~70 ms of queue > ~48 ms saving
+  holder.load.age = FromMillis(50);
+  Candidate idle = PeerCandidate(2, 0.5, 0);
+  Decision d = Choose({SelfCandidate(0), holder, idle});
+  EXPECT_NE(d.slot, 1u);  // self or the idle peer: a near tie
+  // The same holder with a short queue is worth it.
+  holder.load.queued = 1;
+  holder.load.queued_prefill_tokens = 128;
+  d = Choose({SelfCandidate(0), holder, idle});
+  EXPECT_EQ(d.slot, 1u);
+}
+
+TEST_F(HearsayPolicyTest, BusyHolderLosesCacheCredit) {
+  // Queue wait priced alone would still favour the holder; the busy discount tips it.
+  PolicyOptions options;
+  options.hearsay.busy_wait_ms = 50;
+  HearsayPolicy policy(options);
+  const auto long_chain = MakeChain(2, 0, 1024, 1024);  // 16384 tokens
+  Candidate holder = PeerCandidate(1, 0.5, 16000);
+  holder.load.queued = 4;
+  holder.load.queued_prefill_tokens = 11600;  // ~400 ms of queue; self's cold prefill ~700 ms
+  const auto request = MakeRequest(long_chain);
+  Rng rng(1);
+  EXPECT_EQ(policy.Choose(request, std::vector{SelfCandidate(0), holder}, rng).slot, 0u);
+  PolicyOptions no_discount;
+  no_discount.hearsay.busy_wait_ms = 1e9;
+  HearsayPolicy lenient(no_discount);
+  EXPECT_EQ(lenient.Choose(request, std::vector{SelfCandidate(0), holder}, rng).slot, 1u);
+}
+
+TEST_F(HearsayPolicyTest, SkipsOverloadedUnlessAllAre) {
+  Candidate holder = PeerCandidate(1, 0.5, 2000);
+  holder.load.overloaded = true;
+  std::vector<Candidate> candidates = {SelfCandidate(0), holder};
+  EXPECT_EQ(Choose(candidates).slot, 0u);
+  candidates[0].load.overloaded = true;
+  const Decision d = Choose(candidates);
+  EXPECT_EQ(d.slot, 1u);
+  EXPECT_EQ(d.reason, Reason::kAllOverloaded);
+}
+
+// The members of a sibling burst test: self and 8 near, idle peers, all reports 500 ms stale, so
+// only the ledger and the leases know what this node just sent.
+std::vector<Candidate> StaleCluster() {
+  std::vector<Candidate> candidates = {SelfCandidate(0)};
+  for (Slot s = 1; s <= 8; ++s) candidates.push_back(PeerCandidate(s, 0.1));
+  for (Candidate& c : candidates) c.load.age = FromMillis(500);
+  return candidates;
+}
+
+std::set<Slot> RunSiblingBurst(HearsayPolicy& policy, Rng& rng) {
+  const auto candidates = StaleCluster();
+  std::set<Slot> used;
+  // Six siblings sharing 120 of 128 blocks, 40 ms apart: faster than a cold prefill (~70 ms),
+  // slower than a warm one (~20 ms), so the holder's queue stays short.
+  for (uint64_t v = 0; v < 6; ++v) {
+    const auto chain = MakeChain(3, v, 120, kBlocks);
+    const RouteRequest request = MakeRequest(chain, v + 1, At(40.0 * double(v)));
+    const Decision d = policy.Choose(request, candidates, rng);
+    policy.OnSent(d.slot, request);
+    used.insert(d.slot);
+  }
+  return used;
+}
+
+TEST_F(HearsayPolicyTest, LeaseLandsASiblingBurstOnOneMember) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    HearsayPolicy policy(options_);
+    Rng rng(seed);
+    EXPECT_EQ(RunSiblingBurst(policy, rng).size(), 1u) << "seed " << seed;
+  }
+}
+
+TEST_F(HearsayPolicyTest, WithoutLeasesASiblingBurstScatters) {
+  PolicyOptions options;
+  options.hearsay.lease_ttl = Duration::zero();
+  HearsayPolicy policy(options);
+  Rng rng(1);
+  EXPECT_GT(RunSiblingBurst(policy, rng).size(), 2u);
+}
+
+TEST_F(HearsayPolicyTest, NearEqualCostsAreDrawnAtRandom) {
+  // Self and 8 idle peers 0.1 ms away: costs within 5% of each other. Many entry nodes with this
+  // same view (no OnSent between them) must not all pick the same member.
+  std::vector<Candidate> candidates = {SelfCandidate(0)};
+  for (Slot s = 1; s <= 8; ++s) candidates.push_back(PeerCandidate(s, 0.1));
+  std::map<Slot, int> hits;
+  for (uint64_t id = 1; id <= 900; ++id) {
+    const Decision d = Choose(candidates, id);
+    EXPECT_EQ(d.reason, Reason::kNearTie);
+    ++hits[d.slot];
+  }
+  ASSERT_EQ(hits.size(), 9u);
+  for (const auto& [slot, n] : hits) EXPECT_NEAR(n, 100, 40) << slot;
+  // With no tie band the strictly cheapest (self: no delay) always wins.
+  PolicyOptions strict;
+  strict.hearsay.near_tie_fraction = 0;
+  strict.hearsay.near_tie_ms = 0;
+  HearsayPolicy policy(strict);
+  for (uint64_t id = 1; id <= 50; ++id) {
+    EXPECT_EQ(policy.Choose(MakeRequest(chain_, id), candidates, rng_).slot, 0u);
+  }
+}
+
+TEST_F(HearsayPolicyTest, SpreadsABurstOfUnrelatedRequestsOverAStaleView) {
+  const auto candidates = StaleCluster();
+  std::map<Slot, int> hits;
+  for (uint64_t id = 1; id <= 18; ++id) {
+    const auto chain = MakeChain(100 + id, 0, 0, kBlocks);  // nothing shared
+    const RouteRequest request = MakeRequest(chain, id, At(0.01 * double(id)));
+    const Decision d = policy_.Choose(request, candidates, rng_);
+    policy_.OnSent(d.slot, request);
+    ++hits[d.slot];
+  }
+  ASSERT_EQ(hits.size(), 9u);
+  for (const auto& [slot, n] : hits) EXPECT_EQ(n, 2) << slot;
+}
+
+TEST_F(HearsayPolicyTest, LearnsToDistrustAPeerWhoseEstimatesWereWrong) {
+  const std::vector<Candidate> candidates = {SelfCandidate(0), PeerCandidate(1, 5, 1536),
+                                             PeerCandidate(2, 5, 1536)};
+  Decision d = Choose(candidates);
+  EXPECT_NE(d.slot, 0u);  // both holders look ~38 ms better than self
+  // Peer 1's engine keeps finding nothing cached; peer 2's finds what was promised.
+  for (uint64_t id = 1; id <= 20; ++id) {
+    policy_.OnOutcome(
+        {.slot = 1, .request_id = id, .estimated_cached_tokens = 1536, .actual_cached_tokens = 0});
+    policy_.OnOutcome({.slot = 2,
+                       .request_id = id,
+                       .estimated_cached_tokens = 1536,
+                       .actual_cached_tokens = 1536});
+  }
+  EXPECT_LT(policy_.confidence(1), 0.2);
+  EXPECT_GE(policy_.confidence(1), options_.hearsay.min_confidence);
+  EXPECT_DOUBLE_EQ(policy_.confidence(2), 1.0);
+  for (uint64_t id = 1; id <= 50; ++id) EXPECT_EQ(Choose(candidates, id).slot, 2u);
+  // Without the truthful peer, the liar no longer beats computing locally.
+  EXPECT_EQ(Choose({candidates[0], candidates[1]}).slot, 0u);
+  // A restart wipes what was learned.
+  policy_.OnMemberReset(1);
+  EXPECT_DOUBLE_EQ(policy_.confidence(1), 1.0);
+}
+
+TEST_F(HearsayPolicyTest, StaleCacheViewEarnsLessCredit) {
+  Candidate fresh = PeerCandidate(1, 1, 1536);
+  Candidate stale = PeerCandidate(2, 1, 1536);
+  stale.cache_age = std::chrono::seconds(5);  // one half-life: half the credit
+  for (uint64_t id = 1; id <= 20; ++id) {
+    EXPECT_EQ(Choose({SelfCandidate(0), fresh, stale}, id).slot, 1u);
+  }
+}
+
+TEST_F(HearsayPolicyTest, PricesSlowHardware) {
+  Candidate slow = PeerCandidate(1, 1, 1536);
+  slow.cost_scale = 4;  // consumer GPU: its cache saves less than self's compute
+  EXPECT_EQ(Choose({SelfCandidate(0), slow}).slot, 0u);
+  slow.cost_scale = 1;
+  EXPECT_EQ(Choose({SelfCandidate(0), slow}).slot, 1u);
+}
+
+}  // namespace
+}  // namespace hearsay::route
