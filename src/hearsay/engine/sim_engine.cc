@@ -24,7 +24,8 @@ uint64_t Mix(uint64_t x) {
 }  // namespace
 
 Result<std::unique_ptr<SimEngine>> SimEngine::Create(Scheduler& scheduler,
-                                                     const SimEngineOptions& options) {
+                                                     const SimEngineOptions& options,
+                                                     prefix::BlockKeyer keyer) {
   HEARSAY_RETURN_IF_ERROR(CostModel::Create(options.cost).status());
   if (options.token_budget == 0) return InvalidArgumentError("token_budget must be >= 1");
   if (options.max_running == 0) return InvalidArgumentError("max_running must be >= 1");
@@ -37,15 +38,17 @@ Result<std::unique_ptr<SimEngine>> SimEngine::Create(Scheduler& scheduler,
   if (!(options.jitter >= 0 && options.jitter <= 2)) {
     return InvalidArgumentError("jitter must be in [0, 2]");
   }
-  return std::unique_ptr<SimEngine>(new SimEngine(scheduler, options));
+  return std::unique_ptr<SimEngine>(new SimEngine(scheduler, options, std::move(keyer)));
 }
 
-SimEngine::SimEngine(Scheduler& scheduler, const SimEngineOptions& options)
+SimEngine::SimEngine(Scheduler& scheduler, const SimEngineOptions& options,
+                     prefix::BlockKeyer keyer)
     : scheduler_(scheduler),
       options_(options),
       cost_(options.cost),
       rng_(options.seed),
-      tree_(options.kv_capacity_tokens, options.tree) {}
+      tree_(std::move(keyer),
+            prefix::RadixTreeOptions{.capacity_tokens = options.kv_capacity_tokens}) {}
 
 SimEngine::~SimEngine() {
   if (timer_ != kNoTimer) scheduler_.Cancel(timer_);
@@ -81,10 +84,11 @@ Status SimEngine::Submit(EngineRequest request, EngineObserver* observer) {
   s.prompt_len = static_cast<uint32_t>(s.tokens.size());
   s.max_output = request.max_output_tokens;
   s.cached = s.computed = s.chunk = s.generated = s.pinned_len = 0;
+  s.pin = {};
   s.reserved = 0;
   // An estimate for the load report only; admission matches again.
   const uint32_t hit =
-      std::min<uint32_t>(static_cast<uint32_t>(tree_.Match(s.tokens)), s.prompt_len - 1);
+      std::min<uint32_t>(static_cast<uint32_t>(tree_.Peek(s.tokens)), s.prompt_len - 1);
   s.est_new = s.prompt_len - hit;
   s.est_work_ms = cost_.PrefillWorkMs(s.est_new, hit);
   pending_tokens_ += s.est_new;
@@ -151,10 +155,17 @@ EngineLoad SimEngine::Load() const {
 }
 
 size_t SimEngine::CachedPrefixTokens(std::span<const TokenId> prompt) const {
-  return tree_.Match(prompt);
+  return tree_.Peek(prompt);
 }
 
-void SimEngine::DrainCacheEvents(std::vector<prefix::BlockEvent>& out) { tree_.DrainEvents(out); }
+void SimEngine::DrainCacheEvents(std::vector<prefix::BlockEvent>& out) {
+  if (out.empty()) {
+    out.swap(events_);
+  } else {
+    out.insert(out.end(), events_.begin(), events_.end());
+  }
+  events_.clear();
+}
 
 uint32_t SimEngine::AllocSlot() {
   if (free_head_ != kNil) {
@@ -286,10 +297,11 @@ void SimEngine::StartIteration() {
 
 bool SimEngine::TryAdmit(uint32_t slot, uint32_t& budget) {
   Slot& s = slots_[slot];
-  const uint32_t hit =
-      std::min<uint32_t>(static_cast<uint32_t>(tree_.Match(s.tokens)), s.prompt_len - 1);
   // Pin the hit first so that making room cannot evict it.
-  PinPath(s, hit);
+  const prefix::PinResult pr = tree_.Pin(s.tokens, ++tick_);
+  s.pin = pr.handle;
+  s.pinned_len = static_cast<uint32_t>(pr.tokens);
+  const uint32_t hit = std::min<uint32_t>(s.pinned_len, s.prompt_len - 1);
   const uint64_t need = uint64_t{s.prompt_len - hit} + s.max_output;
   if (!MakeRoom(need)) {
     UnpinPath(s);
@@ -336,14 +348,19 @@ void SimEngine::FinishIteration() {
     if (s.cancelled) continue;  // released at the next StartIteration
     if (s.computed < s.prompt_len) {
       s.computed += s.chunk;
-      InsertComputed(s, s.computed);
       s.chunk = 0;
-      if (s.computed < s.prompt_len) continue;
+      if (s.computed < s.prompt_len) {
+        InsertComputed(s, s.computed, /*keep_pin=*/true);
+        continue;
+      }
       // The pass that computed the last prompt token also produced the first output token.
       const TokenId t = OutputToken(s, 0);
       s.tokens.push_back(t);
       s.generated = 1;
       notes_.push_back({slot, NoteKind::kFirstToken, t});
+      // Unless this was also the last token, the prompt is cached now; a finished request's
+      // prompt and output go in together below, in one walk.
+      if (s.generated < s.max_output) InsertComputed(s, s.prompt_len, /*keep_pin=*/true);
     } else {
       const TokenId t = OutputToken(s, s.generated);
       s.tokens.push_back(t);
@@ -352,7 +369,7 @@ void SimEngine::FinishIteration() {
     }
     if (s.generated == s.max_output) {
       // Cache the generated tokens behind the prompt, then let go of everything.
-      InsertComputed(s, static_cast<uint32_t>(s.tokens.size()));
+      InsertComputed(s, static_cast<uint32_t>(s.tokens.size()), /*keep_pin=*/false);
       Release(s);
       s.state = State::kDone;
       --running_live_;
@@ -412,26 +429,27 @@ void SimEngine::Deliver() {
   notes_.clear();
 }
 
-void SimEngine::PinPath(Slot& s, uint32_t len) {
-  HEARSAY_CHECK(s.pinned_len == 0);
-  if (len == 0) return;
-  tree_.Pin(s.tokens, len, +1);
-  s.pinned_len = len;
-}
-
 void SimEngine::UnpinPath(Slot& s) {
-  if (s.pinned_len == 0) return;
-  tree_.Pin(s.tokens, s.pinned_len, -1);
+  if (!s.pin.valid()) return;
+  const Status st = tree_.Unpin(s.pin);
+  HEARSAY_CHECK_MSG(st.ok(), st.ToString());
+  s.pin = {};
   s.pinned_len = 0;
 }
 
-void SimEngine::InsertComputed(Slot& s, uint32_t len) {
-  HEARSAY_CHECK(len >= s.pinned_len);
-  const uint32_t added = len - s.pinned_len;
-  tree_.Insert(std::span<const TokenId>(s.tokens.data(), len));
-  tree_.Pin(s.tokens, len, +1);
-  if (s.pinned_len > 0) tree_.Pin(s.tokens, s.pinned_len, -1);
-  s.pinned_len = len;
+void SimEngine::InsertComputed(Slot& s, uint32_t len, bool keep_pin) {
+  const uint32_t covered = std::max(s.pinned_len, s.cached);
+  HEARSAY_CHECK(len >= covered);
+  const uint32_t added = len - covered;
+  // The reservation guarantees room: the tree never has to evict (or refuse) here.
+  const prefix::InsertResult r =
+      tree_.Insert(std::span<const TokenId>(s.tokens.data(), len), ++tick_, &events_, keep_pin);
+  HEARSAY_CHECK(r.cached_tokens == len && r.evicted_tokens == 0);
+  UnpinPath(s);
+  if (keep_pin) {
+    s.pin = r.pin;
+    s.pinned_len = len;
+  }
   HEARSAY_CHECK(s.reserved >= added);
   s.reserved -= added;
   reserved_total_ -= added;
@@ -449,8 +467,8 @@ bool SimEngine::MakeRoom(uint64_t tokens) {
   if (used + tokens <= cap) return true;
   const uint64_t short_by = used + tokens - cap;
   // Evict only if it can succeed: a waiting request must not flush the cache for nothing.
-  if (tree_.size_tokens() - tree_.pinned_tokens() < short_by) return false;
-  tree_.Evict(short_by);
+  if (tree_.evictable_tokens() < short_by) return false;
+  tree_.Evict(short_by, &events_);
   return tree_.size_tokens() + reserved_total_ + tokens <= cap;
 }
 

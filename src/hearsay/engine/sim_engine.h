@@ -44,9 +44,10 @@
 #include "hearsay/common/status.h"
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/engine/engine.h"
-#include "hearsay/engine/stand_in_cache.h"
 #include "hearsay/env/rng.h"
 #include "hearsay/env/scheduler.h"
+#include "hearsay/prefix/block_keys.h"
+#include "hearsay/prefix/radix_tree.h"
 
 namespace hearsay::engine {
 
@@ -68,15 +69,15 @@ struct SimEngineOptions {
   double jitter = 0;
   // Seeds the jitter draws.
   uint64_t seed = 1;
-  // Tokens per block for the cache's block keys; forwarded to the radix tree.
-  StandInOptions tree;
 };
 
 class SimEngine final : public Engine {
  public:
-  // A new idle engine. `scheduler` must outlive it. INVALID_ARGUMENT for bad options.
+  // A new idle engine whose cache keys blocks with `keyer` (the node's namespace: cluster
+  // secret, model, tenant). `scheduler` must outlive it. INVALID_ARGUMENT for bad options.
   static Result<std::unique_ptr<SimEngine>> Create(Scheduler& scheduler,
-                                                   const SimEngineOptions& options);
+                                                   const SimEngineOptions& options,
+                                                   prefix::BlockKeyer keyer);
   // Cancels the engine's pending iteration; no callback runs after destruction.
   ~SimEngine() override;
 
@@ -97,7 +98,7 @@ class SimEngine final : public Engine {
   // The shape of the iteration running now (empty when idle).
   const IterationShape& current_iteration() const { return shape_; }
   // The cache index (read-only), for tests and tools.
-  const StandInCache& cache() const { return tree_; }
+  const prefix::RadixTree& cache() const { return tree_; }
 
  private:
   enum class State : uint8_t { kFree, kWaiting, kRunning, kDone };
@@ -106,9 +107,9 @@ class SimEngine final : public Engine {
   // Invariants:
   //  - kWaiting slots form the FCFS list head_ .. tail_ through prev/next.
   //  - kRunning slots are in running_; cached <= computed <= prompt_len.
-  //  - reserved == (prompt_len - computed) + (max_output - 0) while running: KV held privately,
-  //    released into the tree as tokens are inserted.
-  //  - pinned_len is the length of the tree path this request holds pinned (0 if none).
+  //  - while running, reserved == prompt_len + max_output - max(pinned_len, cached): KV held
+  //    privately for tokens not in the tree yet, handed to the tree as they are inserted.
+  //  - pin is valid iff the request holds a pin; it covers the first pinned_len tokens.
   struct Slot {
     RequestId id = 0;
     EngineObserver* observer = nullptr;
@@ -121,6 +122,7 @@ class SimEngine final : public Engine {
     uint32_t chunk = 0;     // prompt tokens the in-flight iteration computes for it
     uint32_t generated = 0;
     uint32_t pinned_len = 0;
+    prefix::PinHandle pin;
     uint64_t reserved = 0;
     uint32_t est_new = 0;    // uncached tokens estimated at Submit, while waiting
     double est_work_ms = 0;  // their marginal prefill work
@@ -139,7 +141,7 @@ class SimEngine final : public Engine {
   };
   static constexpr uint32_t kNil = UINT32_MAX;
 
-  SimEngine(Scheduler& scheduler, const SimEngineOptions& options);
+  SimEngine(Scheduler& scheduler, const SimEngineOptions& options, prefix::BlockKeyer keyer);
 
   uint32_t AllocSlot();
   void FreeSlot(uint32_t slot);
@@ -153,13 +155,11 @@ class SimEngine final : public Engine {
   bool TryAdmit(uint32_t slot, uint32_t& budget);
   // Drops a request's pins and reservation (its cached content stays, evictable).
   void Release(Slot& s);
-  // Pins the first `len` tokens of the request's path (they must be cached).
-  void PinPath(Slot& s, uint32_t len);
   // Drops the request's pin, if any.
   void UnpinPath(Slot& s);
-  // Inserts the request's first `len` tokens into the cache and moves its pin there; the newly
-  // cached tokens leave the request's private reservation.
-  void InsertComputed(Slot& s, uint32_t len);
+  // Inserts the request's first `len` tokens into the cache and, with `keep_pin`, moves its pin
+  // there (else drops it); those tokens leave the request's private reservation.
+  void InsertComputed(Slot& s, uint32_t len, bool keep_pin);
   // Makes `tokens` free in KV by evicting unpinned prefixes; false if impossible.
   bool MakeRoom(uint64_t tokens);
   // Calls the observers for notes_, skipping requests cancelled meanwhile.
@@ -171,7 +171,7 @@ class SimEngine final : public Engine {
   SimEngineOptions options_;
   CostModel cost_;
   Rng rng_;
-  StandInCache tree_;
+  prefix::RadixTree tree_;
 
   // Invariants:
   //  - id_to_slot_ maps exactly the live (not cancelled, not yet reported done) requests.
@@ -188,6 +188,8 @@ class SimEngine final : public Engine {
   std::vector<uint32_t> running_;
   std::vector<uint32_t> batch_;
   std::vector<Note> notes_;
+  std::vector<prefix::BlockEvent> events_;  // since the last DrainCacheEvents
+  uint64_t tick_ = 0;                       // the tree's LRU clock: one tick per use
   uint64_t reserved_total_ = 0;
   uint64_t pending_tokens_ = 0;  // prefill tokens not yet scheduled, waiting and running
   double pending_work_ms_ = 0;   // their marginal prefill work (estimate)

@@ -97,6 +97,10 @@ class Recorder : public EngineObserver {
   std::map<RequestId, Rec> recs_;
 };
 
+prefix::BlockKeyer Keyer() {
+  return prefix::BlockKeyer::Create("engine-test-secret-0123456789", "llama3-8b", "t").value();
+}
+
 // `n` tokens of stream `stream`: distinct streams never share a first token.
 std::vector<TokenId> Tokens(uint32_t stream, size_t n, size_t offset = 0) {
   std::vector<TokenId> t(n);
@@ -120,7 +124,7 @@ class SimEngineTest : public ::testing::Test {
  protected:
   void Make(SimEngineOptions o = {}) {
     options_ = o;
-    auto e = SimEngine::Create(sched_, o);
+    auto e = SimEngine::Create(sched_, o, Keyer());
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     engine_ = std::move(e).value();
   }
@@ -137,19 +141,19 @@ class SimEngineTest : public ::testing::Test {
 TEST_F(SimEngineTest, CreateValidatesOptions) {
   SimEngineOptions o;
   o.token_budget = 0;
-  EXPECT_EQ(SimEngine::Create(sched_, o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SimEngine::Create(sched_, o, Keyer()).status().code(), StatusCode::kInvalidArgument);
   o = {};
   o.kv_capacity_tokens = 0;
-  EXPECT_FALSE(SimEngine::Create(sched_, o).ok());
+  EXPECT_FALSE(SimEngine::Create(sched_, o, Keyer()).ok());
   o = {};
   o.max_running = 0;
-  EXPECT_FALSE(SimEngine::Create(sched_, o).ok());
+  EXPECT_FALSE(SimEngine::Create(sched_, o, Keyer()).ok());
   o = {};
   o.jitter = -0.1;
-  EXPECT_FALSE(SimEngine::Create(sched_, o).ok());
+  EXPECT_FALSE(SimEngine::Create(sched_, o, Keyer()).ok());
   o = {};
   o.cost.a_ms_per_token = -1;
-  EXPECT_FALSE(SimEngine::Create(sched_, o).ok());
+  EXPECT_FALSE(SimEngine::Create(sched_, o, Keyer()).ok());
 }
 
 TEST_F(SimEngineTest, SinglePrefillTakesOneIterationOfTheFormula) {
@@ -560,7 +564,7 @@ std::vector<int64_t> RunWorkload(double jitter, uint64_t seed) {
   o.seed = seed;
   o.token_budget = 2048;
   o.kv_capacity_tokens = 20000;
-  auto engine = SimEngine::Create(sched, o).value();
+  auto engine = SimEngine::Create(sched, o, Keyer()).value();
   Rng rng(99);
   for (RequestId id = 0; id < 200; ++id) {
     const auto shared = Tokens(static_cast<uint32_t>(rng.Below(8)) + 1, 300);
