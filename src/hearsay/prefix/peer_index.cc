@@ -11,6 +11,7 @@ namespace {
 
 // How far ahead batches prefetch buckets: enough misses in flight to hide DRAM latency.
 constexpr size_t kPrefetchAhead = 16;
+constexpr size_t kResolveAhead = 8;
 // Buckets swept after every mutation while cleared columns await cleanup, plus 2 per key.
 constexpr size_t kSweepBase = 256;
 constexpr size_t kMaxWords = HolderTable::kMaxColumns / 64;
@@ -193,8 +194,17 @@ Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out
   const size_t n = chain.size();
   if (n == 0 || by_id_.empty()) return OkStatus();
 
+  // A two-stage pipeline: a key's bucket is prefetched kPrefetchAhead steps early, then looked
+  // up kResolveAhead steps early so that a bitset it points to can be prefetched too.
+  const HolderTable::Bucket* ring[kPrefetchAhead];
+  const auto resolve = [&](size_t j) {
+    const HolderTable::Bucket* f = table_.Find(chain[j]);
+    if (f != nullptr && f->count > HolderTable::kInline) __builtin_prefetch(table_.SetBits(*f));
+    ring[j % kPrefetchAhead] = f;
+  };
   for (size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) table_.Prefetch(chain[i]);
-  const HolderTable::Bucket* b = table_.Find(chain[0]);
+  for (size_t i = 0; i < std::min(n, kResolveAhead + 1); ++i) resolve(i);
+  const HolderTable::Bucket* b = ring[0];
   if (b == nullptr) return OkStatus();
 
   // alive: the live columns that hold k_0..k_{i-1}; its nonzero words lie in [lo, hi).
@@ -223,8 +233,9 @@ Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out
     while (hi > lo && alive[hi - 1] == 0) --hi;
     if (lo == hi) return OkStatus();
     if (i + kPrefetchAhead < n) table_.Prefetch(chain[i + kPrefetchAhead]);
+    if (i + kResolveAhead < n) resolve(i + kResolveAhead);
     const uint32_t depth = static_cast<uint32_t>(i);
-    b = table_.Find(chain[i]);
+    b = ring[i % kPrefetchAhead];
     if (b == nullptr) {
       for (size_t w = lo; w < hi; ++w) emit(w, alive[w], depth);
       return OkStatus();

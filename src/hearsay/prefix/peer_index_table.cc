@@ -8,34 +8,21 @@
 namespace hearsay::prefix {
 namespace {
 
-// MurmurHash3's 64-bit finalizer: keys are already hashes, but the salt and the mix keep a
-// table's probe runs unpredictable to whoever chose the keys.
-inline uint64_t Mix(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ULL;
-  k ^= k >> 33;
-  return k;
-}
-
 // Whether `size` entries exceed the 3/4 maximum load of `capacity` buckets.
 inline bool Overloaded(size_t size, size_t capacity) { return size > capacity / 4 * 3; }
 
 }  // namespace
 
 HolderTable::HolderTable(size_t max_columns, uint64_t hash_seed)
-    : seed_(Mix(hash_seed ^ 0x9e3779b97f4a7c15ULL)) {
+    : seed_(MixKey(hash_seed ^ 0x9e3779b97f4a7c15ULL)) {
   max_columns = std::clamp<size_t>(max_columns, 1, kMaxColumns);
   words_ = (max_columns + 63) / 64;
   state_.assign(max_columns, ColumnState::kFree);
   live_.assign(words_, 0);
   covered_by_.assign(max_columns, 0);
-  buckets_.assign(kMinCapacity, Bucket{});
+  buckets_ = FlatArray<Bucket>(kMinCapacity);
   shift_ = 64 - std::countr_zero(kMinCapacity);
 }
-
-size_t HolderTable::Home(BlockKey key) const { return Mix(key ^ seed_) >> shift_; }
 
 bool HolderTable::BucketHas(const Bucket& b, Column c) const {
   if (b.count <= kInline) {
@@ -45,13 +32,6 @@ bool HolderTable::BucketHas(const Bucket& b, Column c) const {
     return false;
   }
   return (SetBits(b)[c >> 6] >> (c & 63)) & 1;
-}
-
-size_t HolderTable::Probe(BlockKey key) const {
-  const size_t mask = buckets_.size() - 1;
-  size_t i = Home(key);
-  while (buckets_[i].count != 0 && buckets_[i].key != key) i = (i + 1) & mask;
-  return i;
 }
 
 // ---- Columns ----
@@ -159,11 +139,6 @@ bool HolderTable::Contains(BlockKey key, Column c) const {
   if (c >= state_.size() || !IsLive(c)) return false;
   const Bucket& b = buckets_[Probe(key)];
   return b.count != 0 && BucketHas(b, c);
-}
-
-const HolderTable::Bucket* HolderTable::Find(BlockKey key) const {
-  const Bucket& b = buckets_[Probe(key)];
-  return b.count == 0 ? nullptr : &b;
 }
 
 void HolderTable::Reserve(size_t extra) {
@@ -280,7 +255,7 @@ void HolderTable::MaybeShrink() {
 }
 
 void HolderTable::Rehash(size_t capacity) {
-  std::vector<Bucket> old(capacity, Bucket{});
+  FlatArray<Bucket> old(capacity);
   old.swap(buckets_);
   shift_ = 64 - std::countr_zero(capacity);
   size_ = 0;
@@ -299,7 +274,7 @@ void HolderTable::Rehash(size_t capacity) {
 }
 
 size_t HolderTable::MemoryBytes() const {
-  return buckets_.capacity() * sizeof(Bucket) + sets_.capacity() * sizeof(uint64_t) +
+  return buckets_.size() * sizeof(Bucket) + sets_.capacity() * sizeof(uint64_t) +
          free_sets_.capacity() * sizeof(uint32_t);
 }
 

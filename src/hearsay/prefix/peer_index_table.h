@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "hearsay/prefix/block_event.h"
+#include "hearsay/prefix/flat_array.h"
 
 namespace hearsay::prefix {
 
@@ -78,7 +79,10 @@ class HolderTable {
   // Whether live column `c` holds `key` (false for a retired or free column).
   bool Contains(BlockKey key, Column c) const;
   // The bucket of `key`, or nullptr. Its holders may include retired columns: mask them.
-  const Bucket* Find(BlockKey key) const;
+  const Bucket* Find(BlockKey key) const {
+    const Bucket& b = buckets_[Probe(key)];
+    return b.count == 0 ? nullptr : &b;
+  }
   // The bitset of a bucket with count > kInline (words_per_set() words).
   const uint64_t* SetBits(const Bucket& b) const { return &sets_[size_t{b.set_id()} * words_]; }
   size_t words_per_set() const { return words_; }
@@ -112,10 +116,25 @@ class HolderTable {
   enum class ColumnState : uint8_t { kFree, kLive, kRetired };
   static constexpr size_t kMinCapacity = 16;
 
-  size_t Home(BlockKey key) const;
+  // MurmurHash3's 64-bit finalizer: keys are already hashes, but the salt and the mix keep a
+  // table's probe runs unpredictable to whoever chose the keys.
+  static uint64_t MixKey(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+  }
+  size_t Home(BlockKey key) const { return MixKey(key ^ seed_) >> shift_; }
   bool BucketHas(const Bucket& b, Column c) const;
   // Index of `key`'s bucket, or of the empty bucket where it would go.
-  size_t Probe(BlockKey key) const;
+  size_t Probe(BlockKey key) const {
+    const size_t mask = buckets_.size() - 1;
+    size_t i = Home(key);
+    while (buckets_[i].count != 0 && buckets_[i].key != key) i = (i + 1) & mask;
+    return i;
+  }
   void EraseAt(size_t i);
   // Drops retired columns from `b`, demoting a bitset that falls to kInline; returns the count.
   uint16_t Clean(Bucket& b);
@@ -131,7 +150,7 @@ class HolderTable {
   size_t words_;  // words per bitset: ceil(max_columns / 64)
   int shift_;     // 64 - log2(capacity)
   size_t size_ = 0;
-  std::vector<Bucket> buckets_;
+  FlatArray<Bucket> buckets_;
   std::vector<uint64_t> sets_;  // the bitset arena, words_ words per set
   std::vector<uint32_t> free_sets_;
 
