@@ -2,9 +2,11 @@
 # Runs every libFuzzer target in BUILD_DIR for SECONDS each, starting from fuzz/corpus/<target>/.
 # A crash fails the run; the crashing input is left in build/fuzz-artifacts/ so it can be moved to
 # fuzz/regressions/<target>/, where the ordinary test suite replays it forever after.
+# Every target runs even if an earlier one fails; the exit status is non-zero if any failed.
+# Usage: run-fuzzers.sh BUILD_DIR SECONDS
 set -euo pipefail
-build_dir=$1
-seconds=$2
+build_dir=${1:?usage: run-fuzzers.sh BUILD_DIR SECONDS}
+seconds=${2:?usage: run-fuzzers.sh BUILD_DIR SECONDS}
 root=$(cd "$(dirname "$0")/.." && pwd)
 artifacts="$root/build/fuzz-artifacts"
 mkdir -p "$artifacts"
@@ -14,6 +16,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   echo "run-fuzzers: no fuzz targets in $build_dir"
   exit 0
 fi
+failed=()
 for bin in "${targets[@]}"; do
   name=$(basename "$bin")
   stem=${name#hearsay_}
@@ -32,8 +35,13 @@ for bin in "${targets[@]}"; do
   rm -f "$work.log"
   rm -rf "$work"
   if [ "$rc" -ne 0 ]; then
-    echo "run-fuzzers: $stem FAILED (exit $rc); inputs in $artifacts" >&2
-    exit "$rc"
+    echo "run-fuzzers: $stem FAILED (exit $rc); inputs in $artifacts/$stem-*;" \
+      "move them to fuzz/regressions/$stem/ once fixed" >&2
+    failed+=("$stem")
   fi
 done
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "run-fuzzers: ${#failed[@]} of ${#targets[@]} targets failed: ${failed[*]}" >&2
+  exit 1
+fi
 echo "run-fuzzers: all ${#targets[@]} targets passed"
