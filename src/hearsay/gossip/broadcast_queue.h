@@ -1,0 +1,51 @@
+// BroadcastQueue: membership updates waiting to be piggybacked on outgoing messages (SWIM
+// dissemination, after memberlist's transmit-limited queue).
+//
+// Each update is sent a bounded number of times (the caller passes retransmit_mult * log10(n+1)),
+// least-sent first, newest first among equals. A newer update about a member replaces the queued
+// one, so the queue holds at most one update per member id.
+//
+// Ownership: plain value owned by gossip::Node. Thread-safety: none.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "hearsay/gossip/wire.h"
+
+namespace hearsay::gossip {
+
+class BroadcastQueue {
+ public:
+  // Queues `u`, replacing any queued update about u.id.
+  void Push(MemberUpdate u);
+  // Takes updates for one message: `prefer` (a member id, may be empty) first if queued, then
+  // the least-sent, until their encoded size would exceed budget_bytes. Each taken update counts
+  // one transmission and leaves the queue after transmit_limit of them.
+  std::vector<MemberUpdate> Take(size_t budget_bytes, int transmit_limit, const NodeId& prefer);
+  // The queued update about `id`, if any.
+  const MemberUpdate* Find(const NodeId& id) const;
+  size_t size() const { return items_.size(); }
+
+ private:
+  struct Item {
+    MemberUpdate update;
+    int transmits = 0;
+    uint64_t seq = 0;
+  };
+  // Order key: (transmits, -seq) encoded as (transmits, UINT64_MAX - seq), then id.
+  using Key = std::tuple<int, uint64_t, NodeId>;
+  static Key KeyOf(const Item& i) { return {i.transmits, UINT64_MAX - i.seq, i.update.id}; }
+
+  // Invariants: order_ holds exactly KeyOf(item) for every item in items_.
+  std::map<NodeId, Item> items_;
+  std::set<Key> order_;
+  uint64_t next_seq_ = 1;
+};
+
+}  // namespace hearsay::gossip

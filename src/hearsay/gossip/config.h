@@ -1,0 +1,47 @@
+// gossip::Config: every knob of membership, failure detection and anti-entropy, with defaults
+// chosen after memberlist/Lifeguard (probing) and chitchat/Serf (anti-entropy), and measured in
+// docs/gossip.md.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "hearsay/env/time.h"
+#include "hearsay/gossip/types.h"
+
+namespace hearsay::gossip {
+
+using namespace std::chrono_literals;
+
+struct Config {
+  // --- SWIM probing (one probe per interval; both scale with the local-health multiplier) ---
+  Duration probe_interval = 1s;
+  Duration probe_timeout = 500ms;  // direct ack deadline, then indirect probes
+  int indirect_probes = 3;         // k helpers for ping-req
+  // --- Lifeguard suspicion: min = suspicion_mult * max(1, log10(n)) * probe_interval ---
+  double suspicion_mult = 4.0;
+  double suspicion_max_mult = 6.0;  // the timeout starts at max_mult * min and shrinks
+  int max_local_health = 8;         // cap of the local-health score (multiplier = score + 1)
+  // --- Dissemination of membership updates (piggybacked on every message) ---
+  int retransmit_mult = 4;              // each update is sent retransmit_mult * log10(n+1) times
+  size_t piggyback_budget_bytes = 400;  // at most this much of each message carries updates
+  // --- Anti-entropy ---
+  Duration gossip_interval = 200ms;
+  int gossip_fanout = 3;
+  Duration push_pull_interval = 10s;        // full membership exchange with one random peer
+  Duration reconnect_interval = 2s;         // push-pull to one dead member, to heal partitions
+  Duration heartbeat_interval = 2s;         // republish load (heartbeat+1) if nothing changed
+  Duration join_retry_interval = 1s;        // re-contact seeds until another member is known
+  size_t datagram_budget_bytes = 1400;      // body budget of one kDatagram message
+  size_t stream_budget_bytes = 256 * 1024;  // body budget of one kStream message
+  // Per origin, tombstones kept before the oldest are collected (peers behind them get a
+  // snapshot). At least this many, or as many as live entries, whichever is larger.
+  size_t min_tombstones = 256;
+  // --- Cache summary: advertise only blocks whose index is a multiple of the stride ---
+  uint32_t landmark_stride = 16;
+  // --- Load ---
+  OverloadThresholds overload;
+};
+
+}  // namespace hearsay::gossip

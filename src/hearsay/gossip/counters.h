@@ -1,0 +1,39 @@
+// Counters of one gossip::Node: traffic, and every message or delta dropped, by reason.
+// Plain values, read by the owner (metrics) and by tests and experiments.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace hearsay::gossip {
+
+struct Counters {
+  uint64_t msgs_sent = 0;
+  uint64_t bytes_sent = 0;  // sealed bytes handed to the transport
+  uint64_t msgs_received = 0;
+  uint64_t bytes_received = 0;
+  uint64_t send_failures = 0;               // the framer refused to seal (too large, no key)
+  std::array<uint64_t, 16> sent_by_type{};  // indexed by MsgType
+  std::array<uint64_t, 16> received_by_type{};
+  // Dropped incoming messages.
+  uint64_t dropped_envelope = 0;   // the framer refused it (forged, replayed, malformed frame)
+  uint64_t dropped_malformed = 0;  // the body failed to decode (truncated, oversized, bad value)
+  uint64_t dropped_spoofed = 0;    // body names a sender the envelope does not prove
+  uint64_t dropped_from_self = 0;
+  uint64_t dropped_wrong_target = 0;  // a ping meant for another node (stale address)
+  uint64_t dropped_after_leave = 0;
+  // Anti-entropy.
+  uint64_t deltas_applied = 0;
+  uint64_t snapshots_applied = 0;
+  uint64_t snapshots_sent = 0;
+  uint64_t deltas_stale = 0;    // duplicate or older: ignored
+  uint64_t deltas_gap = 0;      // base above what we know: refused
+  uint64_t deltas_unknown = 0;  // origin not a live member of that generation: ignored
+  uint64_t syn_in_sync = 0;     // a Syn whose digest summary matched ours (no digest sent)
+  // Membership.
+  uint64_t probes = 0;
+  uint64_t probe_failures = 0;
+  uint64_t refutations = 0;  // times this node refuted a suspicion about itself
+};
+
+}  // namespace hearsay::gossip

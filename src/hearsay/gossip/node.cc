@@ -1,0 +1,894 @@
+#include "hearsay/gossip/node.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace hearsay::gossip {
+namespace {
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t HashId(const NodeId& id) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : id) h = (h ^ c) * 0x100000001b3ULL;
+  return Mix(h);
+}
+
+bool IsLive(MemberState s) { return s == MemberState::kAlive || s == MemberState::kSuspect; }
+
+size_t DeltaSize(const OriginDelta& d) {
+  size_t n = EncodedDeltaHeaderSize(d);
+  if (d.snapshot) return n + d.entries.size() * kMaxSnapshotEntryBytes;
+  uint64_t prev = d.from_version;
+  for (const auto& e : d.entries) {
+    n += EncodedRunEntrySize(e, prev);
+    prev = e.version;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string_view MemberStateName(MemberState state) {
+  switch (state) {
+    case MemberState::kAlive:
+      return "alive";
+    case MemberState::kSuspect:
+      return "suspect";
+    case MemberState::kDead:
+      return "dead";
+    case MemberState::kLeft:
+      return "left";
+  }
+  return "unknown";
+}
+
+Node::Node(NodeId id, Generation generation, Address self, Config config, Scheduler& scheduler,
+           Rng& rng, Transport& transport, Framer* framer, Listener* listener)
+    : id_(std::move(id)),
+      generation_(generation),
+      address_(std::move(self)),
+      config_(config),
+      scheduler_(scheduler),
+      rng_(rng),
+      transport_(transport),
+      framer_(framer != nullptr ? *framer : plaintext_),
+      listener_(listener),
+      overload_(config.overload) {
+  if (config_.landmark_stride == 0) config_.landmark_stride = 1;
+  self_store_ = std::make_unique<OriginStore>(id_, generation_, config_.min_tombstones);
+  self_id_hash_ = HashId(id_);
+  digest_hash_ = DigestTerm(self_id_hash_, generation_, 0);
+  digest_count_ = 1;
+}
+
+Node::~Node() = default;
+
+// ---------------------------------------------------------------------------------------------
+// Timers
+
+template <typename F>
+TimerId Node::AfterFn(Duration d, F fn) {
+  std::weak_ptr<int> token = alive_token_;
+  return scheduler_.RunAfter(d, [token, fn = std::move(fn)]() mutable {
+    if (token.expired()) return;
+    fn();
+  });
+}
+
+TimerId Node::After(Duration d, void (Node::*fn)()) {
+  return AfterFn(d, [this, fn] { (this->*fn)(); });
+}
+
+void Node::Start(std::span<const Address> seeds) {
+  if (started_) return;
+  started_ = true;
+  for (const auto& s : seeds) {
+    if (s != address_) seeds_.push_back(s);
+  }
+  WriteOwnLoad();
+  Broadcast(SelfUpdate(MemberState::kAlive));
+  JoinTick();
+  // Random phases, so nodes started together do not act in lockstep.
+  auto jitter = [this](Duration d) {
+    return Duration(static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(d.count()) + 1)));
+  };
+  After(jitter(config_.probe_interval), &Node::ProbeTick);
+  After(jitter(config_.gossip_interval), &Node::GossipTick);
+  After(config_.push_pull_interval + jitter(config_.push_pull_interval), &Node::PushPullTick);
+  After(config_.reconnect_interval + jitter(config_.reconnect_interval), &Node::ReconnectTick);
+  After(config_.heartbeat_interval, &Node::HeartbeatTick);
+}
+
+void Node::JoinTick() {
+  if (left_) return;
+  if (live_member_count() == 0) {
+    for (const auto& seed : seeds_) {
+      Message m = NewMessage(MsgType::kPushPull);
+      m.reply_wanted = true;
+      m.members.push_back(SelfUpdate(MemberState::kAlive));
+      Send(seed, std::move(m));
+    }
+  }
+  After(config_.join_retry_interval, &Node::JoinTick);
+}
+
+void Node::Leave() {
+  if (left_) return;
+  MemberUpdate bye = SelfUpdate(MemberState::kLeft);
+  for (MemberRec* m : RandomLive(2 * static_cast<size_t>(config_.gossip_fanout), {})) {
+    Message msg = NewMessage(MsgType::kPushPull);
+    msg.members.push_back(bye);
+    Send(m->address, std::move(msg));
+  }
+  left_ = true;
+  // Stops every timer: pending ones see an expired token.
+  alive_token_ = std::make_shared<int>(0);
+}
+
+void Node::HeartbeatTick() {
+  if (left_) return;
+  if (scheduler_.clock().Now() - last_load_write_ >= config_.heartbeat_interval) WriteOwnLoad();
+  After(config_.heartbeat_interval, &Node::HeartbeatTick);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probing (SWIM + Lifeguard)
+
+Node::MemberRec* Node::NextProbeTarget() {
+  for (int pass = 0; pass < 2; ++pass) {
+    while (probe_pos_ < probe_order_.size()) {
+      auto it = members_.find(probe_order_[probe_pos_++]);
+      if (it != members_.end() && IsLive(it->second.state)) return &it->second;
+    }
+    probe_order_.clear();
+    probe_pos_ = 0;
+    for (const auto& [id, m] : members_) {
+      if (IsLive(m.state)) probe_order_.push_back(id);
+    }
+    rng_.Shuffle(probe_order_);
+  }
+  return nullptr;
+}
+
+void Node::ProbeTick() {
+  if (left_) return;
+  const Duration period = Scaled(config_.probe_interval);
+  MemberRec* target = NextProbeTarget();
+  if (target != nullptr) {
+    const uint64_t seq = next_seq_++;
+    Pending p;
+    p.kind = PendingKind::kProbe;
+    p.target = target->id;
+    p.target_generation = target->generation;
+    p.sent_at = scheduler_.clock().Now();
+    p.sends = 1;
+    pending_[seq] = p;
+    ++counters_.probes;
+    Message m = NewMessage(MsgType::kPing);
+    m.seq = seq;
+    m.target = target->id;
+    // Lifeguard's buddy system: a suspect learns of its suspicion from the probe itself.
+    Send(target->address, std::move(m), target->state == MemberState::kSuspect ? target->id : "");
+    AfterFn(Scaled(config_.probe_timeout), [this, seq] { ProbeTimeout(seq); });
+    AfterFn(period, [this, seq] { ProbeEnd(seq); });
+  }
+  After(period, &Node::ProbeTick);
+}
+
+void Node::ProbeTimeout(uint64_t seq) {
+  auto pit = pending_.find(seq);
+  if (pit == pending_.end() || pit->second.acked) return;
+  Pending& p = pit->second;
+  auto it = members_.find(p.target);
+  if (it == members_.end() || !IsLive(it->second.state)) return;
+  const Address target_address = it->second.address;
+  for (MemberRec* helper : RandomLive(static_cast<size_t>(config_.indirect_probes), p.target)) {
+    if (helper->state != MemberState::kAlive) continue;
+    Message m = NewMessage(MsgType::kPingReq);
+    m.seq = seq;
+    m.target = p.target;
+    m.target_address = target_address;
+    Send(helper->address, std::move(m));
+    ++p.expected_nacks;
+  }
+  // A second direct ping (its own seq, so its ack still gives a clean RTT sample), in case the
+  // first or its ack was lost.
+  const uint64_t retry = next_seq_++;
+  p.retry_seq = retry;
+  Pending r;
+  r.kind = PendingKind::kRetry;
+  r.target = p.target;
+  r.sent_at = scheduler_.clock().Now();
+  r.req_seq = seq;
+  const NodeId target = p.target;
+  pending_[retry] = r;  // may rehash: `p` is not used below
+  Message m = NewMessage(MsgType::kPing);
+  m.seq = retry;
+  m.target = target;
+  m.target = p.target;
+  Send(target_address, std::move(m), target);
+}
+
+void Node::ProbeEnd(uint64_t seq) {
+  auto pit = pending_.find(seq);
+  if (pit == pending_.end()) return;
+  const Pending p = pit->second;
+  pending_.erase(pit);
+  if (p.retry_seq != 0) pending_.erase(p.retry_seq);
+  if (p.acked) {
+    AddHealth(-1);
+    return;
+  }
+  ++counters_.probe_failures;
+  AddHealth(p.expected_nacks > 0 ? std::max(1, p.expected_nacks - p.nacks) : 1);
+  auto it = members_.find(p.target);
+  if (it == members_.end() || it->second.generation != p.target_generation ||
+      !IsLive(it->second.state)) {
+    return;
+  }
+  MemberUpdate u = UpdateOf(it->second);
+  u.state = MemberState::kSuspect;
+  u.accuser = id_;
+  ApplyUpdate(u);
+}
+
+void Node::SampleRtt(const NodeId& id, Duration rtt) {
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  MemberRec& m = it->second;
+  const double sample = ToMillis(rtt);
+  // TCP's smoothing (RFC 6298, alpha = 1/8).
+  m.srtt_ms = m.has_rtt ? 0.875 * m.srtt_ms + 0.125 * sample : sample;
+  m.has_rtt = true;
+}
+
+void Node::AddHealth(int delta) {
+  local_health_ = std::clamp(local_health_ + delta, 0, config_.max_local_health);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Membership
+
+MemberUpdate Node::SelfUpdate(MemberState state) const {
+  return MemberUpdate{state, id_, address_, generation_, incarnation_, {}};
+}
+
+MemberUpdate Node::UpdateOf(const MemberRec& m) const {
+  MemberUpdate u{m.state, m.id, m.address, m.generation, m.incarnation, {}};
+  if (m.state == MemberState::kSuspect && !m.accusers.empty()) u.accuser = m.accusers.front();
+  return u;
+}
+
+int Node::TransmitLimit() const {
+  const double n = static_cast<double>(ClusterSize());
+  return config_.retransmit_mult * static_cast<int>(std::ceil(std::log10(n + 1.0)));
+}
+
+void Node::NewStore(MemberRec& m) {
+  if (m.store) DropStore(m);
+  m.store = std::make_unique<OriginStore>(m.id, m.generation, config_.min_tombstones);
+  digest_hash_ ^= DigestTerm(m.id_hash, m.generation, 0);
+  ++digest_count_;
+}
+
+void Node::DropStore(MemberRec& m) {
+  if (!m.store) return;
+  digest_hash_ ^= DigestTerm(m.id_hash, m.store->generation(), m.store->max_version());
+  --digest_count_;
+  m.store.reset();
+  m.load = LoadRecord{};
+}
+
+void Node::SetState(MemberRec& m, MemberState state) {
+  const MemberState old = m.state;
+  if (IsLive(old) != IsLive(state)) live_count_ += IsLive(state) ? 1 : -1;
+  m.state = state;
+  m.since = scheduler_.clock().Now();
+  if (old == MemberState::kSuspect && state != MemberState::kSuspect) {
+    if (m.suspicion_timer != kNoTimer) scheduler_.Cancel(m.suspicion_timer);
+    m.suspicion_timer = kNoTimer;
+    m.accusers.clear();
+  }
+  if (IsLive(state) && !m.store) NewStore(m);
+  if (!IsLive(state)) DropStore(m);
+  if (listener_ != nullptr && old != state) listener_->OnMemberChanged(m.id, m.generation, state);
+}
+
+void Node::StartSuspicion(MemberRec& m, const NodeId& accuser) {
+  SetState(m, MemberState::kSuspect);
+  m.suspect_start = scheduler_.clock().Now();
+  m.accusers.assign(1, accuser);
+  RescheduleSuspicion(m);
+}
+
+void Node::AddConfirmation(MemberRec& m, const NodeId& accuser) {
+  if (accuser.empty()) return;
+  if (std::find(m.accusers.begin(), m.accusers.end(), accuser) != m.accusers.end()) return;
+  const SuspicionBounds b = ComputeSuspicionBounds(
+      config_.suspicion_mult, config_.suspicion_max_mult, ClusterSize(), config_.probe_interval);
+  if (static_cast<int>(m.accusers.size()) > b.expected_confirmations) return;
+  m.accusers.push_back(accuser);
+  RescheduleSuspicion(m);
+  MemberUpdate u = UpdateOf(m);
+  u.accuser = accuser;
+  Broadcast(u);
+}
+
+void Node::RescheduleSuspicion(MemberRec& m) {
+  const SuspicionBounds b = ComputeSuspicionBounds(
+      config_.suspicion_mult, config_.suspicion_max_mult, ClusterSize(), config_.probe_interval);
+  const Duration timeout = SuspicionTimeout(b, static_cast<int>(m.accusers.size()) - 1);
+  if (m.suspicion_timer != kNoTimer) scheduler_.Cancel(m.suspicion_timer);
+  const Duration left = m.suspect_start + timeout - scheduler_.clock().Now();
+  m.suspicion_timer = AfterFn(
+      std::max(left, Duration::zero()),
+      [this, id = m.id, g = m.generation, inc = m.incarnation] { SuspicionExpired(id, g, inc); });
+}
+
+void Node::SuspicionExpired(const NodeId& id, Generation generation, uint64_t incarnation) {
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  MemberRec& m = it->second;
+  m.suspicion_timer = kNoTimer;
+  if (m.generation != generation || m.incarnation != incarnation ||
+      m.state != MemberState::kSuspect) {
+    return;
+  }
+  MemberUpdate u = UpdateOf(m);
+  u.state = MemberState::kDead;
+  u.accuser.clear();
+  ApplyUpdate(u);
+}
+
+void Node::ApplyAboutSelf(const MemberUpdate& u) {
+  if (left_ || u.generation != generation_) return;
+  if (u.incarnation < incarnation_) return;
+  if (u.state == MemberState::kAlive && u.incarnation == incarnation_) return;
+  // Someone believes we are suspect, dead or gone (or knows a newer incarnation): refute.
+  incarnation_ = u.incarnation + 1;
+  if (u.state != MemberState::kAlive) {
+    ++counters_.refutations;
+    AddHealth(1);
+  }
+  Broadcast(SelfUpdate(MemberState::kAlive));
+}
+
+void Node::ApplyUpdate(const MemberUpdate& u) {
+  if (u.id == id_) {
+    ApplyAboutSelf(u);
+    return;
+  }
+  auto it = members_.find(u.id);
+  if (it == members_.end()) {
+    if (u.state != MemberState::kAlive) return;
+    MemberRec rec;
+    rec.id = u.id;
+    rec.address = u.address;
+    rec.generation = u.generation;
+    rec.incarnation = u.incarnation;
+    rec.id_hash = HashId(u.id);
+    rec.state = MemberState::kDead;  // so SetState reports the transition to alive
+    MemberRec& m = members_.emplace(u.id, std::move(rec)).first->second;
+    SetState(m, MemberState::kAlive);
+    Broadcast(u);
+    return;
+  }
+  MemberRec& m = it->second;
+  if (u.generation < m.generation) return;
+  if (u.generation > m.generation) {
+    // A new life: whatever we knew about the old one is void, its cache included.
+    DropStore(m);
+    if (m.state == MemberState::kSuspect) SetState(m, MemberState::kDead);
+    m.generation = u.generation;
+    m.incarnation = u.incarnation;
+    m.address = u.address;
+    m.has_rtt = false;
+    const MemberState target = u.state == MemberState::kSuspect ? MemberState::kAlive : u.state;
+    if (IsLive(m.state)) --live_count_;
+    m.state = MemberState::kDead;  // report the new generation even if the state is the same
+    SetState(m, target);
+    if (IsLive(target) && !m.store) NewStore(m);
+    if (u.state == MemberState::kSuspect) StartSuspicion(m, u.accuser);
+    Broadcast(u);
+    return;
+  }
+  switch (u.state) {
+    case MemberState::kAlive:
+      if (u.incarnation > m.incarnation) {
+        m.incarnation = u.incarnation;
+        m.address = u.address;
+        if (m.state != MemberState::kAlive) SetState(m, MemberState::kAlive);
+        Broadcast(u);
+      } else if (m.state == MemberState::kSuspect || m.state == MemberState::kDead) {
+        // Lifeguard: a stale "alive" means the sender has not heard our accusation; repeat it.
+        if (broadcasts_.Find(m.id) == nullptr) Broadcast(UpdateOf(m));
+      }
+      return;
+    case MemberState::kSuspect:
+      if (u.incarnation < m.incarnation || !IsLive(m.state)) return;
+      if (m.state == MemberState::kAlive || u.incarnation > m.incarnation) {
+        m.incarnation = u.incarnation;
+        StartSuspicion(m, u.accuser);
+        Broadcast(u);
+      } else {
+        AddConfirmation(m, u.accuser);
+      }
+      return;
+    case MemberState::kDead:
+      if (u.incarnation < m.incarnation || !IsLive(m.state)) return;
+      m.incarnation = u.incarnation;
+      SetState(m, MemberState::kDead);
+      Broadcast(u);
+      return;
+    case MemberState::kLeft:
+      if (u.incarnation < m.incarnation || m.state == MemberState::kLeft) return;
+      m.incarnation = u.incarnation;
+      SetState(m, MemberState::kLeft);
+      Broadcast(u);
+      return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Anti-entropy
+
+uint64_t Node::DigestTerm(uint64_t id_hash, Generation g, uint64_t version) const {
+  return Mix(id_hash ^ Mix(g ^ Mix(version)));
+}
+
+void Node::UpdateDigest(uint64_t id_hash, Generation g, uint64_t old_version,
+                        uint64_t new_version) {
+  if (old_version == new_version) return;
+  digest_hash_ ^= DigestTerm(id_hash, g, old_version) ^ DigestTerm(id_hash, g, new_version);
+}
+
+void Node::WriteOwnLoad() {
+  const uint64_t old = self_store_->max_version();
+  self_store_->PutLoad(load_, ++heartbeat_);
+  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+  last_load_write_ = scheduler_.clock().Now();
+}
+
+void Node::SetLoad(const LoadReport& load) {
+  LoadReport next = load;
+  next.overloaded = overload_.Update(load);
+  if (next == load_ && self_store_->load().version > 0) return;
+  load_ = next;
+  WriteOwnLoad();
+}
+
+void Node::PublishCacheEvents(std::span<const prefix::BlockEvent> events) {
+  const uint64_t old = self_store_->max_version();
+  for (const auto& e : events) {
+    if (e.block_index % config_.landmark_stride != 0) continue;
+    self_store_->PutCache(e.key, e.block_index, e.kind == prefix::BlockEvent::Kind::kAdded);
+  }
+  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+}
+
+void Node::GossipTick() {
+  if (left_) return;
+  for (MemberRec* m : RandomLive(static_cast<size_t>(config_.gossip_fanout), {})) {
+    Message msg = NewMessage(MsgType::kSyn);
+    msg.digest_hash = digest_hash_;
+    msg.digest_size = digest_count_;
+    msg.seq = next_seq_++;
+    m->syn_sent_at = scheduler_.clock().Now();
+    m->syn_seq = msg.seq;
+    Send(m->address, std::move(msg));
+  }
+  After(config_.gossip_interval, &Node::GossipTick);
+}
+
+void Node::PushPullTick() {
+  if (left_) return;
+  auto peers = RandomLive(1, {});
+  if (!peers.empty()) {
+    Message m = NewMessage(MsgType::kPushPull);
+    m.reply_wanted = true;
+    m.members.push_back(SelfUpdate(MemberState::kAlive));
+    for (const auto& [id, rec] : members_) m.members.push_back(UpdateOf(rec));
+    Send(peers.front()->address, std::move(m));
+  }
+  // memberlist's scaling: one more interval per doubling beyond 32 members.
+  const double n = static_cast<double>(ClusterSize());
+  const double scale = n <= 32 ? 1.0 : std::ceil(std::log2(n) - std::log2(32.0)) + 1.0;
+  After(std::chrono::duration_cast<Duration>(config_.push_pull_interval * scale),
+        &Node::PushPullTick);
+}
+
+void Node::ReconnectTick() {
+  if (left_) return;
+  std::vector<MemberRec*> dead;
+  for (auto& [id, m] : members_) {
+    if (m.state == MemberState::kDead) dead.push_back(&m);
+  }
+  if (!dead.empty()) {
+    MemberRec* m = dead[rng_.Below(dead.size())];
+    Message msg = NewMessage(MsgType::kPushPull);
+    msg.reply_wanted = true;
+    msg.members.push_back(SelfUpdate(MemberState::kAlive));
+    msg.members.push_back(UpdateOf(*m));
+    Send(m->address, std::move(msg));
+  }
+  After(config_.reconnect_interval, &Node::ReconnectTick);
+}
+
+std::vector<DigestEntry> Node::FullDigest() const {
+  std::vector<DigestEntry> out;
+  out.reserve(digest_count_);
+  out.push_back({id_, generation_, self_store_->max_version()});
+  for (const auto& [id, m] : members_) {
+    if (m.store) out.push_back({id, m.generation, m.store->max_version()});
+  }
+  return out;
+}
+
+const OriginStore* Node::StoreFor(const NodeId& id) const {
+  if (id == id_) return self_store_.get();
+  auto it = members_.find(id);
+  return it == members_.end() ? nullptr : it->second.store.get();
+}
+
+std::vector<OriginDelta> Node::BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed,
+                                           size_t budget) {
+  // (store, what they know) pairs, in random order so a tight budget starves no origin.
+  std::vector<std::pair<const OriginStore*, uint64_t>> todo;
+  if (only_listed) {
+    for (const auto& e : theirs) {
+      const OriginStore* s = StoreFor(e.id);
+      if (s == nullptr || s->generation() < e.generation) continue;
+      const uint64_t known = s->generation() == e.generation ? e.max_version : 0;
+      if (s->max_version() > known) todo.emplace_back(s, known);
+    }
+  } else {
+    std::unordered_map<std::string_view, const DigestEntry*> index;
+    index.reserve(theirs.size());
+    for (const auto& e : theirs) index.emplace(e.id, &e);
+    auto consider = [&](const OriginStore* s) {
+      auto it = index.find(s->id());
+      uint64_t known = 0;
+      if (it != index.end()) {
+        if (it->second->generation > s->generation()) return;
+        if (it->second->generation == s->generation()) known = it->second->max_version;
+      }
+      if (s->max_version() > known) todo.emplace_back(s, known);
+    };
+    consider(self_store_.get());
+    for (const auto& [id, m] : members_) {
+      if (m.store) consider(m.store.get());
+    }
+  }
+  rng_.Shuffle(todo);
+  std::vector<OriginDelta> out;
+  size_t used = 0;
+  for (const auto& [store, known] : todo) {
+    if (used + 32 > budget) break;
+    std::optional<OriginDelta> d = store->BuildDelta(known, budget - used);
+    if (!d) continue;
+    if (d->snapshot) ++counters_.snapshots_sent;
+    used += DeltaSize(*d);
+    out.push_back(std::move(*d));
+  }
+  return out;
+}
+
+void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
+  std::vector<prefix::BlockEvent> events;
+  for (const auto& d : deltas) {
+    auto it = members_.find(d.id);
+    if (it == members_.end() || !it->second.store || it->second.generation != d.generation) {
+      ++counters_.deltas_unknown;
+      continue;
+    }
+    MemberRec& m = it->second;
+    events.clear();
+    const uint64_t old = m.store->max_version();
+    switch (m.store->Apply(d, &events)) {
+      case OriginStore::ApplyResult::kStale:
+        ++counters_.deltas_stale;
+        continue;
+      case OriginStore::ApplyResult::kGap:
+        ++counters_.deltas_gap;
+        continue;
+      case OriginStore::ApplyResult::kApplied:
+        break;
+    }
+    UpdateDigest(m.id_hash, m.generation, old, m.store->max_version());
+    if (d.snapshot) {
+      ++counters_.snapshots_applied;
+      if (listener_ != nullptr) {
+        const auto live = m.store->LiveKeys();
+        listener_->OnPeerCacheSnapshot(m.id, m.generation, live);
+      }
+    } else {
+      ++counters_.deltas_applied;
+      if (listener_ != nullptr && !events.empty()) {
+        listener_->OnPeerCacheEvents(m.id, m.generation, events);
+      }
+    }
+    NoteLoad(m, m.store->load());
+  }
+}
+
+void Node::NoteLoad(MemberRec& m, const LoadRecord& rec) {
+  if (rec.version <= m.load.version) return;
+  m.load = rec;
+  m.load_at = scheduler_.clock().Now();
+  if (listener_ != nullptr) listener_->OnPeerLoad(m.id, m.generation, rec.load);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+Message Node::NewMessage(MsgType type) const {
+  Message m;
+  m.type = type;
+  m.header.sender = id_;
+  m.header.generation = generation_;
+  m.header.incarnation = incarnation_;
+  m.header.load = self_store_->load();
+  return m;
+}
+
+size_t Node::BodyBudget(bool stream) const {
+  const size_t frame = stream
+                           ? config_.stream_budget_bytes
+                           : std::min(config_.datagram_budget_bytes, transport_.MaxDatagramBytes());
+  const size_t overhead = framer_.SealedBytes(0);
+  return frame > overhead ? frame - overhead : 0;
+}
+
+void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
+  const size_t base = EncodedHeaderBaseSize(m.header) + 64;
+  const size_t dgram = BodyBudget(false);
+  const size_t room = dgram > base ? dgram - base : 0;
+  m.header.updates = broadcasts_.Take(std::min(config_.piggyback_budget_bytes, room),
+                                      TransmitLimit(), prefer_update);
+  const std::vector<uint8_t> body = Encode(m);
+  const size_t dgram_limit = std::min(config_.datagram_budget_bytes, transport_.MaxDatagramBytes());
+  const Channel channel =
+      framer_.SealedBytes(body.size()) <= dgram_limit ? Channel::kDatagram : Channel::kStream;
+  Result<std::vector<uint8_t>> frame = framer_.Seal(channel, body);
+  if (!frame.ok()) {
+    ++counters_.send_failures;
+    return;
+  }
+  ++counters_.msgs_sent;
+  counters_.bytes_sent += frame->size();
+  ++counters_.sent_by_type[static_cast<size_t>(m.type)];
+  transport_.Send(to, channel, std::move(*frame));
+}
+
+std::vector<Node::MemberRec*> Node::RandomLive(size_t k, const NodeId& exclude) {
+  std::vector<MemberRec*> live;
+  for (auto& [id, m] : members_) {
+    if (IsLive(m.state) && id != exclude) live.push_back(&m);
+  }
+  // Partial Fisher-Yates: the first k are a uniform sample.
+  const size_t n = std::min(k, live.size());
+  for (size_t i = 0; i < n; ++i) {
+    const size_t j = i + static_cast<size_t>(rng_.Below(live.size() - i));
+    std::swap(live[i], live[j]);
+  }
+  live.resize(n);
+  return live;
+}
+
+void Node::HandleHeader(const Address& from, const Header& h) {
+  auto it = members_.find(h.sender);
+  if (it == members_.end() || h.generation > it->second.generation) {
+    // A message from an unknown member, or from a new life of a known one, announces it.
+    ApplyUpdate(MemberUpdate{MemberState::kAlive, h.sender, from, h.generation, h.incarnation, {}});
+  }
+  for (const auto& u : h.updates) ApplyUpdate(u);
+  it = members_.find(h.sender);
+  if (it != members_.end() && it->second.store && it->second.generation == h.generation) {
+    NoteLoad(it->second, h.load);
+  }
+}
+
+void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8_t> payload) {
+  ++counters_.msgs_received;
+  counters_.bytes_received += payload.size();
+  if (left_ || !started_) {
+    ++counters_.dropped_after_leave;
+    return;
+  }
+  Result<OpenedBody> opened = framer_.Open(channel, payload);
+  if (!opened.ok()) {
+    ++counters_.dropped_envelope;
+    return;
+  }
+  Result<Message> decoded = Decode(opened->body);
+  if (!decoded.ok()) {
+    ++counters_.dropped_malformed;
+    return;
+  }
+  Message& m = *decoded;
+  if (!opened->sender.empty() &&
+      (opened->sender != m.header.sender || opened->generation != m.header.generation)) {
+    ++counters_.dropped_spoofed;
+    return;
+  }
+  if (m.header.sender == id_) {
+    ++counters_.dropped_from_self;
+    return;
+  }
+  ++counters_.received_by_type[static_cast<size_t>(m.type)];
+  HandleHeader(from, m.header);
+  const TimePoint now = scheduler_.clock().Now();
+  switch (m.type) {
+    case MsgType::kPing: {
+      if (m.target != id_) {
+        ++counters_.dropped_wrong_target;
+        return;
+      }
+      Message ack = NewMessage(MsgType::kAck);
+      ack.seq = m.seq;
+      Send(from, std::move(ack));
+      return;
+    }
+    case MsgType::kAck: {
+      auto pit = pending_.find(m.seq);
+      if (pit == pending_.end()) return;
+      Pending& p = pit->second;
+      if (p.kind == PendingKind::kRelay) {
+        if (m.header.sender != p.target) return;
+        Message ack = NewMessage(MsgType::kAck);
+        ack.seq = p.req_seq;
+        Send(p.requester, std::move(ack));
+        pending_.erase(pit);
+        return;
+      }
+      if (p.acked) return;  // a duplicate
+      p.acked = true;
+      if (m.header.sender == p.target) SampleRtt(p.target, now - p.sent_at);
+      if (p.kind == PendingKind::kRetry) {
+        auto orig = pending_.find(p.req_seq);
+        if (orig != pending_.end()) orig->second.acked = true;
+      }
+      return;
+    }
+    case MsgType::kNack: {
+      auto pit = pending_.find(m.seq);
+      if (pit != pending_.end() && pit->second.kind == PendingKind::kProbe) ++pit->second.nacks;
+      return;
+    }
+    case MsgType::kPingReq: {
+      const uint64_t seq = next_seq_++;
+      Pending p;
+      p.kind = PendingKind::kRelay;
+      p.target = m.target;
+      p.sent_at = now;
+      p.sends = 1;
+      p.requester = from;
+      p.req_seq = m.seq;
+      pending_[seq] = p;
+      Message ping = NewMessage(MsgType::kPing);
+      ping.seq = seq;
+      ping.target = m.target;
+      Send(m.target_address, std::move(ping));
+      AfterFn(Scaled(config_.probe_timeout) * 4 / 5, [this, seq] {
+        auto pit = pending_.find(seq);
+        if (pit == pending_.end()) return;
+        Message nack = NewMessage(MsgType::kNack);
+        nack.seq = pit->second.req_seq;
+        Send(pit->second.requester, std::move(nack));
+      });
+      AfterFn(Scaled(config_.probe_interval), [this, seq] { pending_.erase(seq); });
+      return;
+    }
+    case MsgType::kSyn: {
+      if (m.digest_hash == digest_hash_ && m.digest_size == digest_count_) {
+        ++counters_.syn_in_sync;
+        return;
+      }
+      Message reply = NewMessage(MsgType::kSynAck);
+      reply.seq = m.seq;
+      reply.digest = FullDigest();
+      Send(from, std::move(reply));
+      return;
+    }
+    case MsgType::kSynAck: {
+      auto it = members_.find(m.header.sender);
+      if (it != members_.end() && it->second.syn_seq == m.seq && m.seq != 0) {
+        it->second.syn_seq = 0;
+        SampleRtt(it->first, now - it->second.syn_sent_at);
+      }
+      Message reply = NewMessage(MsgType::kSyncDeltas);
+      for (const auto& e : m.digest) {
+        const OriginStore* s = StoreFor(e.id);
+        if (s != nullptr && s->generation() == e.generation && s->max_version() < e.max_version) {
+          reply.digest.push_back({e.id, e.generation, s->max_version()});
+        }
+      }
+      size_t digest_bytes = 0;
+      for (const auto& e : reply.digest) digest_bytes += EncodedSize(e);
+      const size_t reserve = config_.piggyback_budget_bytes + 256 + digest_bytes;
+      const size_t budget = BodyBudget(true) > reserve ? BodyBudget(true) - reserve : 0;
+      reply.deltas = BuildDeltas(m.digest, false, budget);
+      if (reply.deltas.empty() && reply.digest.empty()) return;
+      Send(from, std::move(reply));
+      return;
+    }
+    case MsgType::kSyncDeltas: {
+      ApplyDeltas(m.deltas);
+      if (m.digest.empty()) return;
+      Message reply = NewMessage(MsgType::kDeltas);
+      const size_t reserve = config_.piggyback_budget_bytes + 256;
+      const size_t budget = BodyBudget(true) > reserve ? BodyBudget(true) - reserve : 0;
+      reply.deltas = BuildDeltas(m.digest, true, budget);
+      if (reply.deltas.empty()) return;
+      Send(from, std::move(reply));
+      return;
+    }
+    case MsgType::kDeltas:
+      ApplyDeltas(m.deltas);
+      return;
+    case MsgType::kPushPull: {
+      for (const auto& u : m.members) ApplyUpdate(u);
+      if (!m.reply_wanted) return;
+      Message reply = NewMessage(MsgType::kPushPull);
+      reply.members.push_back(SelfUpdate(MemberState::kAlive));
+      for (const auto& [id, rec] : members_) reply.members.push_back(UpdateOf(rec));
+      Send(from, std::move(reply));
+      return;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+std::vector<MemberView> Node::Members() const {
+  std::vector<MemberView> out;
+  out.reserve(members_.size());
+  for (const auto& [id, m] : members_) out.push_back(*Member(id));
+  return out;
+}
+
+std::optional<MemberView> Node::Member(const NodeId& id) const {
+  auto it = members_.find(id);
+  if (it == members_.end()) return std::nullopt;
+  const MemberRec& m = it->second;
+  MemberView v;
+  v.id = m.id;
+  v.address = m.address;
+  v.generation = m.generation;
+  v.incarnation = m.incarnation;
+  v.state = m.state;
+  v.state_since = m.since;
+  v.has_load = m.load.version > 0;
+  v.load = m.load.load;
+  v.load_updated = m.load_at;
+  if (m.has_rtt) v.rtt_ms = m.srtt_ms;
+  v.known_version = m.store ? m.store->max_version() : 0;
+  return v;
+}
+
+const OriginStore* Node::PeerStore(const NodeId& id) const {
+  auto it = members_.find(id);
+  return it == members_.end() ? nullptr : it->second.store.get();
+}
+
+uint32_t Node::EstimateMatchedBlocks(const NodeId& peer,
+                                     std::span<const prefix::BlockKey> chain) const {
+  const OriginStore* s = StoreFor(peer);
+  if (s == nullptr || chain.empty()) return 0;
+  const uint32_t stride = config_.landmark_stride;
+  const uint32_t last = static_cast<uint32_t>(chain.size() - 1);
+  for (int64_t i = last - last % stride; i >= 0; i -= stride) {
+    if (s->Contains(chain[static_cast<size_t>(i)])) return static_cast<uint32_t>(i) + 1;
+  }
+  return 0;
+}
+
+}  // namespace hearsay::gossip

@@ -1,0 +1,255 @@
+// gossip::Node: one node's membership, failure detection and anti-entropy, as a sans-I/O state
+// machine.
+//
+// Membership is SWIM with the Lifeguard refinements: each probe interval the node pings one
+// member (round-robin over a shuffled list); without an ack by the probe timeout it asks k others
+// to ping it (ping-req) and pings again; without any ack by the end of the interval it suspects
+// the member. A suspicion spreads by piggybacking, its timeout starts long and shrinks with
+// independent confirmations (suspicion.h), and the suspect refutes it by gossiping a higher
+// incarnation. The node's own local-health score rises on failed probes, missing nacks and
+// refutations, and stretches its probe interval and timeout, so a struggling node accuses less.
+// A stale "alive" about a member we suspect re-queues our accusation. An overloaded node is not
+// suspected as long as it acks within the probe interval: overload is reported, never inferred.
+//
+// Anti-entropy is scuttlebutt: every node is the only writer of its own OriginStore (load record
+// with heartbeat, and the cache summary), and keeps a replica per live member. Every gossip
+// interval it sends a Syn (a 12-byte summary of its digest) to `gossip_fanout` random members; a
+// peer whose summary differs answers with its digest, the initiator sends what the peer lacks
+// (per origin in version order, cut to the byte budget) plus a digest of what it lacks itself,
+// and the peer answers with those deltas. Small messages go as datagrams, larger ones over the
+// stream channel. The sender's load rides in the header of every message, probe acks included.
+//
+// The cache summary is the node's own radix-tree events, filtered to landmarks: blocks whose index
+// is a multiple of Config::landmark_stride. A peer's matched prefix is then known to within the
+// stride (EstimateMatchedBlocks). Identity is (id, generation): a member seen with a newer
+// generation restarted with an empty cache, and its old replica is dropped at once, as is the
+// replica of a member declared dead or left.
+//
+// Ownership: the node borrows the scheduler, rng, transport, framer and listener; all must
+// outlive it. Its timers hold a weak token, so destroying the node makes pending ones no-ops.
+// Thread-safety: none; everything runs on the core thread (OnMessage included).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hearsay/common/ids.h"
+#include "hearsay/env/rng.h"
+#include "hearsay/env/scheduler.h"
+#include "hearsay/env/transport.h"
+#include "hearsay/gossip/broadcast_queue.h"
+#include "hearsay/gossip/config.h"
+#include "hearsay/gossip/counters.h"
+#include "hearsay/gossip/framer.h"
+#include "hearsay/gossip/listener.h"
+#include "hearsay/gossip/origin_store.h"
+#include "hearsay/gossip/suspicion.h"
+#include "hearsay/gossip/types.h"
+#include "hearsay/gossip/wire.h"
+
+namespace hearsay::gossip {
+
+// What this node believes about one other member.
+struct MemberView {
+  NodeId id;
+  Address address;
+  Generation generation = 0;
+  uint64_t incarnation = 0;
+  MemberState state = MemberState::kAlive;
+  TimePoint state_since{};
+  bool has_load = false;
+  LoadReport load;               // latest known (overloaded included)
+  TimePoint load_updated{};      // when it arrived here: the view's age is now - load_updated
+  std::optional<double> rtt_ms;  // smoothed round-trip time from probe and sync replies
+  uint64_t known_version = 0;    // highest contiguous version of its state replicated here
+};
+
+class Node final : public MessageSink {
+ public:
+  // `framer` and `listener` may be null (plaintext framing; no effects reported).
+  Node(NodeId id, Generation generation, Address self, Config config, Scheduler& scheduler,
+       Rng& rng, Transport& transport, Framer* framer = nullptr, Listener* listener = nullptr);
+  ~Node() override;
+
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Starts probing and gossip, and joins through `seeds` (addresses; its own is skipped). With no
+  // seeds it starts a cluster of one. Contacts the seeds again while it knows no other member.
+  void Start(std::span<const Address> seeds);
+  // Leaves gracefully: tells up to 2 * fanout members, then stops all activity.
+  void Leave();
+
+  // Replaces the node's load report; recomputes the overload flag (hysteresis) and publishes both.
+  void SetLoad(const LoadReport& load);
+  // Feeds the node's own cache events (from its radix tree); landmarks are published.
+  void PublishCacheEvents(std::span<const prefix::BlockEvent> events);
+
+  // MessageSink: untrusted bytes from the network. Malformed input is counted and dropped.
+  void OnMessage(const Address& from, Channel channel, std::span<const uint8_t> payload) override;
+
+  // --- Views ---
+  const NodeId& id() const { return id_; }
+  Generation generation() const { return generation_; }
+  uint64_t incarnation() const { return incarnation_; }
+  // Lifeguard local-health score, 0 (healthy) .. Config::max_local_health.
+  int local_health() const { return local_health_; }
+  bool overloaded() const { return overload_.overloaded(); }
+  bool left() const { return left_; }
+  // Every other member ever seen (dead and left included), ordered by id.
+  std::vector<MemberView> Members() const;
+  std::optional<MemberView> Member(const NodeId& id) const;
+  // Members in kAlive or kSuspect.
+  size_t live_member_count() const { return static_cast<size_t>(live_count_); }
+  // The replica of a live member's state, or null.
+  const OriginStore* PeerStore(const NodeId& id) const;
+  const OriginStore& own_store() const { return *self_store_; }
+  // The number of leading blocks of `chain` that `peer` is believed to hold, to within the
+  // landmark stride: the true value is in [estimate, estimate + stride - 1] if the view is fresh.
+  // 0 for unknown or dead peers.
+  uint32_t EstimateMatchedBlocks(const NodeId& peer, std::span<const prefix::BlockKey> chain) const;
+  uint32_t landmark_stride() const { return config_.landmark_stride; }
+  const Counters& counters() const { return counters_; }
+  const Config& config() const { return config_; }
+
+ private:
+  struct MemberRec {
+    NodeId id;
+    Address address;
+    Generation generation = 0;
+    uint64_t incarnation = 0;
+    MemberState state = MemberState::kAlive;
+    TimePoint since{};
+    uint64_t id_hash = 0;
+    // Suspicion (valid while state == kSuspect).
+    TimerId suspicion_timer = kNoTimer;
+    TimePoint suspect_start{};
+    std::vector<NodeId> accusers;
+    // Round-trip time, smoothed.
+    bool has_rtt = false;
+    double srtt_ms = 0;
+    TimePoint syn_sent_at{};
+    uint64_t syn_seq = 0;  // seq of the last Syn sent to it; its SynAck gives an RTT sample
+    // Best-known load (piggybacked or replicated).
+    LoadRecord load;
+    TimePoint load_at{};
+    // Replica of its state; null unless kAlive or kSuspect.
+    std::unique_ptr<OriginStore> store;
+  };
+
+  enum class PendingKind { kProbe, kRetry, kRelay };
+  struct Pending {
+    PendingKind kind = PendingKind::kProbe;
+    NodeId target;
+    Generation target_generation = 0;
+    TimePoint sent_at{};
+    int sends = 0;
+    bool acked = false;
+    int nacks = 0;
+    int expected_nacks = 0;
+    Address requester;       // kRelay
+    uint64_t req_seq = 0;    // kRelay: the requester's seq; kRetry: the probe's seq
+    uint64_t retry_seq = 0;  // kProbe: seq of the second direct ping, if sent
+  };
+
+  // Timers.
+  TimerId After(Duration d, void (Node::*fn)());
+  template <typename F>
+  TimerId AfterFn(Duration d, F fn);
+  void ProbeTick();
+  void GossipTick();
+  void PushPullTick();
+  void ReconnectTick();
+  void HeartbeatTick();
+  void JoinTick();
+
+  // Probing.
+  MemberRec* NextProbeTarget();
+  void ProbeTimeout(uint64_t seq);
+  void ProbeEnd(uint64_t seq);
+  void AddHealth(int delta);
+  void SampleRtt(const NodeId& id, Duration rtt);
+  Duration Scaled(Duration d) const { return d * (local_health_ + 1); }
+
+  // Membership updates.
+  void ApplyUpdate(const MemberUpdate& u);
+  void ApplyAboutSelf(const MemberUpdate& u);
+  MemberUpdate SelfUpdate(MemberState state) const;
+  MemberUpdate UpdateOf(const MemberRec& m) const;
+  void SetState(MemberRec& m, MemberState state);
+  void StartSuspicion(MemberRec& m, const NodeId& accuser);
+  void AddConfirmation(MemberRec& m, const NodeId& accuser);
+  void RescheduleSuspicion(MemberRec& m);
+  void SuspicionExpired(const NodeId& id, Generation generation, uint64_t incarnation);
+  void NewStore(MemberRec& m);
+  void DropStore(MemberRec& m);
+  void Broadcast(MemberUpdate u) { broadcasts_.Push(std::move(u)); }
+  int TransmitLimit() const;
+  size_t ClusterSize() const { return live_member_count() + 1; }
+
+  // Anti-entropy.
+  uint64_t DigestTerm(uint64_t id_hash, Generation g, uint64_t version) const;
+  void UpdateDigest(uint64_t id_hash, Generation g, uint64_t old_version, uint64_t new_version);
+  std::vector<DigestEntry> FullDigest() const;
+  std::vector<OriginDelta> BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed,
+                                       size_t budget);
+  void ApplyDeltas(const std::vector<OriginDelta>& deltas);
+  void NoteLoad(MemberRec& m, const LoadRecord& rec);
+  void WriteOwnLoad();
+  const OriginStore* StoreFor(const NodeId& id) const;
+
+  // Messages.
+  void HandleHeader(const Address& from, const Header& h);
+  void Send(const Address& to, Message m, const NodeId& prefer_update = {});
+  Message NewMessage(MsgType type) const;
+  std::vector<MemberRec*> RandomLive(size_t k, const NodeId& exclude);
+  size_t BodyBudget(bool stream) const;
+
+  // Invariants:
+  //  - members_ never holds id_; a member has a store iff its state is kAlive or kSuspect, and
+  //    then store->generation() == generation.
+  //  - digest_hash_ == XOR of DigestTerm over own store and every member store.
+  //  - suspicion_timer != kNoTimer only while state == kSuspect.
+  NodeId id_;
+  Generation generation_;
+  Address address_;
+  Config config_;
+  Scheduler& scheduler_;
+  Rng& rng_;
+  Transport& transport_;
+  PlaintextFramer plaintext_;
+  Framer& framer_;
+  Listener* listener_;
+  std::shared_ptr<int> alive_token_ = std::make_shared<int>(0);
+
+  uint64_t incarnation_ = 0;
+  bool started_ = false;
+  bool left_ = false;
+  int local_health_ = 0;
+  std::vector<Address> seeds_;
+  std::map<NodeId, MemberRec> members_;
+  int64_t live_count_ = 0;  // members in kAlive or kSuspect
+  std::vector<NodeId> probe_order_;
+  size_t probe_pos_ = 0;
+  std::unordered_map<uint64_t, Pending> pending_;
+  uint64_t next_seq_ = 1;
+  BroadcastQueue broadcasts_;
+
+  std::unique_ptr<OriginStore> self_store_;
+  uint64_t self_id_hash_ = 0;
+  uint64_t digest_hash_ = 0;
+  uint64_t digest_count_ = 0;
+  LoadReport load_;
+  uint64_t heartbeat_ = 0;
+  TimePoint last_load_write_{};
+  OverloadTracker overload_;
+  Counters counters_;
+};
+
+}  // namespace hearsay::gossip

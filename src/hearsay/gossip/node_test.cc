@@ -1,0 +1,384 @@
+#include "hearsay/gossip/node.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hearsay/gossip/test_network.h"
+#include "hearsay/sim/virtual_scheduler.h"
+
+namespace hearsay::gossip {
+namespace {
+
+using namespace std::chrono_literals;
+using prefix::BlockEvent;
+
+// Records listener effects, keeping a naive model of each peer's advertised cache.
+class RecordingListener : public Listener {
+ public:
+  void OnMemberChanged(const NodeId& id, Generation g, MemberState s) override {
+    changes.push_back({id, g, s});
+    if (s != MemberState::kAlive && s != MemberState::kSuspect) caches.erase(id);
+    if (generations[id] != g) caches.erase(id);
+    generations[id] = g;
+  }
+  void OnPeerCacheEvents(const NodeId& id, Generation, std::span<const BlockEvent> ev) override {
+    for (const auto& e : ev) {
+      if (e.kind == BlockEvent::Kind::kAdded) {
+        caches[id].insert(e.key);
+      } else {
+        caches[id].erase(e.key);
+      }
+    }
+  }
+  void OnPeerCacheSnapshot(const NodeId& id, Generation,
+                           std::span<const BlockEvent> live) override {
+    auto& c = caches[id];
+    c.clear();
+    for (const auto& e : live) c.insert(e.key);
+  }
+  void OnPeerLoad(const NodeId& id, Generation, const LoadReport& l) override { loads[id] = l; }
+
+  struct Change {
+    NodeId id;
+    Generation g;
+    MemberState s;
+  };
+  std::vector<Change> changes;
+  std::map<NodeId, std::set<prefix::BlockKey>> caches;
+  std::map<NodeId, Generation> generations;
+  std::map<NodeId, LoadReport> loads;
+};
+
+struct TestNode {
+  std::unique_ptr<Rng> rng;
+  std::unique_ptr<sim::ScopedScheduler> sched;
+  std::unique_ptr<RecordingListener> listener;
+  std::unique_ptr<Node> node;
+};
+
+class Cluster {
+ public:
+  Cluster(int n, uint64_t seed, Config config = {}) : net_(sched_, seed), config_(config) {
+    for (int i = 0; i < n; ++i) Add(i, 1);
+  }
+
+  static std::string Name(int i) {
+    std::string s = std::to_string(i);
+    s.insert(s.begin(), 'n');
+    return s;
+  }
+
+  void Add(int i, Generation g) {
+    if (static_cast<int>(nodes_.size()) <= i) nodes_.resize(i + 1);
+    TestNode& t = nodes_[i];
+    t.node.reset();
+    t.rng = std::make_unique<Rng>(1000 + i * 7919 + g);
+    t.sched = std::make_unique<sim::ScopedScheduler>(sched_);
+    t.listener = std::make_unique<RecordingListener>();
+    auto& ep = net_.Attach(Name(i));
+    t.node = std::make_unique<Node>(Name(i), g, Name(i), config_, *t.sched, *t.rng, ep, nullptr,
+                                    t.listener.get());
+    net_.SetSink(Name(i), t.node.get());
+  }
+  void StartAll() {
+    for (size_t i = 0; i < nodes_.size(); ++i) Start(static_cast<int>(i));
+  }
+  void Start(int i) {
+    std::vector<Address> seeds{Name(0), Name(1)};
+    nodes_[i].node->Start(seeds);
+  }
+  void Crash(int i) {
+    net_.SetDown(Name(i), true);
+    nodes_[i].sched->CancelAll();
+    nodes_[i].node.reset();
+    net_.SetSink(Name(i), nullptr);
+  }
+  void Restart(int i, Generation g) {
+    net_.SetDown(Name(i), false);
+    Add(i, g);
+    Start(i);
+  }
+  void Run(Duration d) { sched_.RunFor(d); }
+  Node& node(int i) { return *nodes_[i].node; }
+  RecordingListener& listener(int i) { return *nodes_[i].listener; }
+  testing::TestNetwork& net() { return net_; }
+  sim::VirtualScheduler& sched() { return sched_; }
+  int size() const { return static_cast<int>(nodes_.size()); }
+
+  // True if node i sees node j in `state`.
+  bool Sees(int i, int j, MemberState state) {
+    auto v = node(i).Member(Name(j));
+    return v && v->state == state;
+  }
+
+ private:
+  sim::VirtualScheduler sched_;
+  testing::TestNetwork net_;
+  Config config_;
+  std::vector<TestNode> nodes_;
+};
+
+std::vector<BlockEvent> Chain(uint64_t base, int len) {
+  std::vector<BlockEvent> ev;
+  for (int i = 0; i < len; ++i) {
+    ev.push_back(
+        {BlockEvent::Kind::kAdded, base + static_cast<uint64_t>(i), static_cast<uint32_t>(i)});
+  }
+  return ev;
+}
+
+TEST(NodeTest, JoinsThroughSeedsAndEveryoneSeesEveryone) {
+  Cluster c(6, 1);
+  c.StartAll();
+  c.Run(5s);
+  for (int i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(c.node(i).live_member_count(), 5u) << "node " << i;
+    for (int j = 0; j < c.size(); ++j) {
+      if (i != j) {
+        EXPECT_TRUE(c.Sees(i, j, MemberState::kAlive)) << i << " sees " << j;
+      }
+    }
+  }
+}
+
+TEST(NodeTest, SingleNodeWithoutSeedsStartsAlone) {
+  sim::VirtualScheduler sched;
+  testing::TestNetwork net(sched, 1);
+  Rng rng(1);
+  Node node("solo", 1, "solo", Config{}, sched, rng, net.Attach("solo"));
+  net.SetSink("solo", &node);
+  node.Start({});
+  sched.RunFor(10s);
+  EXPECT_EQ(node.live_member_count(), 0u);
+  EXPECT_EQ(node.counters().msgs_sent, 0u);
+}
+
+TEST(NodeTest, LoadAndCacheEventsReachEveryPeer) {
+  Config config;
+  config.landmark_stride = 4;
+  Cluster c(5, 2, config);
+  c.StartAll();
+  c.Run(3s);
+  LoadReport load;
+  load.queue_depth = 7;
+  load.running = 3;
+  load.kv_used_tokens = 100;
+  load.kv_capacity_tokens = 1000;
+  load.prefill_ms_per_token = 0.25;
+  c.node(2).SetLoad(load);
+  const auto events = Chain(1000, 10);  // landmarks at 0, 4, 8
+  c.node(2).PublishCacheEvents(events);
+  c.Run(3s);
+  std::vector<prefix::BlockKey> chain;
+  for (const auto& e : events) chain.push_back(e.key);
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == 2) continue;
+    auto v = c.node(i).Member("n2");
+    ASSERT_TRUE(v);
+    EXPECT_TRUE(v->has_load);
+    EXPECT_EQ(v->load.queue_depth, 7u);
+    EXPECT_EQ(v->load.prefill_ms_per_token, 0.25);
+    EXPECT_EQ(c.listener(i).caches["n2"], (std::set<prefix::BlockKey>{1000, 1004, 1008}));
+    EXPECT_EQ(c.node(i).EstimateMatchedBlocks("n2", chain), 9u);
+    EXPECT_EQ(c.node(i).EstimateMatchedBlocks("n2", std::span(chain).first(4)), 1u);
+    EXPECT_EQ(c.node(i).EstimateMatchedBlocks("n3", chain), 0u);
+    ASSERT_TRUE(v->rtt_ms.has_value());
+    EXPECT_GT(*v->rtt_ms, 0.0);
+    EXPECT_LT(*v->rtt_ms, 10.0);
+  }
+  // Removals propagate too.
+  c.node(2).PublishCacheEvents(std::vector<BlockEvent>{{BlockEvent::Kind::kRemoved, 1008, 8}});
+  c.Run(3s);
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == 2) continue;
+    EXPECT_EQ(c.listener(i).caches["n2"], (std::set<prefix::BlockKey>{1000, 1004}));
+    EXPECT_EQ(c.node(i).EstimateMatchedBlocks("n2", chain), 5u);
+  }
+}
+
+TEST(NodeTest, LoadRidesOnProbeAcks) {
+  Config config;
+  config.gossip_interval = 1h;  // no anti-entropy: only piggybacked load
+  Cluster c(2, 3, config);
+  c.StartAll();
+  c.Run(2s);
+  LoadReport load;
+  load.queue_depth = 11;
+  c.node(1).SetLoad(load);
+  c.Run(3s);
+  auto v = c.node(0).Member("n1");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->load.queue_depth, 11u);
+}
+
+TEST(NodeTest, OverloadFlagHasHysteresis) {
+  Cluster c(2, 4);
+  c.StartAll();
+  c.Run(1s);
+  LoadReport l;
+  l.queue_depth = 63;
+  c.node(0).SetLoad(l);
+  EXPECT_FALSE(c.node(0).overloaded());
+  l.queue_depth = 64;
+  c.node(0).SetLoad(l);
+  EXPECT_TRUE(c.node(0).overloaded());
+  l.queue_depth = 40;  // between the marks: stays overloaded
+  c.node(0).SetLoad(l);
+  EXPECT_TRUE(c.node(0).overloaded());
+  c.Run(3s);
+  EXPECT_TRUE(c.node(1).Member("n0")->load.overloaded);
+  l.queue_depth = 32;
+  c.node(0).SetLoad(l);
+  EXPECT_FALSE(c.node(0).overloaded());
+  c.Run(3s);
+  EXPECT_FALSE(c.node(1).Member("n0")->load.overloaded);
+}
+
+TEST(NodeTest, CrashedNodeIsDeclaredDeadByAll) {
+  Cluster c(5, 5);
+  c.StartAll();
+  c.Run(5s);
+  c.Crash(3);
+  c.Run(20s);
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == 3) continue;
+    EXPECT_TRUE(c.Sees(i, 3, MemberState::kDead)) << i;
+    EXPECT_EQ(c.node(i).PeerStore("n3"), nullptr);
+    for (int j = 0; j < c.size(); ++j) {
+      if (j != i && j != 3) {
+        EXPECT_TRUE(c.Sees(i, j, MemberState::kAlive));
+      }
+    }
+  }
+}
+
+TEST(NodeTest, RestartWithNewGenerationDropsOldCacheAtOnce) {
+  Config config;
+  config.landmark_stride = 1;
+  Cluster c(4, 6, config);
+  c.StartAll();
+  c.Run(3s);
+  c.node(1).PublishCacheEvents(Chain(500, 3));
+  c.Run(3s);
+  ASSERT_EQ(c.listener(0).caches["n1"].size(), 3u);
+  c.Crash(1);
+  c.Run(200ms);  // far less than failure detection takes
+  c.Restart(1, 2);
+  c.Run(3s);
+  for (int i : {0, 2, 3}) {
+    auto v = c.node(i).Member("n1");
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->generation, 2u);
+    EXPECT_EQ(v->state, MemberState::kAlive);
+    EXPECT_TRUE(c.listener(i).caches["n1"].empty()) << i;
+    ASSERT_NE(c.node(i).PeerStore("n1"), nullptr);
+    EXPECT_EQ(c.node(i).PeerStore("n1")->live_count(), 0u);
+  }
+}
+
+TEST(NodeTest, GracefulLeaveIsSeenAsLeft) {
+  Cluster c(4, 7);
+  c.StartAll();
+  c.Run(3s);
+  c.node(2).Leave();
+  c.Run(3s);
+  for (int i : {0, 1, 3}) EXPECT_TRUE(c.Sees(i, 2, MemberState::kLeft)) << i;
+  EXPECT_TRUE(c.node(2).left());
+}
+
+TEST(NodeTest, SlowNodeThatAnswersIsNotDeclaredDead) {
+  Cluster c(5, 8);
+  c.StartAll();
+  c.Run(3s);
+  // Answers after 700 ms: later than the probe timeout, within the probe interval.
+  c.net().SetExtraDelay("n4", 700ms);
+  c.Run(60s);
+  for (int i = 0; i < 4; ++i) {
+    auto v = c.node(i).Member("n4");
+    ASSERT_TRUE(v);
+    EXPECT_NE(v->state, MemberState::kDead) << i;
+    ASSERT_TRUE(v->rtt_ms.has_value());
+    EXPECT_GT(*v->rtt_ms, 500.0);
+  }
+}
+
+TEST(NodeTest, SuspectRefutesWithHigherIncarnation) {
+  Cluster c(4, 9);
+  c.StartAll();
+  c.Run(3s);
+  // n0 cannot reach n3 directly, but others can: n0 suspects n3 unless indirect probes save it.
+  c.net().Block("n0", "n3", true);
+  c.net().Block("n3", "n0", true);
+  c.net().Block("n1", "n3", true);
+  c.net().Block("n3", "n1", true);
+  c.net().Block("n2", "n3", true);
+  c.net().Block("n3", "n2", true);
+  c.Run(3s);  // long enough to suspect, too short to kill
+  c.net().Block("n0", "n3", false);
+  c.net().Block("n3", "n0", false);
+  c.net().Block("n1", "n3", false);
+  c.net().Block("n3", "n1", false);
+  c.net().Block("n2", "n3", false);
+  c.net().Block("n3", "n2", false);
+  c.Run(30s);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.Sees(i, 3, MemberState::kAlive)) << i;
+  EXPECT_GT(c.node(3).incarnation(), 0u);
+}
+
+TEST(NodeTest, MalformedMessagesAreCountedAndChangeNothing) {
+  Cluster c(3, 10);
+  c.StartAll();
+  c.Run(3s);
+  const auto before = c.node(0).Members();
+  Rng rng(77);
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint8_t> junk(rng.Below(64));
+    for (auto& b : junk) b = static_cast<uint8_t>(rng.NextU64());
+    if (!junk.empty() && rng.Bernoulli(0.5)) junk[0] = kWireVersion;
+    c.node(0).OnMessage("evil", Channel::kDatagram, junk);
+  }
+  EXPECT_GE(c.node(0).counters().dropped_malformed, 1900u);
+  const auto after = c.node(0).Members();
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(before[i].id, after[i].id);
+    EXPECT_EQ(before[i].state, after[i].state);
+  }
+}
+
+TEST(NodeTest, ConvergesUnderLossAndDuplication) {
+  Config config;
+  config.landmark_stride = 1;
+  Cluster c(6, 11, config);
+  c.net().set_loss(0.3);
+  c.net().set_dup(0.3);
+  c.StartAll();
+  c.Run(5s);
+  for (int k = 0; k < 6; ++k) {
+    c.node(k).PublishCacheEvents(Chain(10000 * (k + 1), 20));
+    std::vector<BlockEvent> rm;
+    for (int b = 0; b < 20; b += 3) {
+      rm.push_back({BlockEvent::Kind::kRemoved, 10000ULL * (k + 1) + b, static_cast<uint32_t>(b)});
+    }
+    c.node(k).PublishCacheEvents(rm);
+  }
+  c.Run(10s);
+  for (int i = 0; i < 6; ++i) {
+    for (int k = 0; k < 6; ++k) {
+      if (i == k) continue;
+      const OriginStore* s = c.node(i).PeerStore(Cluster::Name(k));
+      ASSERT_NE(s, nullptr);
+      EXPECT_EQ(s->max_version(), c.node(k).own_store().max_version());
+      EXPECT_EQ(s->live_count(), 13u);
+      EXPECT_EQ(c.listener(i).caches[Cluster::Name(k)].size(), 13u);
+      EXPECT_TRUE(c.Sees(i, k, MemberState::kAlive));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hearsay::gossip

@@ -1,0 +1,187 @@
+#include "hearsay/gossip/origin_store.h"
+
+#include <algorithm>
+
+namespace hearsay::gossip {
+
+using prefix::BlockEvent;
+using prefix::BlockKey;
+
+OriginStore::OriginStore(NodeId id, Generation generation, size_t min_tombstones)
+    : id_(std::move(id)), generation_(generation), min_tombstones_(min_tombstones) {}
+
+uint64_t OriginStore::PutLoad(const LoadReport& load, uint64_t heartbeat) {
+  load_ = LoadRecord{++max_version_, heartbeat, load};
+  return load_.version;
+}
+
+bool OriginStore::PutCache(BlockKey key, uint32_t block_index, bool live) {
+  auto it = entries_.find(key);
+  if (it == entries_.end() ? !live : it->second.live == live) return false;
+  Write(key, block_index, live, ++max_version_, nullptr);
+  MaybeCollect();
+  return true;
+}
+
+void OriginStore::Write(BlockKey key, uint32_t block_index, bool live, uint64_t version,
+                        std::vector<BlockEvent>* events) {
+  auto [it, inserted] = entries_.try_emplace(key, Slot{version, block_index, live});
+  const bool was_live = !inserted && it->second.live;
+  if (!inserted) {
+    if (!it->second.live) --tombstones_;
+    it->second = Slot{version, block_index, live};
+  }
+  if (!live) ++tombstones_;
+  log_.push_back({version, key});
+  if (events != nullptr && was_live != live) {
+    events->push_back(
+        {live ? BlockEvent::Kind::kAdded : BlockEvent::Kind::kRemoved, key, block_index});
+  }
+}
+
+OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<BlockEvent>* events) {
+  if (d.to_version <= max_version_) return ApplyResult::kStale;
+  if (d.snapshot) {
+    std::unordered_map<BlockKey, Slot> next;
+    next.reserve(d.entries.size());
+    for (const auto& e : d.entries) next[e.key] = Slot{d.to_version, e.block_index, true};
+    if (events != nullptr) {
+      for (const auto& [key, slot] : entries_) {
+        if (slot.live && !next.contains(key)) {
+          events->push_back({BlockEvent::Kind::kRemoved, key, slot.block_index});
+        }
+      }
+      for (const auto& [key, slot] : next) {
+        auto it = entries_.find(key);
+        if (it == entries_.end() || !it->second.live) {
+          events->push_back({BlockEvent::Kind::kAdded, key, slot.block_index});
+        }
+      }
+    }
+    entries_ = std::move(next);
+    tombstones_ = 0;
+    log_.clear();
+    head_ = 0;
+    log_.reserve(entries_.size());
+    for (const auto& [key, slot] : entries_) log_.push_back({d.to_version, key});
+    max_version_ = d.to_version;
+    gc_floor_ = d.to_version;
+    if (d.load && d.load->version > load_.version) load_ = *d.load;
+    return ApplyResult::kApplied;
+  }
+  if (d.from_version > max_version_) return ApplyResult::kGap;
+  for (const auto& e : d.entries) {
+    if (e.version <= max_version_) continue;
+    Write(e.key, e.block_index, e.live, e.version, events);
+  }
+  if (d.load && d.load->version > load_.version) load_ = *d.load;
+  max_version_ = d.to_version;
+  MaybeCollect();
+  return ApplyResult::kApplied;
+}
+
+void OriginStore::MaybeCollect() {
+  const size_t keep = std::max(min_tombstones_, live_count());
+  if (tombstones_ > keep) {
+    // Collect the oldest tombstones down to half the allowance, so collection is amortized.
+    size_t drop = tombstones_ - keep / 2;
+    for (size_t i = head_; i < log_.size() && drop > 0; ++i) {
+      const LogItem& item = log_[i];
+      auto it = entries_.find(item.key);
+      if (it == entries_.end() || it->second.version != item.version || it->second.live) continue;
+      gc_floor_ = std::max(gc_floor_, item.version);
+      entries_.erase(it);
+      --tombstones_;
+      --drop;
+    }
+  }
+  // Drop stale log items once they are the majority.
+  if (log_.size() - head_ > 2 * entries_.size() + 64) {
+    std::vector<LogItem> compact;
+    compact.reserve(entries_.size());
+    for (size_t i = head_; i < log_.size(); ++i) {
+      if (Current(log_[i])) compact.push_back(log_[i]);
+    }
+    log_ = std::move(compact);
+    head_ = 0;
+  }
+}
+
+std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget_bytes) const {
+  if (known >= max_version_) return std::nullopt;
+  OriginDelta d;
+  d.id = id_;
+  d.generation = generation_;
+  if (known < gc_floor_) {
+    d.snapshot = true;
+    d.from_version = 0;
+    d.to_version = max_version_;
+    if (load_.version > 0) d.load = load_;
+    const size_t bound = EncodedDeltaHeaderSize(d) + VarintSize(live_count()) +
+                         live_count() * kMaxSnapshotEntryBytes;
+    if (bound > budget_bytes) return std::nullopt;
+    d.entries.reserve(live_count());
+    for (const auto& [key, slot] : entries_) {
+      if (slot.live) d.entries.push_back({key, slot.block_index, true, max_version_});
+    }
+    return d;
+  }
+  d.from_version = known;
+  d.to_version = known;
+  size_t used = EncodedDeltaHeaderSize(d) + 4;  // + room for the varints growing
+  const bool load_pending = load_.version > known;
+  bool load_done = !load_pending;
+  auto begin = std::upper_bound(log_.begin() + static_cast<std::ptrdiff_t>(head_), log_.end(),
+                                known, [](uint64_t v, const LogItem& i) { return v < i.version; });
+  uint64_t prev = known;
+  bool cut = false;
+  for (auto it = begin; it != log_.end(); ++it) {
+    if (!load_done && load_.version < it->version) {
+      const size_t need = EncodedSize(load_);
+      if (used + need > budget_bytes) {
+        cut = true;
+        break;
+      }
+      used += need;
+      d.load = load_;
+      d.to_version = load_.version;
+      load_done = true;
+    }
+    if (!Current(*it)) continue;
+    const Slot& slot = entries_.at(it->key);
+    CacheEntry e{it->key, slot.block_index, slot.live, it->version};
+    const size_t need = EncodedRunEntrySize(e, prev);
+    if (used + need > budget_bytes) {
+      cut = true;
+      break;
+    }
+    used += need;
+    d.entries.push_back(e);
+    prev = e.version;
+    d.to_version = e.version;
+  }
+  if (!cut && !load_done) {
+    const size_t need = EncodedSize(load_);
+    if (used + need > budget_bytes) {
+      cut = true;
+    } else {
+      d.load = load_;
+      d.to_version = load_.version;
+      load_done = true;
+    }
+  }
+  if (!cut) d.to_version = max_version_;
+  if (d.to_version == known) return std::nullopt;
+  return d;
+}
+
+std::vector<BlockEvent> OriginStore::LiveKeys() const {
+  std::vector<BlockEvent> out;
+  out.reserve(live_count());
+  for (const auto& [key, slot] : entries_) {
+    if (slot.live) out.push_back({BlockEvent::Kind::kAdded, key, slot.block_index});
+  }
+  return out;
+}
+
+}  // namespace hearsay::gossip

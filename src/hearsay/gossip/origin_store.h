@@ -1,0 +1,110 @@
+// OriginStore: one origin's versioned state (its load record and its cache summary), as the
+// origin writes it or as a peer has replicated it. This is the unit of scuttlebutt anti-entropy.
+//
+// The origin is the only writer: every write takes the next version number, so the state is a
+// log of versioned keys where a later write of a key supersedes the earlier one. Replicas apply
+// deltas (wire.h OriginDelta) that carry every surviving write in a version range (base, to]; a
+// delta whose base is above what the replica knows would skip writes, so it is refused as a gap.
+// Merges are monotone and idempotent: duplicates and stale deltas change nothing, and the known
+// version never goes backwards. Removed keys stay as tombstones until there are more than
+// max(min_tombstones, live keys); collecting them raises gc_floor(), and a peer that knows less
+// than gc_floor() is sent a snapshot (every live key) instead of a run.
+//
+// Ownership: plain value owned by gossip::Node, one per (origin id, generation).
+// Thread-safety: none.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "hearsay/common/ids.h"
+#include "hearsay/gossip/wire.h"
+#include "hearsay/prefix/block_event.h"
+
+namespace hearsay::gossip {
+
+class OriginStore {
+ public:
+  enum class ApplyResult {
+    kApplied,  // the delta raised max_version()
+    kStale,    // nothing new (duplicate or older): ignored
+    kGap,      // its base is above max_version(): refused, state unchanged
+  };
+
+  OriginStore(NodeId id, Generation generation, size_t min_tombstones);
+
+  // --- Writer side (the origin's own store) ---
+  // Writes the load record (heartbeat as given); returns its version.
+  uint64_t PutLoad(const LoadReport& load, uint64_t heartbeat);
+  // Writes key as held (live) or removed; a write that changes nothing is skipped. Returns true
+  // if a version was taken.
+  bool PutCache(prefix::BlockKey key, uint32_t block_index, bool live);
+
+  // --- Replica side ---
+  // Applies `d` (same id and generation); appends the resulting cache changes to `events`
+  // (for a snapshot: first every removal, then every addition, relative to the previous state).
+  ApplyResult Apply(const OriginDelta& d, std::vector<prefix::BlockEvent>* events);
+
+  // What a peer that knows `known` lacks, cut so that EncodedSize <= budget_bytes; nullopt if it
+  // lacks nothing or not even the first item fits. A snapshot if known < gc_floor().
+  std::optional<OriginDelta> BuildDelta(uint64_t known, size_t budget_bytes) const;
+
+  // --- Views ---
+  const NodeId& id() const { return id_; }
+  Generation generation() const { return generation_; }
+  // Every write with a version <= max_version() is reflected here.
+  uint64_t max_version() const { return max_version_; }
+  uint64_t gc_floor() const { return gc_floor_; }
+  const LoadRecord& load() const { return load_; }
+  size_t live_count() const { return entries_.size() - tombstones_; }
+  size_t tombstone_count() const { return tombstones_; }
+  // True if the origin is believed to hold `key`.
+  bool Contains(prefix::BlockKey key) const {
+    auto it = entries_.find(key);
+    return it != entries_.end() && it->second.live;
+  }
+  // Every live key with its block index (unordered).
+  std::vector<prefix::BlockEvent> LiveKeys() const;
+
+ private:
+  struct Slot {
+    uint64_t version;
+    uint32_t block_index;
+    bool live;
+  };
+  struct LogItem {
+    uint64_t version;
+    prefix::BlockKey key;
+  };
+
+  void Write(prefix::BlockKey key, uint32_t block_index, bool live, uint64_t version,
+             std::vector<prefix::BlockEvent>* events);
+  void MaybeCollect();
+  bool Current(const LogItem& item) const {
+    auto it = entries_.find(item.key);
+    return it != entries_.end() && it->second.version == item.version;
+  }
+
+  // Invariants:
+  //  - log_[head_..] is sorted by version (non-decreasing; equal only for snapshot stamps) and
+  //    holds one current item per key in entries_ (plus stale items, < half after compaction).
+  //  - every entries_ version, and load_.version, is <= max_version_; gc_floor_ <= max_version_.
+  //  - tombstones_ == number of entries_ with live == false.
+  //  - no tombstone with version <= gc_floor_ is needed by a peer that knows >= gc_floor_.
+  NodeId id_;
+  Generation generation_;
+  size_t min_tombstones_;
+  uint64_t max_version_ = 0;
+  uint64_t gc_floor_ = 0;
+  LoadRecord load_;
+  std::unordered_map<prefix::BlockKey, Slot> entries_;
+  size_t tombstones_ = 0;
+  std::vector<LogItem> log_;
+  size_t head_ = 0;
+};
+
+}  // namespace hearsay::gossip

@@ -1,0 +1,71 @@
+// Vocabulary of the gossip layer: member states, the load a node reports, and the overload flag
+// with hysteresis.
+//
+// Thread-safety: plain values; OverloadTracker is owned by one gossip::Node on the core thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace hearsay::gossip {
+
+// A member's liveness as this node believes it. Overloaded is not a state: a busy node that
+// answers probes stays kAlive.
+enum class MemberState : uint8_t {
+  kAlive = 0,
+  kSuspect = 1,  // missed a probe; dies when the suspicion timeout expires unless it refutes
+  kDead = 2,     // declared failed; its cache summary is dropped
+  kLeft = 3,     // left gracefully; treated like kDead by routing
+};
+
+// "alive", "suspect", "dead" or "left".
+std::string_view MemberStateName(MemberState state);
+
+// What a node's engine reports about its own load. Only the owning node writes it.
+struct LoadReport {
+  uint32_t queue_depth = 0;         // requests waiting for a batch slot
+  uint32_t running = 0;             // requests in the running batch
+  uint64_t kv_used_tokens = 0;      // KV cache in use, in tokens
+  uint64_t kv_capacity_tokens = 0;  // KV cache capacity, in tokens (0 = unknown)
+  double prefill_ms_per_token = 0;  // measured prefill cost per uncached token
+  bool overloaded = false;          // computed by the gossip node (hysteresis); ignored by SetLoad
+
+  friend bool operator==(const LoadReport&, const LoadReport&) = default;
+};
+
+// High- and low-water marks of the overload flag. A node enters overload when its queue depth or
+// its KV fill reaches the high mark, and leaves only when both are at or below the low marks, so
+// the flag does not flap around a single threshold.
+struct OverloadThresholds {
+  uint32_t enter_queue_depth = 64;
+  uint32_t exit_queue_depth = 32;
+  double enter_kv_fraction = 0.97;
+  double exit_kv_fraction = 0.90;
+};
+
+// The overload flag with hysteresis.
+// Invariants: overloaded() changes only when Update() sees a report across the opposite mark.
+class OverloadTracker {
+ public:
+  explicit OverloadTracker(OverloadThresholds t) : t_(t) {}
+
+  // Feeds one report; returns the flag after it.
+  bool Update(const LoadReport& r) {
+    const double kv = r.kv_capacity_tokens == 0 ? 0.0
+                                                : static_cast<double>(r.kv_used_tokens) /
+                                                      static_cast<double>(r.kv_capacity_tokens);
+    if (!overloaded_) {
+      overloaded_ = r.queue_depth >= t_.enter_queue_depth || kv >= t_.enter_kv_fraction;
+    } else {
+      overloaded_ = !(r.queue_depth <= t_.exit_queue_depth && kv <= t_.exit_kv_fraction);
+    }
+    return overloaded_;
+  }
+  bool overloaded() const { return overloaded_; }
+
+ private:
+  OverloadThresholds t_;
+  bool overloaded_ = false;
+};
+
+}  // namespace hearsay::gossip

@@ -1,0 +1,376 @@
+#include "hearsay/gossip/wire.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "hearsay/common/bytes.h"
+
+namespace hearsay::gossip {
+namespace {
+
+constexpr uint8_t kFlagLive = 1;
+constexpr uint8_t kFlagNext = 2;
+
+void PutLoad(ByteWriter& w, const LoadRecord& r) {
+  w.PutVarint(r.version);
+  w.PutVarint(r.heartbeat);
+  w.PutVarint(r.load.queue_depth);
+  w.PutVarint(r.load.running);
+  w.PutVarint(r.load.kv_used_tokens);
+  w.PutVarint(r.load.kv_capacity_tokens);
+  w.PutDouble(r.load.prefill_ms_per_token);
+  w.PutU8(r.load.overloaded ? 1 : 0);
+}
+
+LoadRecord ReadLoad(ByteReader& r) {
+  LoadRecord rec;
+  rec.version = r.ReadVarint();
+  rec.heartbeat = r.ReadVarint();
+  const uint64_t queue = r.ReadVarint();
+  const uint64_t running = r.ReadVarint();
+  rec.load.kv_used_tokens = r.ReadVarint();
+  rec.load.kv_capacity_tokens = r.ReadVarint();
+  rec.load.prefill_ms_per_token = r.ReadDouble();
+  const uint8_t overloaded = r.ReadU8();
+  if (queue > UINT32_MAX || running > UINT32_MAX) r.Fail("load count out of range");
+  if (!std::isfinite(rec.load.prefill_ms_per_token) || rec.load.prefill_ms_per_token < 0) {
+    r.Fail("bad prefill cost");
+  }
+  if (overloaded > 1) r.Fail("bad overload flag");
+  rec.load.queue_depth = static_cast<uint32_t>(queue);
+  rec.load.running = static_cast<uint32_t>(running);
+  rec.load.overloaded = overloaded == 1;
+  return rec;
+}
+
+NodeId ReadId(ByteReader& r) {
+  NodeId id = r.ReadString(kMaxIdBytes);
+  if (r.ok() && id.empty()) r.Fail("empty node id");
+  return id;
+}
+
+void PutUpdate(ByteWriter& w, const MemberUpdate& u) {
+  w.PutU8(static_cast<uint8_t>(u.state));
+  w.PutString(u.id);
+  w.PutString(u.address);
+  w.PutVarint(u.generation);
+  w.PutVarint(u.incarnation);
+  w.PutString(u.accuser);
+}
+
+MemberUpdate ReadUpdate(ByteReader& r) {
+  MemberUpdate u;
+  const uint8_t state = r.ReadU8();
+  if (state > static_cast<uint8_t>(MemberState::kLeft)) r.Fail("bad member state");
+  u.state = static_cast<MemberState>(state);
+  u.id = ReadId(r);
+  u.address = r.ReadString(kMaxAddressBytes);
+  u.generation = r.ReadVarint();
+  u.incarnation = r.ReadVarint();
+  u.accuser = r.ReadString(kMaxIdBytes);
+  return u;
+}
+
+void PutUpdates(ByteWriter& w, const std::vector<MemberUpdate>& us) {
+  w.PutVarint(us.size());
+  for (const auto& u : us) PutUpdate(w, u);
+}
+
+// Smallest encoding of a MemberUpdate: state, 1-byte id, 3 empty/zero fields, empty accuser.
+constexpr size_t kMinUpdateBytes = 1 + 2 + 1 + 1 + 1 + 1;
+
+std::vector<MemberUpdate> ReadUpdates(ByteReader& r) {
+  std::vector<MemberUpdate> out;
+  const size_t n = r.ReadCount(kMaxUpdates, kMinUpdateBytes);
+  out.reserve(n);
+  for (size_t i = 0; i < n && r.ok(); ++i) out.push_back(ReadUpdate(r));
+  return out;
+}
+
+void PutDigest(ByteWriter& w, const std::vector<DigestEntry>& d) {
+  w.PutVarint(d.size());
+  for (const auto& e : d) {
+    w.PutString(e.id);
+    w.PutVarint(e.generation);
+    w.PutVarint(e.max_version);
+  }
+}
+
+std::vector<DigestEntry> ReadDigest(ByteReader& r) {
+  std::vector<DigestEntry> out;
+  const size_t n = r.ReadCount(kMaxDigestEntries, 4);
+  out.reserve(n);
+  for (size_t i = 0; i < n && r.ok(); ++i) {
+    DigestEntry e;
+    e.id = ReadId(r);
+    e.generation = r.ReadVarint();
+    e.max_version = r.ReadVarint();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void PutDelta(ByteWriter& w, const OriginDelta& d) {
+  w.PutString(d.id);
+  w.PutVarint(d.generation);
+  w.PutU8(d.snapshot ? 1 : 0);
+  w.PutVarint(d.from_version);
+  w.PutVarint(d.to_version);
+  w.PutU8(d.load ? 1 : 0);
+  if (d.load) PutLoad(w, *d.load);
+  w.PutVarint(d.entries.size());
+  if (!d.snapshot) {
+    uint64_t prev = d.from_version;
+    for (const auto& e : d.entries) {
+      const bool next = e.version == prev + 1;
+      w.PutU8(static_cast<uint8_t>((e.live ? kFlagLive : 0) | (next ? kFlagNext : 0)));
+      if (!next) w.PutVarint(e.version - prev);
+      w.PutU64(e.key);
+      w.PutVarint(e.block_index);
+      prev = e.version;
+    }
+  } else {
+    std::vector<std::pair<prefix::BlockKey, uint32_t>> sorted;
+    sorted.reserve(d.entries.size());
+    for (const auto& e : d.entries) sorted.emplace_back(e.key, e.block_index);
+    std::sort(sorted.begin(), sorted.end());
+    prefix::BlockKey prev = 0;
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      w.PutVarint(i == 0 ? sorted[i].first : sorted[i].first - prev);
+      w.PutVarint(sorted[i].second);
+      prev = sorted[i].first;
+    }
+  }
+}
+
+OriginDelta ReadDelta(ByteReader& r) {
+  OriginDelta d;
+  d.id = ReadId(r);
+  d.generation = r.ReadVarint();
+  const uint8_t snapshot = r.ReadU8();
+  if (snapshot > 1) r.Fail("bad snapshot flag");
+  d.snapshot = snapshot == 1;
+  d.from_version = r.ReadVarint();
+  d.to_version = r.ReadVarint();
+  if (d.from_version > d.to_version) r.Fail("delta range reversed");
+  if (d.snapshot && d.from_version != 0) r.Fail("snapshot with a base");
+  const uint8_t has_load = r.ReadU8();
+  if (has_load > 1) r.Fail("bad load flag");
+  if (has_load == 1) {
+    d.load = ReadLoad(r);
+    if (d.load->version > d.to_version || (!d.snapshot && d.load->version <= d.from_version) ||
+        d.load->version == 0) {
+      r.Fail("load version outside the delta");
+    }
+  }
+  if (!r.ok()) return d;
+  if (!d.snapshot) {
+    const size_t n = r.ReadCount(kMaxEntriesPerOrigin, 1 + 8 + 1);
+    d.entries.reserve(n);
+    uint64_t prev = d.from_version;
+    for (size_t i = 0; i < n && r.ok(); ++i) {
+      CacheEntry e;
+      const uint8_t flags = r.ReadU8();
+      if (flags & ~(kFlagLive | kFlagNext)) r.Fail("bad entry flags");
+      uint64_t step = 1;
+      if (!(flags & kFlagNext)) {
+        step = r.ReadVarint();
+        if (step == 0) r.Fail("entry version not increasing");
+      }
+      if (step > d.to_version - prev) r.Fail("entry version beyond the delta");
+      e.version = prev + step;
+      e.live = flags & kFlagLive;
+      e.key = r.ReadU64();
+      const uint64_t index = r.ReadVarint();
+      if (index > UINT32_MAX) r.Fail("block index out of range");
+      e.block_index = static_cast<uint32_t>(index);
+      prev = e.version;
+      d.entries.push_back(e);
+    }
+  } else {
+    const size_t n = r.ReadCount(kMaxEntriesPerOrigin, 2);
+    d.entries.reserve(n);
+    prefix::BlockKey prev = 0;
+    for (size_t i = 0; i < n && r.ok(); ++i) {
+      CacheEntry e;
+      const uint64_t step = r.ReadVarint();
+      if (i > 0 && (step == 0 || step > std::numeric_limits<uint64_t>::max() - prev)) {
+        r.Fail("snapshot keys not increasing");
+      }
+      e.key = i == 0 ? step : prev + step;
+      const uint64_t index = r.ReadVarint();
+      if (index > UINT32_MAX) r.Fail("block index out of range");
+      e.block_index = static_cast<uint32_t>(index);
+      e.live = true;
+      e.version = d.to_version;
+      prev = e.key;
+      d.entries.push_back(e);
+    }
+  }
+  return d;
+}
+
+void PutDeltas(ByteWriter& w, const std::vector<OriginDelta>& ds) {
+  w.PutVarint(ds.size());
+  for (const auto& d : ds) PutDelta(w, d);
+}
+
+std::vector<OriginDelta> ReadDeltas(ByteReader& r) {
+  std::vector<OriginDelta> out;
+  const size_t n = r.ReadCount(kMaxOrigins, 2 + 1 + 1 + 1 + 1 + 1 + 1);
+  out.reserve(n);
+  for (size_t i = 0; i < n && r.ok(); ++i) out.push_back(ReadDelta(r));
+  return out;
+}
+
+}  // namespace
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+static size_t StringSize(const std::string& s) { return VarintSize(s.size()) + s.size(); }
+
+size_t EncodedSize(const MemberUpdate& u) {
+  return 1 + StringSize(u.id) + StringSize(u.address) + VarintSize(u.generation) +
+         VarintSize(u.incarnation) + StringSize(u.accuser);
+}
+
+size_t EncodedSize(const DigestEntry& e) {
+  return StringSize(e.id) + VarintSize(e.generation) + VarintSize(e.max_version);
+}
+
+size_t EncodedSize(const LoadRecord& r) {
+  return VarintSize(r.version) + VarintSize(r.heartbeat) + VarintSize(r.load.queue_depth) +
+         VarintSize(r.load.running) + VarintSize(r.load.kv_used_tokens) +
+         VarintSize(r.load.kv_capacity_tokens) + 8 + 1;
+}
+
+size_t EncodedDeltaHeaderSize(const OriginDelta& d) {
+  return StringSize(d.id) + VarintSize(d.generation) + 1 + VarintSize(d.from_version) +
+         VarintSize(d.to_version) + 1 + (d.load ? EncodedSize(*d.load) : 0) +
+         VarintSize(d.entries.size() + 1);
+}
+
+size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version) {
+  const uint64_t step = e.version - prev_version;
+  return 1 + (step == 1 ? 0 : VarintSize(step)) + 8 + VarintSize(e.block_index);
+}
+
+size_t EncodedHeaderBaseSize(const Header& h) {
+  return 2 + StringSize(h.sender) + VarintSize(h.generation) + VarintSize(h.incarnation) +
+         EncodedSize(h.load) + VarintSize(h.updates.size() + 1);
+}
+
+std::vector<uint8_t> Encode(const Message& m) {
+  ByteWriter w;
+  w.PutU8(kWireVersion);
+  w.PutU8(static_cast<uint8_t>(m.type));
+  w.PutString(m.header.sender);
+  w.PutVarint(m.header.generation);
+  w.PutVarint(m.header.incarnation);
+  PutLoad(w, m.header.load);
+  PutUpdates(w, m.header.updates);
+  switch (m.type) {
+    case MsgType::kPing:
+      w.PutVarint(m.seq);
+      w.PutString(m.target);
+      break;
+    case MsgType::kAck:
+    case MsgType::kNack:
+      w.PutVarint(m.seq);
+      break;
+    case MsgType::kPingReq:
+      w.PutVarint(m.seq);
+      w.PutString(m.target);
+      w.PutString(m.target_address);
+      break;
+    case MsgType::kSyn:
+      w.PutU64(m.digest_hash);
+      w.PutVarint(m.digest_size);
+      w.PutVarint(m.seq);
+      break;
+    case MsgType::kSynAck:
+      w.PutVarint(m.seq);
+      PutDigest(w, m.digest);
+      break;
+    case MsgType::kSyncDeltas:
+      PutDigest(w, m.digest);
+      PutDeltas(w, m.deltas);
+      break;
+    case MsgType::kDeltas:
+      PutDeltas(w, m.deltas);
+      break;
+    case MsgType::kPushPull:
+      w.PutU8(m.reply_wanted ? 1 : 0);
+      PutUpdates(w, m.members);
+      break;
+  }
+  return w.Take();
+}
+
+Result<Message> Decode(std::span<const uint8_t> body) {
+  if (body.size() > kMaxMessageBytes) return DataLossError("message too large");
+  ByteReader r(body);
+  Message m;
+  const uint8_t version = r.ReadU8();
+  const uint8_t type = r.ReadU8();
+  if (!r.ok()) return r.status();
+  if (version != kWireVersion) return DataLossError("unknown wire version");
+  if (type == 0 || type > kMaxMsgType) return DataLossError("unknown message type");
+  m.type = static_cast<MsgType>(type);
+  m.header.sender = ReadId(r);
+  m.header.generation = r.ReadVarint();
+  m.header.incarnation = r.ReadVarint();
+  m.header.load = ReadLoad(r);
+  m.header.updates = ReadUpdates(r);
+  switch (m.type) {
+    case MsgType::kPing:
+      m.seq = r.ReadVarint();
+      m.target = ReadId(r);
+      break;
+    case MsgType::kAck:
+    case MsgType::kNack:
+      m.seq = r.ReadVarint();
+      break;
+    case MsgType::kPingReq:
+      m.seq = r.ReadVarint();
+      m.target = ReadId(r);
+      m.target_address = r.ReadString(kMaxAddressBytes);
+      break;
+    case MsgType::kSyn:
+      m.digest_hash = r.ReadU64();
+      m.digest_size = r.ReadVarint();
+      m.seq = r.ReadVarint();
+      break;
+    case MsgType::kSynAck:
+      m.seq = r.ReadVarint();
+      m.digest = ReadDigest(r);
+      break;
+    case MsgType::kSyncDeltas:
+      m.digest = ReadDigest(r);
+      m.deltas = ReadDeltas(r);
+      break;
+    case MsgType::kDeltas:
+      m.deltas = ReadDeltas(r);
+      break;
+    case MsgType::kPushPull: {
+      const uint8_t reply = r.ReadU8();
+      if (reply > 1) r.Fail("bad reply flag");
+      m.reply_wanted = reply == 1;
+      m.members = ReadUpdates(r);
+      break;
+    }
+  }
+  Status s = r.Finish();
+  if (!s.ok()) return s;
+  return m;
+}
+
+}  // namespace hearsay::gossip

@@ -1,0 +1,154 @@
+// The gossip wire format: message bodies of membership (SWIM) and anti-entropy (scuttlebutt).
+//
+// A body is what travels inside the envelope (see framer.h): it is versioned (first byte
+// kWireVersion), length-delimited, and bounded. Decode() treats its input as hostile: every count
+// and length is checked against the bytes left and against the k* limits below before anything is
+// allocated, and any malformed, truncated or oversized body is rejected with DATA_LOSS; decoding
+// never crashes and has no side effects. Encode(Decode(x)) == x is not promised (snapshots are
+// re-sorted), but Decode(Encode(m)) == m is, for every m within the limits.
+//
+// Layout (all integers varint unless noted):
+//   u8 version, u8 type,
+//   header: sender id, generation, incarnation, load record, member updates (count, then each),
+//   body by type (see Message).
+// A cache-delta run encodes each entry as a flag byte (bit 0: live, bit 1: version = previous + 1),
+// then the version step if bit 1 is clear, the 64-bit key (fixed), and the block index. A snapshot
+// sorts its entries by key and sends key steps as varints.
+//
+// Thread-safety: pure functions on plain values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hearsay/common/ids.h"
+#include "hearsay/common/status.h"
+#include "hearsay/gossip/types.h"
+#include "hearsay/prefix/block_event.h"
+
+namespace hearsay::gossip {
+
+inline constexpr uint8_t kWireVersion = 1;
+// Limits enforced by Decode (and respected by every encoder in this module).
+inline constexpr size_t kMaxIdBytes = 128;
+inline constexpr size_t kMaxAddressBytes = 256;
+inline constexpr size_t kMaxUpdates = 4096;
+inline constexpr size_t kMaxDigestEntries = 1 << 16;
+inline constexpr size_t kMaxOrigins = 1 << 16;
+inline constexpr size_t kMaxEntriesPerOrigin = 1 << 20;
+inline constexpr size_t kMaxMessageBytes = 16 << 20;
+
+enum class MsgType : uint8_t {
+  kPing = 1,        // seq, target id: "are you alive?"
+  kAck = 2,         // seq: "yes" (also relayed by a ping-req helper)
+  kNack = 3,        // seq: a ping-req helper got no ack from the target (Lifeguard)
+  kPingReq = 4,     // seq, target id, target address: "probe this one for me"
+  kSyn = 5,         // digest hash and size, seq: "is your state the same as mine?"
+  kSynAck = 6,      // seq (echoed), full digest: "no, here is what I have"
+  kSyncDeltas = 7,  // deltas the SynAck sender lacks, and a digest of what this side lacks
+  kDeltas = 8,      // deltas only (the answer to kSyncDeltas's digest)
+  kPushPull = 9,    // full membership list; reply_wanted asks for the peer's list back (join)
+};
+inline constexpr uint8_t kMaxMsgType = 9;
+
+// The owner's load as a versioned record (one key in the origin's versioned state).
+struct LoadRecord {
+  uint64_t version = 0;    // origin version at which this record was written; 0 = none yet
+  uint64_t heartbeat = 0;  // bumped on every republish
+  LoadReport load;
+  friend bool operator==(const LoadRecord&, const LoadRecord&) = default;
+};
+
+// One SWIM membership assertion, disseminated by piggybacking.
+struct MemberUpdate {
+  MemberState state = MemberState::kAlive;
+  NodeId id;
+  Address address;
+  Generation generation = 0;
+  uint64_t incarnation = 0;
+  NodeId accuser;  // kSuspect only: who suspects (independent confirmations are counted)
+  friend bool operator==(const MemberUpdate&, const MemberUpdate&) = default;
+};
+
+// Origin -> highest contiguous version known, per (id, generation).
+struct DigestEntry {
+  NodeId id;
+  Generation generation = 0;
+  uint64_t max_version = 0;
+  friend bool operator==(const DigestEntry&, const DigestEntry&) = default;
+};
+
+// One versioned cache-summary key of an origin: live (held) or a tombstone (removed).
+struct CacheEntry {
+  prefix::BlockKey key = 0;
+  uint32_t block_index = 0;
+  bool live = true;
+  uint64_t version = 0;
+  friend bool operator==(const CacheEntry&, const CacheEntry&) = default;
+};
+
+// What one origin's state gained in (from_version, to_version].
+// A run (snapshot == false) holds every entry the sender has with a version in that range, in
+// version order; superseded writes are simply absent. A snapshot holds only the live entries, all
+// stamped to_version, and replaces the receiver's state for (id, generation).
+struct OriginDelta {
+  NodeId id;
+  Generation generation = 0;
+  bool snapshot = false;
+  uint64_t from_version = 0;
+  uint64_t to_version = 0;
+  std::optional<LoadRecord> load;  // present if its version is in (from_version, to_version]
+  std::vector<CacheEntry> entries;
+  friend bool operator==(const OriginDelta&, const OriginDelta&) = default;
+};
+
+struct Header {
+  NodeId sender;
+  Generation generation = 0;
+  uint64_t incarnation = 0;
+  LoadRecord load;  // the sender's own load, on every message
+  std::vector<MemberUpdate> updates;
+  friend bool operator==(const Header&, const Header&) = default;
+};
+
+// One message. Which fields are meaningful depends on type (see MsgType); the rest stay default.
+struct Message {
+  MsgType type = MsgType::kPing;
+  Header header;
+  uint64_t seq = 0;                   // ping, ack, nack, ping-req, syn, synack
+  NodeId target;                      // ping, ping-req
+  Address target_address;             // ping-req
+  uint64_t digest_hash = 0;           // syn
+  uint64_t digest_size = 0;           // syn
+  std::vector<DigestEntry> digest;    // synack; syncdeltas (what the sender lacks)
+  std::vector<OriginDelta> deltas;    // syncdeltas, deltas
+  std::vector<MemberUpdate> members;  // pushpull
+  bool reply_wanted = false;          // pushpull
+  friend bool operator==(const Message&, const Message&) = default;
+};
+
+// The body's bytes.
+std::vector<uint8_t> Encode(const Message& m);
+// The message in `body`, or DATA_LOSS if it is malformed, truncated, oversized or of an
+// unknown version or type. Never allocates more than a small multiple of body.size().
+Result<Message> Decode(std::span<const uint8_t> body);
+
+// Encoded sizes, so builders can cut to a byte budget without encoding twice.
+size_t VarintSize(uint64_t v);
+size_t EncodedSize(const MemberUpdate& u);
+size_t EncodedSize(const DigestEntry& e);
+size_t EncodedSize(const LoadRecord& r);
+// The size of a delta's fixed part (everything but its entries).
+size_t EncodedDeltaHeaderSize(const OriginDelta& d);
+// The size of a run entry that follows an entry of version prev_version.
+size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version);
+// An upper bound of a snapshot entry's size.
+inline constexpr size_t kMaxSnapshotEntryBytes = 10 + 5;
+// Bytes of the header without its updates, plus the update count.
+size_t EncodedHeaderBaseSize(const Header& h);
+
+}  // namespace hearsay::gossip

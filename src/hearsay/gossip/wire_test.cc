@@ -1,0 +1,200 @@
+#include "hearsay/gossip/wire.h"
+
+#include <gtest/gtest.h>
+
+#include "hearsay/env/rng.h"
+
+namespace hearsay::gossip {
+namespace {
+
+Header SampleHeader() {
+  Header h;
+  h.sender = "gpu-07";
+  h.generation = 1234567890123ULL;
+  h.incarnation = 5;
+  h.load = LoadRecord{9, 3, LoadReport{4, 2, 1000, 4096, 0.125, true}};
+  h.updates.push_back({MemberState::kSuspect, "gpu-02", "10.0.0.2:7946", 77, 3, "gpu-07"});
+  h.updates.push_back({MemberState::kAlive, "gpu-03", "10.0.0.3:7946", 78, 0, ""});
+  return h;
+}
+
+OriginDelta SampleRun() {
+  OriginDelta d;
+  d.id = "gpu-01";
+  d.generation = 42;
+  d.from_version = 10;
+  d.to_version = 20;
+  d.load = LoadRecord{12, 1, LoadReport{1, 1, 1, 1, 1.5, false}};
+  d.entries = {{0xdeadbeefULL, 0, true, 11},
+               {~0ULL, 16, false, 13},
+               {5, 32, true, 14},
+               {6, 4000000000u, true, 20}};
+  return d;
+}
+
+OriginDelta SampleSnapshot() {
+  OriginDelta d;
+  d.id = "gpu-09";
+  d.generation = 1;
+  d.snapshot = true;
+  d.to_version = 99;
+  d.load = LoadRecord{98, 7, LoadReport{}};
+  d.entries = {{1, 0, true, 99}, {1000, 16, true, 99}, {~0ULL, 32, true, 99}};
+  return d;
+}
+
+std::vector<Message> Samples() {
+  std::vector<Message> out;
+  for (uint8_t t = 1; t <= kMaxMsgType; ++t) {
+    Message m;
+    m.type = static_cast<MsgType>(t);
+    m.header = SampleHeader();
+    switch (m.type) {
+      case MsgType::kPing:
+        m.seq = 17;
+        m.target = "gpu-02";
+        break;
+      case MsgType::kAck:
+      case MsgType::kNack:
+        m.seq = 1ULL << 40;
+        break;
+      case MsgType::kPingReq:
+        m.seq = 3;
+        m.target = "gpu-02";
+        m.target_address = "10.0.0.2:7946";
+        break;
+      case MsgType::kSyn:
+        m.digest_hash = 0x0123456789abcdefULL;
+        m.digest_size = 12;
+        m.seq = 8;
+        break;
+      case MsgType::kSynAck:
+        m.seq = 8;
+        m.digest = {{"a", 1, 2}, {"b", 3, 0}};
+        break;
+      case MsgType::kSyncDeltas:
+        m.digest = {{"c", 5, 6}};
+        m.deltas = {SampleRun(), SampleSnapshot()};
+        break;
+      case MsgType::kDeltas:
+        m.deltas = {SampleSnapshot()};
+        break;
+      case MsgType::kPushPull:
+        m.reply_wanted = true;
+        m.members = SampleHeader().updates;
+        break;
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+TEST(WireTest, EveryMessageTypeRoundTrips) {
+  for (const Message& m : Samples()) {
+    const std::vector<uint8_t> bytes = Encode(m);
+    Result<Message> back = Decode(bytes);
+    ASSERT_TRUE(back.ok()) << static_cast<int>(m.type) << ": " << back.status().ToString();
+    EXPECT_EQ(*back, m) << static_cast<int>(m.type);
+  }
+}
+
+TEST(WireTest, EncodedSizeHelpersMatchEncoding) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  const OriginDelta d = SampleRun();
+  m.deltas = {d};
+  size_t expected = EncodedHeaderBaseSize(m.header);
+  for (const auto& u : m.header.updates) expected += EncodedSize(u);
+  expected += 1 + EncodedDeltaHeaderSize(d);
+  uint64_t prev = d.from_version;
+  for (const auto& e : d.entries) {
+    expected += EncodedRunEntrySize(e, prev);
+    prev = e.version;
+  }
+  // The helpers may overestimate the count varints by a byte each, never underestimate.
+  const size_t actual = Encode(m).size();
+  EXPECT_LE(actual, expected);
+  EXPECT_GE(actual + 3, expected);
+}
+
+TEST(WireTest, EveryTruncationIsRejected) {
+  for (const Message& m : Samples()) {
+    const std::vector<uint8_t> bytes = Encode(m);
+    for (size_t n = 0; n < bytes.size(); ++n) {
+      EXPECT_FALSE(Decode(std::span(bytes).first(n)).ok()) << static_cast<int>(m.type) << " " << n;
+    }
+    std::vector<uint8_t> longer = bytes;
+    longer.push_back(0);
+    EXPECT_FALSE(Decode(longer).ok());
+  }
+}
+
+TEST(WireTest, RejectsUnknownVersionAndType) {
+  std::vector<uint8_t> bytes = Encode(Samples()[0]);
+  bytes[0] = kWireVersion + 1;
+  EXPECT_FALSE(Decode(bytes).ok());
+  bytes = Encode(Samples()[0]);
+  bytes[1] = kMaxMsgType + 1;
+  EXPECT_FALSE(Decode(bytes).ok());
+  bytes[1] = 0;
+  EXPECT_FALSE(Decode(bytes).ok());
+}
+
+TEST(WireTest, RejectsSemanticViolations) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  OriginDelta d = SampleRun();
+  d.entries[1].version = 25;  // beyond to_version
+  m.deltas = {d};
+  EXPECT_FALSE(Decode(Encode(m)).ok());
+  d = SampleRun();
+  d.load->version = 5;  // at or below the base
+  m.deltas = {d};
+  EXPECT_FALSE(Decode(Encode(m)).ok());
+  d = SampleRun();
+  d.from_version = 30;  // reversed range
+  d.entries.clear();
+  d.load.reset();
+  m.deltas = {d};
+  EXPECT_FALSE(Decode(Encode(m)).ok());
+  m.type = MsgType::kPing;
+  m.header.sender.clear();
+  EXPECT_FALSE(Decode(Encode(m)).ok());
+}
+
+TEST(WireTest, HostileCountsDoNotAllocate) {
+  // A delta claiming 2^20 entries in a 40-byte message fails on the count check.
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header.sender = "x";
+  std::vector<uint8_t> bytes = Encode(m);
+  bytes.back() = 0;  // zero origins ...
+  bytes.pop_back();
+  const uint8_t huge[] = {0xff, 0xff, 0x03};  // ... replaced by 65535 origins
+  bytes.insert(bytes.end(), std::begin(huge), std::end(huge));
+  EXPECT_FALSE(Decode(bytes).ok());
+}
+
+TEST(WireTest, RandomMutationsNeverCrash) {
+  Rng rng(5);
+  const auto samples = Samples();
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<uint8_t> bytes = Encode(samples[rng.Below(samples.size())]);
+    const int flips = 1 + static_cast<int>(rng.Below(4));
+    for (int f = 0; f < flips; ++f) {
+      bytes[rng.Below(bytes.size())] = static_cast<uint8_t>(rng.NextU64());
+    }
+    Result<Message> r = Decode(bytes);
+    if (r.ok()) {
+      ++accepted;
+      EXPECT_TRUE(Decode(Encode(*r)).ok());
+    }
+  }
+  EXPECT_LT(accepted, 20000);
+}
+
+}  // namespace
+}  // namespace hearsay::gossip
