@@ -107,6 +107,9 @@ class BlockKeyer {
   // One chain step: hash of LE64(prev) | block bytes under secret_.
   BlockKey ChainStep(BlockKey prev, const uint8_t* block, size_t len) const;
   BlockKey TokenChainStep(BlockKey prev, const TokenId* block) const;
+  // Appends the keys of `blocks` consecutive blocks of `block_len` bytes, chained from `key`.
+  void ChainBytes(BlockKey key, const uint8_t* data, size_t block_len, size_t blocks,
+                  std::vector<BlockKey>* out) const;
 
   std::array<uint8_t, kXxhSecretBytes> secret_{};
   BlockKey token_seed_ = 0;

@@ -70,6 +70,26 @@ TEST(BlockKeysTest, KnownAnswer) {
   EXPECT_EQ(byte_keys[0], 0xa542579123fceb45ull) << std::hex << byte_keys[0];
 }
 
+// Same cross-check for other block sizes: 128 and 256 bytes take specialized paths, 132 and 800
+// bytes the generic one (800 also XXH3's long-input path).
+TEST(BlockKeysTest, KnownAnswerOtherBlockSizes) {
+  const std::vector<std::pair<size_t, std::pair<BlockKey, BlockKey>>> cases = {
+      {32, {0x0fedd133159c7762ull, 0x708b3a7f6eee902cull}},
+      {33, {0xa664eda200eb2897ull, 0x4c2635b70be1b962ull}},
+      {64, {0x2359cfaef6b8d179ull, 0xcf71591144b37df0ull}},
+      {200, {0x89288211f4faec61ull, 0x92e54e1c74a2eb35ull}},
+  };
+  for (const auto& [block, want] : cases) {
+    const BlockKeyer keyer = MakeKeyer({.tokens_per_block = block});
+    std::vector<TokenId> tokens(2 * block);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(1000 + i);
+    const auto keys = keyer.Keys(tokens);
+    ASSERT_EQ(keys.size(), 2u);
+    EXPECT_EQ(keys[0], want.first) << "block " << block;
+    EXPECT_EQ(keys[1], want.second) << "block " << block;
+  }
+}
+
 TEST(BlockKeysTest, ChainPropertyPrefixKeysArePrefixOfKeys) {
   const BlockKeyer keyer = MakeKeyer();
   Rng rng(4);
@@ -84,7 +104,7 @@ TEST(BlockKeysTest, ChainPropertyPrefixKeysArePrefixOfKeys) {
 
 // Changing block j changes the key of every block >= j, and none before: a key covers the prefix.
 TEST(BlockKeysTest, ChangeInOneBlockChangesAllLaterKeys) {
-  for (size_t block : {size_t{16}, size_t{61}, size_t{128}, size_t{200}}) {
+  for (size_t block : {size_t{16}, size_t{32}, size_t{61}, size_t{64}, size_t{128}, size_t{200}}) {
     const BlockKeyer keyer = MakeKeyer({.tokens_per_block = block});
     Rng rng(5);
     const auto tokens = RandomTokens(rng, block * 6);
