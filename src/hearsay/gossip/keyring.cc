@@ -134,6 +134,46 @@ bool operator==(const ClusterKey& a, const ClusterKey& b) {
 
 Keyring::Keyring(const ClusterKey& primary) { keys_.push_back(primary); }
 
+Result<Keyring> Keyring::ParseFile(std::string_view text) {
+  Keyring ring;
+  size_t line_no = 0;
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    ++line_no;
+    while (!line.empty() && IsSpace(line.front())) line.remove_prefix(1);
+    if (line.empty() || line.front() == '#') continue;
+    auto key = ClusterKey::Parse(line);
+    if (!key.ok()) {
+      return InvalidArgumentError("key file line " + std::to_string(line_no) + ": " +
+                                  key.status().message());
+    }
+    if (ring.Contains(*key)) {
+      return InvalidArgumentError("key file line " + std::to_string(line_no) +
+                                  ": key repeats an earlier line");
+    }
+    const Status installed = ring.Install(*key);
+    if (!installed.ok()) {
+      return InvalidArgumentError("key file line " + std::to_string(line_no) + ": " +
+                                  installed.message());
+    }
+  }
+  if (ring.empty()) {
+    return InvalidArgumentError("key file holds no key; generate one with `hearsay keygen`");
+  }
+  return ring;
+}
+
+std::string Keyring::ToFile() const {
+  std::string out;
+  for (const ClusterKey& key : List()) {
+    out += key.ToBase64();
+    out += '\n';
+  }
+  return out;
+}
+
 size_t Keyring::IndexOf(const ClusterKey& key) const {
   for (size_t i = 0; i < keys_.size(); ++i) {
     if (keys_[i] == key) return i;

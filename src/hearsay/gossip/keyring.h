@@ -94,6 +94,14 @@ class Keyring {
 
   // An empty keyring: Seal fails until a key is installed.
   Keyring() = default;
+
+  // A keyring from a key file (what --cluster-key-file reads): one base64 key per line, the
+  // first key primary; blank lines and lines starting with '#' are ignored. `hearsay keygen`
+  // prints a one-key file. INVALID_ARGUMENT naming the line for a bad key, a repeated key, no
+  // key at all, or more than kMaxKeys keys.
+  static Result<Keyring> ParseFile(std::string_view text);
+  // The key file for this keyring: primary first, then the others, one per line.
+  std::string ToFile() const;
   // A keyring whose only key, `primary`, is primary.
   explicit Keyring(const ClusterKey& primary);
 

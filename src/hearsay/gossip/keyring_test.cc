@@ -197,5 +197,51 @@ TEST(KeyringTest, HoldsAtMostMaxKeys) {
   EXPECT_TRUE(ring.Install(KeyFromSeed(1)).ok());
 }
 
+TEST(KeyringFileTest, RoundTripsPrimaryFirst) {
+  const ClusterKey k1 = KeyFromSeed(1), k2 = KeyFromSeed(2);
+  Keyring ring(k1);
+  ASSERT_TRUE(ring.Install(k2).ok());
+  ASSERT_TRUE(ring.Use(k2).ok());
+  const std::string file = ring.ToFile();
+  EXPECT_EQ(file, k2.ToBase64() + "\n" + k1.ToBase64() + "\n");
+  const auto parsed = Keyring::ParseFile(file);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->size(), 2u);
+  EXPECT_TRUE(*parsed->primary() == k2);
+  EXPECT_TRUE(parsed->Contains(k1));
+}
+
+TEST(KeyringFileTest, KeygenOutputIsAKeyFile) {
+  const ClusterKey k = KeyFromSeed(9);
+  const auto parsed = Keyring::ParseFile(k.ToBase64() + "\n");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(*parsed->primary() == k);
+  // Without the final newline, with comments, blank lines and CRLF.
+  const auto commented =
+      Keyring::ParseFile(std::string("# cluster key\r\n\n  ") + k.ToBase64() + "\r\n# old:\n");
+  ASSERT_TRUE(commented.ok()) << commented.status().ToString();
+  EXPECT_EQ(commented->size(), 1u);
+}
+
+TEST(KeyringFileTest, ErrorsNameTheLine) {
+  const std::string k1 = KeyFromSeed(1).ToBase64();
+  auto r = Keyring::ParseFile("");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no key"), std::string::npos);
+  r = Keyring::ParseFile("# only a comment\n\n");
+  EXPECT_FALSE(r.ok());
+  r = Keyring::ParseFile(k1 + "\n\nnot-a-key\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("line 3"), std::string::npos) << r.status().ToString();
+  r = Keyring::ParseFile(k1 + "\n" + k1 + "\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("line 2: key repeats"), std::string::npos);
+  std::string many;
+  for (uint64_t i = 0; i <= Keyring::kMaxKeys; ++i) many += KeyFromSeed(i + 1).ToBase64() + "\n";
+  r = Keyring::ParseFile(many);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace hearsay::gossip
