@@ -142,7 +142,7 @@ TEST(MmluWorkloadTest, ChainOfThoughtOutputs) {
 // Empirical subject frequencies against the configured probabilities.
 void ExpectPopularity(const MmluOptions& base, const std::vector<double>& expected) {
   MmluOptions o = base;
-  o.num_requests = 100000;
+  o.num_requests = 30000;
   MmluWorkload w = Make(o, 17);
   std::vector<double> count(57, 0);
   while (std::optional<Request> r = w.Next()) ++count[r->subject];
