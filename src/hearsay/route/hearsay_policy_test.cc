@@ -67,6 +67,16 @@ TEST_F(HearsayPolicyTest, AvoidsABusyHolderWhoseQueueCostsMoreThanTheSaving) {
   EXPECT_EQ(d.slot, 1u);
 }
 
+TEST_F(HearsayPolicyTest, TrustsTheMembersOwnQueueWaitEstimate) {
+  Candidate holder = PeerCandidate(1, 0.5, 1536);
+  holder.load.queued = 1;  // the counts alone would say a short queue
+  holder.load.queued_prefill_tokens = 64;
+  holder.load.queue_wait = FromMillis(80);  // but the engine knows better (say, KV is full)
+  EXPECT_EQ(Choose({SelfCandidate(0), holder}).slot, 0u);
+  holder.load.queue_wait = FromMillis(5);
+  EXPECT_EQ(Choose({SelfCandidate(0), holder}).slot, 1u);
+}
+
 TEST_F(HearsayPolicyTest, BusyHolderLosesCacheCredit) {
   // Queue wait priced alone would still favour the holder; the busy discount tips it.
   PolicyOptions options;

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -62,19 +63,25 @@ struct RouteRequest {
   bool forwarded = false;
 };
 
-// A member's load, as last reported (gossiped for peers, live for self).
+// A member's load, as last reported (gossiped for peers, live for self). The fields mirror
+// engine::EngineLoad, which the node copies in.
 struct LoadView {
-  // Requests waiting to start prefill.
+  // Requests waiting to be admitted (EngineLoad::waiting_requests).
   uint32_t queued = 0;
-  // Requests in the running (decode) batch.
+  // Requests admitted and not finished (EngineLoad::running_requests).
   uint32_t running = 0;
-  // Tokens the queued requests still have to prefill (their uncached part).
+  // Prompt tokens still to prefill, net of cache hits (EngineLoad::waiting_prefill_tokens).
   uint64_t queued_prefill_tokens = 0;
-  // Context tokens held by the running batch (0 if unknown).
+  // Context tokens held by the running batch (0 if unknown; EngineLoad::kv_pinned_tokens is a
+  // good stand-in).
   uint64_t running_context_tokens = 0;
-  // KV cache use and capacity, in tokens (capacity 0 = unknown).
+  // KV cache use and capacity, in tokens (capacity 0 = unknown). Informational for now.
   uint64_t kv_used_tokens = 0;
   uint64_t kv_capacity_tokens = 0;
+  // The member's own estimate of how long a request submitted when it measured this waits
+  // before its prefill starts (EngineLoad::estimated_queue_wait). When absent, policies estimate
+  // it from the counts above with their cost model.
+  std::optional<Duration> queue_wait;
   // The member's overload flag (with hysteresis, set by the member itself).
   bool overloaded = false;
   // How old the report is: time since the member measured it (0 for self and for the oracle's
@@ -100,7 +107,8 @@ struct Candidate {
   // Age of the cache view behind cached_tokens (0 when exact).
   Duration cache_age{0};
   // The member's prefill cost relative to the policy's PrefillCostModel (1 = same hardware;
-  // 2 = twice as slow). The node derives it from the gossiped measured prefill cost per token.
+  // 2 = twice as slow). The node derives it from the gossiped measured prefill cost per token
+  // (EngineLoad::prefill_ms_per_token) over the cost model's own, or leaves 1 when unknown.
   double cost_scale = 1.0;
   LoadView load;
 };

@@ -5,8 +5,9 @@
 // delay: 0 for self; 2 × one-way delay plus a fixed forward overhead for a peer, because a
 //   forward pays the delay twice before the client sees a token: the request travels there and
 //   the first token travels back through the entry node.
-// queue_wait: the cost model's wait behind the member's reported queue, plus the remaining
-//   backlog of the requests this node sent it that the report cannot show yet (SentLedger).
+// queue_wait: the member's own reported queue wait (LoadView::queue_wait) or, without one, the
+//   cost model's wait behind its reported queue; plus the remaining backlog of the requests this
+//   node sent it that the report cannot show yet (SentLedger).
 // prefill: the cost model's prefill of the uncached part (at least one token is always computed),
 //   plus the decode batch it shares the iteration with.
 // Queue wait and prefill are scaled by the member's Candidate::cost_scale (its hardware).
@@ -38,6 +39,7 @@ inline double DelayMs(const Candidate& c, double forward_overhead_ms) {
 inline double WaitMs(const PrefillCostModel& m, const Candidate& c,
                      const SentLedger::Pending& unsent) {
   const LoadView& l = c.load;
+  if (l.queue_wait.has_value()) return std::max(0.0, ToMillis(*l.queue_wait)) + unsent.backlog_ms;
   return c.cost_scale * m.QueueWaitMs(l.queued, double(l.queued_prefill_tokens), l.running,
                                       double(l.running_context_tokens)) +
          unsent.backlog_ms;
