@@ -10,6 +10,7 @@ namespace hearsay::sim {
 namespace {
 
 constexpr size_t kMinTombstonesToCompact = 1024;
+constexpr size_t kArity = 4;
 
 }  // namespace
 
@@ -52,8 +53,7 @@ TimerId VirtualScheduler::Schedule(TimerGroup group, Duration delay, Task task) 
   s.group = group;
   ++live_;
   ++group_live_[group];
-  heap_.push_back(Entry{time, seq, slot});
-  std::push_heap(heap_.begin(), heap_.end(), Later);
+  HeapPush(Entry{time, seq, slot});
   return (static_cast<TimerId>(s.generation) << 32) | slot;
 }
 
@@ -114,12 +114,47 @@ size_t VirtualScheduler::pending_in_group(TimerGroup group) const {
   return group < group_live_.size() ? group_live_[group] : 0;
 }
 
+void VirtualScheduler::HeapPush(const Entry& e) {
+  size_t i = heap_.size();
+  heap_.push_back(e);
+  while (i > 0) {
+    const size_t parent = (i - 1) / kArity;
+    if (!Before(e, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = e;
+}
+
+void VirtualScheduler::HeapPopTop() {
+  heap_.front() = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) SiftDown(0);
+}
+
+void VirtualScheduler::SiftDown(size_t i) {
+  const size_t n = heap_.size();
+  const Entry e = heap_[i];
+  while (true) {
+    const size_t first = kArity * i + 1;
+    if (first >= n) break;
+    const size_t last = std::min(first + kArity, n);
+    size_t best = first;
+    for (size_t c = first + 1; c < last; ++c) {
+      if (Before(heap_[c], heap_[best])) best = c;
+    }
+    if (!Before(heap_[best], e)) break;
+    heap_[i] = heap_[best];
+    i = best;
+  }
+  heap_[i] = e;
+}
+
 bool VirtualScheduler::SkipTombstones() {
   while (!heap_.empty()) {
     const Entry& top = heap_.front();
     if (slots_[top.slot].seq == top.seq) return true;
-    std::pop_heap(heap_.begin(), heap_.end(), Later);
-    heap_.pop_back();
+    HeapPopTop();
   }
   return false;
 }
@@ -128,13 +163,12 @@ void VirtualScheduler::MaybeCompact() {
   const size_t tombstones = heap_.size() - live_;
   if (tombstones <= std::max(live_, kMinTombstonesToCompact)) return;
   std::erase_if(heap_, [this](const Entry& e) { return slots_[e.slot].seq != e.seq; });
-  std::make_heap(heap_.begin(), heap_.end(), Later);
+  for (size_t i = heap_.size() / kArity + 1; i-- > 0;) SiftDown(i);
 }
 
 void VirtualScheduler::RunTop() {
-  std::pop_heap(heap_.begin(), heap_.end(), Later);
-  const Entry e = heap_.back();
-  heap_.pop_back();
+  const Entry e = heap_.front();
+  HeapPopTop();
   HEARSAY_CHECK(e.time >= now_);
   now_ = e.time;
   // The task may schedule more (growing slots_), so it leaves its slot before it runs.

@@ -109,11 +109,16 @@ class VirtualScheduler final : public Scheduler, public Clock {
     TimerGroup group = kNoGroup;
   };
 
-  // Heap order: earliest time first, then lowest seq. std heap functions build a max-heap, so
-  // this says "a runs after b".
-  static bool Later(const Entry& a, const Entry& b) {
-    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+  // Heap order: earliest time first, then lowest seq.
+  static bool Before(const Entry& a, const Entry& b) {
+    return a.time != b.time ? a.time < b.time : a.seq < b.seq;
   }
+
+  // A 4-ary min-heap: half the depth of a binary heap, and a node's children share a cache line
+  // or two, which matters once tens of thousands of timers are pending.
+  void HeapPush(const Entry& e);
+  void HeapPopTop();
+  void SiftDown(size_t i);
 
   TimerId Schedule(TimerGroup group, Duration delay, Task task);
   void ReleaseSlot(uint32_t slot);
