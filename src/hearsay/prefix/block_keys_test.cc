@@ -144,7 +144,8 @@ TEST(BlockKeysTest, AppendKeysFromExtendsAChain) {
   const auto all = keyer.Keys(tokens);
   for (size_t first = 0; first <= all.size() + 1; ++first) {
     std::vector<BlockKey> out = {42};
-    keyer.AppendKeysFrom(tokens, first, first == 0 ? 0 : all[first - 1], &out);
+    const BlockKey prev = first == 0 || first > all.size() ? 0 : all[first - 1];
+    keyer.AppendKeysFrom(tokens, first, prev, &out);
     ASSERT_EQ(out.size(), 1 + (first < all.size() ? all.size() - first : 0));
     EXPECT_EQ(out[0], 42u);
     for (size_t i = 1; i < out.size(); ++i) EXPECT_EQ(out[i], all[first + i - 1]);

@@ -492,7 +492,16 @@ void ExpectSameInsert(const InsertResult& got, const InsertResult& want) {
   EXPECT_EQ(got.evicted_tokens, want.evicted_tokens);
 }
 
-void RunRandomOps(uint64_t seed, int ops) {
+// What a run exercised, so a test can prove its random operations reach the interesting cases.
+struct Coverage {
+  size_t evicted_tokens = 0;
+  size_t truncated_inserts = 0;
+  size_t pins = 0;
+  size_t refused_unpins = 0;
+  size_t removed_events = 0;
+};
+
+void RunRandomOps(uint64_t seed, int ops, Coverage* cov) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   Rng rng(seed);
   const size_t block = 1 + rng.Below(4);
@@ -526,6 +535,9 @@ void RunRandomOps(uint64_t seed, int ops) {
       const InsertResult got = tree.Insert(t, tick, &events, pin);
       const InsertResult want = model.Insert(t, tick, pin, got.pin.id);
       ExpectSameInsert(got, want);
+      cov->evicted_tokens += got.evicted_tokens;
+      cov->truncated_inserts += got.cached_tokens < t.size();
+      cov->pins += pin;
       EXPECT_EQ(got.pin.valid(), pin);
       if (pin) live.push_back(got.pin);
       pool.push_back(t);
@@ -538,6 +550,7 @@ void RunRandomOps(uint64_t seed, int ops) {
       const PinResult got = tree.Pin(t, tick);
       EXPECT_EQ(got.tokens, model.Pin(got.handle.id, t, tick));
       live.push_back(got.handle);
+      ++cov->pins;
     } else if (kind < 88) {
       if (!live.empty() && rng.Bernoulli(0.85)) {
         const size_t i = rng.Below(live.size());
@@ -550,10 +563,13 @@ void RunRandomOps(uint64_t seed, int ops) {
         const PinHandle bad = !dead.empty() && rng.Bernoulli(0.5) ? dead[rng.Below(dead.size())]
                                                                   : PinHandle{1000000 + tick};
         EXPECT_EQ(tree.Unpin(bad).code(), StatusCode::kNotFound);
+        ++cov->refused_unpins;
       }
     } else {
       const size_t n = rng.Below(30);
-      EXPECT_EQ(tree.Evict(n, &events), model.Evict(n));
+      const size_t evicted = tree.Evict(n, &events);
+      EXPECT_EQ(evicted, model.Evict(n));
+      cov->evicted_tokens += evicted;
     }
 
     // Invariants after every step.
@@ -570,6 +586,7 @@ void RunRandomOps(uint64_t seed, int ops) {
       if (e.kind == BlockEvent::Kind::kAdded) {
         EXPECT_TRUE(replayed.emplace(e.key, e.block_index).second) << "added twice";
       } else {
+        ++cov->removed_events;
         auto it = replayed.find(e.key);
         ASSERT_NE(it, replayed.end()) << "removed a block that was not held";
         EXPECT_EQ(it->second, e.block_index);
@@ -588,12 +605,23 @@ void RunRandomOps(uint64_t seed, int ops) {
   }
 }
 
-TEST(RadixTreePropertyTest, MatchesNaiveModelOverRandomOps) {
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
-    RunRandomOps(seed, 200);
-    if (HasFatalFailure() || HasNonfatalFailure()) break;
+// 200 seeds x 200 operations, in four shards so ctest can spread them.
+void RunSeeds(uint64_t first, uint64_t last) {
+  Coverage cov;
+  for (uint64_t seed = first; seed <= last; ++seed) {
+    RunRandomOps(seed, 200, &cov);
+    if (::testing::Test::HasFailure()) return;
   }
+  EXPECT_GT(cov.evicted_tokens, 1000u);
+  EXPECT_GT(cov.truncated_inserts, 50u);
+  EXPECT_GT(cov.pins, 1000u);
+  EXPECT_GT(cov.refused_unpins, 100u);
+  EXPECT_GT(cov.removed_events, 500u);
 }
+TEST(RadixTreePropertyTest, MatchesNaiveModelSeeds1To50) { RunSeeds(1, 50); }
+TEST(RadixTreePropertyTest, MatchesNaiveModelSeeds51To100) { RunSeeds(51, 100); }
+TEST(RadixTreePropertyTest, MatchesNaiveModelSeeds101To150) { RunSeeds(101, 150); }
+TEST(RadixTreePropertyTest, MatchesNaiveModelSeeds151To200) { RunSeeds(151, 200); }
 
 }  // namespace
 }  // namespace hearsay::prefix
