@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "hearsay/sim/virtual_scheduler.h"
@@ -617,6 +618,154 @@ TEST_F(SimEngineTest, DestructionCancelsThePendingIteration) {
   engine_.reset();
   sched_.RunUntilIdle();
   EXPECT_FALSE(rec_.at(1).first);
+}
+
+size_t CommonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+// Naive model: with a cache that never evicts and one request at a time, a request's cached
+// tokens are its longest common prefix with any earlier prompt-plus-output, capped at its length
+// minus one.
+TEST(SimEnginePropertyTest, CachedTokensMatchNaiveModelWithoutEviction) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    sim::VirtualScheduler sched;
+    Recorder rec(sched);
+    SimEngineOptions o;
+    o.kv_capacity_tokens = 1 << 20;
+    o.token_budget = 64 + static_cast<uint32_t>(seed * 37 % 500);
+    auto engine = SimEngine::Create(sched, o, Keyer()).value();
+    Rng rng(seed);
+    std::vector<std::vector<TokenId>> seen;  // prompt + output of every finished request
+    for (RequestId id = 0; id < 60; ++id) {
+      // Prompts mix a few shared stems, and sometimes extend an earlier sequence (a chat turn).
+      std::vector<TokenId> prompt;
+      if (!seen.empty() && rng.Bernoulli(0.3)) {
+        const auto& prev = seen[rng.Below(seen.size())];
+        prompt.assign(prev.begin(), prev.begin() + 1 + rng.Below(prev.size()));
+      } else {
+        prompt = Tokens(static_cast<uint32_t>(rng.Below(4)) + 1, rng.Below(200) + 1);
+      }
+      const auto tail = Tokens(static_cast<uint32_t>(id) + 50, rng.Below(40));
+      prompt.insert(prompt.end(), tail.begin(), tail.end());
+      size_t expect = 0;
+      for (const auto& s : seen) expect = std::max(expect, CommonPrefix(prompt, s));
+      expect = std::min(expect, prompt.size() - 1);
+      const uint32_t out = static_cast<uint32_t>(rng.Below(4)) + 1;
+      ASSERT_TRUE(engine->Submit(Req(id, prompt, out), &rec).ok());
+      sched.RunUntilIdle();
+      ASSERT_TRUE(rec.at(id).complete);
+      EXPECT_EQ(rec.at(id).usage.cached_tokens, expect) << "seed " << seed << " id " << id;
+      auto full = prompt;
+      full.insert(full.end(), rec.at(id).tokens.begin(), rec.at(id).tokens.end());
+      EXPECT_EQ(engine->CachedPrefixTokens(full), full.size());
+      seen.push_back(std::move(full));
+    }
+    EXPECT_TRUE(engine->cache().CheckInvariants().ok());
+  }
+}
+
+// Concurrency, eviction and cancellation under random load: invariants at every step, FCFS
+// admission, every surviving request served in full, and the drained events replay to exactly
+// the blocks the cache holds.
+TEST(SimEnginePropertyTest, InvariantsUnderRandomLoadAndCancels) {
+  // Coverage across seeds: the run must actually cancel, evict and complete.
+  uint64_t total_cancelled = 0, total_removed = 0, total_completed = 0, total_hits = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    sim::VirtualScheduler sched;
+    Recorder rec(sched);
+    SimEngineOptions o;
+    o.kv_capacity_tokens = 3000 + seed * 500;
+    o.token_budget = 128 + static_cast<uint32_t>(seed * 97 % 1024);
+    o.max_running = 2 + static_cast<uint32_t>(seed % 8);
+    o.jitter = seed % 2 == 0 ? 0.1 : 0.0;
+    o.seed = seed;
+    auto engine = SimEngine::Create(sched, o, Keyer()).value();
+    Rng rng(seed * 1000 + 7);
+    std::vector<RequestId> submitted;
+    std::set<RequestId> cancelled;
+    std::map<RequestId, uint32_t> max_out;
+    std::set<prefix::BlockKey> held;
+    std::vector<prefix::BlockEvent> events;
+    auto drain = [&] {
+      events.clear();
+      engine->DrainCacheEvents(events);
+      for (const auto& e : events) {
+        if (e.kind == prefix::BlockEvent::Kind::kAdded) {
+          EXPECT_TRUE(held.insert(e.key).second);
+        } else {
+          EXPECT_EQ(held.erase(e.key), 1u);
+          ++total_removed;
+        }
+      }
+    };
+    RequestId next = 0;
+    for (int step = 0; step < 600; ++step) {
+      const uint64_t action = rng.Below(10);
+      if (action < 4) {
+        auto prompt = Concat(Tokens(static_cast<uint32_t>(rng.Below(5)) + 1, rng.Below(400) + 1),
+                             Tokens(static_cast<uint32_t>(next) + 100, rng.Below(300)));
+        const uint32_t out = static_cast<uint32_t>(rng.Below(30)) + 1;
+        const Status st = engine->Submit(Req(next, prompt, out), &rec);
+        if (prompt.size() + out > o.kv_capacity_tokens) {
+          EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+        } else {
+          ASSERT_TRUE(st.ok()) << st.ToString();
+          submitted.push_back(next);
+          max_out[next] = out;
+        }
+        ++next;
+      } else if (action == 4 && !submitted.empty()) {
+        const RequestId victim = submitted[rng.Below(submitted.size())];
+        const bool live =
+            !cancelled.count(victim) && !(rec.seen(victim) && rec.at(victim).complete);
+        EXPECT_EQ(engine->Cancel(victim), live) << victim;
+        if (live) cancelled.insert(victim);
+      } else if (action == 5) {
+        drain();
+      } else {
+        sched.Step();
+      }
+      const EngineLoad l = engine->Load();
+      ASSERT_LE(l.kv_used_tokens, l.kv_capacity_tokens);
+      ASSERT_LE(l.kv_pinned_tokens, l.kv_used_tokens);
+      ASSERT_LE(l.running_requests, o.max_running);
+      const IterationShape& s = engine->current_iteration();
+      ASSERT_LE(s.prefill_tokens + s.decode_batch, o.token_budget);
+    }
+    sched.RunUntilIdle();
+    drain();
+    ASSERT_TRUE(engine->cache().CheckInvariants().ok());
+    const std::vector<prefix::BlockKey> keys = engine->cache().HeldKeys();
+    EXPECT_EQ(held, std::set<prefix::BlockKey>(keys.begin(), keys.end())) << "seed " << seed;
+    std::vector<RequestId> expect_order;
+    for (RequestId id : submitted) {
+      if (cancelled.count(id)) {
+        EXPECT_FALSE(rec.seen(id) && rec.at(id).complete) << id;
+        continue;
+      }
+      ASSERT_TRUE(rec.at(id).complete) << "seed " << seed << " id " << id;
+      ++total_completed;
+      total_hits += rec.at(id).usage.cached_tokens > 0;
+      EXPECT_EQ(rec.at(id).usage.completion_tokens, max_out[id]);
+      EXPECT_EQ(rec.at(id).tokens.size(), max_out[id]);
+      EXPECT_LT(rec.at(id).usage.cached_tokens, rec.at(id).usage.prompt_tokens);
+    }
+    // FCFS: admissions happen in submission order (cancelled-while-waiting ones never admit).
+    EXPECT_TRUE(std::is_sorted(rec.admission_order.begin(), rec.admission_order.end()));
+    const EngineLoad l = engine->Load();
+    EXPECT_EQ(l.running_requests + l.waiting_requests, 0u);
+    EXPECT_EQ(l.kv_pinned_tokens, 0u);
+    EXPECT_EQ(l.waiting_prefill_tokens, 0u);
+    EXPECT_EQ(l.kv_used_tokens, engine->cache().size_tokens());
+    total_cancelled += cancelled.size();
+  }
+  EXPECT_GT(total_cancelled, 50u);
+  EXPECT_GT(total_removed, 100u);
+  EXPECT_GT(total_completed, 1000u);
+  EXPECT_GT(total_hits, 300u);
 }
 
 }  // namespace
