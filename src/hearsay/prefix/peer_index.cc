@@ -199,7 +199,7 @@ Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out
   const HolderTable::Bucket* ring[kPrefetchAhead];
   const auto resolve = [&](size_t j) {
     const HolderTable::Bucket* f = table_.Find(chain[j]);
-    if (f != nullptr && f->count > HolderTable::kInline) __builtin_prefetch(table_.SetBits(*f));
+    if (f != nullptr && f->count > HolderTable::kInline) PrefetchLine(table_.SetBits(*f));
     ring[j % kPrefetchAhead] = f;
   };
   for (size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) table_.Prefetch(chain[i]);
