@@ -27,11 +27,12 @@
 #include "hearsay/common/status.h"
 #include "hearsay/env/rng.h"
 #include "hearsay/env/time.h"
+#include "hearsay/prefix/block_keys.h"
 
 namespace hearsay::sim {
 
-// A prompt token id. Matches hearsay::prefix's token type once that module defines one.
-using TokenId = uint32_t;
+// A prompt token id: the prefix module's, so prompts feed BlockKeyer and RadixTree directly.
+using TokenId = prefix::TokenId;
 
 // Token ids [0, kFirstContentToken) are structural markers; synthesized content never uses them.
 inline constexpr TokenId kFirstContentToken = 1024;
