@@ -15,6 +15,9 @@ constexpr size_t kResolveAhead = 8;
 // Buckets swept after every mutation while cleared columns await cleanup, plus 2 per key.
 constexpr size_t kSweepBase = 256;
 constexpr size_t kMaxWords = HolderTable::kMaxColumns / 64;
+// Reserve at most this many keys up front: a batch of duplicates must not balloon the table
+// (beyond it, Add grows the table by doubling as keys really arrive).
+constexpr uint64_t kMaxReserve = uint64_t{1} << 16;
 
 std::string Describe(const NodeId& peer) { return "peer '" + peer + "'"; }
 
@@ -137,7 +140,7 @@ Status PeerIndex::ApplyEvents(const NodeId& peer, Generation generation,
                                   std::to_string(options_.max_blocks_per_peer) + " blocks");
   }
   if (generation > p.generation) Restart(slot, generation);
-  table_.Reserve(adds);
+  table_.Reserve(std::min(adds, kMaxReserve));
 
   const Column col = p.column;
   const size_t n = events.size();
@@ -166,7 +169,7 @@ Status PeerIndex::ApplySnapshot(const NodeId& peer, Generation generation,
         " keys exceeds max_blocks_per_peer=" + std::to_string(options_.max_blocks_per_peer));
   }
   Restart(slot, generation);
-  table_.Reserve(keys.size());
+  table_.Reserve(std::min<uint64_t>(keys.size(), kMaxReserve));
 
   PeerState& p = peers_[slot];
   const Column col = p.column;

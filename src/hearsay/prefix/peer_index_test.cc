@@ -272,6 +272,18 @@ TEST(PeerIndexTest, HugeChainMatchesInFull) {
   EXPECT_EQ(MatchAll(index, chain), (std::vector<uint32_t>{62'500, 40'000}));
 }
 
+TEST(PeerIndexTest, DuplicateFloodDoesNotBalloonTheTable) {
+  PeerIndex index;
+  (void)*index.ObservePeer("a", 1);
+  const std::vector<BlockKey> same(200'000, 42);
+  ASSERT_TRUE(index.ApplySnapshot("a", 1, same).ok());
+  const std::vector<BlockEvent> adds(200'000, Add(43));
+  ASSERT_TRUE(index.ApplyEvents("a", 1, adds).ok());
+  EXPECT_EQ(*index.BlocksHeld("a"), 2u);
+  EXPECT_EQ(index.table_size(), 2u);
+  EXPECT_LT(index.MemoryBytes(), size_t{64} << 10);
+}
+
 TEST(PeerIndexTest, InvalidEventKindIsRejectedAtomically) {
   PeerIndex index;
   (void)*index.ObservePeer("a", 1);
