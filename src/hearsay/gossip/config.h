@@ -23,13 +23,16 @@ struct Config {
   double suspicion_mult = 4.0;
   double suspicion_max_mult = 6.0;  // the timeout starts at max_mult * min and shrinks
   int max_local_health = 8;         // cap of the local-health score (multiplier = score + 1)
+  // A refuting node tells this many members directly; about as many hearers of an accusation
+  // pass it to the suspect directly (each with probability refute_fanout / n).
+  int refute_fanout = 8;
   // --- Dissemination of membership updates (piggybacked on every message) ---
-  int retransmit_mult = 4;              // each update is sent retransmit_mult * log10(n+1) times
+  int retransmit_mult = 6;              // each update is sent retransmit_mult * log10(n+1) times
   size_t piggyback_budget_bytes = 400;  // at most this much of each message carries updates
   // --- Anti-entropy ---
   Duration gossip_interval = 200ms;
   int gossip_fanout = 3;
-  Duration push_pull_interval = 10s;        // full membership exchange with one random peer
+  Duration push_pull_interval = 5s;         // full membership exchange with one random peer
   Duration reconnect_interval = 2s;         // push-pull to one dead member, to heal partitions
   Duration heartbeat_interval = 2s;         // republish load (heartbeat+1) if nothing changed
   Duration join_retry_interval = 1s;        // re-contact seeds until another member is known

@@ -177,6 +177,8 @@ void Node::ProbeTick() {
     // Lifeguard's buddy system: a suspect learns of its suspicion from the probe itself.
     Send(target->address, std::move(m), target->state == MemberState::kSuspect ? target->id : "");
     AfterFn(Scaled(config_.probe_timeout), [this, seq] { ProbeTimeout(seq); });
+    // One more direct attempt halfway between the timeout and the end of the period.
+    AfterFn((Scaled(config_.probe_timeout) + period) / 2, [this, seq] { RetryPing(seq); });
     AfterFn(period, [this, seq] { ProbeEnd(seq); });
   }
   After(period, &Node::ProbeTick);
@@ -198,22 +200,30 @@ void Node::ProbeTimeout(uint64_t seq) {
     Send(helper->address, std::move(m));
     ++p.expected_nacks;
   }
-  // A second direct ping (its own seq, so its ack still gives a clean RTT sample), in case the
-  // first or its ack was lost.
+  RetryPing(seq);
+}
+
+void Node::RetryPing(uint64_t seq) {
+  auto pit = pending_.find(seq);
+  if (pit == pending_.end() || pit->second.acked) return;
+  auto it = members_.find(pit->second.target);
+  if (it == members_.end() || !IsLive(it->second.state)) return;
+  // Another direct ping with its own seq (so its ack still gives a clean RTT sample), in case
+  // the earlier ones or their acks were lost.
   const uint64_t retry = next_seq_++;
-  p.retry_seq = retry;
+  pit->second.retry_seqs.push_back(retry);
   Pending r;
   r.kind = PendingKind::kRetry;
-  r.target = p.target;
+  r.target = pit->second.target;
   r.sent_at = scheduler_.clock().Now();
   r.req_seq = seq;
-  const NodeId target = p.target;
-  pending_[retry] = r;  // may rehash: `p` is not used below
+  const NodeId target = r.target;
+  const Address address = it->second.address;
+  pending_[retry] = r;
   Message m = NewMessage(MsgType::kPing);
   m.seq = retry;
   m.target = target;
-  m.target = p.target;
-  Send(target_address, std::move(m), target);
+  Send(address, std::move(m), target);
 }
 
 void Node::ProbeEnd(uint64_t seq) {
@@ -221,13 +231,15 @@ void Node::ProbeEnd(uint64_t seq) {
   if (pit == pending_.end()) return;
   const Pending p = pit->second;
   pending_.erase(pit);
-  if (p.retry_seq != 0) pending_.erase(p.retry_seq);
+  for (uint64_t r : p.retry_seqs) pending_.erase(r);
   if (p.acked) {
     AddHealth(-1);
     return;
   }
   ++counters_.probe_failures;
-  AddHealth(p.expected_nacks > 0 ? std::max(1, p.expected_nacks - p.nacks) : 1);
+  // Lifeguard: a failed probe costs 1, and 1 more if not even one helper answered with a nack
+  // (then our own link is likely the problem). Uniform loss then keeps the score near zero.
+  AddHealth(p.expected_nacks > 0 && p.nacks == 0 ? 2 : 1);
   auto it = members_.find(p.target);
   if (it == members_.end() || it->second.generation != p.target_generation ||
       !IsLive(it->second.state)) {
@@ -237,6 +249,14 @@ void Node::ProbeEnd(uint64_t seq) {
   u.state = MemberState::kSuspect;
   u.accuser = id_;
   ApplyUpdate(u);
+  // Tell the suspect directly, twice, so it can refute before the accusation spreads far.
+  for (int copy = 0; copy < 2; ++copy) SendNotice(it->second.address, u);
+}
+
+void Node::SendNotice(const Address& to, const MemberUpdate& u) {
+  Message m = NewMessage(MsgType::kPushPull);
+  m.members.push_back(u);
+  Send(to, std::move(m));
 }
 
 void Node::SampleRtt(const NodeId& id, Duration rtt) {
@@ -343,7 +363,7 @@ void Node::SuspicionExpired(const NodeId& id, Generation generation, uint64_t in
   }
   MemberUpdate u = UpdateOf(m);
   u.state = MemberState::kDead;
-  u.accuser.clear();
+  u.accuser = id_;
   ApplyUpdate(u);
 }
 
@@ -353,11 +373,16 @@ void Node::ApplyAboutSelf(const MemberUpdate& u) {
   if (u.state == MemberState::kAlive && u.incarnation == incarnation_) return;
   // Someone believes we are suspect, dead or gone (or knows a newer incarnation): refute.
   incarnation_ = u.incarnation + 1;
+  const MemberUpdate alive = SelfUpdate(MemberState::kAlive);
+  Broadcast(alive);
   if (u.state != MemberState::kAlive) {
     ++counters_.refutations;
     AddHealth(1);
+    // Tell a few members directly; the broadcast does the rest before timers expire.
+    for (MemberRec* m : RandomLive(static_cast<size_t>(config_.refute_fanout), {})) {
+      SendNotice(m->address, alive);
+    }
   }
-  Broadcast(SelfUpdate(MemberState::kAlive));
 }
 
 void Node::ApplyUpdate(const MemberUpdate& u) {
@@ -412,17 +437,36 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
       }
       return;
     case MemberState::kSuspect:
-      if (u.incarnation < m.incarnation || !IsLive(m.state)) return;
+      if (u.incarnation < m.incarnation) {
+        // An accusation of an older incarnation: too stale to start a suspicion, but it still
+        // says another member failed to reach it, so it confirms one we already hold.
+        if (m.state == MemberState::kSuspect) AddConfirmation(m, u.accuser);
+        return;
+      }
+      if (!IsLive(m.state)) {
+        // The accuser has not heard that it is already dead (or gone): repeat that.
+        if (broadcasts_.Find(m.id) == nullptr) Broadcast(UpdateOf(m));
+        return;
+      }
       if (m.state == MemberState::kAlive || u.incarnation > m.incarnation) {
         m.incarnation = u.incarnation;
         StartSuspicion(m, u.accuser);
         Broadcast(u);
+        // A few of those who hear an accusation pass it to the suspect directly.
+        if (rng_.Bernoulli(static_cast<double>(config_.refute_fanout) /
+                           static_cast<double>(ClusterSize()))) {
+          SendNotice(m.address, u);
+        }
       } else {
         AddConfirmation(m, u.accuser);
       }
       return;
     case MemberState::kDead:
-      if (u.incarnation < m.incarnation || !IsLive(m.state)) return;
+      if (u.incarnation < m.incarnation) {
+        if (m.state == MemberState::kSuspect) AddConfirmation(m, u.accuser);
+        return;
+      }
+      if (!IsLive(m.state)) return;
       m.incarnation = u.incarnation;
       SetState(m, MemberState::kDead);
       Broadcast(u);
@@ -684,14 +728,26 @@ std::vector<Node::MemberRec*> Node::RandomLive(size_t k, const NodeId& exclude) 
 
 void Node::HandleHeader(const Address& from, const Header& h) {
   auto it = members_.find(h.sender);
-  if (it == members_.end() || h.generation > it->second.generation) {
-    // A message from an unknown member, or from a new life of a known one, announces it.
+  if (it == members_.end() || h.generation > it->second.generation ||
+      (h.generation == it->second.generation && h.incarnation > it->second.incarnation)) {
+    // Every header is the sender's own word on its identity: an unknown member, a new life, or
+    // a higher incarnation (a refutation) counts as its "alive".
     ApplyUpdate(MemberUpdate{MemberState::kAlive, h.sender, from, h.generation, h.incarnation, {}});
   }
   for (const auto& u : h.updates) ApplyUpdate(u);
   it = members_.find(h.sender);
-  if (it != members_.end() && it->second.store && it->second.generation == h.generation) {
-    NoteLoad(it->second, h.load);
+  if (it == members_.end() || it->second.generation != h.generation) return;
+  MemberRec& m = it->second;
+  if (m.store) NoteLoad(m, h.load);
+  if (m.state != MemberState::kAlive && m.state != MemberState::kLeft &&
+      h.incarnation <= m.incarnation) {
+    // It talks, so it is not dead, but it has not refuted yet: tell it what we believe
+    // (rate-limited), so its next message carries a higher incarnation.
+    const TimePoint now = scheduler_.clock().Now();
+    if (now - m.last_notice_at >= config_.gossip_interval) {
+      m.last_notice_at = now;
+      SendNotice(from, UpdateOf(m));
+    }
   }
 }
 

@@ -131,6 +131,7 @@ class Node final : public MessageSink {
     TimerId suspicion_timer = kNoTimer;
     TimePoint suspect_start{};
     std::vector<NodeId> accusers;
+    TimePoint last_notice_at{};  // last time we told it directly that we suspect it
     // Round-trip time, smoothed.
     bool has_rtt = false;
     double srtt_ms = 0;
@@ -153,9 +154,9 @@ class Node final : public MessageSink {
     bool acked = false;
     int nacks = 0;
     int expected_nacks = 0;
-    Address requester;       // kRelay
-    uint64_t req_seq = 0;    // kRelay: the requester's seq; kRetry: the probe's seq
-    uint64_t retry_seq = 0;  // kProbe: seq of the second direct ping, if sent
+    Address requester;                 // kRelay
+    uint64_t req_seq = 0;              // kRelay: the requester's seq; kRetry: the probe's seq
+    std::vector<uint64_t> retry_seqs;  // kProbe: seqs of the extra direct pings
   };
 
   // Timers.
@@ -172,6 +173,8 @@ class Node final : public MessageSink {
   // Probing.
   MemberRec* NextProbeTarget();
   void ProbeTimeout(uint64_t seq);
+  void RetryPing(uint64_t seq);
+  void SendNotice(const Address& to, const MemberUpdate& u);
   void ProbeEnd(uint64_t seq);
   void AddHealth(int delta);
   void SampleRtt(const NodeId& id, Duration rtt);

@@ -70,7 +70,7 @@ struct MemberUpdate {
   Address address;
   Generation generation = 0;
   uint64_t incarnation = 0;
-  NodeId accuser;  // kSuspect only: who suspects (independent confirmations are counted)
+  NodeId accuser;  // kSuspect: who suspects; kDead: who declared it (confirmations count them)
   friend bool operator==(const MemberUpdate&, const MemberUpdate&) = default;
 };
 
