@@ -3,7 +3,9 @@
 // peer a fresh column whenever its old belief must vanish: restart, snapshot, removal).
 //
 // Layout: one open-addressing hash table (linear probing, backward-shift deletion, no
-// tombstones) of 16-byte buckets, so a lookup is usually one cache line. A key held by at most
+// tombstones, at most 3/4 full) of 16-byte buckets whose probe runs start at a cache-line
+// boundary, so a lookup is usually one cache line and batches can prefetch it. The bucket array
+// is a FlatArray (huge pages when large). A key held by at most
 // kInline columns lists them inside its bucket; a more popular key points to a bitset over all
 // columns in a shared arena, so intersecting "who is still matching" with "who holds k_i" costs
 // a few word ANDs however many peers hold k_i.

@@ -158,7 +158,7 @@ TEST(HolderTablePropertyTest, FewColumns) {
 TEST(HolderTablePropertyTest, ManyColumnsManyKeys) {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE(seed);
-    ASSERT_NO_FATAL_FAILURE(RunTableProperty(seed, 130, 150, 3000, 25));
+    ASSERT_NO_FATAL_FAILURE(RunTableProperty(seed, 130, 150, 2000, 25));
   }
 }
 

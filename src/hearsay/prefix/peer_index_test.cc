@@ -567,7 +567,7 @@ TEST(PeerIndexPropertyTest, SmallUniverseManySeeds) {
                            .depth = 12,
                            .steps = 300,
                            .max_batch = 12};
-  for (uint64_t seed = 1; seed <= 150; ++seed) {
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
     SCOPED_TRACE(Name("seed ", seed));
     ASSERT_NO_FATAL_FAILURE(RunProperty(seed, cfg));
   }
