@@ -42,8 +42,13 @@
 // adding it needs a bound on the decompressed size (see docs/gossip-security.md).
 //
 // Every dropped envelope is counted by reason (DropReason) and changes no state: the replay
-// window is updated only after authentication. Thread-safety: none; a node's Sealer and Opener
-// live on its core thread.
+// window is updated only after authentication.
+//
+// Nothing here calls sodium_init() (it stirs the OS random generator, which the core must not
+// touch); libsodium's AEAD and BLAKE2b are correct without it. A host may call it once at
+// startup, before any core thread runs, to select faster CPU-specific implementations.
+//
+// Thread-safety: none; a node's Sealer and Opener live on its core thread.
 #pragma once
 
 #include <array>
