@@ -1,6 +1,7 @@
 #include "hearsay/route/hearsay_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "hearsay/route/pick.h"
@@ -32,8 +33,9 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   };
 
   if (scratch_.size() < candidates.size()) scratch_.resize(candidates.size());
-  constexpr double kSkip = std::numeric_limits<double>::infinity();
-  double best = kSkip;
+  // NaN never compares <= anything, so a skipped candidate is never in the tie band.
+  constexpr double kSkip = std::numeric_limits<double>::quiet_NaN();
+  double best = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
     scratch_[i] = {kSkip, 0};
@@ -50,8 +52,10 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     if (wait > params_.busy_wait_ms) credit *= params_.busy_wait_ms / wait;
     const double prefill = PrefillPartMs(cost_, c, prompt, credit);
     scratch_[i] = {DelayMs(c, params_.forward_overhead_ms) + wait + prefill, prefill};
-    best = std::min(best, scratch_[i].cost);
+    if (scratch_[i].cost < best) best = scratch_[i].cost;
   }
+  // Only reachable if every price overflowed: nothing sensible to compare, so serve here.
+  if (!std::isfinite(best)) return ServeLocally(request, Reason::kNoCandidate);
 
   const double band = best + std::max(params_.near_tie_fraction * best, params_.near_tie_ms);
   size_t ties = 0;

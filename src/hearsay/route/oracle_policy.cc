@@ -46,6 +46,7 @@ class OraclePolicy final : public Policy {
     const int i = PickUniform(
         candidates, [&](const Candidate& c, size_t) { return IsUsable(c) && price(c) == best; },
         rng);
+    if (i < 0) return ServeLocally(request, Reason::kNoCandidate);  // every price overflowed
     const Candidate& chosen = candidates[i];
     last_id_ = request.request_id;
     last_slot_ = chosen.slot;

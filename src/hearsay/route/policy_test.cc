@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "hearsay/route/registry.h"
@@ -98,6 +99,47 @@ TEST_P(EveryPolicy, DeterministicUnderASeed) {
     return slots;
   };
   EXPECT_EQ(run(42), run(42));
+}
+
+TEST_P(EveryPolicy, SurvivesNonsenseInTheSnapshot) {
+  auto policy = Make(GetParam());
+  Rng rng(4);
+  const auto chain = MakeChain(1, 0, 8, 8);
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    Rng gen(seed);
+    std::vector<Candidate> candidates;
+    for (Slot s = 0; s < 1 + gen.Below(6); ++s) {
+      Candidate c = s == 0 && gen.Bernoulli(0.7) ? SelfCandidate(s) : PeerCandidate(s, 0);
+      const double weird[] = {0, -1, 1e300, std::numeric_limits<double>::quiet_NaN(),
+                              std::numeric_limits<double>::infinity()};
+      c.cost_scale = weird[gen.Below(5)];
+      c.one_way_delay = FromMillis(gen.Uniform(-100, 100));
+      c.cached_tokens = static_cast<uint32_t>(gen.NextU64());
+      c.cache_age = FromMillis(gen.Uniform(-1000, 1e9));
+      c.load.queued = static_cast<uint32_t>(gen.NextU64());
+      c.load.queued_prefill_tokens = gen.NextU64();
+      c.load.running = static_cast<uint32_t>(gen.NextU64());
+      c.load.running_context_tokens = gen.NextU64();
+      c.load.age = FromMillis(gen.Uniform(-1000, 1e9));
+      if (gen.Bernoulli(0.3)) c.load.queue_wait = FromMillis(gen.Uniform(-1e6, 1e12));
+      c.load.overloaded = gen.Bernoulli(0.5);
+      c.usable = gen.Bernoulli(0.7);
+      c.slot = gen.Bernoulli(0.1) ? kNoSlot - 1 : s;
+      candidates.push_back(c);
+    }
+    RouteRequest request = MakeRequest(chain, seed, At(double(seed)));
+    request.prompt_tokens = static_cast<uint32_t>(gen.Below(3)) * 1000;  // 0 too
+    request.block_tokens = static_cast<uint32_t>(gen.Below(100));
+    if (gen.Bernoulli(0.2)) request.key_chain = {};
+    const Decision d = policy->Choose(request, candidates, rng);
+    bool known = d.slot == request.entry_slot;
+    for (const Candidate& c : candidates) known |= c.slot == d.slot && IsUsable(c);
+    ASSERT_TRUE(known) << "seed " << seed << " slot " << d.slot;
+    policy->OnSent(d.slot, request);
+    policy->OnOutcome({.slot = d.slot,
+                       .estimated_cached_tokens = d.estimated_cached_tokens,
+                       .actual_cached_tokens = static_cast<uint32_t>(gen.NextU64())});
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryPolicy,

@@ -10,7 +10,7 @@ void SentLedger::Record(Slot slot, TimePoint at, uint32_t prefill_tokens, double
   Ring& r = rings_[slot];
   // Keep the ring ordered even if a caller's clock readings arrive out of order.
   if (r.size > 0) at = std::max(at, r.entries[(r.head + kPerSlot - 1) % kPerSlot].at);
-  r.entries[r.head] = {at, prefill_tokens, static_cast<float>(std::max(0.0, service_ms))};
+  r.entries[r.head] = {at, prefill_tokens, static_cast<float>(std::clamp(service_ms, 0.0, 1e30))};
   r.head = (r.head + 1) % kPerSlot;
   r.size = std::min(r.size + 1, kPerSlot);
 }

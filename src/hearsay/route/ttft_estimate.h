@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "hearsay/route/cost_model.h"
@@ -29,9 +30,15 @@ struct TtftEstimate {
   double total_ms() const { return delay_ms + wait_ms + prefill_ms; }
 };
 
+// The member's cost scale, or 1 when the node passed nonsense (not finite, or <= 0), so that a
+// price is always a finite number.
+inline double CostScale(const Candidate& c) {
+  return std::isfinite(c.cost_scale) && c.cost_scale > 0 ? c.cost_scale : 1.0;
+}
+
 // The network part of the price of sending to `c`, in ms.
 inline double DelayMs(const Candidate& c, double forward_overhead_ms) {
-  return c.is_self ? 0.0 : 2 * ToMillis(c.one_way_delay) + forward_overhead_ms;
+  return c.is_self ? 0.0 : 2 * std::max(0.0, ToMillis(c.one_way_delay)) + forward_overhead_ms;
 }
 
 // The expected queue wait at `c`, in ms: its reported queue, then the remaining backlog of the
@@ -40,7 +47,7 @@ inline double WaitMs(const PrefillCostModel& m, const Candidate& c,
                      const SentLedger::Pending& unsent) {
   const LoadView& l = c.load;
   if (l.queue_wait.has_value()) return std::max(0.0, ToMillis(*l.queue_wait)) + unsent.backlog_ms;
-  return c.cost_scale * m.QueueWaitMs(l.queued, double(l.queued_prefill_tokens), l.running,
+  return CostScale(c) * m.QueueWaitMs(l.queued, double(l.queued_prefill_tokens), l.running,
                                       double(l.running_context_tokens)) +
          unsent.backlog_ms;
 }
@@ -50,7 +57,7 @@ inline double PrefillPartMs(const PrefillCostModel& m, const Candidate& c, doubl
                             double credit) {
   credit = std::clamp(credit, 0.0, std::max(0.0, prompt_tokens - 1));
   const double fresh = std::max(1.0, prompt_tokens - credit);
-  return c.cost_scale * (m.PrefillMs(fresh, credit) +
+  return CostScale(c) * (m.PrefillMs(fresh, credit) +
                          m.DecodeMs(c.load.running, double(c.load.running_context_tokens)));
 }
 
