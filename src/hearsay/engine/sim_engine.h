@@ -12,8 +12,11 @@
 //   3. waiting requests, first come first served, while budget, `max_running` and KV space
 //      allow. The queue is head-of-line: when the oldest waiting request does not fit, nobody
 //      behind it is admitted (as in vLLM), so FCFS order is kept.
-// Everything an iteration computes becomes visible when it ends: prompt tokens enter the prefix
-// cache, first tokens and decode tokens are reported, finished requests release their KV.
+// OnAdmitted is delivered when the iteration that admits a request starts. Everything an
+// iteration computes becomes visible when it ends: prompt tokens enter the prefix cache, first
+// and decode tokens are reported, finished requests release their KV. So two requests sharing a
+// prefix that are admitted into the same iteration both miss on it: neither can reuse KV that is
+// not computed yet (vLLM behaves the same way).
 //
 // KV cache. A prefix::RadixTree with capacity `kv_capacity_tokens` indexes cached token prefixes.
 // At admission a request matches its longest cached prefix (token-exact, not block-aligned),
@@ -21,7 +24,8 @@
 // first output token (as in vLLM); that count is the exact cached_tokens reported for it. The
 // matched path is pinned while the request runs. KV space for the rest of the prompt and for
 // max_output_tokens outputs is reserved up front (no preemption, like TGI's token budget): if
-// it does not fit, least-recently-used unpinned prefixes are evicted; if it still does not fit
+// it does not fit, least-recently-used unpinned content is evicted, token-granular from the tail
+// of the LRU leaf (recency is the order of uses: admission, insertion); if it still does not fit
 // (pinned KV of running requests), the request waits. A request whose prompt plus output exceeds
 // the whole capacity is rejected by Submit. Each prefill chunk's tokens are inserted (and
 // pinned) when its iteration ends; at completion the generated tokens are inserted too (a later
@@ -58,7 +62,7 @@ struct SimEngineOptions {
   uint32_t token_budget = 8192;
   // Most requests running at once (vLLM max_num_seqs); must be >= 1.
   uint32_t max_running = 256;
-  // KV cache capacity in tokens; must be >= 1.
+  // KV cache capacity in tokens; must be in [1, 2^32).
   uint64_t kv_capacity_tokens = 262144;
   // Longest prompt + max_output_tokens accepted (the model's context window); 0 = no limit
   // beyond the KV capacity.
@@ -87,6 +91,9 @@ class SimEngine final : public Engine {
   // Engine.
   Status Submit(EngineRequest request, EngineObserver* observer) override;
   bool Cancel(RequestId id) override;
+  // estimated_queue_wait = the rest of the running iteration + CostModel::QueueWaitMs over the
+  // unscheduled prefill tokens (queued requests net of their cache hits at Submit, plus the
+  // unscheduled chunks of running ones); it does not foresee waits for KV space.
   EngineLoad Load() const override;
   size_t CachedPrefixTokens(std::span<const TokenId> prompt) const override;
   void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override;
