@@ -364,7 +364,8 @@ void Node::SuspicionExpired(const NodeId& id, Generation generation, uint64_t in
   MemberUpdate u = UpdateOf(m);
   u.state = MemberState::kDead;
   u.accuser = id_;
-  ApplyUpdate(u);
+  SetState(m, MemberState::kDead);
+  Broadcast(u);
 }
 
 void Node::ApplyAboutSelf(const MemberUpdate& u) {
@@ -467,8 +468,19 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
         return;
       }
       if (!IsLive(m.state)) return;
-      m.incarnation = u.incarnation;
-      SetState(m, MemberState::kDead);
+      // Another member's verdict. Deaths are only ever declared by one's own suspicion timer:
+      // the verdict starts (or confirms) a suspicion, so a member that is in fact alive (say,
+      // on the other side of a partition that just healed) still has time to refute.
+      if (m.state == MemberState::kAlive || u.incarnation > m.incarnation) {
+        m.incarnation = u.incarnation;
+        StartSuspicion(m, u.accuser);
+        if (rng_.Bernoulli(static_cast<double>(config_.refute_fanout) /
+                           static_cast<double>(ClusterSize()))) {
+          SendNotice(m.address, u);
+        }
+      } else {
+        AddConfirmation(m, u.accuser);
+      }
       Broadcast(u);
       return;
     case MemberState::kLeft:

@@ -10,6 +10,7 @@ using gossip::MemberState;
 // ModelListener
 
 void ModelListener::OnMemberChanged(const NodeId& id, Generation g, MemberState s) {
+  if (hook_) hook_(id, g, s);
   Peer& p = peers_[id];
   if (g != p.generation || (s != MemberState::kAlive && s != MemberState::kSuspect)) {
     p.cache.clear();
@@ -98,7 +99,13 @@ void GossipCluster::Build(int i, Transport& transport) {
   m.node.reset();
   m.rng = std::make_unique<Rng>(rng_.Fork());
   m.sched = std::make_unique<ScopedScheduler>(scheduler_);
-  m.listener = std::make_unique<ModelListener>();
+  ModelListener::MemberHook hook;
+  if (options_.on_member_changed) {
+    hook = [this, i](const NodeId& id, Generation g, MemberState st) {
+      options_.on_member_changed(i, id, g, st);
+    };
+  }
+  m.listener = std::make_unique<ModelListener>(std::move(hook));
   gossip::Framer* framer = nullptr;
   if (options_.secure) {
     m.framer.reset();

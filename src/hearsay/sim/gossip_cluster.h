@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,9 @@ namespace hearsay::sim {
 // node's replicas (an event stream that skipped or repeated a change would not match).
 class ModelListener final : public gossip::Listener {
  public:
+  using MemberHook = std::function<void(const NodeId&, Generation, gossip::MemberState)>;
+  explicit ModelListener(MemberHook hook = nullptr) : hook_(std::move(hook)) {}
+
   void OnMemberChanged(const NodeId& id, Generation g, gossip::MemberState s) override;
   void OnPeerCacheEvents(const NodeId& id, Generation g,
                          std::span<const prefix::BlockEvent> events) override;
@@ -53,6 +57,7 @@ class ModelListener final : public gossip::Listener {
     uint64_t epoch = 0;
     std::set<prefix::BlockKey> cache;
   };
+  MemberHook hook_;
   std::map<NodeId, Peer> peers_;
   uint64_t inconsistent_ = 0;
 };
@@ -66,6 +71,9 @@ class GossipCluster {
     gossip::Config config;
     LinkFaults faults;  // network defaults
     bool secure = false;
+    // Called on every membership change any node reports: (observer index, member, generation,
+    // state). Optional; experiments count false deaths with it.
+    std::function<void(int, const NodeId&, Generation, gossip::MemberState)> on_member_changed;
   };
 
   explicit GossipCluster(Options options);

@@ -1,0 +1,380 @@
+#include "hearsay/sim/gossip_experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "hearsay/env/rng.h"
+#include "hearsay/sim/gossip_cluster.h"
+
+namespace hearsay::sim {
+namespace {
+
+using namespace std::chrono_literals;
+using prefix::BlockEvent;
+using prefix::BlockKey;
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// The shared prompt distribution: system prompts, and conversations chained after one each.
+class PromptModel {
+ public:
+  static constexpr int kSystems = 200;
+  static constexpr int kConversations = 20000;
+
+  explicit PromptModel(uint64_t seed) : conv_zipf_(kConversations, 0.9), seed_(seed) {
+    Rng rng(seed);
+    for (int s = 0; s < kSystems; ++s) {
+      sys_len_.push_back(static_cast<int>(rng.UniformInt(4, 64)));
+    }
+  }
+
+  // The block-key chain of one request drawn from `rng`.
+  std::vector<BlockKey> Draw(Rng& rng) const {
+    const uint64_t conv = conv_zipf_.Sample(rng);
+    const uint64_t h = Mix(conv ^ seed_);
+    const int sys = static_cast<int>(h % kSystems);
+    const int conv_len = 4 + static_cast<int>((h >> 20) % 125);
+    std::vector<BlockKey> chain;
+    chain.reserve(static_cast<size_t>(sys_len_[sys] + conv_len));
+    BlockKey k = Mix(seed_ ^ 0xabcdef);
+    for (int i = 0; i < sys_len_[sys]; ++i) {
+      k = Mix(k ^ Mix((static_cast<uint64_t>(sys) << 32) | static_cast<uint64_t>(i)));
+      chain.push_back(k);
+    }
+    for (int i = 0; i < conv_len; ++i) {
+      k = Mix(k ^ Mix(((conv + 1) << 24) ^ static_cast<uint64_t>(i) ^ 0x5555));
+      chain.push_back(k);
+    }
+    return chain;
+  }
+
+ private:
+  ZipfSampler conv_zipf_;
+  uint64_t seed_;
+  std::vector<int> sys_len_;
+};
+
+// A node's own prefix cache: LRU over leaves, like the radix tree, emitting block events.
+class SyntheticCache {
+ public:
+  explicit SyntheticCache(size_t capacity) : capacity_(capacity) {}
+
+  // Inserts (or touches) `chain`; appends the resulting events.
+  void Insert(const std::vector<BlockKey>& chain, std::vector<BlockEvent>* events) {
+    const uint64_t now = ++clock_;
+    BlockKey parent = 0;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      const BlockKey k = chain[i];
+      auto it = blocks_.find(k);
+      if (it != blocks_.end()) {
+        Touch(k, it->second, now);
+      } else {
+        if (i > 0) {
+          Block& p = blocks_.at(parent);
+          if (p.children++ == 0) leaves_.erase({p.last_use, parent});
+        }
+        blocks_.emplace(k, Block{parent, static_cast<uint32_t>(i), 0, now, i > 0});
+        leaves_.insert({now, k});
+        events->push_back({BlockEvent::Kind::kAdded, k, static_cast<uint32_t>(i)});
+      }
+      parent = k;
+    }
+    while (blocks_.size() > capacity_ && !leaves_.empty()) {
+      const auto [use, k] = *leaves_.begin();
+      leaves_.erase(leaves_.begin());
+      const Block b = blocks_.at(k);
+      blocks_.erase(k);
+      events->push_back({BlockEvent::Kind::kRemoved, k, b.index});
+      if (b.has_parent) {
+        Block& p = blocks_.at(b.parent);
+        if (--p.children == 0) leaves_.insert({p.last_use, b.parent});
+      }
+    }
+  }
+
+  // Leading blocks of `chain` held.
+  uint32_t Matched(const std::vector<BlockKey>& chain) const {
+    uint32_t n = 0;
+    for (BlockKey k : chain) {
+      if (!blocks_.contains(k)) break;
+      ++n;
+    }
+    return n;
+  }
+  bool Contains(BlockKey k) const { return blocks_.contains(k); }
+
+ private:
+  struct Block {
+    BlockKey parent;
+    uint32_t index;
+    uint32_t children;
+    uint64_t last_use;
+    bool has_parent;
+  };
+  void Touch(BlockKey k, Block& b, uint64_t now) {
+    if (b.children == 0) {
+      leaves_.erase({b.last_use, k});
+      leaves_.insert({now, k});
+    }
+    b.last_use = now;
+  }
+
+  size_t capacity_;
+  uint64_t clock_ = 0;
+  std::unordered_map<BlockKey, Block> blocks_;
+  std::set<std::pair<uint64_t, BlockKey>> leaves_;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+int IndexOf(const NodeId& id) { return std::atoi(id.c_str() + 1); }
+
+}  // namespace
+
+nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
+  if (o.nodes < 2 || o.nodes > 4096) return {{"error", "nodes must be in [2, 4096]"}};
+  if (!(o.loss >= 0 && o.loss <= 1)) return {{"error", "loss must be in [0, 1]"}};
+  if (!(o.duration_s > 0 && o.duration_s <= 3600)) {
+    return {{"error", "duration must be in (0, 3600] seconds"}};
+  }
+  if (!(o.churn >= 0 && o.churn <= 1e6)) return {{"error", "churn must be in [0, 1e6]"}};
+  if (o.landmark_stride == 0) return {{"error", "landmark stride must be >= 1"}};
+
+  const int n = o.nodes;
+  uint64_t false_deaths = 0;
+  GossipCluster* cluster_ptr = nullptr;
+  GossipCluster::Options co;
+  co.nodes = n;
+  co.seed = o.seed;
+  co.seed_nodes = std::min(3, n);
+  co.faults.latency = LatencyModel::Uniform(500us, 2ms);
+  co.faults.loss = o.loss;
+  co.config.landmark_stride = o.landmark_stride;
+  co.on_member_changed = [&](int observer, const NodeId& id, Generation g, gossip::MemberState s) {
+    if (s != gossip::MemberState::kDead || cluster_ptr == nullptr) return;
+    const int j = IndexOf(id);
+    if (j >= 0 && j < n && j != observer && cluster_ptr->up(j) && cluster_ptr->generation(j) == g) {
+      ++false_deaths;
+    }
+  };
+  GossipCluster c(co);
+  cluster_ptr = &c;
+  PromptModel prompts(o.seed);
+  Rng rng(o.seed * 31 + 7);
+  std::vector<SyntheticCache> caches(static_cast<size_t>(n), SyntheticCache(o.cache_blocks));
+  std::vector<Rng> node_rng;
+  for (int i = 0; i < n; ++i) node_rng.push_back(rng.Fork());
+  c.StartAll();
+
+  const Duration warmup = 5s;
+  const Duration measured = FromSeconds(o.duration_s);
+  const Duration kill_at = warmup + measured / 3;
+  const int victim = n > 3 ? n / 2 : n - 1;
+  const Duration step = 50ms;
+  const Duration tick = 10ms;
+
+  struct Sample {
+    int origin;
+    BlockKey key;
+    Duration t0;
+  };
+  std::vector<Sample> active;
+  std::vector<double> convergence;
+  uint64_t censored = 0, evicted_first = 0;
+  const double sample_prob =
+      std::min(1.0, 600.0 / std::max(1.0, o.churn * 0.5 / o.landmark_stride * n * o.duration_s));
+
+  uint64_t events_total = 0;
+  double bytes_before = 0, msgs_before = 0, bytes_killed = 0, msgs_killed = 0;
+  double detect_s = -1;
+  uint64_t acc_total = 0, acc_ok = 0, acc_exact = 0, acc_nonzero = 0;
+  double acc_abs_err = 0;
+  const int query_rounds = 10;
+  int rounds_done = 0;
+
+  auto sum_counters = [&](double* bytes, double* msgs) {
+    *bytes = 0;
+    *msgs = 0;
+    for (int i = 0; i < n; ++i) {
+      if (!c.up(i)) continue;
+      *bytes += static_cast<double>(c.node(i).counters().bytes_sent);
+      *msgs += static_cast<double>(c.node(i).counters().msgs_sent);
+    }
+  };
+
+  Duration t{};
+  const Duration end = warmup + measured;
+  const Duration hard_end = end + 30s;
+  double event_credit = 0;
+  std::vector<BlockEvent> events;
+  while (t < hard_end) {
+    const bool measuring = t >= warmup && t < end;
+    if (t == warmup) sum_counters(&bytes_before, &msgs_before);
+    if (t == end) {
+      double b = 0, m = 0;
+      sum_counters(&b, &m);
+      bytes_killed += b;
+      msgs_killed += m;
+    }
+    if (t >= end && detect_s >= 0) break;
+    // Workload, in 10 ms ticks within each 50 ms step.
+    if (t < end) {
+      for (Duration sub{}; sub < step; sub += tick) {
+        event_credit += o.churn * ToSeconds(tick);
+        const int budget = static_cast<int>(event_credit);
+        event_credit -= budget;
+        for (int i = 0; i < n; ++i) {
+          if (!c.up(i)) continue;
+          int made = 0;
+          while (made < budget) {
+            events.clear();
+            caches[i].Insert(prompts.Draw(node_rng[i]), &events);
+            if (events.empty()) {
+              if (++made > budget * 4 + 8) break;  // all hits: do not spin forever
+              continue;
+            }
+            made += static_cast<int>(events.size());
+            events_total += events.size();
+            c.node(i).PublishCacheEvents(events);
+            if (measuring) {
+              for (const auto& e : events) {
+                if (e.kind == BlockEvent::Kind::kAdded && e.block_index % o.landmark_stride == 0 &&
+                    node_rng[i].Bernoulli(sample_prob)) {
+                  active.push_back({i, e.key, t + sub});
+                }
+              }
+            }
+          }
+        }
+        c.RunFor(tick);
+      }
+    } else {
+      c.RunFor(step);
+    }
+    t += step;
+    // Kill.
+    if (t == kill_at) {
+      bytes_killed += static_cast<double>(c.node(victim).counters().bytes_sent);
+      msgs_killed += static_cast<double>(c.node(victim).counters().msgs_sent);
+      c.Crash(victim);
+    }
+    if (t > kill_at && detect_s < 0) {
+      bool all = true;
+      for (int k = 0; k < n && all; ++k) {
+        if (k == victim || !c.up(k)) continue;
+        auto v = c.node(k).Member(GossipCluster::Name(victim));
+        all = v && (v->state == gossip::MemberState::kDead || v->generation > 1);
+      }
+      if (all) detect_s = ToSeconds(t - kill_at);
+    }
+    // Convergence of sampled entries.
+    const int live = [&] {
+      int k = 0;
+      for (int i = 0; i < n; ++i) k += c.up(i) ? 1 : 0;
+      return k;
+    }();
+    for (size_t s = 0; s < active.size();) {
+      const Sample& sm = active[s];
+      bool done = false;
+      if (!c.up(sm.origin) || !caches[sm.origin].Contains(sm.key)) {
+        ++evicted_first;
+        done = true;
+      } else {
+        int have = 0;
+        const NodeId origin = GossipCluster::Name(sm.origin);
+        for (int k = 0; k < n; ++k) {
+          if (k == sm.origin || !c.up(k)) continue;
+          const gossip::OriginStore* st = c.node(k).PeerStore(origin);
+          if (st != nullptr && st->Contains(sm.key)) ++have;
+        }
+        if (have >= static_cast<int>(std::ceil(0.99 * (live - 1)))) {
+          convergence.push_back(ToSeconds(t - sm.t0));
+          done = true;
+        } else if (t - sm.t0 > 30s) {
+          ++censored;
+          convergence.push_back(30);
+          done = true;
+        }
+      }
+      if (done) {
+        active[s] = active.back();
+        active.pop_back();
+      } else {
+        ++s;
+      }
+    }
+    // Accuracy queries, spread over the measured window.
+    if (measuring && rounds_done < query_rounds &&
+        t - warmup >= measured * (rounds_done + 1) / (query_rounds + 1)) {
+      ++rounds_done;
+      const int q = o.accuracy_queries / query_rounds;
+      for (int k = 0; k < q; ++k) {
+        const int i = static_cast<int>(rng.Below(static_cast<uint64_t>(n)));
+        const int j = static_cast<int>(rng.Below(static_cast<uint64_t>(n)));
+        if (i == j || !c.up(i) || !c.up(j)) continue;
+        const std::vector<BlockKey> chain = prompts.Draw(rng);
+        const uint32_t truth = caches[j].Matched(chain);
+        const uint32_t est = c.node(i).EstimateMatchedBlocks(GossipCluster::Name(j), chain);
+        const double err = std::abs(static_cast<double>(truth) - static_cast<double>(est));
+        ++acc_total;
+        acc_ok += err < o.landmark_stride ? 1 : 0;
+        acc_exact += err == 0 ? 1 : 0;
+        acc_nonzero += truth > 0 ? 1 : 0;
+        acc_abs_err += err;
+      }
+    }
+  }
+  double bytes_after = 0, msgs_after = 0;
+  bytes_after = bytes_killed;
+  msgs_after = msgs_killed;
+  const double node_seconds = (n - 1) * o.duration_s + ToSeconds(kill_at - warmup);
+  uint64_t snapshots = 0, gaps = 0, stale = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!c.up(i)) continue;
+    snapshots += c.node(i).counters().snapshots_sent;
+    gaps += c.node(i).counters().deltas_gap;
+    stale += c.node(i).counters().deltas_stale;
+  }
+  nlohmann::json j;
+  j["nodes"] = n;
+  j["loss"] = o.loss;
+  j["duration_s"] = o.duration_s;
+  j["churn"] = o.churn;
+  j["seed"] = o.seed;
+  j["landmark_stride"] = o.landmark_stride;
+  j["cache_blocks"] = o.cache_blocks;
+  j["convergence_p99_s"] = Percentile(convergence, 0.5);
+  j["convergence_p99_s_tail"] = Percentile(convergence, 0.99);
+  j["convergence_samples"] = convergence.size();
+  j["convergence_censored"] = censored;
+  j["detect_s"] = detect_s;
+  j["false_deaths"] = false_deaths;
+  j["bytes_per_node_s"] = (bytes_after - bytes_before) / node_seconds;
+  j["msgs_per_node_s"] = (msgs_after - msgs_before) / node_seconds;
+  j["summary_accuracy"] = acc_total ? static_cast<double>(acc_ok) / acc_total : -1;
+  j["summary_exact"] = acc_total ? static_cast<double>(acc_exact) / acc_total : -1;
+  j["summary_mean_abs_error_blocks"] = acc_total ? acc_abs_err / acc_total : -1;
+  j["summary_queries"] = acc_total;
+  j["summary_queries_with_match"] = acc_nonzero;
+  j["events_per_node_s"] = static_cast<double>(events_total) / (n * ToSeconds(end));
+  j["snapshots_sent"] = snapshots;
+  j["deltas_gap"] = gaps;
+  j["deltas_stale"] = stale;
+  return j;
+}
+
+}  // namespace hearsay::sim
