@@ -611,6 +611,41 @@ TEST_F(SimEngineTest, JitterHasMeanOne) {
   EXPECT_NEAR(total_ms / n, Cost().IterationMs(s), 0.05 * Cost().IterationMs(s));
 }
 
+// Counts callbacks, and those that arrive while the test is inside Submit or Cancel.
+class ReentrancyProbe : public EngineObserver {
+ public:
+  void OnAdmitted(RequestId, const Admission&) override { Hit(); }
+  void OnFirstToken(RequestId, const FirstToken&) override { Hit(); }
+  void OnTokens(RequestId, std::span<const TokenId>) override { Hit(); }
+  void OnComplete(RequestId, const Usage&) override { Hit(); }
+  void OnError(RequestId, const Status&) override { Hit(); }
+
+  bool inside = false;
+  int calls = 0;
+  int violations = 0;
+
+ private:
+  void Hit() {
+    ++calls;
+    violations += inside;
+  }
+};
+
+TEST_F(SimEngineTest, CallbacksNeverRunInsideSubmitOrCancel) {
+  Make();
+  ReentrancyProbe probe;
+  for (RequestId id = 0; id < 40; ++id) {
+    probe.inside = true;
+    ASSERT_TRUE(engine_->Submit(Req(id, Tokens(1, 50 + id), 3), &probe).ok());
+    if (id % 7 == 6) engine_->Cancel(id - 3);
+    probe.inside = false;
+    sched_.Step();
+  }
+  sched_.RunUntilIdle();
+  EXPECT_GT(probe.calls, 100);
+  EXPECT_EQ(probe.violations, 0);
+}
+
 TEST_F(SimEngineTest, DestructionCancelsThePendingIteration) {
   Make();
   Submit(Req(1, Tokens(1, 100), 10));
