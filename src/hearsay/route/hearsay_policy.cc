@@ -42,7 +42,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     if (!eligible(c)) continue;
     const auto unsent =
         ledger_.Unreported(c.slot, request.now, c.load.age, c.one_way_delay, horizon_);
-    const double wait = WaitMs(cost_, c, unsent);
+    const double wait = WaitMs(cost_, c, unsent, params_.reported_wait_drain);
     double credit = std::min(prompt, double(c.cached_tokens));
     if (!c.cache_exact) {
       const double age_ratio = ToSeconds(c.cache_age) / ToSeconds(params_.stale_half_life);

@@ -5,9 +5,10 @@
 //
 // - delay: 0 for self, 2 × one-way delay + forward overhead for a peer (request out, first token
 //   back), so when the network is slow it serves locally rather than forward to a cache.
-// - queue_wait: from the member's last load report plus what this node sent it since (SentLedger),
-//   so a stale view does not send every request to the same "idle" member; queue wait is what
-//   breaks affinity hotspots.
+// - queue_wait: from the member's last load report, drained for the report's age and the trip
+//   (reported_wait_drain), plus the backlog of what this node sent it since (SentLedger), so a
+//   stale view neither shuns a member that was briefly busy nor sends every request to the same
+//   "idle" one; queue wait is what breaks affinity hotspots.
 // - credit(c): the tokens c is believed to hold, trusted by
 //     exact (self's own radix tree, confidence 1), or
 //     confidence[c] (EWMA of actual/estimated cached tokens from OnOutcome)

@@ -56,7 +56,6 @@ TEST_F(HearsayPolicyTest, AvoidsABusyHolderWhoseQueueCostsMoreThanTheSaving) {
   Candidate holder = PeerCandidate(1, 0.5, 1536);
   holder.load.queued = 2;
   holder.load.queued_prefill_tokens = 2 * 1024;  // ~70 ms of queue > ~48 ms saving
-  holder.load.age = FromMillis(50);
   Candidate idle = PeerCandidate(2, 0.5, 0);
   Decision d = Choose({SelfCandidate(0), holder, idle});
   EXPECT_NE(d.slot, 1u);  // self or the idle peer: a near tie
@@ -65,6 +64,19 @@ TEST_F(HearsayPolicyTest, AvoidsABusyHolderWhoseQueueCostsMoreThanTheSaving) {
   holder.load.queued_prefill_tokens = 128;
   d = Choose({SelfCandidate(0), holder, idle});
   EXPECT_EQ(d.slot, 1u);
+}
+
+TEST_F(HearsayPolicyTest, AReportedQueueDrainsAsTheReportAges) {
+  Candidate holder = PeerCandidate(1, 0.5, 1536);
+  holder.load.queue_wait = FromMillis(80);
+  EXPECT_EQ(Choose({SelfCandidate(0), holder}).slot, 0u);
+  holder.load.age = FromMillis(70);  // by now, at most ~10 ms of it is left
+  EXPECT_EQ(Choose({SelfCandidate(0), holder}).slot, 1u);
+  PolicyOptions steady;
+  steady.hearsay.reported_wait_drain = 0;  // assume others keep it full
+  HearsayPolicy policy(steady);
+  EXPECT_EQ(policy.Choose(MakeRequest(chain_), std::vector{SelfCandidate(0), holder}, rng_).slot,
+            0u);
 }
 
 TEST_F(HearsayPolicyTest, TrustsTheMembersOwnQueueWaitEstimate) {

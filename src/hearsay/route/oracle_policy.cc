@@ -14,7 +14,8 @@ class OraclePolicy final : public Policy {
   explicit OraclePolicy(const PolicyOptions& options)
       : cost_(options.cost),
         horizon_(options.sent_horizon),
-        forward_overhead_ms_(options.hearsay.forward_overhead_ms) {}
+        forward_overhead_ms_(options.hearsay.forward_overhead_ms),
+        drain_(options.hearsay.reported_wait_drain) {}
 
   std::string_view name() const override { return "oracle"; }
 
@@ -36,7 +37,7 @@ class OraclePolicy final : public Policy {
     const auto price = [&](const Candidate& c) {
       const auto unsent =
           ledger_.Unreported(c.slot, request.now, c.load.age, c.one_way_delay, horizon_);
-      return DelayMs(c, forward_overhead_ms_) + WaitMs(cost_, c, unsent) +
+      return DelayMs(c, forward_overhead_ms_) + WaitMs(cost_, c, unsent, drain_) +
              PrefillPartMs(cost_, c, prompt, c.cached_tokens);
     };
     double best = std::numeric_limits<double>::infinity();
@@ -60,6 +61,7 @@ class OraclePolicy final : public Policy {
   PrefillCostModel cost_;
   Duration horizon_;
   double forward_overhead_ms_;
+  double drain_;
   SentLedger ledger_;
   uint64_t last_id_ = 0;
   Slot last_slot_ = kNoSlot;

@@ -17,8 +17,9 @@
 
 namespace hearsay::route {
 
-// A new `oracle` policy; uses options.cost, options.sent_horizon and
-// options.hearsay.forward_overhead_ms (so that it prices a forward exactly like `hearsay`).
+// A new `oracle` policy; uses options.cost, options.sent_horizon,
+// options.hearsay.forward_overhead_ms and options.hearsay.reported_wait_drain (so that it prices
+// a member exactly like `hearsay`).
 std::unique_ptr<Policy> NewOraclePolicy(const PolicyOptions& options);
 
 }  // namespace hearsay::route

@@ -29,7 +29,9 @@ double NaiveTtft(const PrefillCostModel& m, double overhead_ms, const Candidate&
   const double fresh = prompt - cached;
   const double prefill =
       iter + m.a_ms_per_token * fresh + m.b_ms_per_token2 * fresh * (cached + fresh / 2);
-  return delay + c.cost_scale * (wait + prefill);
+  // The exact queue still drains while the request travels there.
+  return delay + std::max(0.0, c.cost_scale * wait - ToMillis(c.one_way_delay)) +
+         c.cost_scale * prefill;
 }
 
 TEST(OraclePolicy, PicksTheExactMinimumOfExpectedTtft) {

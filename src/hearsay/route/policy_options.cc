@@ -20,13 +20,16 @@ Status PolicyOptions::Validate() const {
   HEARSAY_RETURN_IF_ERROR(NonNegative("near_tie_fraction", h.near_tie_fraction));
   HEARSAY_RETURN_IF_ERROR(NonNegative("near_tie_ms", h.near_tie_ms));
   HEARSAY_RETURN_IF_ERROR(NonNegative("forward_overhead_ms", h.forward_overhead_ms));
+  HEARSAY_RETURN_IF_ERROR(NonNegative("reported_wait_drain", h.reported_wait_drain));
   HEARSAY_RETURN_IF_ERROR(NonNegative("busy_wait_ms", h.busy_wait_ms));
   HEARSAY_RETURN_IF_ERROR(NonNegative("learning_rate", h.learning_rate));
   HEARSAY_RETURN_IF_ERROR(NonNegative("min_confidence", h.min_confidence));
   HEARSAY_RETURN_IF_ERROR(NonNegative("lease_confidence", h.lease_confidence));
-  if (h.learning_rate > 1 || h.min_confidence > 1 || h.lease_confidence > 1) {
+  if (h.learning_rate > 1 || h.min_confidence > 1 || h.lease_confidence > 1 ||
+      h.reported_wait_drain > 1) {
     return InvalidArgumentError(
-        "policy options: learning_rate, min_confidence and lease_confidence must be <= 1");
+        "policy options: learning_rate, min_confidence, lease_confidence and "
+        "reported_wait_drain must be <= 1");
   }
   if (h.lease_ttl < Duration::zero() || h.stale_half_life <= Duration::zero() ||
       sent_horizon < Duration::zero()) {

@@ -20,6 +20,11 @@ struct HearsayParams {
   // Costs within max(near_tie_fraction × best, near_tie_ms) of the best are drawn at random.
   double near_tie_fraction = 0.05;
   double near_tie_ms = 0.5;
+  // How fast a reported queue wait is assumed to drain while the report ages and the request
+  // travels, as a fraction of elapsed time: 1 = the member works it off and nobody else adds
+  // to it; 0 = steady state (others refill it as fast as it drains). The true figure is 1 minus
+  // the member's utilization. Shared with `oracle`, whose exact view still ages in flight.
+  double reported_wait_drain = 1.0;
   // Fixed cost of a forward on top of 2 × one-way delay (proxying, connection reuse), in ms.
   double forward_overhead_ms = 0.1;
   // How long a lease on a dispatched prompt lasts: a few gossip intervals.

@@ -6,8 +6,9 @@
 //   forward pays the delay twice before the client sees a token: the request travels there and
 //   the first token travels back through the entry node.
 // queue_wait: the member's own reported queue wait (LoadView::queue_wait) or, without one, the
-//   cost model's wait behind its reported queue; plus the remaining backlog of the requests this
-//   node sent it that the report cannot show yet (SentLedger).
+//   cost model's wait behind its reported queue, drained for the time since the report and the
+//   trip there (HearsayParams::reported_wait_drain); plus the remaining backlog of the requests
+//   this node sent it that the report cannot show yet (SentLedger).
 // prefill: the cost model's prefill of the uncached part (at least one token is always computed),
 //   plus the decode batch it shares the iteration with.
 // Queue wait and prefill are scaled by the member's Candidate::cost_scale (its hardware).
@@ -41,15 +42,20 @@ inline double DelayMs(const Candidate& c, double forward_overhead_ms) {
   return c.is_self ? 0.0 : 2 * std::max(0.0, ToMillis(c.one_way_delay)) + forward_overhead_ms;
 }
 
-// The expected queue wait at `c`, in ms: its reported queue, then the remaining backlog of the
-// `unsent` requests missing from its report.
+// The expected queue wait at `c`, in ms, when a request sent now would arrive: its reported
+// wait (the member's own estimate, or the cost model's over its reported queue), drained by
+// `drain` × (report age + one-way delay), then the remaining backlog of the `unsent` requests
+// missing from its report.
 inline double WaitMs(const PrefillCostModel& m, const Candidate& c,
-                     const SentLedger::Pending& unsent) {
+                     const SentLedger::Pending& unsent, double drain) {
   const LoadView& l = c.load;
-  if (l.queue_wait.has_value()) return std::max(0.0, ToMillis(*l.queue_wait)) + unsent.backlog_ms;
-  return CostScale(c) * m.QueueWaitMs(l.queued, double(l.queued_prefill_tokens), l.running,
-                                      double(l.running_context_tokens)) +
-         unsent.backlog_ms;
+  const double reported =
+      l.queue_wait.has_value()
+          ? ToMillis(*l.queue_wait)
+          : CostScale(c) * m.QueueWaitMs(l.queued, double(l.queued_prefill_tokens), l.running,
+                                         double(l.running_context_tokens));
+  const double elapsed = std::max(0.0, ToMillis(l.age + c.one_way_delay));
+  return std::max(0.0, reported - drain * elapsed) + unsent.backlog_ms;
 }
 
 // The prefill part at `c`, in ms, for a prompt of `prompt_tokens` with `credit` tokens cached.
