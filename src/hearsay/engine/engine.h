@@ -140,6 +140,11 @@ class Engine {
   // Appends to `out` every cache event since the last call, in order, and forgets them. The node
   // calls this when it publishes its cache summary to gossip; events accumulate until then.
   virtual void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) = 0;
+
+  // Appends a kAdded event for every block the cache holds now, parents before children: a
+  // snapshot that, replayed into an empty index, gives the held set. Does not drain pending
+  // events; a node that rebuilds its summary from a snapshot drains and discards them first.
+  virtual void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const = 0;
 };
 
 }  // namespace hearsay::engine

@@ -167,6 +167,10 @@ void SimEngine::DrainCacheEvents(std::vector<prefix::BlockEvent>& out) {
   events_.clear();
 }
 
+void SimEngine::AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const {
+  tree_.AppendHeldBlocks(&out);
+}
+
 uint32_t SimEngine::AllocSlot() {
   if (free_head_ != kNil) {
     const uint32_t slot = free_head_;

@@ -97,6 +97,7 @@ class SimEngine final : public Engine {
   EngineLoad Load() const override;
   size_t CachedPrefixTokens(std::span<const TokenId> prompt) const override;
   void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override;
+  void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const override;
 
   const SimEngineOptions& options() const { return options_; }
   const CostModel& cost_model() const { return cost_; }

@@ -775,6 +775,14 @@ TEST(SimEnginePropertyTest, InvariantsUnderRandomLoadAndCancels) {
     ASSERT_TRUE(engine->cache().CheckInvariants().ok());
     const std::vector<prefix::BlockKey> keys = engine->cache().HeldKeys();
     EXPECT_EQ(held, std::set<prefix::BlockKey>(keys.begin(), keys.end())) << "seed " << seed;
+    std::vector<prefix::BlockEvent> snapshot;
+    engine->AppendCacheSnapshot(snapshot);
+    std::set<prefix::BlockKey> snap_keys;
+    for (const auto& e : snapshot) {
+      EXPECT_EQ(e.kind, prefix::BlockEvent::Kind::kAdded);
+      snap_keys.insert(e.key);
+    }
+    EXPECT_EQ(snap_keys, held);
     std::vector<RequestId> expect_order;
     for (RequestId id : submitted) {
       if (cancelled.count(id)) {
