@@ -1,0 +1,71 @@
+// SimConfig: every knob of one simulator run (`hearsay sim`), and its validation.
+//
+// A SimConfig is a plain value: the CLI fills it from flags, the experiment runner builds many of
+// them for a sweep, and RunSim (sim_run.h) turns one into a SimSummary. Defaults describe the
+// paper's baseline: MMLU-like traffic on 4 nodes at 70% of cluster capacity.
+//
+// Thread-safety: a plain value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hearsay/common/status.h"
+
+namespace hearsay::sim {
+
+struct SimConfig {
+  // Request generator: "mmlu", "trace" (needs trace_path) or "chat".
+  std::string workload = "mmlu";
+  // Mooncake-format JSONL trace for workload "trace".
+  std::string trace_path;
+  // Cluster size, >= 1.
+  int nodes = 4;
+  // Routing policy, by registry name (route/registry.h).
+  std::string policy = "hearsay";
+  // One-way network delay between any two nodes, in ms (>= 0).
+  double delay_ms = 1.0;
+  // Relative jitter of the one-way delay (uniform in [d, d * (1 + jitter)]); >= 0.
+  double delay_jitter = 0.1;
+  // Zipf exponent of prefix popularity (MMLU subjects, chat system prompts); >= 0.
+  double zipf = 0.68;
+  // Target utilization: arrival rate = rho x estimated cluster capacity (sim_run.h). > 0.
+  // Ignored for "trace" unless arrivals is "poisson" or "bursty".
+  double rho = 0.7;
+  // Requests to simulate (for "trace": at most this many of the trace; 0 = all of it). For
+  // "chat", conversations are started until about this many requests are issued.
+  uint64_t requests = 20000;
+  // KV cache capacity of each engine, in tokens.
+  uint64_t capacity_tokens = 65536;
+  // Gossip (anti-entropy) interval, in ms (> 0). The SWIM probe interval is 5x this, at least
+  // 100 ms.
+  double gossip_ms = 200;
+  uint64_t seed = 1;
+  // Engine cost model preset (engine/cost_model.h).
+  std::string engine_preset = "h100-llama3-8b";
+
+  // --- Extras ---
+  // MMLU chain-of-thought outputs (150-300 tokens) instead of a 1-token answer.
+  bool cot = false;
+  // MMLU prefix variants per subject, >= 1.
+  uint32_t variants = 1;
+  // "poisson", "bursty" (Gamma gaps with burst_cv) or "trace" (the trace's own timestamps; only
+  // for workload "trace", and its default there).
+  std::string arrivals = "poisson";
+  double burst_cv = 3.0;
+  // How a request picks its entry node: "uniform" or "sticky" (per client).
+  std::string entry = "uniform";
+  // Probability that a network message is lost, in [0, 1).
+  double loss = 0;
+  // Gossip landmark stride (blocks), >= 1.
+  uint32_t landmark_stride = 4;
+  // Tokens per block of the block key chain, >= 1.
+  uint32_t block_tokens = 16;
+  // Virtual time to warm up membership before the first request, in ms (>= 0).
+  double warmup_ms = 3000;
+};
+
+// OK, or INVALID_ARGUMENT naming the first bad field and its allowed range.
+Status ValidateSimConfig(const SimConfig& config);
+
+}  // namespace hearsay::sim

@@ -1,0 +1,73 @@
+// RunSim: one whole simulator run, from a SimConfig to a SimSummary.
+//
+// RunSim builds a SimCluster (sim_cluster.h): N node::Nodes, each with a SimEngine, a real
+// gossip::Node over a SimNetwork and the configured routing policy, on one VirtualScheduler. It
+// warms up membership, then feeds the workload's requests to their entry nodes at their arrival
+// times and runs until every request has completed. Everything is deterministic in the seed:
+// equal configs give equal summaries, except sim_requests_per_wall_s (wall-clock speed).
+//
+// Arrival rate for rho: the cluster's capacity is estimated from the engine cost model for the
+// workload's mean request (mean prompt tokens P, mean cached fraction ignored, mean output O):
+// service time = PrefillMs(P, 0) + O x DecodeStepMs at a typical batch, amortized by batching;
+// see EstimateServiceTime in sim_run.cc. rate = rho x nodes / service time.
+//
+// Thread-safety: RunSim is reentrant (no globals); each call owns its simulation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hearsay/common/status.h"
+#include "hearsay/sim/sim_config.h"
+
+namespace hearsay::sim {
+
+// The figures of one run. Times are in virtual milliseconds, measured at the client: from the
+// request's arrival at its entry node to the first token (or the last) back at the entry node.
+struct SimSummary {
+  double mean_ttft_ms = 0;
+  double p50_ttft_ms = 0;
+  double p90_ttft_ms = 0;
+  double p99_ttft_ms = 0;
+  double mean_e2e_ms = 0;
+  // Token-level cache hit rate: prompt tokens found cached by the serving engines / prompt tokens.
+  double hit_rate = 0;
+  // Fraction of requests served by a node other than their entry node.
+  double forwarded_frac = 0;
+  // Coefficient of variation (stddev / mean, population) of per_node_work across nodes.
+  double load_cov = 0;
+  // Gossip bytes sent per node per simulated second (membership + anti-entropy, all channels).
+  double gossip_bytes_per_node_s = 0;
+  // Requests completed.
+  uint64_t requests = 0;
+  // Requests that failed (never expected; nonzero means a bug or an impossible request).
+  uint64_t failed = 0;
+  // Forwards that failed before the first byte and were retried elsewhere.
+  uint64_t retries = 0;
+  // Virtual seconds from the first arrival to the last completion.
+  double sim_seconds = 0;
+  // Per node: prompt tokens it computed (prefilled, net of cache hits). load_cov is over these.
+  std::vector<double> per_node_work;
+  // Per node: requests its engine served.
+  std::vector<uint64_t> per_node_served;
+  // The arrival rate used, requests per virtual second.
+  double arrival_rate_per_s = 0;
+  // Wall-clock speed of the simulation; not deterministic, keep it out of comparisons.
+  double sim_requests_per_wall_s = 0;
+  double wall_seconds = 0;
+};
+
+// The summary as one JSON object (field names as above).
+nlohmann::json ToJson(const SimSummary& summary);
+
+// Called now and then during a run with (requests completed, requests expected).
+using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
+
+// Runs one simulation. Errors: INVALID_ARGUMENT for a bad config (see ValidateSimConfig),
+// NOT_FOUND for an unknown policy, preset or unreadable trace.
+Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress = {});
+
+}  // namespace hearsay::sim
