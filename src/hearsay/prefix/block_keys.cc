@@ -83,8 +83,14 @@ Result<BlockKeyer> BlockKeyer::Create(std::span<const uint8_t> cluster_secret,
                                 std::to_string(kMinSecretBytes) + " bytes, got " +
                                 std::to_string(cluster_secret.size()));
   }
-  if (options.tokens_per_block == 0) return InvalidArgumentError("tokens_per_block must be >= 1");
-  if (options.bytes_per_block == 0) return InvalidArgumentError("bytes_per_block must be >= 1");
+  if (options.tokens_per_block == 0 || options.tokens_per_block > kMaxBlockSize) {
+    return InvalidArgumentError("tokens_per_block must be in [1, 2^20], got " +
+                                std::to_string(options.tokens_per_block));
+  }
+  if (options.bytes_per_block == 0 || options.bytes_per_block > kMaxBlockSize) {
+    return InvalidArgumentError("bytes_per_block must be in [1, 2^20], got " +
+                                std::to_string(options.bytes_per_block));
+  }
 
   // BLAKE2b takes keys of at most 64 bytes; a longer secret is compressed first.
   std::array<uint8_t, 32> long_key{};

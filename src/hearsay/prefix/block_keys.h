@@ -36,7 +36,7 @@
 // not touch, and crypto_generichash is correct (reference BLAKE2b) without it.
 //
 // A BlockKeyer holds secret material (S and the seeds): never log or send it. It is immutable
-// after Create; const methods are safe to call from many threads. Copies are cheap (~210 bytes).
+// after Create; const methods are safe to call from many threads. Copies are cheap (~220 bytes).
 #pragma once
 
 #include <array>
@@ -55,9 +55,9 @@ namespace hearsay::prefix {
 using TokenId = uint32_t;
 
 struct BlockKeyerOptions {
-  // Tokens per block in token mode; must be >= 1.
+  // Tokens per block in token mode; must be in [1, BlockKeyer::kMaxBlockSize].
   size_t tokens_per_block = 16;
-  // Bytes per block in bytes mode (no tokenizer); must be >= 1.
+  // Bytes per block in bytes mode (no tokenizer); must be in [1, BlockKeyer::kMaxBlockSize].
   size_t bytes_per_block = 64;
 };
 
@@ -65,11 +65,13 @@ class BlockKeyer {
  public:
   // The shortest cluster secret accepted.
   static constexpr size_t kMinSecretBytes = 16;
+  // The largest block size accepted, in tokens or bytes.
+  static constexpr size_t kMaxBlockSize = size_t{1} << 20;
   // Size of the derived XXH3 secret (XXH3_SECRET_DEFAULT_SIZE; >= XXH3_SECRET_SIZE_MIN).
   static constexpr size_t kXxhSecretBytes = 192;
 
   // Derives a keyer for one namespace. Errors (INVALID_ARGUMENT): a secret shorter than
-  // kMinSecretBytes, or a block size of 0. Model and tenant may be empty.
+  // kMinSecretBytes, or a block size of 0 or above kMaxBlockSize. Model and tenant may be empty.
   [[nodiscard]] static Result<BlockKeyer> Create(std::span<const uint8_t> cluster_secret,
                                                  std::string_view model, std::string_view tenant,
                                                  BlockKeyerOptions options = {});

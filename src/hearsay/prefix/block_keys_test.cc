@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -243,6 +244,12 @@ TEST(BlockKeysTest, BadInput) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(BlockKeyer::Create(kSecret, "m", "t", {.bytes_per_block = 0}).status().code(),
             StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      BlockKeyer::Create(kSecret, "m", "t", {.tokens_per_block = (1u << 20) + 1}).status().code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(BlockKeyer::Create(kSecret, "m", "t", {.bytes_per_block = SIZE_MAX}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(BlockKeyer::Create(kSecret, "m", "t", {.tokens_per_block = 1u << 20}).ok());
   EXPECT_TRUE(BlockKeyer::Create(kSecret, "", "").ok());
 }
 

@@ -460,11 +460,14 @@ class NaiveCache {
   }
   const std::map<uint64_t, Tokens>& pins() const { return pins_; }
   // Held blocks recomputed from scratch: key -> block index.
-  std::map<BlockKey, uint32_t> HeldBlocks(const BlockKeyer& keyer) const {
+  std::map<BlockKey, uint32_t> HeldBlocks(const BlockKeyer& keyer) {
     std::map<BlockKey, uint32_t> held;
     const size_t b = keyer.tokens_per_block();
     for (const auto& [p, tick] : prefixes_) {
-      if (p.size() % b == 0) held[keyer.Keys(p).back()] = static_cast<uint32_t>(p.size() / b - 1);
+      if (p.size() % b != 0) continue;
+      auto [it, added] = key_memo_.try_emplace(p, 0);
+      if (added) it->second = keyer.Keys(p).back();  // a prefix's key never changes
+      held[it->second] = static_cast<uint32_t>(p.size() / b - 1);
     }
     return held;
   }
@@ -483,6 +486,7 @@ class NaiveCache {
   size_t capacity_;
   std::map<Tokens, uint64_t> prefixes_;
   std::map<uint64_t, Tokens> pins_;
+  std::map<Tokens, BlockKey> key_memo_;
 };
 
 void ExpectSameInsert(const InsertResult& got, const InsertResult& want) {
