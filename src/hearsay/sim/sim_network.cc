@@ -188,6 +188,13 @@ Status SimNetwork::Crash(const Address& address) {
     link.free_at = now;
     link.last_arrival = now;
   }
+  // Copies in flight to it will be dropped, so they must not hold back the next incarnation's.
+  for (auto& other : nodes_) {
+    if (it->second < other->out.size()) {
+      Link& in = other->out[it->second];
+      in.last_arrival = std::min(in.last_arrival, now);
+    }
+  }
   return OkStatus();
 }
 

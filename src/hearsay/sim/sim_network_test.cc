@@ -344,7 +344,8 @@ TEST_F(NetworkTest, GroupPartitionSplitsAndHealAllRestores) {
   auto all_pairs = [&] {
     for (const char* x : {"a", "b", "c", "d", "e"}) {
       for (const char* y : {"a", "b", "c", "d", "e"}) {
-        if (std::string_view(x) != y) ep_[x]->Send(y, Channel::kDatagram, {static_cast<uint8_t>(x[0])});
+        if (std::string_view(x) != y)
+          ep_[x]->Send(y, Channel::kDatagram, {static_cast<uint8_t>(x[0])});
       }
     }
     sched_.RunUntilIdle();
@@ -515,6 +516,23 @@ TEST_F(NetworkTest, CrashDropsInFlightMessagesAndTimersAndRestartWorks) {
   EXPECT_EQ(b2->sink.got[0].payload, (std::vector<uint8_t>{5}));
   ASSERT_EQ(got("a").size(), 1u);
   EXPECT_EQ(got("a")[0].payload, (std::vector<uint8_t>{6}));
+}
+
+TEST_F(NetworkTest, DeadCopiesDoNotHoldBackTheNextIncarnation) {
+  Make(Fixed(milliseconds(1)));
+  LinkFaults slow;
+  slow.latency = LatencyModel::Fixed(milliseconds(100));
+  ASSERT_TRUE(net_->SetLinkFaults("a", "b", slow).ok());
+  ep_["a"]->Send("b", Channel::kDatagram, {1});  // Due at 100 ms; b crashes before.
+  sched_.RunUntil(At(milliseconds(10)));
+  ASSERT_TRUE(net_->Crash("b").ok());
+  ASSERT_TRUE(net_->Restart("b", sinks_["b"].get()).ok());
+  net_->ClearLinkFaults("a", "b");
+  ep_["a"]->Send("b", Channel::kDatagram, {2});
+  sched_.RunUntilIdle();
+  ASSERT_EQ(got("b").size(), 1u);
+  EXPECT_EQ(got("b")[0].payload, (std::vector<uint8_t>{2}));
+  EXPECT_EQ(got("b")[0].at, At(milliseconds(11)));
 }
 
 TEST_F(NetworkTest, CrashFromInsideOwnHandlerAndSendFromHandler) {
