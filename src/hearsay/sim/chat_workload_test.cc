@@ -134,6 +134,10 @@ TEST(ChatWorkloadTest, RequestRateMatchesTheArrivalRate) {
   o.think_min = FromSeconds(0.5);
   o.think_mean = FromSeconds(1);
   o.arrivals = {ArrivalKind::kPoisson, 50.0, 0};
+  // Short messages: timing does not depend on lengths, and this keeps the test fast.
+  o.system_median_tokens = 40;
+  o.user_mean_tokens = 10;
+  o.answer_mean_tokens = 10;
   ChatWorkload w = Make(o, 6);
   std::vector<Duration> arrivals;
   while (std::optional<Request> r = w.Next()) arrivals.push_back(r->arrival);

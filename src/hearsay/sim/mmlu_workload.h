@@ -3,8 +3,9 @@
 // Each of MMLU's 57 subjects has a shared 5-shot prefix, and every question of that subject is
 // that prefix plus a short question suffix. The prompt is built as
 //
-//   [header: header_tokens, shared by all]  [subject tag][subject line]  [5 examples]  [question]
-//   |<--------------------- prefix of (subject, variant): shareable ------------------->|
+//   [header]  [subject tag][subject line]  [variant tag][5 examples]  [question]
+//   |<------------- prefix of (subject, variant): shareable ------->|
+//   header: header_tokens, the same for every prompt; tags: one marker token each.
 //
 // - Prefix lengths (header included) are lognormal per (subject, variant): median
 //   prefix_median_tokens, clipped to [prefix_min_tokens, prefix_max_tokens].

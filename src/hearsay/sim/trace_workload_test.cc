@@ -63,7 +63,7 @@ TEST(TraceTest, SharedTraceTokensFollowBlockIds) {
   std::map<uint64_t, std::vector<TokenId>> block_of;
   std::set<std::vector<TokenId>> distinct_heads;
   size_t checked_repeats = 0;
-  for (size_t i = 0; i < 400; ++i) {
+  for (size_t i = 0; i < 200; ++i) {
     std::optional<Request> r = w.Next();
     ASSERT_TRUE(r.has_value());
     ASSERT_EQ(r->prompt.size(), trace->input_length(i));
@@ -86,7 +86,7 @@ TEST(TraceTest, SharedTraceTokensFollowBlockIds) {
       }
     }
   }
-  EXPECT_GT(checked_repeats, 500u);
+  EXPECT_GT(checked_repeats, 300u);
 }
 
 TEST(TraceTest, SharedIdsShareTokensAndPartialBlocksArePrefixes) {
