@@ -123,9 +123,7 @@ void Node::Leave() {
   if (left_) return;
   MemberUpdate bye = SelfUpdate(MemberState::kLeft);
   for (MemberRec* m : RandomLive(2 * static_cast<size_t>(config_.gossip_fanout), {})) {
-    Message msg = NewMessage(MsgType::kPushPull);
-    msg.members.push_back(bye);
-    Send(m->address, std::move(msg));
+    for (int copy = 0; copy < 2; ++copy) SendNotice(m->address, bye);
   }
   left_ = true;
   // Stops every timer: pending ones see an expired token.
@@ -766,8 +764,20 @@ void Node::HandleHeader(const Address& from, const Header& h) {
 void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8_t> payload) {
   ++counters_.msgs_received;
   counters_.bytes_received += payload.size();
-  if (left_ || !started_) {
+  if (!started_) {
     ++counters_.dropped_after_leave;
+    return;
+  }
+  if (left_) {
+    // Gone, but whoever still talks to us missed the goodbye: repeat it, at most once a
+    // second per address, so the sender records "left" rather than suspecting a failure.
+    ++counters_.dropped_after_leave;
+    const TimePoint now = scheduler_.clock().Now();
+    auto [it, fresh] = goodbye_sent_.try_emplace(from, now);
+    if (!fresh && now - it->second < std::chrono::seconds(1)) return;
+    it->second = now;
+    if (!framer_.Open(channel, payload).ok()) return;
+    SendNotice(from, SelfUpdate(MemberState::kLeft));
     return;
   }
   Result<OpenedBody> opened = framer_.Open(channel, payload);

@@ -83,7 +83,8 @@ class Node final : public MessageSink {
   // Starts probing and gossip, and joins through `seeds` (addresses; its own is skipped). With no
   // seeds it starts a cluster of one. Contacts the seeds again while it knows no other member.
   void Start(std::span<const Address> seeds);
-  // Leaves gracefully: tells up to 2 * fanout members, then stops all activity.
+  // Leaves gracefully: tells up to 2 * fanout members (twice each), then stops all activity
+  // except answering anyone who still writes to it with its "left" notice.
   void Leave();
 
   // Replaces the node's load report; recomputes the overload flag (hysteresis) and publishes both.
@@ -253,6 +254,7 @@ class Node final : public MessageSink {
   TimePoint last_load_write_{};
   OverloadTracker overload_;
   Counters counters_;
+  std::map<Address, TimePoint> goodbye_sent_;  // after Leave: last "left" notice per address
 };
 
 }  // namespace hearsay::gossip

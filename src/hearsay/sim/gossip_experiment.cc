@@ -219,7 +219,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   Duration t{};
   const Duration end = warmup + measured;
   const Duration hard_end = end + 30s;
-  double event_credit = 0;
+  std::vector<double> credit(static_cast<size_t>(n), 0.0);
   std::vector<BlockEvent> events;
   while (t < hard_end) {
     const bool measuring = t >= warmup && t < end;
@@ -234,20 +234,17 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     // Workload, in 10 ms ticks within each 50 ms step.
     if (t < end) {
       for (Duration sub{}; sub < step; sub += tick) {
-        event_credit += o.churn * ToSeconds(tick);
-        const int budget = static_cast<int>(event_credit);
-        event_credit -= budget;
+        // Each node earns churn * tick events of credit and issues requests while it has
+        // credit; a request's events are charged after the fact, so the rate holds on average.
         for (int i = 0; i < n; ++i) {
           if (!c.up(i)) continue;
-          int made = 0;
-          while (made < budget) {
+          credit[i] += o.churn * ToSeconds(tick);
+          int attempts = 0;
+          while (credit[i] > 0 && attempts++ < 64) {
             events.clear();
             caches[i].Insert(prompts.Draw(node_rng[i]), &events);
-            if (events.empty()) {
-              if (++made > budget * 4 + 8) break;  // all hits: do not spin forever
-              continue;
-            }
-            made += static_cast<int>(events.size());
+            if (events.empty()) continue;
+            credit[i] -= static_cast<double>(events.size());
             events_total += events.size();
             c.node(i).PublishCacheEvents(events);
             if (measuring) {
