@@ -201,6 +201,9 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   uint64_t events_total = 0;
   double bytes_before = 0, msgs_before = 0, bytes_killed = 0, msgs_killed = 0;
   double detect_s = -1;
+  bool killed = false;
+  bool started_measuring = false;
+  bool ended = false;
   uint64_t acc_total = 0, acc_ok = 0, acc_exact = 0, acc_nonzero = 0;
   double acc_abs_err = 0;
   const int query_rounds = 10;
@@ -223,8 +226,12 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   std::vector<BlockEvent> events;
   while (t < hard_end) {
     const bool measuring = t >= warmup && t < end;
-    if (t == warmup) sum_counters(&bytes_before, &msgs_before);
-    if (t == end) {
+    if (!started_measuring && t >= warmup) {
+      started_measuring = true;
+      sum_counters(&bytes_before, &msgs_before);
+    }
+    if (!ended && t >= end) {
+      ended = true;
       double b = 0, m = 0;
       sum_counters(&b, &m);
       bytes_killed += b;
@@ -264,12 +271,13 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     }
     t += step;
     // Kill.
-    if (t == kill_at) {
+    if (!killed && t >= kill_at) {
+      killed = true;
       bytes_killed += static_cast<double>(c.node(victim).counters().bytes_sent);
       msgs_killed += static_cast<double>(c.node(victim).counters().msgs_sent);
       c.Crash(victim);
     }
-    if (t > kill_at && detect_s < 0) {
+    if (killed && detect_s < 0) {
       bool all = true;
       for (int k = 0; k < n && all; ++k) {
         if (k == victim || !c.up(k)) continue;
