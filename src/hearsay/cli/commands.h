@@ -8,5 +8,7 @@
 namespace hearsay::cli {
 
 void AddKeygenCommand(CLI::App& app, int& exit_code);
+// `hearsay sim`: one simulator run (sim_command.cc).
+void AddSimCommand(CLI::App& app, int& exit_code);
 
 }  // namespace hearsay::cli

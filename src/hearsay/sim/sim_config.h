@@ -50,8 +50,8 @@ struct SimConfig {
   // MMLU prefix variants per subject, >= 1.
   uint32_t variants = 1;
   // "poisson", "bursty" (Gamma gaps with burst_cv) or "trace" (the trace's own timestamps; only
-  // for workload "trace", and its default there).
-  std::string arrivals = "poisson";
+  // for workload "trace"). Empty: the workload's default ("trace" for traces, else "poisson").
+  std::string arrivals;
   double burst_cv = 3.0;
   // How a request picks its entry node: "uniform" or "sticky" (per client).
   std::string entry = "uniform";

@@ -1,0 +1,94 @@
+// `hearsay sim`: one simulator run (sim/sim_run.h), printed as a summary or one JSON object.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "hearsay/cli/commands.h"
+#include "hearsay/cli/experiment_command.h"
+#include "hearsay/sim/sim_config.h"
+#include "hearsay/sim/sim_run.h"
+
+namespace hearsay::cli {
+
+namespace {
+
+// A one-line progress bar on stderr, redrawn in place.
+void DrawProgress(uint64_t done, uint64_t total) {
+  const int width = 40;
+  const double f = total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total);
+  const int filled = static_cast<int>(f * width);
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.resize(width, '.');
+  std::fprintf(stderr, "\r[%s] %3d%% %llu/%llu", bar.c_str(), static_cast<int>(f * 100),
+               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
+  if (done >= total) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+void AddSimCommand(CLI::App& app, int& exit_code) {
+  auto config = std::make_shared<sim::SimConfig>();
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("sim", "Simulate a cluster in virtual time and print its figures");
+  sim::SimConfig& c = *config;
+  cmd->add_option("--workload", c.workload, "mmlu, trace or chat")->capture_default_str();
+  cmd->add_option("--trace", c.trace_path, "Mooncake-format JSONL trace (--workload trace)");
+  cmd->add_option("--nodes", c.nodes, "Cluster size")->capture_default_str();
+  cmd->add_option("--policy", c.policy, "Routing policy")->capture_default_str();
+  cmd->add_option("--delay-ms", c.delay_ms, "One-way network delay, ms")->capture_default_str();
+  cmd->add_option("--zipf", c.zipf, "Zipf exponent of prefix popularity")->capture_default_str();
+  cmd->add_option("--rho", c.rho, "Target utilization of cluster capacity")->capture_default_str();
+  cmd->add_option("--requests", c.requests, "Requests to simulate")->capture_default_str();
+  cmd->add_option("--capacity-tokens", c.capacity_tokens, "KV cache per engine, tokens")
+      ->capture_default_str();
+  cmd->add_option("--gossip-ms", c.gossip_ms, "Gossip interval, ms")->capture_default_str();
+  cmd->add_option("--seed", c.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--engine-preset", c.engine_preset, "Engine cost model preset")
+      ->capture_default_str();
+  cmd->add_flag("--cot", c.cot, "MMLU chain-of-thought outputs");
+  cmd->add_option("--variants", c.variants, "MMLU prefix variants per subject")
+      ->capture_default_str();
+  cmd->add_option("--arrivals", c.arrivals, "poisson, bursty or trace (default per workload)");
+  cmd->add_option("--burst-cv", c.burst_cv, "Gap CV for bursty arrivals")->capture_default_str();
+  cmd->add_option("--entry", c.entry, "uniform or sticky")->capture_default_str();
+  cmd->add_option("--loss", c.loss, "Gossip message loss probability")->capture_default_str();
+  cmd->add_option("--landmark-stride", c.landmark_stride, "Gossip landmark stride, blocks")
+      ->capture_default_str();
+  cmd->add_flag("--json", *json, "Print one JSON object");
+  auto experiment = std::make_shared<ExperimentCliFlags>();
+  AddExperimentFlags(cmd, experiment.get());
+  cmd->callback([config, json, experiment, &exit_code] {
+    if (!experiment->experiment.empty()) {
+      exit_code = RunExperimentCli(*experiment);
+      return;
+    }
+    sim::ProgressFn progress;
+    if (isatty(STDERR_FILENO)) progress = DrawProgress;
+    Result<sim::SimSummary> r = sim::RunSim(*config, progress);
+    if (!r.ok()) {
+      std::fprintf(stderr, "hearsay sim: %s\n", r.status().ToString().c_str());
+      exit_code = 2;
+      return;
+    }
+    const sim::SimSummary& s = *r;
+    if (*json) {
+      std::printf("%s\n", sim::ToJson(s).dump().c_str());
+      return;
+    }
+    std::printf(
+        "policy %s, %d nodes, %llu requests (%llu failed) in %.1f s simulated at %.1f req/s\n"
+        "ttft ms: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f   e2e mean %.2f ms\n"
+        "hit rate %.3f  forwarded %.3f  load cov %.3f  retries %llu\n"
+        "gossip %.0f bytes/node/s   speed %.0f simulated requests per wall second\n",
+        config->policy.c_str(), config->nodes, static_cast<unsigned long long>(s.requests),
+        static_cast<unsigned long long>(s.failed), s.sim_seconds, s.arrival_rate_per_s,
+        s.mean_ttft_ms, s.p50_ttft_ms, s.p90_ttft_ms, s.p99_ttft_ms, s.mean_e2e_ms, s.hit_rate,
+        s.forwarded_frac, s.load_cov, static_cast<unsigned long long>(s.retries),
+        s.gossip_bytes_per_node_s, s.sim_requests_per_wall_s);
+  });
+}
+
+}  // namespace hearsay::cli

@@ -1,0 +1,74 @@
+// PeerClient: how a node's core hands a request to another node and hears its streamed answer.
+//
+// The entry node forwards a request at most once (the hop marker `forwarded` is set on the copy it
+// sends), and the receiving node serves it on its own engine. The answer streams back as events to
+// a ResponseSink: OnFirstToken (with the serving engine's cached-token count, the evidence that
+// corrects routing estimates), then OnComplete; or OnError at any point. An error before the first
+// token (`before_first_token`) means nothing was served: the entry node retries elsewhere, so the
+// client never loses the request.
+//
+// The same ResponseSink interface is what a node reports to its own client with, so one request
+// type and one sink type serve clients, forwards and the simulator alike.
+//
+// Implementations: the simulator delivers to the target node after a sampled one-way delay and
+// relays events back after another (sim/sim_cluster.h); the daemon will speak HTTP (net/).
+// Ownership: a sink is borrowed and must stay valid until its terminal callback (OnComplete or
+// OnError). Thread-safety: callbacks run on the core's thread, never inside Forward() itself.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hearsay/common/ids.h"
+#include "hearsay/common/status.h"
+
+namespace hearsay {
+
+// One generation request, as clients and peers send it. Token ids as prefix::TokenId.
+struct PeerRequest {
+  // Chosen by the sender; unique among the sender's live requests to one sink.
+  uint64_t id = 0;
+  std::vector<uint32_t> prompt;
+  // Tokens to generate, >= 1.
+  uint32_t max_output_tokens = 1;
+  // Simulator only: the answer's tokens (see engine::EngineRequest::scripted_output).
+  std::vector<uint32_t> scripted_output;
+  // The hop marker: set on a forwarded copy, which is never forwarded again.
+  bool forwarded = false;
+};
+
+// The first token of an answer.
+struct PeerFirstToken {
+  uint32_t prompt_tokens = 0;
+  // Prompt tokens the serving engine found cached.
+  uint32_t cached_tokens = 0;
+};
+
+// Final accounting (OpenAI `usage`).
+struct PeerUsage {
+  uint32_t prompt_tokens = 0;
+  uint32_t completion_tokens = 0;
+  uint32_t cached_tokens = 0;
+};
+
+// Receives the events of requests; each callback names its request.
+class ResponseSink {
+ public:
+  virtual ~ResponseSink() = default;
+  // The first output token exists (called at most once, before OnComplete).
+  virtual void OnFirstToken(uint64_t id, const PeerFirstToken& first) = 0;
+  // The answer finished; the last callback for this request.
+  virtual void OnComplete(uint64_t id, const PeerUsage& usage) = 0;
+  // The request failed; the last callback. `before_first_token` says nothing was served yet.
+  virtual void OnError(uint64_t id, const Status& status, bool before_first_token) = 0;
+};
+
+class PeerClient {
+ public:
+  virtual ~PeerClient() = default;
+  // Sends `request` to the node at `to`; its events reach `sink` later, ending with exactly one
+  // terminal callback. An unreachable peer gives OnError(before_first_token = true).
+  virtual void Forward(const Address& to, PeerRequest request, ResponseSink* sink) = 0;
+};
+
+}  // namespace hearsay

@@ -1,0 +1,417 @@
+#include "hearsay/node/node.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "hearsay/route/registry.h"
+
+namespace hearsay::node {
+
+class Node::ForwardSink final : public ResponseSink {
+ public:
+  explicit ForwardSink(Node& node) : node_(node) {}
+  void OnFirstToken(uint64_t id, const PeerFirstToken& first) override {
+    node_.OnForwardFirst(id, first);
+  }
+  void OnComplete(uint64_t id, const PeerUsage& usage) override {
+    node_.OnForwardComplete(id, usage);
+  }
+  void OnError(uint64_t id, const Status& status, bool before_first_token) override {
+    node_.OnForwardError(id, status, before_first_token);
+  }
+
+ private:
+  Node& node_;
+};
+
+Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, engine::Engine& engine,
+                                           prefix::BlockKeyer keyer, Scheduler& scheduler, Rng& rng,
+                                           Transport& transport, PeerClient& peer_client,
+                                           gossip::Framer* framer) {
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<route::Policy> policy,
+                           route::MakePolicy(options.policy, options.policy_options));
+  if (options.gossip.landmark_stride == 0) {
+    return InvalidArgumentError("gossip landmark_stride must be >= 1");
+  }
+  std::unique_ptr<Node> node(
+      new Node(std::move(options), engine, keyer, scheduler, rng, std::move(policy), peer_client));
+  const NodeOptions& o = node->options_;
+  node->gossip_ = std::make_unique<gossip::Node>(o.id, o.generation, o.address, o.gossip, scheduler,
+                                                 rng, transport, framer, node.get());
+  return node;
+}
+
+Node::Node(NodeOptions options, engine::Engine& engine, prefix::BlockKeyer keyer,
+           Scheduler& scheduler, Rng& rng, std::unique_ptr<route::Policy> policy,
+           PeerClient& peer_client)
+    : options_(std::move(options)),
+      engine_(engine),
+      keyer_(keyer),
+      scheduler_(scheduler),
+      rng_(rng),
+      policy_(std::move(policy)),
+      peer_client_(peer_client),
+      forward_sink_(std::make_unique<ForwardSink>(*this)),
+      peer_index_(prefix::PeerIndexOptions{options_.max_peers, uint64_t{1} << 24, rng.NextU64()}) {}
+
+Node::~Node() {
+  // Requests served here must not call back into a destroyed node.
+  for (auto& [token, p] : pending_) {
+    if (p.slot == 0) engine_.Cancel(token);
+  }
+}
+
+void Node::Start(std::span<const Address> seeds) {
+  gossip_->Start(seeds);
+  PublishTick();
+}
+
+void Node::PublishTick() {
+  events_scratch_.clear();
+  engine_.DrainCacheEvents(events_scratch_);
+  if (!events_scratch_.empty()) gossip_->PublishCacheEvents(events_scratch_);
+  const engine::EngineLoad l = engine_.Load();
+  gossip::LoadReport r;
+  r.queue_depth = l.waiting_requests;
+  r.running = l.running_requests;
+  r.kv_used_tokens = l.kv_used_tokens;
+  r.kv_capacity_tokens = l.kv_capacity_tokens;
+  r.prefill_ms_per_token = l.prefill_ms_per_token;
+  // Only a change is worth a new version (and its gossip bytes); heartbeats cover the rest.
+  if (!last_load_ || !(r == *last_load_)) {
+    gossip_->SetLoad(r);
+    last_load_ = r;
+  }
+  RefreshMembers();
+  std::weak_ptr<int> alive = alive_;
+  scheduler_.RunAfter(options_.publish_interval, [this, alive] {
+    if (!alive.expired()) PublishTick();
+  });
+}
+
+void Node::RefreshMembers() {
+  members_dirty_ = false;
+  for (const gossip::MemberView& m : gossip_->Members()) {
+    std::optional<prefix::PeerSlot> s = peer_index_.FindSlot(m.id);
+    if (!s || *s >= peers_.size()) continue;
+    Peer& p = peers_[*s];
+    if (p.generation != m.generation) continue;
+    p.address = m.address;
+    p.live = m.state == gossip::MemberState::kAlive;
+    p.one_way = m.rtt_ms ? FromMillis(*m.rtt_ms / 2) : options_.default_one_way_delay;
+  }
+}
+
+Node::Peer* Node::EnsurePeer(const NodeId& id, Generation generation) {
+  Result<prefix::PeerSlot> s = peer_index_.ObservePeer(id, generation);
+  if (!s.ok()) return nullptr;
+  if (*s >= peers_.size()) peers_.resize(*s + 1);
+  Peer& p = peers_[*s];
+  if (p.id != id || p.generation != generation) {
+    policy_->OnMemberReset(*s + 1);
+    const bool known_address = p.id == id;
+    Address address = known_address ? p.address : Address{};
+    p = Peer{};
+    p.id = id;
+    p.address = known_address ? address : id;
+    p.generation = generation;
+    p.one_way = options_.default_one_way_delay;
+    members_dirty_ = true;
+  }
+  return &p;
+}
+
+void Node::OnMemberChanged(const NodeId& id, Generation generation, gossip::MemberState state) {
+  members_dirty_ = true;
+  if (state == gossip::MemberState::kAlive || state == gossip::MemberState::kSuspect) {
+    if (Peer* p = EnsurePeer(id, generation)) p->live = state == gossip::MemberState::kAlive;
+    return;
+  }
+  std::optional<prefix::PeerSlot> s = peer_index_.FindSlot(id);
+  if (!s) return;
+  peer_index_.RemovePeer(id).IgnoreError();
+  policy_->OnMemberReset(*s + 1);
+  if (*s < peers_.size()) peers_[*s] = Peer{};
+}
+
+void Node::OnPeerCacheEvents(const NodeId& id, Generation generation,
+                             std::span<const prefix::BlockEvent> events) {
+  if (EnsurePeer(id, generation) == nullptr) return;
+  peer_index_.ApplyEvents(id, generation, events).IgnoreError();
+}
+
+void Node::OnPeerCacheSnapshot(const NodeId& id, Generation generation,
+                               std::span<const prefix::BlockEvent> live) {
+  if (EnsurePeer(id, generation) == nullptr) return;
+  std::vector<prefix::BlockKey> keys;
+  keys.reserve(live.size());
+  for (const auto& e : live) keys.push_back(e.key);
+  peer_index_.ApplySnapshot(id, generation, keys).IgnoreError();
+}
+
+void Node::OnPeerLoad(const NodeId& id, Generation generation, const gossip::LoadReport& load) {
+  Peer* p = EnsurePeer(id, generation);
+  if (p == nullptr) return;
+  p->has_load = true;
+  p->load = load;
+  p->load_at = scheduler_.clock().Now();
+}
+
+uint32_t Node::EstimatePeerCachedTokens(const NodeId& peer,
+                                        std::span<const uint32_t> prompt) const {
+  std::optional<prefix::PeerSlot> s = peer_index_.FindSlot(peer);
+  if (!s) return 0;
+  std::vector<prefix::BlockKey> keys = keyer_.Keys(prompt);
+  const uint32_t stride = options_.gossip.landmark_stride;
+  std::vector<prefix::BlockKey> marks;
+  for (size_t i = 0; i < keys.size(); i += stride) marks.push_back(keys[i]);
+  std::vector<uint32_t> out(peer_index_.slot_limit());
+  if (!peer_index_.Match(marks, out).ok()) return 0;
+  const uint32_t m = out[*s];
+  const uint64_t blocks = m == 0 ? 0 : uint64_t{m - 1} * stride + 1;
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(blocks * keyer_.tokens_per_block(), prompt.size()));
+}
+
+void Node::Submit(PeerRequest request, ResponseSink* sink) {
+  const uint64_t token = next_token_++;
+  if (!request.forwarded) ++stats_.client_requests;
+  if (request.prompt.empty() || request.max_output_tokens == 0) {
+    ++stats_.rejected;
+    const uint64_t client_id = request.id;
+    std::weak_ptr<int> alive = alive_;
+    scheduler_.Post([alive, sink, client_id] {
+      if (alive.expired()) return;
+      sink->OnError(client_id,
+                    InvalidArgumentError("a request needs a non-empty prompt and max_tokens >= 1"),
+                    true);
+    });
+    return;
+  }
+  Pending& p = pending_[token];
+  p.client_id = request.id;
+  p.sink = sink;
+  p.request = std::move(request);
+  p.arrived = scheduler_.clock().Now();
+  if (p.request.forwarded) {
+    ServeHere(token);
+    return;
+  }
+  keyer_.AppendKeys(p.request.prompt, &p.keys);
+  Route(token);
+}
+
+void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
+  const TimePoint now = scheduler_.clock().Now();
+  candidates_.clear();
+  route::Candidate self;
+  self.slot = 0;
+  self.node_id = options_.id;
+  self.is_self = true;
+  self.cached_tokens = static_cast<uint32_t>(engine_.CachedPrefixTokens(prompt));
+  self.cache_exact = true;
+  const engine::EngineLoad l = engine_.Load();
+  self.load.queued = l.waiting_requests;
+  self.load.running = l.running_requests;
+  self.load.queued_prefill_tokens = l.waiting_prefill_tokens;
+  self.load.running_context_tokens = l.kv_pinned_tokens;
+  self.load.kv_used_tokens = l.kv_used_tokens;
+  self.load.kv_capacity_tokens = l.kv_capacity_tokens;
+  self.load.queue_wait = l.estimated_queue_wait;
+  self.load.overloaded = gossip_->overloaded();
+  candidates_.push_back(self);
+
+  const uint32_t stride = options_.gossip.landmark_stride;
+  const uint32_t block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
+  if (exact_ == nullptr) {
+    landmarks_.clear();
+    for (size_t i = 0; i < p.keys.size(); i += stride) landmarks_.push_back(p.keys[i]);
+    match_.assign(peer_index_.slot_limit(), 0);
+    peer_index_.Match(landmarks_, match_).IgnoreError();
+  }
+  for (size_t s = 0; s < peers_.size(); ++s) {
+    const Peer& peer = peers_[s];
+    if (peer.id.empty() || !peer.live) continue;
+    route::Candidate c;
+    c.slot = static_cast<route::Slot>(s + 1);
+    c.node_id = peer.id;
+    c.usable = std::find(p.excluded.begin(), p.excluded.end(), c.slot) == p.excluded.end();
+    c.one_way_delay = peer.one_way;
+    if (exact_ != nullptr) {
+      c.cached_tokens = exact_->CachedTokens(peer.id, prompt).value_or(0);
+      c.cache_exact = true;
+      if (std::optional<engine::EngineLoad> el = exact_->Load(peer.id)) {
+        c.load.queued = el->waiting_requests;
+        c.load.running = el->running_requests;
+        c.load.queued_prefill_tokens = el->waiting_prefill_tokens;
+        c.load.running_context_tokens = el->kv_pinned_tokens;
+        c.load.kv_used_tokens = el->kv_used_tokens;
+        c.load.kv_capacity_tokens = el->kv_capacity_tokens;
+        c.load.queue_wait = el->estimated_queue_wait;
+      }
+    } else {
+      const uint32_t m = s < match_.size() ? match_[s] : 0;
+      const uint64_t blocks = m == 0 ? 0 : uint64_t{m - 1} * stride + 1;
+      c.cached_tokens =
+          static_cast<uint32_t>(std::min<uint64_t>(blocks * block_tokens, prompt.size()));
+      c.cache_age = peer.has_load ? now - peer.load_at : Duration{0};
+      if (peer.has_load) {
+        c.load.queued = peer.load.queue_depth;
+        c.load.running = peer.load.running;
+        c.load.kv_used_tokens = peer.load.kv_used_tokens;
+        c.load.kv_capacity_tokens = peer.load.kv_capacity_tokens;
+        c.load.overloaded = peer.load.overloaded;
+        c.load.age = now - peer.load_at;
+      }
+    }
+    candidates_.push_back(c);
+  }
+}
+
+void Node::Route(uint64_t token) {
+  Pending& p = pending_.at(token);
+  if (members_dirty_) RefreshMembers();
+  BuildCandidates(p, p.request.prompt);
+  route::RouteRequest rr;
+  rr.request_id = token;
+  rr.now = scheduler_.clock().Now();
+  rr.prompt_tokens = static_cast<uint32_t>(p.request.prompt.size());
+  rr.key_chain = p.keys;
+  rr.block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
+  rr.entry_slot = 0;
+  const route::Decision d = policy_->Choose(rr, candidates_, rng_);
+  route::Slot slot = d.slot;
+  if (slot != 0 && (slot - 1 >= peers_.size() || peers_[slot - 1].id.empty())) slot = 0;
+  policy_->OnSent(slot, rr);
+  p.slot = slot;
+  p.estimated_cached = d.estimated_cached_tokens;
+  if (slot == 0) {
+    ServeHere(token);
+    return;
+  }
+  ++p.attempts;
+  ++stats_.forward_attempts;
+  PeerRequest copy;
+  copy.id = token;
+  copy.prompt = p.request.prompt;
+  copy.max_output_tokens = p.request.max_output_tokens;
+  copy.scripted_output = p.request.scripted_output;
+  copy.forwarded = true;
+  peer_client_.Forward(peers_[slot - 1].address, std::move(copy), forward_sink_.get());
+}
+
+void Node::ServeHere(uint64_t token) {
+  Pending& p = pending_.at(token);
+  p.slot = 0;
+  engine::EngineRequest er;
+  er.id = token;
+  er.prompt = std::move(p.request.prompt);
+  er.max_output_tokens = p.request.max_output_tokens;
+  er.scripted_output = std::move(p.request.scripted_output);
+  Status s = engine_.Submit(std::move(er), this);
+  if (s.ok()) return;
+  ++stats_.failed;
+  std::weak_ptr<int> alive = alive_;
+  scheduler_.Post([this, alive, token, s] {
+    if (alive.expired()) return;
+    auto it = pending_.find(token);
+    if (it == pending_.end()) return;
+    ResponseSink* sink = it->second.sink;
+    const uint64_t client_id = it->second.client_id;
+    pending_.erase(it);
+    sink->OnError(client_id, s, true);
+  });
+}
+
+void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  Pending& p = it->second;
+  ++stats_.served;
+  stats_.served_prompt_tokens += first.prompt_tokens;
+  stats_.served_cached_tokens += first.cached_tokens;
+  p.first_sent = true;
+  if (!p.request.forwarded) {
+    route::Outcome o;
+    o.slot = 0;
+    o.request_id = id;
+    o.now = scheduler_.clock().Now();
+    o.prompt_tokens = first.prompt_tokens;
+    o.estimated_cached_tokens = p.estimated_cached;
+    o.actual_cached_tokens = first.cached_tokens;
+    o.ttft = o.now - p.arrived;
+    policy_->OnOutcome(o);
+  }
+  p.sink->OnFirstToken(p.client_id, PeerFirstToken{first.prompt_tokens, first.cached_tokens});
+}
+
+void Node::OnComplete(engine::RequestId id, const engine::Usage& usage) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  ResponseSink* sink = it->second.sink;
+  const uint64_t client_id = it->second.client_id;
+  pending_.erase(it);
+  sink->OnComplete(client_id,
+                   PeerUsage{usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens});
+}
+
+void Node::OnError(engine::RequestId id, const Status& status) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  ResponseSink* sink = it->second.sink;
+  const uint64_t client_id = it->second.client_id;
+  const bool before = !it->second.first_sent;
+  pending_.erase(it);
+  ++stats_.failed;
+  sink->OnError(client_id, status, before);
+}
+
+void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
+  auto it = pending_.find(token);
+  if (it == pending_.end() || it->second.slot == 0) return;
+  Pending& p = it->second;
+  ++stats_.forwarded_out;
+  p.first_sent = true;
+  route::Outcome o;
+  o.slot = p.slot;
+  o.request_id = token;
+  o.now = scheduler_.clock().Now();
+  o.prompt_tokens = first.prompt_tokens;
+  o.estimated_cached_tokens = p.estimated_cached;
+  o.actual_cached_tokens = first.cached_tokens;
+  o.ttft = o.now - p.arrived;
+  policy_->OnOutcome(o);
+  p.sink->OnFirstToken(p.client_id, first);
+}
+
+void Node::OnForwardComplete(uint64_t token, const PeerUsage& usage) {
+  auto it = pending_.find(token);
+  if (it == pending_.end() || it->second.slot == 0) return;
+  ResponseSink* sink = it->second.sink;
+  const uint64_t client_id = it->second.client_id;
+  pending_.erase(it);
+  sink->OnComplete(client_id, usage);
+}
+
+void Node::OnForwardError(uint64_t token, const Status& status, bool before_first_token) {
+  auto it = pending_.find(token);
+  if (it == pending_.end() || it->second.slot == 0) return;
+  Pending& p = it->second;
+  if (before_first_token && !p.first_sent) {
+    ++stats_.forward_failures;
+    p.excluded.push_back(p.slot);
+    if (p.attempts < options_.max_forward_attempts) {
+      Route(token);
+    } else {
+      ServeHere(token);
+    }
+    return;
+  }
+  ResponseSink* sink = p.sink;
+  const uint64_t client_id = p.client_id;
+  pending_.erase(it);
+  ++stats_.failed;
+  sink->OnError(client_id, status, false);
+}
+
+}  // namespace hearsay::node

@@ -1,0 +1,223 @@
+// node::Node: the composition root. One node = its engine + a gossip::Node + a PeerIndex of what
+// peers hold + a routing Policy + the BlockKeyer of its namespace. The simulator builds one per
+// simulated machine; the daemon will build one per process.
+//
+// One request (Submit):
+//   1. validate (an empty prompt or zero max tokens is the client's error: OnError, nothing else
+//      changes); cut the prompt into its block key chain;
+//   2. a request carrying the hop marker is served here; otherwise build one route::Candidate per
+//      member: self with the exact cached tokens of its own engine, every live peer with the
+//      gossiped estimate from the PeerIndex, its gossiped load, smoothed RTT / 2 as the one-way
+//      delay, its overload flag and the age of the view; dead and left peers are skipped;
+//   3. the policy picks; serve on the own engine or forward once through the PeerClient with the
+//      hop marker set;
+//   4. a forward that fails before the first token is retried on the next choice of the policy
+//      with the failed peer excluded (at most max_forward_attempts forwards), and then served
+//      here: the client never loses the request;
+//   5. the first token's cached-token count goes back to the policy (OnOutcome).
+//
+// Landmarks and granularity: gossip publishes only blocks whose index is a multiple of the
+// landmark stride s. The node queries the PeerIndex with the landmark sub-chain
+// [k_0, k_s, k_2s, ...]; m matched landmarks mean blocks 0..(m-1)s are held, so the estimate is
+// (m-1)s + 1 blocks (0 when m = 0), at most s - 1 blocks below the truth for a fresh view.
+//
+// Periodic work (every publish_interval): drain the engine's cache events into gossip
+// (PublishCacheEvents), report its load (SetLoad), and refresh the peers' addresses and RTTs from
+// the gossip node's member views.
+//
+// Exact view (simulator only): with an ExactClusterView set, peers' cached tokens and load come
+// from it (exact, instant) instead of gossip; the `oracle` policy needs it.
+//
+// Ownership: the node owns its gossip::Node, PeerIndex and Policy; it borrows the engine,
+// scheduler, rng, transport, framer, peer client and exact view, which must outlive it. Sinks
+// passed to Submit must stay valid until their terminal callback. Destroying the node drops its
+// pending work without callbacks (a crash).
+// Thread-safety: none; everything runs on the core's thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hearsay/common/ids.h"
+#include "hearsay/common/status.h"
+#include "hearsay/engine/engine.h"
+#include "hearsay/env/peer_client.h"
+#include "hearsay/env/rng.h"
+#include "hearsay/env/scheduler.h"
+#include "hearsay/env/transport.h"
+#include "hearsay/gossip/config.h"
+#include "hearsay/gossip/framer.h"
+#include "hearsay/gossip/listener.h"
+#include "hearsay/gossip/node.h"
+#include "hearsay/prefix/block_keys.h"
+#include "hearsay/prefix/peer_index.h"
+#include "hearsay/route/policy.h"
+#include "hearsay/route/policy_options.h"
+
+namespace hearsay::node {
+
+// Exact, instant knowledge of every engine (simulator only; the oracle's input).
+class ExactClusterView {
+ public:
+  virtual ~ExactClusterView() = default;
+  // The prompt tokens `peer`'s engine holds now, or nullopt if the peer is unknown or down.
+  virtual std::optional<uint32_t> CachedTokens(const NodeId& peer,
+                                               std::span<const uint32_t> prompt) const = 0;
+  // `peer`'s engine load now.
+  virtual std::optional<engine::EngineLoad> Load(const NodeId& peer) const = 0;
+};
+
+struct NodeOptions {
+  NodeId id;
+  Generation generation = 1;
+  Address address;
+  gossip::Config gossip;
+  // Registry name of the routing policy, and its options.
+  std::string policy = "hearsay";
+  route::PolicyOptions policy_options;
+  // How often engine cache events and load go to gossip.
+  Duration publish_interval = FromMillis(100);
+  // One-way delay assumed for a peer whose RTT has not been measured yet.
+  Duration default_one_way_delay = FromMillis(1);
+  // Forwards tried for one request before it is served here.
+  int max_forward_attempts = 2;
+  // Peers the PeerIndex sizes itself for.
+  size_t max_peers = 256;
+};
+
+// Counters of one node (monotone).
+struct NodeStats {
+  uint64_t client_requests = 0;   // Submit calls without the hop marker
+  uint64_t forwarded_out = 0;     // client requests served by a peer (counted at first token)
+  uint64_t forward_attempts = 0;  // forwards sent
+  uint64_t forward_failures = 0;  // forwards that failed before the first token
+  uint64_t served = 0;            // requests this node's engine produced a first token for
+  uint64_t served_prompt_tokens = 0;
+  uint64_t served_cached_tokens = 0;
+  uint64_t rejected = 0;  // invalid requests
+  uint64_t failed = 0;    // requests that ended in OnError for the client
+};
+
+class Node final : public gossip::Listener, public engine::EngineObserver {
+ public:
+  // Builds the node and its gossip::Node (not started). NOT_FOUND / INVALID_ARGUMENT if the
+  // policy cannot be built.
+  static Result<std::unique_ptr<Node>> Create(NodeOptions options, engine::Engine& engine,
+                                              prefix::BlockKeyer keyer, Scheduler& scheduler,
+                                              Rng& rng, Transport& transport,
+                                              PeerClient& peer_client,
+                                              gossip::Framer* framer = nullptr);
+  ~Node() override;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Starts gossip (joining through `seeds`) and the periodic publishing.
+  void Start(std::span<const Address> seeds);
+
+  // Takes one request (from a client, or from a peer when request.forwarded is set); its events
+  // reach `sink`, ending with exactly one terminal callback, never from inside Submit.
+  void Submit(PeerRequest request, ResponseSink* sink);
+
+  // Uses exact global knowledge instead of gossip for peers' caches and loads (simulator only).
+  void SetExactView(const ExactClusterView* view) { exact_ = view; }
+
+  // The network message sink of the gossip node (hosts deliver gossip messages here).
+  MessageSink& gossip_sink() { return *gossip_; }
+  const gossip::Node& gossip() const { return *gossip_; }
+  const NodeId& id() const { return options_.id; }
+  const NodeStats& stats() const { return stats_; }
+  const route::Policy& policy() const { return *policy_; }
+  const prefix::PeerIndex& peer_index() const { return peer_index_; }
+  // Estimated cached tokens of `prompt` at `peer` from the gossiped view (0 if unknown).
+  uint32_t EstimatePeerCachedTokens(const NodeId& peer, std::span<const uint32_t> prompt) const;
+
+  // gossip::Listener.
+  void OnMemberChanged(const NodeId& id, Generation generation, gossip::MemberState state) override;
+  void OnPeerCacheEvents(const NodeId& id, Generation generation,
+                         std::span<const prefix::BlockEvent> events) override;
+  void OnPeerCacheSnapshot(const NodeId& id, Generation generation,
+                           std::span<const prefix::BlockEvent> live) override;
+  void OnPeerLoad(const NodeId& id, Generation generation, const gossip::LoadReport& load) override;
+
+  // engine::EngineObserver (the node's own engine).
+  void OnFirstToken(engine::RequestId id, const engine::FirstToken& first) override;
+  void OnComplete(engine::RequestId id, const engine::Usage& usage) override;
+  void OnError(engine::RequestId id, const Status& status) override;
+
+ private:
+  // What this node believes about one peer; indexed by its PeerIndex slot.
+  struct Peer {
+    NodeId id;
+    Address address;
+    Generation generation = 0;
+    bool live = false;
+    bool has_load = false;
+    gossip::LoadReport load;
+    TimePoint load_at{};
+    Duration one_way{0};
+  };
+  // One request this node accepted from a client or a peer.
+  // Invariants: exactly one of engine_id (served here) or a forward is in flight while live.
+  struct Pending {
+    uint64_t client_id = 0;
+    ResponseSink* sink = nullptr;
+    PeerRequest request;
+    std::vector<prefix::BlockKey> keys;
+    TimePoint arrived{};
+    route::Slot slot = 0;
+    uint32_t estimated_cached = 0;
+    int attempts = 0;
+    std::vector<route::Slot> excluded;
+    bool first_sent = false;
+  };
+  // Forwarded-to-peer events come back through this adapter.
+  class ForwardSink;
+
+  Node(NodeOptions options, engine::Engine& engine, prefix::BlockKeyer keyer, Scheduler& scheduler,
+       Rng& rng, std::unique_ptr<route::Policy> policy, PeerClient& peer_client);
+
+  void Route(uint64_t token);
+  void ServeHere(uint64_t token);
+  void BuildCandidates(const Pending& p, std::span<const uint32_t> prompt);
+  void PublishTick();
+  void RefreshMembers();
+  Peer* EnsurePeer(const NodeId& id, Generation generation);
+  void Finish(uint64_t token);
+  // Forward events.
+  void OnForwardFirst(uint64_t token, const PeerFirstToken& first);
+  void OnForwardComplete(uint64_t token, const PeerUsage& usage);
+  void OnForwardError(uint64_t token, const Status& status, bool before_first_token);
+
+  NodeOptions options_;
+  engine::Engine& engine_;
+  prefix::BlockKeyer keyer_;
+  Scheduler& scheduler_;
+  Rng& rng_;
+  std::unique_ptr<route::Policy> policy_;
+  PeerClient& peer_client_;
+  std::unique_ptr<ForwardSink> forward_sink_;
+  std::unique_ptr<gossip::Node> gossip_;
+  const ExactClusterView* exact_ = nullptr;
+  prefix::PeerIndex peer_index_;
+  // Invariants: peers_[s] describes the peer in PeerIndex slot s (live iff the index holds it);
+  // route slot = PeerIndex slot + 1; route slot 0 is self.
+  std::vector<Peer> peers_;
+  bool members_dirty_ = true;
+  // Live requests by token; engine request ids are the tokens of requests served here.
+  std::unordered_map<uint64_t, Pending> pending_;
+  uint64_t next_token_ = 1;
+  std::vector<prefix::BlockEvent> events_scratch_;
+  std::vector<route::Candidate> candidates_;
+  std::vector<prefix::BlockKey> landmarks_;
+  std::vector<uint32_t> match_;
+  std::optional<gossip::LoadReport> last_load_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  NodeStats stats_;
+};
+
+}  // namespace hearsay::node

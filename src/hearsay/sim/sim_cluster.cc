@@ -1,0 +1,253 @@
+#include "hearsay/sim/sim_cluster.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace hearsay::sim {
+
+class SimCluster::Client final : public PeerClient {
+ public:
+  Client(SimCluster& cluster, int index) : cluster_(cluster), index_(index) {}
+  void Forward(const Address& to, PeerRequest request, ResponseSink* sink) override {
+    cluster_.Forward(index_, to, std::move(request), sink);
+  }
+
+ private:
+  SimCluster& cluster_;
+  int index_;
+};
+
+// Receives a target node's events for a relayed request (id = relay id) and sends them back.
+class SimCluster::RelaySink final : public ResponseSink {
+ public:
+  explicit RelaySink(SimCluster& cluster) : c_(cluster) {}
+  void OnFirstToken(uint64_t rid, const PeerFirstToken& first) override {
+    auto it = c_.relays_.find(rid);
+    if (it == c_.relays_.end() || it->second.done) return;
+    it->second.first_sent = true;
+    c_.Back(rid, [first](Relay& r) { r.sink->OnFirstToken(r.origin_id, first); });
+  }
+  void OnComplete(uint64_t rid, const PeerUsage& usage) override {
+    auto it = c_.relays_.find(rid);
+    if (it == c_.relays_.end() || it->second.done) return;
+    it->second.done = true;
+    c_.Back(rid, [usage](Relay& r) { r.sink->OnComplete(r.origin_id, usage); });
+  }
+  void OnError(uint64_t rid, const Status& status, bool before_first_token) override {
+    auto it = c_.relays_.find(rid);
+    if (it == c_.relays_.end() || it->second.done) return;
+    it->second.done = true;
+    c_.Back(rid, [status, before_first_token](Relay& r) {
+      r.sink->OnError(r.origin_id, status, before_first_token);
+    });
+  }
+
+ private:
+  SimCluster& c_;
+};
+
+namespace {
+SimNetwork::Options NetOptions(const SimClusterOptions& o) {
+  SimNetwork::Options n;
+  n.seed = o.seed * 0x9e3779b97f4a7c15ULL + 7;
+  const Duration d = FromMillis(o.delay_ms);
+  n.defaults.latency = LatencyModel::Uniform(d, d + FromMillis(o.delay_ms * o.delay_jitter));
+  n.defaults.loss = o.loss;
+  return n;
+}
+}  // namespace
+
+Result<std::unique_ptr<SimCluster>> SimCluster::Create(const SimClusterOptions& options) {
+  if (options.nodes < 1) return InvalidArgumentError("a cluster needs at least one node");
+  if (!(options.loss >= 0 && options.loss < 1))
+    return InvalidArgumentError("loss must be in [0, 1)");
+  prefix::BlockKeyerOptions ko;
+  ko.tokens_per_block = options.block_tokens;
+  HEARSAY_ASSIGN_OR_RETURN(
+      prefix::BlockKeyer keyer,
+      prefix::BlockKeyer::Create("hearsay-simulated-cluster-secret", "sim-model", "", ko));
+  std::unique_ptr<SimCluster> c(new SimCluster(options, keyer));
+  for (int i = 0; i < options.nodes; ++i) {
+    Member& m = c->members_[i];
+    m.proxy = std::make_unique<Proxy>();
+    m.client = std::make_unique<Client>(*c, i);
+    HEARSAY_ASSIGN_OR_RETURN(Transport * t, c->net_.Attach(Name(i), m.proxy.get()));
+    HEARSAY_RETURN_IF_ERROR(c->Build(i, *t));
+  }
+  return c;
+}
+
+SimCluster::SimCluster(const SimClusterOptions& options, prefix::BlockKeyer keyer)
+    : options_(options),
+      net_(scheduler_, NetOptions(options)),
+      rng_(options.seed),
+      delay_rng_(options.seed ^ 0x5bd1e995u),
+      keyer_(keyer),
+      relay_sink_(std::make_unique<RelaySink>(*this)) {
+  for (int i = 0; i < std::min(2, options.nodes); ++i) seeds_.push_back(Name(i));
+  members_.resize(static_cast<size_t>(options.nodes));
+}
+
+SimCluster::~SimCluster() {
+  for (auto& m : members_) {
+    if (m.proxy) m.proxy->node = nullptr;
+    m.node.reset();
+    m.engine.reset();
+    m.sched.reset();
+  }
+}
+
+std::string SimCluster::Name(int i) {
+  std::string s = std::to_string(i);
+  s.insert(s.begin(), 'n');  // not "n" + ...: GCC 12 warns falsely (-Wrestrict) on that
+  return s;
+}
+
+int SimCluster::IndexOf(const Address& address) const {
+  if (address.size() < 2 || address[0] != 'n') return -1;
+  int v = 0;
+  for (size_t k = 1; k < address.size(); ++k) {
+    if (address[k] < '0' || address[k] > '9') return -1;
+    v = v * 10 + (address[k] - '0');
+    if (v >= size()) return -1;
+  }
+  return v;
+}
+
+Status SimCluster::Build(int i, Transport& transport) {
+  Member& m = members_[i];
+  m.rng = std::make_unique<Rng>(rng_.Fork());
+  m.sched = std::make_unique<ScopedScheduler>(scheduler_);
+  engine::SimEngineOptions eo = options_.engine;
+  eo.seed = m.rng->NextU64();
+  HEARSAY_ASSIGN_OR_RETURN(m.engine, engine::SimEngine::Create(*m.sched, eo, keyer_));
+  node::NodeOptions no;
+  no.id = Name(i);
+  no.generation = m.generation;
+  no.address = Name(i);
+  no.gossip = options_.gossip;
+  no.policy = options_.policy;
+  no.policy_options = options_.policy_options;
+  no.publish_interval = options_.publish_interval;
+  no.default_one_way_delay = FromMillis(options_.delay_ms);
+  no.max_peers = static_cast<size_t>(std::max(options_.nodes, 2));
+  HEARSAY_ASSIGN_OR_RETURN(m.node, node::Node::Create(std::move(no), *m.engine, keyer_, *m.sched,
+                                                      *m.rng, transport, *m.client));
+  if (options_.policy == "oracle") m.node->SetExactView(this);
+  m.proxy->node = m.node.get();
+  m.up = true;
+  return OkStatus();
+}
+
+void SimCluster::StartAll() {
+  for (auto& m : members_) {
+    if (m.up) m.node->Start(seeds_);
+  }
+}
+
+void SimCluster::Crash(int i) {
+  Member& m = members_[i];
+  if (!m.up) return;
+  net_.Crash(Name(i)).IgnoreError();
+  m.sched->CancelAll();
+  m.proxy->node = nullptr;
+  m.node.reset();
+  m.engine.reset();
+  m.up = false;
+  // Forwards served by the crashed node fail back to their entry nodes.
+  for (auto& [rid, r] : relays_) {
+    if (r.to != i || r.done || !r.delivered) continue;
+    r.done = true;
+    const bool before = !r.first_sent;
+    Back(rid, [before](Relay& x) {
+      x.sink->OnError(x.origin_id, UnavailableError("peer crashed"), before);
+    });
+  }
+}
+
+Status SimCluster::Restart(int i) {
+  Member& m = members_[i];
+  if (m.up) return FailedPreconditionError("node is up");
+  ++m.generation;
+  HEARSAY_ASSIGN_OR_RETURN(Transport * t, net_.Restart(Name(i), m.proxy.get()));
+  HEARSAY_RETURN_IF_ERROR(Build(i, *t));
+  m.node->Start(seeds_);
+  return OkStatus();
+}
+
+uint64_t SimCluster::gossip_bytes_sent() const { return net_.TotalCounters().bytes_sent; }
+
+std::optional<uint32_t> SimCluster::CachedTokens(const NodeId& peer,
+                                                 std::span<const uint32_t> prompt) const {
+  const int i = IndexOf(peer);
+  if (i < 0 || !members_[i].up) return std::nullopt;
+  return static_cast<uint32_t>(members_[i].engine->CachedPrefixTokens(prompt));
+}
+
+std::optional<engine::EngineLoad> SimCluster::Load(const NodeId& peer) const {
+  const int i = IndexOf(peer);
+  if (i < 0 || !members_[i].up) return std::nullopt;
+  return members_[i].engine->Load();
+}
+
+Duration SimCluster::SampleDelay() {
+  const double d = options_.delay_ms * (1 + options_.delay_jitter * delay_rng_.UniformDouble());
+  return FromMillis(d);
+}
+
+template <typename F>
+void SimCluster::Back(uint64_t rid, F fn) {
+  auto it = relays_.find(rid);
+  if (it == relays_.end()) return;
+  Relay& r = it->second;
+  // The answer streams over one connection: events arrive in the order they were sent.
+  const TimePoint at = std::max(scheduler_.Now() + SampleDelay(), r.back_at);
+  r.back_at = at;
+  const bool terminal = r.done;
+  scheduler_.RunAfter(at - scheduler_.Now(), [this, rid, fn, terminal] {
+    auto it = relays_.find(rid);
+    if (it == relays_.end()) return;
+    Relay& x = it->second;
+    const Member& from = members_[x.from];
+    if (from.up && from.generation == x.from_generation) fn(x);
+    if (terminal) relays_.erase(it);
+  });
+}
+
+void SimCluster::Forward(int from, const Address& to, PeerRequest request, ResponseSink* sink) {
+  const uint64_t rid = next_relay_++;
+  Relay& r = relays_[rid];
+  r.from = from;
+  r.from_generation = members_[from].generation;
+  r.origin_id = request.id;
+  r.sink = sink;
+  r.to = IndexOf(to);
+  if (r.to < 0 || !members_[r.to].up) {
+    // Connection refused: the error comes back after a round trip.
+    r.done = true;
+    r.back_at = scheduler_.Now() + SampleDelay();  // the connection attempt's trip out
+    Back(rid, [](Relay& x) {
+      x.sink->OnError(x.origin_id, UnavailableError("peer unreachable"), true);
+    });
+    return;
+  }
+  r.to_generation = members_[r.to].generation;
+  request.id = rid;
+  scheduler_.RunAfter(SampleDelay(), [this, rid, req = std::move(request)]() mutable {
+    auto it = relays_.find(rid);
+    if (it == relays_.end()) return;
+    Relay& x = it->second;
+    const Member& target = members_[x.to];
+    if (!target.up || target.generation != x.to_generation) {
+      x.done = true;
+      Back(rid, [](Relay& y) {
+        y.sink->OnError(y.origin_id, UnavailableError("peer unreachable"), true);
+      });
+      return;
+    }
+    x.delivered = true;
+    target.node->Submit(std::move(req), relay_sink_.get());
+  });
+}
+
+}  // namespace hearsay::sim

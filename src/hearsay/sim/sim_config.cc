@@ -1,0 +1,61 @@
+#include "hearsay/sim/sim_config.h"
+
+#include <cmath>
+#include <string>
+
+namespace hearsay::sim {
+
+namespace {
+Status Bad(const std::string& what) { return InvalidArgumentError("sim config: " + what); }
+bool Finite(double x) { return std::isfinite(x); }
+}  // namespace
+
+Status ValidateSimConfig(const SimConfig& c) {
+  if (c.workload != "mmlu" && c.workload != "trace" && c.workload != "chat") {
+    return Bad("--workload must be mmlu, trace or chat (got '" + c.workload + "')");
+  }
+  if (c.workload == "trace" && c.trace_path.empty())
+    return Bad("--workload trace needs --trace FILE");
+  if (c.nodes < 1 || c.nodes > 4096) return Bad("--nodes must be in [1, 4096]");
+  if (c.policy.empty()) return Bad("--policy must name a policy");
+  if (!Finite(c.delay_ms) || c.delay_ms < 0 || c.delay_ms > 60000) {
+    return Bad("--delay-ms must be in [0, 60000]");
+  }
+  if (!Finite(c.delay_jitter) || c.delay_jitter < 0 || c.delay_jitter > 10) {
+    return Bad("delay jitter must be in [0, 10]");
+  }
+  if (!Finite(c.zipf) || c.zipf < 0 || c.zipf > 10) return Bad("--zipf must be in [0, 10]");
+  if (!Finite(c.rho) || c.rho <= 0 || c.rho > 100) return Bad("--rho must be in (0, 100]");
+  if (c.requests == 0 && c.workload != "trace") return Bad("--requests must be >= 1");
+  if (c.requests > (uint64_t{1} << 32)) return Bad("--requests must be <= 2^32");
+  if (c.capacity_tokens < 1024 || c.capacity_tokens >= (uint64_t{1} << 32)) {
+    return Bad("--capacity-tokens must be in [1024, 2^32)");
+  }
+  if (!Finite(c.gossip_ms) || c.gossip_ms < 1 || c.gossip_ms > 600000) {
+    return Bad("--gossip-ms must be in [1, 600000]");
+  }
+  if (c.engine_preset.empty()) return Bad("--engine-preset must name a preset");
+  if (c.variants < 1 || c.variants > 1000) return Bad("--variants must be in [1, 1000]");
+  if (!c.arrivals.empty() && c.arrivals != "poisson" && c.arrivals != "bursty" &&
+      c.arrivals != "trace") {
+    return Bad("--arrivals must be poisson, bursty or trace");
+  }
+  if (c.arrivals == "trace" && c.workload != "trace") {
+    return Bad("--arrivals trace needs --workload trace");
+  }
+  if (!Finite(c.burst_cv) || c.burst_cv <= 0 || c.burst_cv > 100) {
+    return Bad("--burst-cv must be in (0, 100]");
+  }
+  if (c.entry != "uniform" && c.entry != "sticky") return Bad("--entry must be uniform or sticky");
+  if (!Finite(c.loss) || c.loss < 0 || c.loss >= 1) return Bad("--loss must be in [0, 1)");
+  if (c.landmark_stride < 1 || c.landmark_stride > 1024) {
+    return Bad("landmark stride must be in [1, 1024]");
+  }
+  if (c.block_tokens < 1 || c.block_tokens > 4096) return Bad("block tokens must be in [1, 4096]");
+  if (!Finite(c.warmup_ms) || c.warmup_ms < 0 || c.warmup_ms > 3.6e6) {
+    return Bad("warmup must be in [0, 3600000] ms");
+  }
+  return OkStatus();
+}
+
+}  // namespace hearsay::sim

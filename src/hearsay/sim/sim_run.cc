@@ -1,0 +1,289 @@
+#include "hearsay/sim/sim_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "hearsay/engine/cost_model.h"
+#include "hearsay/sim/arrivals.h"
+#include "hearsay/sim/chat_workload.h"
+#include "hearsay/sim/mmlu_workload.h"
+#include "hearsay/sim/sim_cluster.h"
+#include "hearsay/sim/sim_metrics.h"
+#include "hearsay/sim/trace_workload.h"
+
+namespace hearsay::sim {
+
+namespace {
+
+// Decode steps are assumed to share their iteration with this many sequences.
+constexpr double kAssumedDecodeBatch = 32;
+
+std::string ArrivalsOf(const SimConfig& c) {
+  if (!c.arrivals.empty()) return c.arrivals;
+  return c.workload == "trace" ? "trace" : "poisson";
+}
+
+ArrivalOptions MakeArrivals(const SimConfig& c, double rate) {
+  ArrivalOptions a;
+  a.kind = ArrivalsOf(c) == "bursty" ? ArrivalKind::kGamma : ArrivalKind::kPoisson;
+  a.rate_per_s = rate;
+  a.cv = c.burst_cv;
+  return a;
+}
+
+EntryOptions MakeEntry(const SimConfig& c) {
+  EntryOptions e;
+  e.mode = c.entry == "sticky" ? EntryMode::kSticky : EntryMode::kUniform;
+  e.nodes = static_cast<uint32_t>(c.nodes);
+  e.clients = std::max<uint32_t>(64, static_cast<uint32_t>(c.nodes) * 16);
+  return e;
+}
+
+// Builds the configured workload at arrival rate `rate` (ignored for trace timestamps).
+Result<std::unique_ptr<Workload>> MakeWorkload(const SimConfig& c, double rate,
+                                               const std::shared_ptr<const Trace>& trace,
+                                               uint64_t requests) {
+  Rng rng(c.seed * 0x2545f4914f6cdd1dULL + 3);
+  if (c.workload == "mmlu") {
+    MmluOptions o;
+    o.num_requests = requests;
+    o.popularity = MmluPopularity::kZipf;
+    o.zipf_s = c.zipf;
+    o.variants = c.variants;
+    o.output = c.cot ? MmluOutput::kChainOfThought : MmluOutput::kFaithful;
+    o.arrivals = MakeArrivals(c, rate);
+    o.entry = MakeEntry(c);
+    HEARSAY_ASSIGN_OR_RETURN(MmluWorkload w, MmluWorkload::Create(o, std::move(rng)));
+    return std::unique_ptr<Workload>(new MmluWorkload(std::move(w)));
+  }
+  if (c.workload == "chat") {
+    ChatOptions o;
+    o.system_zipf_s = c.zipf;
+    o.num_conversations =
+        std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(requests) / o.MeanTurns()));
+    o.arrivals = MakeArrivals(c, rate);
+    o.entry = MakeEntry(c);
+    HEARSAY_ASSIGN_OR_RETURN(ChatWorkload w, ChatWorkload::Create(o, std::move(rng)));
+    return std::unique_ptr<Workload>(new ChatWorkload(std::move(w)));
+  }
+  TraceWorkloadOptions o;
+  o.max_requests = requests;
+  if (ArrivalsOf(c) != "trace") o.arrivals = MakeArrivals(c, rate);
+  o.entry = MakeEntry(c);
+  HEARSAY_ASSIGN_OR_RETURN(TraceWorkload w, TraceWorkload::Create(trace, o, std::move(rng)));
+  return std::unique_ptr<Workload>(new TraceWorkload(std::move(w)));
+}
+
+// The mean service time of one request on one engine, in ms: the prefill work of its whole
+// prompt (no cache credit) plus its decode steps, with the per-iteration overhead t0 shared by
+// the tokens of a full iteration (prefill) or by kAssumedDecodeBatch sequences (decode).
+double ServiceMs(const engine::CostParams& p, double prompt, double output, double budget) {
+  const double prefill = p.a_ms_per_token * prompt + p.b_ms_per_token2 * prompt * prompt / 2 +
+                         p.t0_ms * prompt / budget;
+  const double decode = output * (p.d1_ms_per_seq + p.d2_ms_per_ctx_token * (prompt + output / 2) +
+                                  p.t0_ms / kAssumedDecodeBatch);
+  return prefill + decode;
+}
+
+// Receives every client request's events (at its entry node).
+class ClientSink final : public ResponseSink {
+ public:
+  ClientSink(VirtualScheduler& s, size_t expected) : s_(s) {
+    arrival_.reserve(expected);
+    ttft_ms_.reserve(expected);
+  }
+  void Arrived(uint64_t id) {
+    if (id >= arrival_.size()) arrival_.resize(id + 1);
+    arrival_[id] = s_.Now();
+  }
+  void OnFirstToken(uint64_t id, const PeerFirstToken&) override {
+    ttft_ms_.push_back(ToMillis(s_.Now() - arrival_[id]));
+  }
+  void OnComplete(uint64_t id, const PeerUsage&) override {
+    e2e_sum_ms_ += ToMillis(s_.Now() - arrival_[id]);
+    ++done_;
+    last_ = s_.Now();
+  }
+  void OnError(uint64_t, const Status&, bool) override {
+    ++failed_;
+    last_ = s_.Now();
+  }
+  uint64_t finished() const { return done_ + failed_; }
+
+  VirtualScheduler& s_;
+  std::vector<TimePoint> arrival_;
+  std::vector<double> ttft_ms_;
+  double e2e_sum_ms_ = 0;
+  uint64_t done_ = 0;
+  uint64_t failed_ = 0;
+  TimePoint last_{};
+};
+
+}  // namespace
+
+nlohmann::json ToJson(const SimSummary& s) {
+  nlohmann::json j;
+  j["mean_ttft_ms"] = s.mean_ttft_ms;
+  j["p50_ttft_ms"] = s.p50_ttft_ms;
+  j["p90_ttft_ms"] = s.p90_ttft_ms;
+  j["p99_ttft_ms"] = s.p99_ttft_ms;
+  j["mean_e2e_ms"] = s.mean_e2e_ms;
+  j["hit_rate"] = s.hit_rate;
+  j["forwarded_frac"] = s.forwarded_frac;
+  j["load_cov"] = s.load_cov;
+  j["gossip_bytes_per_node_s"] = s.gossip_bytes_per_node_s;
+  j["requests"] = s.requests;
+  j["failed"] = s.failed;
+  j["retries"] = s.retries;
+  j["sim_seconds"] = s.sim_seconds;
+  j["per_node_work"] = s.per_node_work;
+  j["per_node_served"] = s.per_node_served;
+  j["arrival_rate_per_s"] = s.arrival_rate_per_s;
+  j["sim_requests_per_wall_s"] = s.sim_requests_per_wall_s;
+  j["wall_seconds"] = s.wall_seconds;
+  return j;
+}
+
+Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(config));
+  HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cost,
+                           engine::CostModel::FromPreset(config.engine_preset));
+
+  std::shared_ptr<const Trace> trace;
+  uint64_t total = config.requests;
+  if (config.workload == "trace") {
+    HEARSAY_ASSIGN_OR_RETURN(Trace t, Trace::LoadFile(config.trace_path, TraceOptions{}));
+    const uint64_t n = t.size();
+    trace = std::make_shared<const Trace>(std::move(t));
+    total = total == 0 ? n : std::min<uint64_t>(total, n);
+    if (total == 0) return InvalidArgumentError("the trace is empty");
+  }
+
+  engine::SimEngineOptions eo;
+  eo.cost = cost.params();
+  eo.kv_capacity_tokens = config.capacity_tokens;
+
+  // Arrival rate: rho x nodes / mean service time, measured on a probe of the workload.
+  double rate = 1.0;
+  {
+    HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<Workload> probe,
+                             MakeWorkload(config, 1.0, trace, std::min<uint64_t>(total, 2000)));
+    double prompt = 0, output = 0, n = 0;
+    while (std::optional<Request> r = probe->Next()) {
+      prompt += static_cast<double>(r->prompt.size());
+      output += std::max<double>(1, r->output_tokens);
+      n += 1;
+      if (n >= 2000) break;
+    }
+    if (n == 0) return InvalidArgumentError("the workload produced no requests");
+    const double service_ms =
+        ServiceMs(cost.params(), prompt / n, output / n, static_cast<double>(eo.token_budget));
+    HEARSAY_ASSIGN_OR_RETURN(rate,
+                             RateForUtilization(config.rho, FromMillis(service_ms), config.nodes));
+  }
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload,
+                           MakeWorkload(config, rate, trace, total));
+
+  SimClusterOptions co;
+  co.nodes = config.nodes;
+  co.seed = config.seed;
+  co.delay_ms = config.delay_ms;
+  co.delay_jitter = config.delay_jitter;
+  co.loss = config.loss;
+  co.gossip.gossip_interval = FromMillis(config.gossip_ms);
+  co.gossip.probe_interval = std::max(FromMillis(100), 5 * co.gossip.gossip_interval);
+  co.gossip.probe_timeout = co.gossip.probe_interval / 2;
+  co.gossip.landmark_stride = config.landmark_stride;
+  co.policy = config.policy;
+  const engine::CostParams& cp = cost.params();
+  co.policy_options.cost = route::PrefillCostModel{cp.t0_ms, cp.a_ms_per_token, cp.b_ms_per_token2,
+                                                   cp.d1_ms_per_seq, cp.d2_ms_per_ctx_token};
+  co.engine = eo;
+  co.block_tokens = config.block_tokens;
+  co.publish_interval = std::max(FromMillis(10), co.gossip.gossip_interval / 2);
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster, SimCluster::Create(co));
+
+  VirtualScheduler& sched = cluster->scheduler();
+  cluster->StartAll();
+  sched.RunFor(FromMillis(config.warmup_ms));
+  const TimePoint start = sched.Now();
+  const uint64_t bytes_at_start = cluster->gossip_bytes_sent();
+
+  ClientSink sink(sched, total);
+  std::optional<Request> next = workload->Next();
+  uint64_t issued = 0;
+  // Each arrival schedules the next one, so only one arrival timer is pending at a time.
+  std::function<void()> arm = [&] {
+    if (!next) return;
+    sched.RunAfter((start + next->arrival) - sched.Now(), [&] {
+      Request r = std::move(*next);
+      next = workload->Next();
+      if (issued + 1 >= total) next.reset();
+      ++issued;
+      sink.Arrived(r.id);
+      PeerRequest pr;
+      pr.id = r.id;
+      pr.prompt = std::move(r.prompt);
+      pr.max_output_tokens = std::max<uint32_t>(1, r.output_tokens);
+      cluster->node(static_cast<int>(r.entry_node) % cluster->size()).Submit(std::move(pr), &sink);
+      arm();
+    });
+  };
+  arm();
+
+  const uint64_t step = std::max<uint64_t>(1, total / 200);
+  uint64_t next_report = step;
+  while (next || sink.finished() < issued) {
+    if (!sched.Step()) break;
+    if (progress && sink.finished() >= next_report) {
+      progress(sink.finished(), total);
+      next_report = sink.finished() + step;
+    }
+  }
+  if (progress) progress(sink.finished(), total);
+
+  SimSummary s;
+  s.requests = sink.done_;
+  s.failed = sink.failed_;
+  s.arrival_rate_per_s = rate;
+  s.sim_seconds = std::max(0.0, ToSeconds(sink.last_ - start));
+  std::vector<double>& ttft = sink.ttft_ms_;
+  s.mean_ttft_ms = Mean(ttft);
+  s.p50_ttft_ms = Percentile(ttft, 0.50);
+  s.p90_ttft_ms = Percentile(ttft, 0.90);
+  s.p99_ttft_ms = Percentile(ttft, 0.99);
+  s.mean_e2e_ms = sink.done_ == 0 ? 0 : sink.e2e_sum_ms_ / static_cast<double>(sink.done_);
+  uint64_t prompt = 0, cached = 0, forwarded = 0, clients = 0;
+  for (int i = 0; i < cluster->size(); ++i) {
+    if (!cluster->up(i)) continue;
+    const node::NodeStats& st = cluster->node(i).stats();
+    prompt += st.served_prompt_tokens;
+    cached += st.served_cached_tokens;
+    forwarded += st.forwarded_out;
+    clients += st.client_requests;
+    s.retries += st.forward_failures;
+    s.per_node_work.push_back(
+        static_cast<double>(st.served_prompt_tokens - st.served_cached_tokens));
+    s.per_node_served.push_back(st.served);
+  }
+  s.hit_rate = prompt == 0 ? 0 : static_cast<double>(cached) / static_cast<double>(prompt);
+  s.forwarded_frac =
+      clients == 0 ? 0 : static_cast<double>(forwarded) / static_cast<double>(clients);
+  s.load_cov = CoefficientOfVariation(s.per_node_work);
+  if (s.sim_seconds > 0) {
+    s.gossip_bytes_per_node_s = static_cast<double>(cluster->gossip_bytes_sent() - bytes_at_start) /
+                                config.nodes / s.sim_seconds;
+  }
+  s.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  s.sim_requests_per_wall_s =
+      s.wall_seconds > 0 ? static_cast<double>(s.requests) / s.wall_seconds : 0;
+  return s;
+}
+
+}  // namespace hearsay::sim
