@@ -1,0 +1,82 @@
+#include "hearsay/cli/experiment_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "hearsay/sim/experiment.h"
+
+namespace hearsay::cli {
+
+void AddExperimentFlags(CLI::App* cmd, ExperimentCliFlags* f) {
+  cmd->add_option("--experiment", f->experiment, "Run a whole experiment sweep (paper)")
+      ->check(CLI::IsMember({"paper"}));
+  cmd->add_option("--out", f->out_dir, "Experiment output folder (CSV, PNG, report.md)");
+  cmd->add_flag("--quick", f->quick, "Experiment: a small sweep (smoke test)");
+  cmd->add_option("--seeds", f->seeds, "Experiment: seeds per point (default 3, quick 1)");
+  cmd->add_option("--exp-requests", f->exp_requests,
+                  "Experiment: requests per run (default 2000, quick 300)");
+  cmd->add_option("--policies", f->policies, "Experiment: comma-separated policies (default all)");
+  cmd->add_option("--exp-trace", f->trace, "Experiment: Mooncake trace ('' = no trace section)");
+  cmd->add_flag("--no-plots", f->no_plots, "Experiment: do not run gnuplot");
+}
+
+int RunExperimentCli(const ExperimentCliFlags& f) {
+  if (f.out_dir.empty()) {
+    std::fprintf(stderr, "hearsay sim --experiment: --out DIR is required\n");
+    return 2;
+  }
+  sim::ExperimentOptions o;
+  o.out_dir = f.out_dir;
+  o.quick = f.quick;
+  o.seeds = f.seeds;
+  o.requests = f.exp_requests;
+  if (!f.trace.empty() && std::filesystem::exists(f.trace)) o.trace_path = f.trace;
+  std::stringstream ps(f.policies);
+  for (std::string p; std::getline(ps, p, ',');) {
+    if (!p.empty()) o.policies.push_back(p);
+  }
+
+  const bool tty = isatty(fileno(stderr)) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  uint64_t last_runs = ~0ull;
+  auto progress = [&](uint64_t runs, uint64_t total, uint64_t rd, uint64_t rt) {
+    if (!tty && runs == last_runs) return;
+    last_runs = runs;
+    const double frac =
+        total == 0 ? 1.0
+                   : (static_cast<double>(runs) + (rt == 0 ? 0.0 : static_cast<double>(rd) / rt)) /
+                         static_cast<double>(total);
+    const int width = 30;
+    const int fill = static_cast<int>(frac * width);
+    const double t = elapsed();
+    const double eta = frac > 0.01 ? t / frac - t : 0;
+    std::fprintf(stderr, "%s[%.*s%*s] %llu/%llu runs  %.0fs elapsed, ~%.0fs left%s",
+                 tty ? "\r" : "", fill, "##############################", width - fill, "",
+                 static_cast<unsigned long long>(runs), static_cast<unsigned long long>(total), t,
+                 eta, tty ? "" : "\n");
+  };
+  Status s = sim::RunPaperExperiment(o, sim::RunSim, progress);
+  if (tty) std::fputc('\n', stderr);
+  if (!s.ok()) {
+    std::fprintf(stderr, "hearsay sim --experiment: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  if (!f.no_plots) {
+    const std::string cmd = "cd '" + f.out_dir + "' && gnuplot plots.gp";
+    if (std::system(cmd.c_str()) != 0) {
+      std::fprintf(stderr, "hearsay sim --experiment: gnuplot failed; the CSVs are written\n");
+    }
+  }
+  std::printf("%s/report.md written in %.1f s\n", f.out_dir.c_str(), elapsed());
+  return 0;
+}
+
+}  // namespace hearsay::cli

@@ -1,0 +1,35 @@
+// The `--experiment` mode of `hearsay sim`: flags and runner for sim/experiment.h's sweeps.
+//
+// `hearsay sim` (sim_command.cc) registers these flags on its subcommand with
+// AddExperimentFlags, and when `--experiment` is set, calls RunExperimentCli instead of a single
+// run. The CLI layer owns the wall clock (progress bar, elapsed time) and spawns gnuplot.
+//
+// Thread-safety: single-threaded CLI code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+namespace hearsay::cli {
+
+struct ExperimentCliFlags {
+  std::string experiment;  // "paper"; empty = not an experiment run.
+  std::string out_dir;
+  bool quick = false;
+  int seeds = 0;              // 0 = the experiment's default.
+  uint64_t exp_requests = 0;  // 0 = the experiment's default.
+  std::string policies;       // Comma-separated; empty = all.
+  std::string trace = "/work/shared/traces/mooncake-synthetic.jsonl";
+  bool no_plots = false;
+};
+
+// Registers --experiment, --out, --quick, --seeds, --exp-requests, --policies, --exp-trace and
+// --no-plots on `cmd`, bound to `flags` (which must outlive parsing).
+void AddExperimentFlags(CLI::App* cmd, ExperimentCliFlags* flags);
+
+// Runs the experiment `flags` names, prints progress to stderr and the output folder to stdout;
+// returns the process exit code (0 on success).
+int RunExperimentCli(const ExperimentCliFlags& flags);
+
+}  // namespace hearsay::cli
