@@ -1,0 +1,144 @@
+// node::Node in virtual time, on a SimCluster (real gossip over SimNetwork, SimEngines).
+#include "hearsay/node/node.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "hearsay/sim/sim_cluster.h"
+
+namespace hearsay::node {
+namespace {
+
+using sim::SimCluster;
+using sim::SimClusterOptions;
+
+// Records every event a client sees.
+struct Recorder final : ResponseSink {
+  struct Events {
+    bool first = false;
+    uint32_t cached = 0;
+    bool complete = false;
+    bool error = false;
+  };
+  std::map<uint64_t, Events> by_id;
+  void OnFirstToken(uint64_t id, const PeerFirstToken& f) override {
+    by_id[id].first = true;
+    by_id[id].cached = f.cached_tokens;
+  }
+  void OnComplete(uint64_t id, const PeerUsage&) override { by_id[id].complete = true; }
+  void OnError(uint64_t id, const Status&, bool) override { by_id[id].error = true; }
+};
+
+std::vector<uint32_t> Prompt(uint32_t shared_seed, uint32_t shared_len, uint32_t own_seed,
+                             uint32_t own_len) {
+  std::vector<uint32_t> p;
+  for (uint32_t i = 0; i < shared_len; ++i)
+    p.push_back(2000 + (shared_seed * 7919 + i * 31) % 20000);
+  for (uint32_t i = 0; i < own_len; ++i) p.push_back(2000 + (own_seed * 104729 + i * 17) % 20000);
+  return p;
+}
+
+PeerRequest Req(uint64_t id, std::vector<uint32_t> prompt, bool forwarded = false) {
+  PeerRequest r;
+  r.id = id;
+  r.prompt = std::move(prompt);
+  r.max_output_tokens = 1;
+  r.forwarded = forwarded;
+  return r;
+}
+
+std::unique_ptr<SimCluster> MakeCluster(const std::string& policy, int nodes = 3) {
+  SimClusterOptions o;
+  o.nodes = nodes;
+  o.seed = 7;
+  o.delay_ms = 1;
+  o.policy = policy;
+  o.gossip.gossip_interval = FromMillis(50);
+  o.gossip.probe_interval = FromMillis(250);
+  o.gossip.probe_timeout = FromMillis(125);
+  o.gossip.landmark_stride = 2;
+  o.publish_interval = FromMillis(25);
+  auto c = SimCluster::Create(o);
+  EXPECT_TRUE(c.ok());
+  (*c)->StartAll();
+  (*c)->scheduler().RunFor(FromSeconds(3));
+  return std::move(*c);
+}
+
+TEST(NodeTest, ClusterConverges) {
+  auto c = MakeCluster("hearsay");
+  for (int i = 0; i < c->size(); ++i) EXPECT_EQ(c->node(i).gossip().live_member_count(), 2u);
+}
+
+TEST(NodeTest, ForwardsToThePeerHoldingThePrefix) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  // Node B (1) serves a long prompt itself (hop marker set: served here).
+  c->node(1).Submit(Req(1, Prompt(1, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_TRUE(rec.by_id[1].complete);
+  EXPECT_GT(c->node(0).EstimatePeerCachedTokens("n1", Prompt(1, 2048, 2, 40)), 1500u);
+  // A sibling enters at A (0): it should go to B and hit B's cache.
+  c->node(0).Submit(Req(2, Prompt(1, 2048, 2, 40)), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_TRUE(rec.by_id[2].complete);
+  EXPECT_GT(rec.by_id[2].cached, 1500u);
+  EXPECT_EQ(c->node(0).stats().forwarded_out, 1u);
+  EXPECT_EQ(c->node(1).stats().served, 2u);
+}
+
+TEST(NodeTest, HopMarkerPreventsASecondForward) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  c->node(1).Submit(Req(1, Prompt(3, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  // A forwarded request entering at C (2) is served at C although B holds its prefix.
+  c->node(2).Submit(Req(2, Prompt(3, 2048, 2, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_TRUE(rec.by_id[2].complete);
+  EXPECT_EQ(c->node(2).stats().forward_attempts, 0u);
+  EXPECT_EQ(c->node(2).stats().served, 1u);
+  EXPECT_EQ(rec.by_id[2].cached, 0u);
+}
+
+TEST(NodeTest, PeerFailingBeforeFirstTokenCostsARetryNotTheRequest) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  c->node(1).Submit(Req(1, Prompt(5, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  // B crashes; A does not know yet and forwards to it; the forward fails and A retries.
+  c->Crash(1);
+  c->node(0).Submit(Req(2, Prompt(5, 2048, 2, 40)), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  EXPECT_TRUE(rec.by_id[2].complete);
+  EXPECT_FALSE(rec.by_id[2].error);
+  EXPECT_EQ(c->node(0).stats().forward_failures, 1u);
+}
+
+TEST(NodeTest, RestartedPeersOldCacheIsDropped) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  c->node(1).Submit(Req(1, Prompt(9, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_GT(c->node(0).EstimatePeerCachedTokens("n1", Prompt(9, 2048, 2, 40)), 0u);
+  c->Crash(1);
+  ASSERT_TRUE(c->Restart(1).ok());
+  c->scheduler().RunFor(FromSeconds(5));
+  EXPECT_EQ(c->node(0).EstimatePeerCachedTokens("n1", Prompt(9, 2048, 2, 40)), 0u);
+  EXPECT_EQ(c->node(0).peer_index().GenerationOf("n1").value_or(0), 2u);
+}
+
+TEST(NodeTest, BadRequestIsRejectedWithoutSideEffects) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  c->node(0).Submit(Req(1, {}), &rec);
+  c->scheduler().RunFor(FromMillis(10));
+  EXPECT_TRUE(rec.by_id[1].error);
+  EXPECT_EQ(c->node(0).stats().rejected, 1u);
+  EXPECT_EQ(c->node(0).stats().forward_attempts, 0u);
+}
+
+}  // namespace
+}  // namespace hearsay::node
