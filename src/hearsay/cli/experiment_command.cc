@@ -70,7 +70,7 @@ int RunExperimentCli(const ExperimentCliFlags& f) {
     return 1;
   }
   if (!f.no_plots) {
-    const std::string cmd = "cd '" + f.out_dir + "' && gnuplot plots.gp";
+    const std::string cmd = "cd '" + f.out_dir + "' && gnuplot plots.gp 2>gnuplot.log";
     if (std::system(cmd.c_str()) != 0) {
       std::fprintf(stderr, "hearsay sim --experiment: gnuplot failed; the CSVs are written\n");
     }
