@@ -1,0 +1,123 @@
+#include "hearsay/sim/sim_run.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "hearsay/sim/sim_metrics.h"
+
+namespace hearsay::sim {
+namespace {
+
+SimConfig Small(const std::string& policy) {
+  SimConfig c;
+  c.nodes = 4;
+  c.policy = policy;
+  c.requests = 1500;
+  c.warmup_ms = 2000;
+  return c;
+}
+
+TEST(SimRunTest, SameSeedSameSummary) {
+  auto a = RunSim(Small("hearsay"));
+  auto b = RunSim(Small("hearsay"));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok());
+  nlohmann::json ja = ToJson(*a), jb = ToJson(*b);
+  for (auto* j : {&ja, &jb}) {
+    j->erase("sim_requests_per_wall_s");
+    j->erase("wall_seconds");
+  }
+  EXPECT_EQ(ja, jb);
+  SimConfig other = Small("hearsay");
+  other.seed = 2;
+  auto d = RunSim(other);
+  ASSERT_TRUE(d.ok());
+  EXPECT_NE(d->mean_ttft_ms, a->mean_ttft_ms);
+}
+
+TEST(SimRunTest, SummarySanity) {
+  auto local = RunSim(Small("local"));
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(local->requests, 1500u);
+  EXPECT_EQ(local->failed, 0u);
+  EXPECT_EQ(local->forwarded_frac, 0.0);
+  EXPECT_GE(local->hit_rate, 0.0);
+  EXPECT_LE(local->hit_rate, 1.0);
+  EXPECT_LE(local->p50_ttft_ms, local->p90_ttft_ms);
+  EXPECT_LE(local->p90_ttft_ms, local->p99_ttft_ms);
+  EXPECT_GT(local->gossip_bytes_per_node_s, 0.0);
+  EXPECT_EQ(local->per_node_work.size(), 4u);
+
+  auto oracle = RunSim(Small("oracle"));
+  ASSERT_TRUE(oracle.ok());
+  EXPECT_GT(oracle->forwarded_frac, 0.2);
+  EXPECT_GT(oracle->hit_rate, local->hit_rate);
+  EXPECT_LT(oracle->mean_ttft_ms, local->mean_ttft_ms);
+}
+
+TEST(SimRunTest, ConfigValidation) {
+  SimConfig c;
+  EXPECT_TRUE(ValidateSimConfig(c).ok());
+  c.nodes = 0;
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+  c = SimConfig{};
+  c.workload = "nope";
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+  c = SimConfig{};
+  c.workload = "trace";
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+  c = SimConfig{};
+  c.rho = 0;
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+  c = SimConfig{};
+  c.loss = 1;
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+  c = SimConfig{};
+  c.policy = "no-such-policy";
+  c.requests = 10;
+  EXPECT_FALSE(RunSim(c).ok());
+  c = SimConfig{};
+  c.engine_preset = "no-such-preset";
+  EXPECT_EQ(RunSim(c).status().code(), StatusCode::kNotFound);
+}
+
+TEST(SimRunTest, TraceWorkloadRuns) {
+  // A small Mooncake-format trace: 300 requests over 10 shared 3-block prefixes.
+  const std::string path = ::testing::TempDir() + "/sim_run_test_trace.jsonl";
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 300; ++i) {
+      const int g = (i * 7) % 10;
+      out << "{\"timestamp\": " << i * 20 << ", \"input_length\": 1800, \"output_length\": 4, "
+          << "\"hash_ids\": [" << g * 3 << ", " << g * 3 + 1 << ", " << g * 3 + 2 << ", "
+          << 1000 + i << "]}\n";
+    }
+  }
+  SimConfig c = Small("hearsay");
+  c.workload = "trace";
+  c.trace_path = path;
+  c.requests = 0;
+  auto r = RunSim(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->requests, 0u);
+  EXPECT_EQ(r->requests, 300u);
+  EXPECT_EQ(r->failed, 0u);
+  EXPECT_GT(r->hit_rate, 0.3);
+}
+
+TEST(SimMetricsTest, PercentileAndCov) {
+  std::vector<double> v = {4, 1, 3, 2, 5};
+  EXPECT_DOUBLE_EQ(Percentile(v, 0.5), 3);
+  EXPECT_DOUBLE_EQ(Percentile(v, 0.0), 1);
+  EXPECT_DOUBLE_EQ(Percentile(v, 1.0), 5);
+  EXPECT_DOUBLE_EQ(Percentile(v, 0.25), 2);
+  std::vector<double> same = {2, 2, 2};
+  EXPECT_DOUBLE_EQ(CoefficientOfVariation(same), 0);
+  std::vector<double> two = {1, 3};
+  EXPECT_DOUBLE_EQ(CoefficientOfVariation(two), 0.5);
+}
+
+}  // namespace
+}  // namespace hearsay::sim
