@@ -58,7 +58,7 @@ struct SimConfig {
   // Probability that a network message is lost, in [0, 1).
   double loss = 0;
   // Gossip landmark stride (blocks), >= 1.
-  uint32_t landmark_stride = 4;
+  uint32_t landmark_stride = 16;
   // Tokens per block of the block key chain, >= 1.
   uint32_t block_tokens = 16;
   // Virtual time to warm up membership before the first request, in ms (>= 0).
