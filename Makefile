@@ -48,7 +48,7 @@ bench: build
 	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
 
 soak: build
-	HEARSAY_SOAK=1 ctest --preset release -L soak
+	ctest --test-dir build/release -L soak --output-on-failure
 
 format:
 	find src bench tests fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
