@@ -10,5 +10,9 @@ namespace hearsay::cli {
 void AddKeygenCommand(CLI::App& app, int& exit_code);
 // `hearsay sim`: one simulator run (sim_command.cc).
 void AddSimCommand(CLI::App& app, int& exit_code);
+// `hearsay demo`: the policy comparison table (demo_command.cc).
+void AddDemoCommand(CLI::App& app, int& exit_code);
+// `hearsay sim gossip`, registered under `sim`; returns the subcommand (sim_gossip_command.cc).
+CLI::App* AddSimGossipCommand(CLI::App& sim, int& exit_code);
 
 }  // namespace hearsay::cli

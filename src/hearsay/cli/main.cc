@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.add_subcommand("version", "Print the version")->callback([] { std::puts("hearsay 0.1.0"); });
   hearsay::cli::AddKeygenCommand(app, exit_code);
   hearsay::cli::AddSimCommand(app, exit_code);
+  hearsay::cli::AddDemoCommand(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -60,7 +60,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", *json, "Print one JSON object");
   auto experiment = std::make_shared<ExperimentCliFlags>();
   AddExperimentFlags(cmd, experiment.get());
-  cmd->callback([config, json, experiment, &exit_code] {
+  CLI::App* gossip = AddSimGossipCommand(*cmd, exit_code);
+  cmd->callback([config, json, experiment, gossip, &exit_code] {
+    if (gossip->parsed()) return;  // `hearsay sim gossip` ran its own callback
     if (!experiment->experiment.empty()) {
       exit_code = RunExperimentCli(*experiment);
       return;

@@ -1,0 +1,39 @@
+// `hearsay sim gossip`: the gossip experiment (membership, anti-entropy, cache summaries) in
+// virtual time. Prints one JSON object (docs/gossip.md explains every field).
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "hearsay/cli/commands.h"
+#include "hearsay/sim/gossip_experiment.h"
+
+namespace hearsay::cli {
+
+CLI::App* AddSimGossipCommand(CLI::App& sim, int& exit_code) {
+  auto options = std::make_shared<sim::GossipExperimentOptions>();
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = sim.add_subcommand(
+      "gossip", "Simulate gossip alone: convergence, failure detection, bandwidth, accuracy");
+  cmd->add_option("--nodes", options->nodes, "Nodes")->check(CLI::Range(2, 4096));
+  cmd->add_option("--loss", options->loss, "Message loss on every link, 0..1")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--duration", options->duration_s, "Measured virtual seconds")
+      ->check(CLI::Range(1.0, 86400.0));
+  cmd->add_option("--churn", options->churn, "Cache events per node per second")
+      ->check(CLI::Range(0.0, 1e7));
+  cmd->add_option("--seed", options->seed, "Seed");
+  cmd->add_option("--landmark-stride", options->landmark_stride,
+                  "Cache summary granularity, in blocks (1 = every block)")
+      ->check(CLI::Range(1u, 1u << 20));
+  cmd->add_option("--cache-blocks", options->cache_blocks, "Per-node cache capacity, in blocks")
+      ->check(CLI::Range(1u, 1u << 28));
+  cmd->add_flag("--json", *json, "Print JSON (the default and only format)");
+  cmd->callback([options, &exit_code] {
+    const nlohmann::json result = sim::RunGossipExperiment(*options);
+    std::printf("%s\n", result.dump(2).c_str());
+    exit_code = result.contains("error") ? 2 : 0;
+  });
+  return cmd;
+}
+
+}  // namespace hearsay::cli
