@@ -8,16 +8,11 @@
 namespace hearsay::route {
 namespace {
 
-class LeastLoadedPolicy final : public Policy {
+class LeastLoadedPolicy final : public SentCountingPolicy {
  public:
-  explicit LeastLoadedPolicy(const PolicyOptions& options) : horizon_(options.sent_horizon) {}
+  explicit LeastLoadedPolicy(const PolicyOptions& options) : SentCountingPolicy(options) {}
 
   std::string_view name() const override { return "least-loaded"; }
-
-  void OnSent(Slot slot, const RouteRequest& request) override {
-    ledger_.Record(slot, request.now, request.prompt_tokens);
-  }
-  void OnMemberReset(Slot slot) override { ledger_.Reset(slot); }
 
  protected:
   Decision DoChoose(const RouteRequest& request, std::span<const Candidate> candidates, int,
@@ -25,21 +20,17 @@ class LeastLoadedPolicy final : public Policy {
     uint64_t best = std::numeric_limits<uint64_t>::max();
     for (const Candidate& c : candidates) {
       if (IsUsable(c)) {
-        best = std::min(best, OutstandingRequests(c, ledger_, request.now, horizon_));
+        best = std::min(best, Outstanding(c, request.now));
       }
     }
     const int i = PickUniform(
         candidates,
         [&](const Candidate& c, size_t) {
-          return IsUsable(c) && OutstandingRequests(c, ledger_, request.now, horizon_) == best;
+          return IsUsable(c) && Outstanding(c, request.now) == best;
         },
         rng);
     return DecideFor(candidates[i], Reason::kLoadBalance);
   }
-
- private:
-  Duration horizon_;
-  SentLedger ledger_;
 };
 
 }  // namespace

@@ -6,16 +6,11 @@
 namespace hearsay::route {
 namespace {
 
-class P2cPolicy final : public Policy {
+class P2cPolicy final : public SentCountingPolicy {
  public:
-  explicit P2cPolicy(const PolicyOptions& options) : horizon_(options.sent_horizon) {}
+  explicit P2cPolicy(const PolicyOptions& options) : SentCountingPolicy(options) {}
 
   std::string_view name() const override { return "p2c"; }
-
-  void OnSent(Slot slot, const RouteRequest& request) override {
-    ledger_.Record(slot, request.now, request.prompt_tokens);
-  }
-  void OnMemberReset(Slot slot) override { ledger_.Reset(slot); }
 
  protected:
   Decision DoChoose(const RouteRequest& request, std::span<const Candidate> candidates, int,
@@ -25,14 +20,10 @@ class P2cPolicy final : public Policy {
     const int b = PickUniform(
         candidates, [&](const Candidate& c, size_t i) { return IsUsable(c) && int(i) != a; }, rng);
     if (b < 0) return DecideFor(candidates[a], Reason::kLoadBalance);
-    const uint64_t load_a = OutstandingRequests(candidates[a], ledger_, request.now, horizon_);
-    const uint64_t load_b = OutstandingRequests(candidates[b], ledger_, request.now, horizon_);
+    const uint64_t load_a = Outstanding(candidates[a], request.now);
+    const uint64_t load_b = Outstanding(candidates[b], request.now);
     return DecideFor(candidates[load_b < load_a ? b : a], Reason::kLoadBalance);
   }
-
- private:
-  Duration horizon_;
-  SentLedger ledger_;
 };
 
 }  // namespace

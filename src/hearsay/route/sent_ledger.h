@@ -25,6 +25,7 @@
 
 #include "hearsay/env/time.h"
 #include "hearsay/route/policy.h"
+#include "hearsay/route/policy_options.h"
 
 namespace hearsay::route {
 
@@ -76,5 +77,27 @@ inline uint64_t OutstandingRequests(const Candidate& c, const SentLedger& ledger
   return uint64_t{c.load.queued} + c.load.running +
          ledger.Unreported(c.slot, now, c.load.age, c.one_way_delay, horizon).requests;
 }
+
+// Base of the load balancers that count requests: records every dispatch in a SentLedger, so
+// Outstanding() adds what this node sent a member since its last load report.
+class SentCountingPolicy : public Policy {
+ public:
+  explicit SentCountingPolicy(const PolicyOptions& options) : horizon_(options.sent_horizon) {}
+
+  void OnSent(Slot slot, const RouteRequest& request) override {
+    ledger_.Record(slot, request.now, request.prompt_tokens);
+  }
+  void OnMemberReset(Slot slot) override { ledger_.Reset(slot); }
+
+ protected:
+  // OutstandingRequests() of `c` at `now`, with this node's own recent sends.
+  uint64_t Outstanding(const Candidate& c, TimePoint now) const {
+    return OutstandingRequests(c, ledger_, now, horizon_);
+  }
+
+ private:
+  Duration horizon_;
+  SentLedger ledger_;
+};
 
 }  // namespace hearsay::route
