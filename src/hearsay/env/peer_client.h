@@ -17,6 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "hearsay/common/ids.h"
@@ -35,6 +38,10 @@ struct PeerRequest {
   std::vector<uint32_t> scripted_output;
   // The hop marker: set on a forwarded copy, which is never forwarded again.
   bool forwarded = false;
+  // Daemon only, opaque to the core: the API path and body the client sent (an OpenAI request),
+  // which a forward replays unchanged to the serving node.
+  std::string api_path;
+  std::string api_body;
 };
 
 // The first token of an answer.
@@ -51,12 +58,23 @@ struct PeerUsage {
   uint32_t cached_tokens = 0;
 };
 
+// Output of an answer, in order: the first token's, then the rest (possibly several per event).
+// Engines that work in token ids fill `tokens`; producers that have text (an upstream engine, a
+// forwarded stream) fill `text`. Views are valid only during the callback.
+struct PeerOutput {
+  std::span<const uint32_t> tokens;
+  std::string_view text;
+};
+
 // Receives the events of requests; each callback names its request.
 class ResponseSink {
  public:
   virtual ~ResponseSink() = default;
   // The first output token exists (called at most once, before OnComplete).
   virtual void OnFirstToken(uint64_t id, const PeerFirstToken& first) = 0;
+  // Output, from the first token on (after OnFirstToken, before OnComplete). Hosts that stream
+  // the answer use it; the simulator does not need it.
+  virtual void OnOutput(uint64_t /*id*/, const PeerOutput& /*output*/) {}
   // The answer finished; the last callback for this request.
   virtual void OnComplete(uint64_t id, const PeerUsage& usage) = 0;
   // The request failed; the last callback. `before_first_token` says nothing was served yet.

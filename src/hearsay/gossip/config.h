@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "hearsay/env/time.h"
 #include "hearsay/gossip/types.h"
@@ -15,6 +16,9 @@ namespace hearsay::gossip {
 using namespace std::chrono_literals;
 
 struct Config {
+  // Where this node accepts forwarded requests (the daemon's HTTP address), announced with its
+  // membership; empty when peers forward to its gossip address (the simulator).
+  std::string api_address;
   // --- SWIM probing (one probe per interval; both scale with the local-health multiplier) ---
   Duration probe_interval = 1s;
   Duration probe_timeout = 500ms;  // direct ack deadline, then indirect probes

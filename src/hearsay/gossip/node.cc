@@ -275,11 +275,11 @@ void Node::AddHealth(int delta) {
 // Membership
 
 MemberUpdate Node::SelfUpdate(MemberState state) const {
-  return MemberUpdate{state, id_, address_, generation_, incarnation_, {}};
+  return MemberUpdate{state, id_, address_, generation_, incarnation_, {}, config_.api_address};
 }
 
 MemberUpdate Node::UpdateOf(const MemberRec& m) const {
-  MemberUpdate u{m.state, m.id, m.address, m.generation, m.incarnation, {}};
+  MemberUpdate u{m.state, m.id, m.address, m.generation, m.incarnation, {}, m.api_address};
   if (m.state == MemberState::kSuspect && !m.accusers.empty()) u.accuser = m.accusers.front();
   return u;
 }
@@ -395,6 +395,7 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
     MemberRec rec;
     rec.id = u.id;
     rec.address = u.address;
+    rec.api_address = u.api_address;
     rec.generation = u.generation;
     rec.incarnation = u.incarnation;
     rec.id_hash = HashId(u.id);
@@ -406,6 +407,9 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
   }
   MemberRec& m = it->second;
   if (u.generation < m.generation) return;
+  // A member sets its api address once per life, so any update of this life may fill it in
+  // (the first sighting may have come from a message header, which lacks it).
+  if (u.generation == m.generation && m.api_address.empty()) m.api_address = u.api_address;
   if (u.generation > m.generation) {
     // A new life: whatever we knew about the old one is void, its cache included.
     DropStore(m);
@@ -413,6 +417,7 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
     m.generation = u.generation;
     m.incarnation = u.incarnation;
     m.address = u.address;
+    m.api_address = u.api_address;
     m.has_rtt = false;
     const MemberState target = u.state == MemberState::kSuspect ? MemberState::kAlive : u.state;
     if (IsLive(m.state)) --live_count_;
@@ -428,6 +433,7 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
       if (u.incarnation > m.incarnation) {
         m.incarnation = u.incarnation;
         m.address = u.address;
+        m.api_address = u.api_address;
         if (m.state != MemberState::kAlive) SetState(m, MemberState::kAlive);
         Broadcast(u);
       } else if (m.state == MemberState::kSuspect || m.state == MemberState::kDead) {
@@ -742,7 +748,9 @@ void Node::HandleHeader(const Address& from, const Header& h) {
       (h.generation == it->second.generation && h.incarnation > it->second.incarnation)) {
     // Every header is the sender's own word on its identity: an unknown member, a new life, or
     // a higher incarnation (a refutation) counts as its "alive".
-    ApplyUpdate(MemberUpdate{MemberState::kAlive, h.sender, from, h.generation, h.incarnation, {}});
+    // A header does not carry the api address; a full update fills it in (below, ApplyUpdate).
+    ApplyUpdate(
+        MemberUpdate{MemberState::kAlive, h.sender, from, h.generation, h.incarnation, {}, {}});
   }
   for (const auto& u : h.updates) ApplyUpdate(u);
   it = members_.find(h.sender);
@@ -940,6 +948,7 @@ std::optional<MemberView> Node::Member(const NodeId& id) const {
   MemberView v;
   v.id = m.id;
   v.address = m.address;
+  v.api_address = m.api_address;
   v.generation = m.generation;
   v.incarnation = m.incarnation;
   v.state = m.state;

@@ -59,6 +59,7 @@ namespace hearsay::gossip {
 struct MemberView {
   NodeId id;
   Address address;
+  Address api_address;  // where it accepts forwarded requests; empty: `address` itself
   Generation generation = 0;
   uint64_t incarnation = 0;
   MemberState state = MemberState::kAlive;
@@ -123,6 +124,7 @@ class Node final : public MessageSink {
   struct MemberRec {
     NodeId id;
     Address address;
+    Address api_address;
     Generation generation = 0;
     uint64_t incarnation = 0;
     MemberState state = MemberState::kAlive;

@@ -57,6 +57,7 @@ void PutUpdate(ByteWriter& w, const MemberUpdate& u) {
   w.PutVarint(u.generation);
   w.PutVarint(u.incarnation);
   w.PutString(u.accuser);
+  w.PutString(u.api_address);
 }
 
 MemberUpdate ReadUpdate(ByteReader& r) {
@@ -69,6 +70,7 @@ MemberUpdate ReadUpdate(ByteReader& r) {
   u.generation = r.ReadVarint();
   u.incarnation = r.ReadVarint();
   u.accuser = r.ReadString(kMaxIdBytes);
+  u.api_address = r.ReadString(kMaxAddressBytes);
   return u;
 }
 
@@ -77,8 +79,9 @@ void PutUpdates(ByteWriter& w, const std::vector<MemberUpdate>& us) {
   for (const auto& u : us) PutUpdate(w, u);
 }
 
-// Smallest encoding of a MemberUpdate: state, 1-byte id, 3 empty/zero fields, empty accuser.
-constexpr size_t kMinUpdateBytes = 1 + 2 + 1 + 1 + 1 + 1;
+// Smallest encoding of a MemberUpdate: state, 1-byte id, 3 empty/zero fields, empty accuser and
+// api address.
+constexpr size_t kMinUpdateBytes = 1 + 2 + 1 + 1 + 1 + 1 + 1;
 
 std::vector<MemberUpdate> ReadUpdates(ByteReader& r) {
   std::vector<MemberUpdate> out;
@@ -239,7 +242,7 @@ static size_t StringSize(const std::string& s) { return VarintSize(s.size()) + s
 
 size_t EncodedSize(const MemberUpdate& u) {
   return 1 + StringSize(u.id) + StringSize(u.address) + VarintSize(u.generation) +
-         VarintSize(u.incarnation) + StringSize(u.accuser);
+         VarintSize(u.incarnation) + StringSize(u.accuser) + StringSize(u.api_address);
 }
 
 size_t EncodedSize(const DigestEntry& e) {

@@ -71,6 +71,9 @@ struct MemberUpdate {
   Generation generation = 0;
   uint64_t incarnation = 0;
   NodeId accuser;  // kSuspect: who suspects; kDead: who declared it (confirmations count them)
+  // Where the member accepts forwarded requests (the daemon's HTTP address); empty when requests
+  // go to `address` itself (the simulator). Set by the member; travels with its address.
+  Address api_address;
   friend bool operator==(const MemberUpdate&, const MemberUpdate&) = default;
 };
 

@@ -13,6 +13,7 @@ class Node::ForwardSink final : public ResponseSink {
   void OnFirstToken(uint64_t id, const PeerFirstToken& first) override {
     node_.OnForwardFirst(id, first);
   }
+  void OnOutput(uint64_t id, const PeerOutput& output) override { node_.OnForwardOutput(id, output); }
   void OnComplete(uint64_t id, const PeerUsage& usage) override {
     node_.OnForwardComplete(id, usage);
   }
@@ -96,7 +97,7 @@ void Node::RefreshMembers() {
     if (!s || *s >= peers_.size()) continue;
     Peer& p = peers_[*s];
     if (p.generation != m.generation) continue;
-    p.address = m.address;
+    p.address = m.api_address.empty() ? m.address : m.api_address;
     p.live = m.state == gossip::MemberState::kAlive;
     p.one_way = m.rtt_ms ? FromMillis(*m.rtt_ms / 2) : options_.default_one_way_delay;
   }
@@ -297,6 +298,8 @@ void Node::Route(uint64_t token) {
   copy.max_output_tokens = p.request.max_output_tokens;
   copy.scripted_output = p.request.scripted_output;
   copy.forwarded = true;
+  copy.api_path = p.request.api_path;
+  copy.api_body = p.request.api_body;
   peer_client_.Forward(peers_[slot - 1].address, std::move(copy), forward_sink_.get());
 }
 
@@ -343,6 +346,14 @@ void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
     policy_->OnOutcome(o);
   }
   p.sink->OnFirstToken(p.client_id, PeerFirstToken{first.prompt_tokens, first.cached_tokens});
+  const uint32_t token = first.token;
+  p.sink->OnOutput(p.client_id, PeerOutput{std::span<const uint32_t>(&token, 1), {}});
+}
+
+void Node::OnTokens(engine::RequestId id, std::span<const engine::TokenId> tokens) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  it->second.sink->OnOutput(it->second.client_id, PeerOutput{tokens, {}});
 }
 
 void Node::OnComplete(engine::RequestId id, const engine::Usage& usage) {
@@ -382,6 +393,12 @@ void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
   o.ttft = o.now - p.arrived;
   policy_->OnOutcome(o);
   p.sink->OnFirstToken(p.client_id, first);
+}
+
+void Node::OnForwardOutput(uint64_t token, const PeerOutput& output) {
+  auto it = pending_.find(token);
+  if (it == pending_.end() || it->second.slot == 0) return;
+  it->second.sink->OnOutput(it->second.client_id, output);
 }
 
 void Node::OnForwardComplete(uint64_t token, const PeerUsage& usage) {

@@ -146,6 +146,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
 
   // engine::EngineObserver (the node's own engine).
   void OnFirstToken(engine::RequestId id, const engine::FirstToken& first) override;
+  void OnTokens(engine::RequestId id, std::span<const engine::TokenId> tokens) override;
   void OnComplete(engine::RequestId id, const engine::Usage& usage) override;
   void OnError(engine::RequestId id, const Status& status) override;
 
@@ -190,6 +191,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void Finish(uint64_t token);
   // Forward events.
   void OnForwardFirst(uint64_t token, const PeerFirstToken& first);
+  void OnForwardOutput(uint64_t token, const PeerOutput& output);
   void OnForwardComplete(uint64_t token, const PeerUsage& usage);
   void OnForwardError(uint64_t token, const Status& status, bool before_first_token);
 
