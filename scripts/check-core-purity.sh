@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Fails if core code (common env prefix gossip route engine node) reads a clock, draws OS
+# Fails if core code (common env prefix gossip route engine node api) reads a clock, draws OS
 # randomness, starts a thread, sleeps, or includes networking. The core acts only through env/.
 # Usage: check-core-purity.sh SRC_ROOT   (the folder that holds the module folders)
 set -uo pipefail
 root=${1:?usage: check-core-purity.sh SRC_ROOT}
 dirs=()
-for d in common env prefix gossip route engine node; do
+for d in common env prefix gossip route engine node api; do
   [ -d "$root/$d" ] && dirs+=("$root/$d")
 done
 if [ ${#dirs[@]} -eq 0 ]; then
