@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "hearsay/common/status.h"
@@ -46,6 +48,10 @@ struct EngineRequest {
   // whose prompt repeats this answer, can hit the cache. The simulated engine emits these (and
   // synthetic tokens past their end); real engines ignore them.
   std::vector<TokenId> scripted_output;
+  // Daemon only: the OpenAI request (path and JSON body) as the client sent it, which an upstream
+  // engine passes through; the simulated engine ignores it.
+  std::string api_path;
+  std::string api_body;
 };
 
 // The request reached the front of the queue and its KV space is reserved: prefill begins.
@@ -88,6 +94,9 @@ class EngineObserver {
   virtual void OnFirstToken(RequestId id, const FirstToken& first) = 0;
   // Output tokens after the first, in order, possibly several per call (the daemon streams them).
   virtual void OnTokens(RequestId /*id*/, std::span<const TokenId> /*tokens*/) {}
+  // Output text, for engines that produce text rather than token ids (an upstream engine): the
+  // first call follows OnFirstToken; in order, possibly several per call.
+  virtual void OnText(RequestId /*id*/, std::string_view /*text*/) {}
   // The request finished successfully; the last callback for this request.
   virtual void OnComplete(RequestId id, const Usage& usage) = 0;
   // The request failed after Submit() accepted it (for example an upstream error); the last

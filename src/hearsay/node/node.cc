@@ -311,6 +311,8 @@ void Node::ServeHere(uint64_t token) {
   er.prompt = std::move(p.request.prompt);
   er.max_output_tokens = p.request.max_output_tokens;
   er.scripted_output = std::move(p.request.scripted_output);
+  er.api_path = p.request.api_path;
+  er.api_body = p.request.api_body;
   Status s = engine_.Submit(std::move(er), this);
   if (s.ok()) return;
   ++stats_.failed;
@@ -393,6 +395,12 @@ void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
   o.ttft = o.now - p.arrived;
   policy_->OnOutcome(o);
   p.sink->OnFirstToken(p.client_id, first);
+}
+
+void Node::OnText(engine::RequestId id, std::string_view text) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  it->second.sink->OnOutput(it->second.client_id, PeerOutput{{}, text});
 }
 
 void Node::OnForwardOutput(uint64_t token, const PeerOutput& output) {

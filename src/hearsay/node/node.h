@@ -147,6 +147,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   // engine::EngineObserver (the node's own engine).
   void OnFirstToken(engine::RequestId id, const engine::FirstToken& first) override;
   void OnTokens(engine::RequestId id, std::span<const engine::TokenId> tokens) override;
+  void OnText(engine::RequestId id, std::string_view text) override;
   void OnComplete(engine::RequestId id, const engine::Usage& usage) override;
   void OnError(engine::RequestId id, const Status& status) override;
 
