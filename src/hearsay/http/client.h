@@ -1,0 +1,119 @@
+// http::Client: an asynchronous HTTP/1.1 client with a keep-alive connection pool per host:port.
+//
+// Used to forward requests to peers and by `hearsay bench`. A response body is delivered as it
+// arrives (chunked or Content-Length framing removed), never buffered whole, so a stream's
+// latency is the network's. After a complete response on a keep-alive connection, the connection
+// goes back to its host's pool (at most max_idle_per_host, closed after idle_expiry).
+//
+// Retry: a pooled connection the server has since closed is detected before use and discarded.
+// If a reused connection still fails, the request is retried once on a fresh connection only when
+// no byte of it can have been processed: the write failed, or (for idempotent methods only:
+// GET, HEAD, OPTIONS, PUT, DELETE) the connection closed before any response byte. A POST whose
+// bytes were written is never replayed.
+//
+// Errors given to on_done: UNAVAILABLE (resolve/connect failure, reset, connection closed early,
+// malformed response), DEADLINE_EXCEEDED (connect, response-header or body-idle timeout),
+// ABORTED (cancelled), INVALID_ARGUMENT (bad request fields), RESOURCE_EXHAUSTED (response header
+// over max_response_header_bytes). Whether headers had arrived is known to the caller: on_headers
+// ran or not.
+//
+// Thread-safety: Send, Cancel and stats may be called from any thread. Callbacks run on a thread
+// running the io_context, one request's callbacks never concurrently. Ownership: the Client must
+// outlive every request it sent (destroying it cancels them; on_done still runs if the
+// io_context runs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "hearsay/common/status.h"
+#include "hearsay/env/time.h"
+#include "hearsay/http/headers.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace hearsay::http {
+
+using namespace std::chrono_literals;
+
+struct ClientOptions {
+  // Idle keep-alive connections kept per host:port.
+  size_t max_idle_per_host = 32;
+  // An idle pooled connection older than this is closed instead of reused.
+  Duration idle_expiry = 30s;
+  size_t max_response_header_bytes = 64 * 1024;
+};
+
+struct ClientRequest {
+  std::string method = "GET";
+  // "host:port" (host may be a name, an IPv4 address or a bracketed IPv6 address).
+  std::string host_port;
+  // Path and query, for example "/v1/completions".
+  std::string target = "/";
+  // Extra headers; Host, Content-Length and Connection are set by the client.
+  Headers headers;
+  std::string body;
+  Duration connect_timeout = 5s;
+  // From the start of the write until the response header has arrived.
+  Duration response_timeout = 30s;
+  // Longest silence between two reads of the body.
+  Duration idle_timeout = 30s;
+};
+
+struct ResponseHandlers {
+  // The response status and header (names lowercased). At most once, before any on_body.
+  std::function<void(int status, const Headers& headers)> on_headers;
+  // A piece of the body, valid during the call only.
+  std::function<void(std::string_view chunk)> on_body;
+  // Exactly once, last: OK after the whole body, or the error.
+  std::function<void(Status status)> on_done;
+};
+
+// Cancels one request. Thread-safe; a no-op once the request is done.
+class RequestHandle {
+ public:
+  virtual ~RequestHandle() = default;
+  // Aborts the request: its connection is closed and on_done(ABORTED) follows (unless the
+  // request had already finished).
+  virtual void Cancel() = 0;
+};
+
+struct ClientStats {
+  uint64_t requests = 0;
+  uint64_t connections_opened = 0;
+  // Requests sent on a pooled connection.
+  uint64_t connections_reused = 0;
+  // Pooled connections found closed by the server before use, and discarded.
+  uint64_t stale_discarded = 0;
+  // Requests retried on a fresh connection after a reused one failed.
+  uint64_t retries = 0;
+  uint64_t failures = 0;
+  size_t idle_connections = 0;
+};
+
+class Client {
+ public:
+  Client(boost::asio::io_context& io, ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Starts `request`; its events reach `handlers` on the io_context's thread, never inside Send.
+  std::shared_ptr<RequestHandle> Send(ClientRequest request, ResponseHandlers handlers);
+  ClientStats stats() const;
+  // Closes every idle pooled connection.
+  void CloseIdle();
+
+  struct State;  // Shared with in-flight requests; defined in client.cc.
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace hearsay::http

@@ -1,0 +1,170 @@
+// http::Server: an HTTP/1.1 server on Boost.Asio for the daemon's API and the peer protocol.
+//
+// The server owns the listening socket and every connection. It reads one request at a time per
+// connection (keep-alive and pipelining-safe: a pipelined request waits until the previous
+// response has ended), hands each complete request to the Handler, and writes the response the
+// handler gives through a Responder, either whole (Content-Length) or streamed (chunked transfer
+// encoding, each Write flushed at once; TCP_NODELAY is set, because SSE latency matters).
+//
+// The server enforces its limits itself and answers with OpenAI-shaped error JSON, then closes:
+//   header over max_header_bytes -> 431; body over max_body_bytes -> 413 (decided from
+//   Content-Length before the body is read, or as soon as a chunked body passes the limit);
+//   malformed HTTP -> 400; header not complete within header_timeout, or body within
+//   body_timeout -> 408. A keep-alive connection idle for idle_timeout is closed silently. A
+//   client that stops reading is dropped: a write that makes no progress for write_timeout, or
+//   more than max_write_queue_bytes queued, closes the connection. Connections beyond
+//   max_connections get 503 and are closed. A slowloris client cannot hold a connection past
+//   header_timeout: the timeout is a deadline from the first byte, not an inactivity timer.
+//
+// Thread-safety: Start, StopAccepting, Close, port, open_connections and stats may be called from
+// any thread. Each connection runs on its own strand of the io_context, so the server works with
+// any number of threads running it. The Handler runs on an I/O thread and must not block.
+// A Responder may be used from any thread (it posts onto its connection's strand).
+// Ownership: the Server must outlive nothing in particular: connections keep the state they need
+// alive, and destroying the Server closes the listener and every connection.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hearsay/common/status.h"
+#include "hearsay/env/time.h"
+#include "hearsay/http/headers.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace hearsay::http {
+
+using namespace std::chrono_literals;
+
+struct ServerOptions {
+  // "host:port"; port 0 picks a free port (see Server::port()).
+  std::string listen = "127.0.0.1:8080";
+  // Request line plus header fields.
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_body_bytes = 4 << 20;
+  // Deadline for a whole request header, from its first byte (from accept for the first request).
+  Duration header_timeout = 10s;
+  // Deadline for a whole request body, from the end of its header.
+  Duration body_timeout = 30s;
+  // A keep-alive connection with no request in progress is closed after this long.
+  Duration idle_timeout = 60s;
+  // A write that makes no progress for this long drops the connection (the client stopped
+  // reading).
+  Duration write_timeout = 30s;
+  size_t max_connections = 1024;
+  // Bytes of response queued on one connection beyond which the client is deemed stuck and the
+  // connection is dropped. Streams are flushed chunk by chunk, so this only fills when the
+  // client does not read.
+  size_t max_write_queue_bytes = 8 << 20;
+};
+
+// One request, as the handler receives it.
+struct Request {
+  std::string method;
+  // As sent: path and query.
+  std::string target;
+  // The target without its query.
+  std::string path;
+  // Names lowercased, values as sent, in order.
+  Headers headers;
+  std::string body;
+  // The client's "ip:port".
+  std::string remote;
+  // HTTP minor version (0 or 1).
+  int http_minor = 1;
+
+  // The first header named `lowercase_name`, or nullopt.
+  std::optional<std::string_view> Header(std::string_view lowercase_name) const;
+};
+
+class Connection;
+
+// Writes the response to one request. Every method is thread-safe (it posts onto the
+// connection's strand) and is ignored once the connection closed or the response ended; calls
+// out of order (Write before StartStream, a second Respond) are ignored too.
+class Responder {
+ public:
+  // Made by the server for request number `sequence` on `connection`.
+  Responder(std::weak_ptr<Connection> connection, uint64_t sequence);
+  ~Responder();
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+
+  // One complete response with Content-Length. A "Connection: close" header closes the
+  // connection after it.
+  void Respond(int status, Headers headers, std::string body);
+  // Starts a chunked response; follow with Write()s and one End().
+  void StartStream(int status, Headers headers);
+  // One chunk, sent at once. Empty chunks are skipped (an empty chunk would end the stream).
+  void Write(std::string chunk);
+  // Ends a chunked response.
+  void End();
+  // `cb` runs once, on an I/O thread, if the connection closes before the response ended (the
+  // client went away, a timeout, or Server::Close); at once (posted) if that already happened.
+  // A later call replaces an earlier callback.
+  void OnClose(std::function<void()> cb);
+  // True once the connection is closed (no more bytes can reach the client).
+  bool closed() const;
+
+ private:
+  friend class Connection;
+  std::weak_ptr<Connection> connection_;
+  const uint64_t sequence_;
+  std::atomic<bool> closed_{false};
+};
+
+using Handler = std::function<void(Request, std::shared_ptr<Responder>)>;
+
+struct ServerStats {
+  uint64_t connections_accepted = 0;
+  // Refused with 503 because max_connections were open.
+  uint64_t connections_refused = 0;
+  uint64_t requests = 0;
+  // Error responses the server sent itself (limits, timeouts, malformed input).
+  uint64_t bad_requests = 0;       // 400
+  uint64_t header_too_large = 0;   // 431
+  uint64_t body_too_large = 0;     // 413
+  uint64_t read_timeouts = 0;      // 408 (header or body)
+  uint64_t idle_closed = 0;        // keep-alive idle timeout
+  uint64_t slow_readers_dropped = 0;  // write timeout or write queue over its cap
+  uint64_t client_aborts = 0;      // the client went away before its response ended
+};
+
+class Server {
+ public:
+  // Binds and listens on options.listen and starts accepting on `io` (which the caller runs).
+  // Errors: INVALID_ARGUMENT for a bad address or options, UNAVAILABLE if binding fails.
+  static Result<std::unique_ptr<Server>> Start(boost::asio::io_context& io, ServerOptions options,
+                                               Handler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The bound port (the ephemeral one when options.listen had port 0).
+  uint16_t port() const;
+  // Stops accepting new connections; open ones continue (for draining).
+  void StopAccepting();
+  // Stops accepting and closes every connection (in-flight responses are cut, OnClose fires).
+  void Close();
+  size_t open_connections() const;
+  ServerStats stats() const;
+
+  struct State;  // Shared with connections; defined in server.cc.
+
+ private:
+  explicit Server(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace hearsay::http
