@@ -1,0 +1,83 @@
+// Parsing and validation of OpenAI request bodies (POST /v1/completions, /v1/chat/completions).
+//
+// ParseRequest() turns an untrusted body into an ApiRequest or an ApiError; it never throws and
+// never crashes. It checks what OpenAI's servers check and what this node cannot honour:
+//   - the body is a JSON object (malformed JSON names the error's line and column), nested at
+//     most kMaxJsonDepth deep;
+//   - `model` is a non-empty string; `prompt` (completions) is a non-empty string or an array of
+//     exactly one string; `messages` (chat) is a non-empty array of {role, content} (see
+//     chat_template.h), rendered to one prompt string;
+//   - every known field has the right type and range, with `param` naming the field at fault;
+//   - batch prompts, token-array prompts, n != 1, best_of > 1, echo and logprobs are refused as
+//     not supported rather than silently answered wrong.
+// Unknown fields are ignored, as OpenAI's servers do, for forward compatibility.
+//
+// Whether the model exists, and whether prompt plus output fit the context, are checked by the
+// caller: the first needs the node's configuration, the second the tokenized prompt
+// (CheckContext below).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "hearsay/api/api_error.h"
+
+namespace hearsay::api {
+
+enum class Endpoint { kCompletions, kChatCompletions };
+
+// The request path of `endpoint`, e.g. "/v1/chat/completions".
+std::string_view EndpointPath(Endpoint endpoint);
+
+struct Limits {
+  // Longest prompt accepted, in bytes (for chat: the rendered conversation).
+  size_t max_prompt_chars = size_t{1} << 20;
+  // The model's context window, in tokens: prompt plus output must fit.
+  uint32_t context_tokens = 8192;
+  // Largest max_tokens (or max_completion_tokens) accepted.
+  uint32_t max_output_tokens = 4096;
+  // max_tokens when the request gives none.
+  uint32_t default_max_tokens = 16;
+};
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;
+  // The completions prompt, or the chat messages rendered by the chat template.
+  std::string prompt;
+  // Output tokens to generate at most: max_tokens / max_completion_tokens, or the default.
+  uint32_t max_tokens = 16;
+  bool stream = false;
+  // stream_options.include_usage: send a last chunk with usage before [DONE].
+  bool include_usage = false;
+  std::string user;
+  double temperature = 1.0;
+  std::optional<uint64_t> seed;
+  // Stop sequences (at most kMaxStopSequences, none empty).
+  std::vector<std::string> stop;
+};
+
+// Nesting deeper than this is refused before the JSON parser sees the body.
+inline constexpr size_t kMaxJsonDepth = 64;
+// OpenAI's limit on `stop`.
+inline constexpr size_t kMaxStopSequences = 4;
+
+// Parses and validates `body` for `endpoint`. Errors are 400 invalid_request_error.
+std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,
+                                                const Limits& limits);
+
+// The context check, done once the prompt is tokenized: nullopt if `prompt_tokens + max_tokens`
+// fits `limits.context_tokens`, else 400 context_length_exceeded in OpenAI's wording (the
+// endpoint picks "prompt" or "messages" for the wording and `param`).
+std::optional<ApiError> CheckContext(uint32_t prompt_tokens, uint32_t max_tokens,
+                                     const Limits& limits,
+                                     Endpoint endpoint = Endpoint::kCompletions);
+
+}  // namespace hearsay::api
