@@ -1,0 +1,400 @@
+#include "hearsay/net/daemon_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+#include <variant>
+
+#include "hearsay/engine/cost_model.h"
+#include "hearsay/net/host_port.h"
+#include "hearsay/route/registry.h"
+
+namespace hearsay::net {
+namespace {
+
+using Member = std::variant<std::string DaemonConfig::*, uint64_t DaemonConfig::*,
+                            bool DaemonConfig::*, std::vector<std::string> DaemonConfig::*>;
+
+struct Setting {
+  SettingInfo info;
+  Member member;
+  uint64_t min = 0;
+  uint64_t max = UINT64_MAX;
+};
+
+constexpr uint64_t kHour = 3600 * 1000;
+
+const std::vector<Setting>& Table() {
+  using K = SettingKind;
+  using C = DaemonConfig;
+  static const std::vector<Setting> table = {
+      {{"http.listen", "http", K::kString, "HTTP API listen address (port 0: ephemeral)"},
+       &C::http_listen},
+      {{"http.advertise", "advertise-http", K::kString,
+        "API address announced to peers, who forward there (default: http.listen)"},
+       &C::http_advertise},
+      {{"gossip.listen", "gossip", K::kString,
+        "gossip listen address, UDP and TCP on one port (port 0: ephemeral)"},
+       &C::gossip_listen},
+      {{"gossip.advertise", "advertise-gossip", K::kString,
+        "gossip address announced to peers (default: gossip.listen)"},
+       &C::gossip_advertise},
+      {{"gossip.join", "join", K::kList, "seed nodes' gossip addresses, host:port[,...]"},
+       &C::join},
+      {{"gossip.cluster_name", "cluster-name", K::kString,
+        "cluster name bound into every gossip envelope; nodes of other clusters are ignored"},
+       &C::cluster_name},
+      {{"node.id", "node-id", K::kString, "unique node name (default: hostname:gossip-port)"},
+       &C::node_id},
+      {{"node.policy", "policy", K::kString, "routing policy (hearsay, paper, least-loaded, ...)"},
+       &C::policy},
+      {{"node.model", "model", K::kString, "model name served (requests for others get 404)"},
+       &C::model},
+      {{"node.block_size", "block-size", K::kUInt, "tokens per prefix-cache block"},
+       &C::block_size, 1, 4096},
+      {{"engine.kind", "engine", K::kString, "inference engine: sim (embedded simulator)"},
+       &C::engine},
+      {{"engine.preset", "engine-preset", K::kString, "simulated engine's cost model preset"},
+       &C::engine_preset},
+      {{"engine.capacity_tokens", "capacity-tokens", K::kUInt,
+        "simulated engine's KV cache capacity, in tokens"},
+       &C::capacity_tokens, 1, (uint64_t{1} << 32) - 1},
+      {{"engine.upstream", "upstream", K::kString,
+        "URL of an OpenAI-compatible engine (for upstream engines; unused by sim)"},
+       &C::upstream},
+      {{"security.cluster_key_file", "cluster-key-file", K::kString,
+        "cluster key file (hearsay keygen); required unless insecure"},
+       &C::cluster_key_file},
+      {{"security.insecure", "insecure", K::kBool,
+        "run without a cluster key: gossip and forwards are unauthenticated (testing only)"},
+       &C::insecure},
+      {{"limits.max_body_bytes", "max-body-bytes", K::kUInt, "largest request body (413 above)"},
+       &C::max_body_bytes, 1, uint64_t{1} << 30},
+      {{"limits.max_header_bytes", "max-header-bytes", K::kUInt,
+        "largest request header block (431 above)"},
+       &C::max_header_bytes, 1024, 1 << 20},
+      {{"limits.max_concurrent_requests", "max-concurrent-requests", K::kUInt,
+        "completions in flight at once, client and peer (429 above)"},
+       &C::max_concurrent_requests, 1, 1 << 20},
+      {{"limits.header_timeout_ms", "header-timeout-ms", K::kUInt,
+        "time to receive a request's headers"},
+       &C::header_timeout_ms, 1, kHour},
+      {{"limits.read_timeout_ms", "read-timeout-ms", K::kUInt, "time to receive a request's body"},
+       &C::read_timeout_ms, 1, kHour},
+      {{"limits.idle_timeout_ms", "idle-timeout-ms", K::kUInt,
+        "keep-alive connection idle time before it is closed"},
+       &C::idle_timeout_ms, 1, kHour},
+      {{"limits.max_tokens", "max-tokens", K::kUInt, "largest max_tokens a request may ask for"},
+       &C::max_tokens, 1, 1 << 20},
+      {{"limits.context_tokens", "context-tokens", K::kUInt,
+        "context window: prompt + max_tokens must fit (400 above)"},
+       &C::context_tokens, 1, 1 << 24},
+      {{"limits.forward_timeout_ms", "forward-timeout-ms", K::kUInt,
+        "a forwarded request's first byte must come within this, else it is retried elsewhere"},
+       &C::forward_timeout_ms, 1, kHour},
+      {{"runtime.io_threads", "io-threads", K::kUInt, "threads for HTTP and gossip sockets"},
+       &C::io_threads, 1, 64},
+      {{"runtime.drain_timeout_ms", "drain-timeout-ms", K::kUInt,
+        "on SIGTERM, how long in-flight requests may finish"},
+       &C::drain_timeout_ms, 0, kHour},
+      {{"runtime.log_level", "log-level", K::kString,
+        "trace, debug, info, warn, error, critical or off"},
+       &C::log_level},
+      {{"debug.faults", "debug-faults", K::kBool,
+        "enable POST /debug/faults (fault injection for tests; never in production)"},
+       &C::debug_faults},
+  };
+  return table;
+}
+
+const Setting* FindByKey(std::string_view key) {
+  for (const Setting& s : Table()) {
+    if (s.info.key == key) return &s;
+  }
+  return nullptr;
+}
+
+const Setting* FindByFlag(std::string_view flag) {
+  for (const Setting& s : Table()) {
+    if (s.info.flag == flag) return &s;
+  }
+  return nullptr;
+}
+
+std::string Quote(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out.push_back('\'');
+  out.append(s);
+  out.push_back('\'');
+  return out;
+}
+
+Status CheckRange(const Setting& s, uint64_t v, const std::string& where) {
+  if (v < s.min || v > s.max) {
+    return InvalidArgumentError(where + ": " + std::to_string(v) + " is out of range [" +
+                                std::to_string(s.min) + ", " + std::to_string(s.max) + "]");
+  }
+  return OkStatus();
+}
+
+std::vector<std::string> SplitList(std::string_view text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(start, comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+// Applies one TOML value to the setting.
+Status ApplyTomlValue(DaemonConfig& c, const Setting& s, const toml::node& node,
+                      const std::string& where) {
+  switch (s.info.kind) {
+    case SettingKind::kString: {
+      const auto* v = node.as_string();
+      if (v == nullptr) return InvalidArgumentError(where + ": expected a string");
+      c.*std::get<std::string DaemonConfig::*>(s.member) = v->get();
+      return OkStatus();
+    }
+    case SettingKind::kUInt: {
+      const auto* v = node.as_integer();
+      if (v == nullptr) return InvalidArgumentError(where + ": expected an integer");
+      if (v->get() < 0) return InvalidArgumentError(where + ": must not be negative");
+      const uint64_t u = static_cast<uint64_t>(v->get());
+      HEARSAY_RETURN_IF_ERROR(CheckRange(s, u, where));
+      c.*std::get<uint64_t DaemonConfig::*>(s.member) = u;
+      return OkStatus();
+    }
+    case SettingKind::kBool: {
+      const auto* v = node.as_boolean();
+      if (v == nullptr) return InvalidArgumentError(where + ": expected true or false");
+      c.*std::get<bool DaemonConfig::*>(s.member) = v->get();
+      return OkStatus();
+    }
+    case SettingKind::kList: {
+      std::vector<std::string> items;
+      if (const auto* str = node.as_string()) {
+        items = SplitList(str->get());
+      } else if (const auto* arr = node.as_array()) {
+        for (const toml::node& e : *arr) {
+          const auto* item = e.as_string();
+          if (item == nullptr) return InvalidArgumentError(where + ": expected strings");
+          items.push_back(item->get());
+        }
+      } else {
+        return InvalidArgumentError(where + ": expected an array of strings");
+      }
+      c.*std::get<std::vector<std::string> DaemonConfig::*>(s.member) = std::move(items);
+      return OkStatus();
+    }
+  }
+  return InternalError("unreachable");
+}
+
+Status ApplyTable(DaemonConfig& c, const toml::table& table, const std::string& prefix,
+                  std::string_view source) {
+  for (const auto& [k, node] : table) {
+    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    const std::string where = std::string(source) + ": key " + Quote(key);
+    if (const Setting* s = FindByKey(key)) {
+      HEARSAY_RETURN_IF_ERROR(ApplyTomlValue(c, *s, node, where));
+      continue;
+    }
+    if (const auto* sub = node.as_table(); sub != nullptr && prefix.empty()) {
+      bool known_section = false;
+      for (const Setting& s : Table()) {
+        if (s.info.key.substr(0, s.info.key.find('.')) == key) known_section = true;
+      }
+      if (known_section) {
+        HEARSAY_RETURN_IF_ERROR(ApplyTable(c, *sub, key, source));
+        continue;
+      }
+    }
+    return InvalidArgumentError(where + ": unknown key (see docs/operations.md)");
+  }
+  return OkStatus();
+}
+
+Status CheckAddress(std::string_view what, const std::string& value, bool allow_port_zero) {
+  Result<HostPort> hp = ParseHostPort(value);
+  if (!hp.ok()) return InvalidArgumentError(std::string(what) + ": " + hp.status().message());
+  if (!allow_port_zero && hp->port == 0) {
+    return InvalidArgumentError(std::string(what) + ": port 0 is not a reachable address");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::span<const SettingInfo> Settings() {
+  static const std::vector<SettingInfo> infos = [] {
+    std::vector<SettingInfo> v;
+    for (const Setting& s : Table()) v.push_back(s.info);
+    return v;
+  }();
+  return infos;
+}
+
+std::string SettingValue(const DaemonConfig& c, std::string_view key) {
+  const Setting* s = FindByKey(key);
+  if (s == nullptr) return {};
+  return std::visit(
+      [&](auto member) -> std::string {
+        const auto& v = c.*member;
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return v;
+        } else if constexpr (std::is_same_v<T, uint64_t>) {
+          return std::to_string(v);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return v ? "true" : "false";
+        } else {
+          std::string out;
+          for (const std::string& item : v) out += (out.empty() ? "" : ",") + item;
+          return out;
+        }
+      },
+      s->member);
+}
+
+Status DaemonConfig::ApplyToml(std::string_view text, std::string_view source) {
+  toml::table table;
+  try {
+    table = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << source << ":" << e.source().begin.line << ":" << e.source().begin.column << ": "
+        << e.description();
+    return InvalidArgumentError(msg.str());
+  }
+  DaemonConfig copy = *this;
+  HEARSAY_RETURN_IF_ERROR(ApplyTable(copy, table, "", source));
+  *this = std::move(copy);
+  return OkStatus();
+}
+
+Status DaemonConfig::LoadTomlFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("cannot read config file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ApplyToml(text.str(), path);
+}
+
+Status DaemonConfig::ApplyFlag(std::string_view flag, std::string_view value) {
+  const Setting* s = FindByFlag(flag);
+  std::string where = "--";
+  where.append(flag);
+  if (s == nullptr) return InvalidArgumentError(where + ": unknown flag");
+  switch (s->info.kind) {
+    case SettingKind::kString:
+      this->*std::get<std::string DaemonConfig::*>(s->member) = std::string(value);
+      return OkStatus();
+    case SettingKind::kUInt: {
+      uint64_t v = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (value.empty() || ec != std::errc() || end != value.data() + value.size()) {
+        return InvalidArgumentError(where + ": expected a non-negative integer, got " +
+                                    Quote(value));
+      }
+      HEARSAY_RETURN_IF_ERROR(CheckRange(*s, v, where));
+      this->*std::get<uint64_t DaemonConfig::*>(s->member) = v;
+      return OkStatus();
+    }
+    case SettingKind::kBool:
+      if (value == "true" || value == "1" || value.empty()) {
+        this->*std::get<bool DaemonConfig::*>(s->member) = true;
+      } else if (value == "false" || value == "0") {
+        this->*std::get<bool DaemonConfig::*>(s->member) = false;
+      } else {
+        return InvalidArgumentError(where + ": expected true or false, got " + Quote(value));
+      }
+      return OkStatus();
+    case SettingKind::kList:
+      this->*std::get<std::vector<std::string> DaemonConfig::*>(s->member) = SplitList(value);
+      return OkStatus();
+  }
+  return InternalError("unreachable");
+}
+
+Status DaemonConfig::Validate() const {
+  HEARSAY_RETURN_IF_ERROR(CheckAddress("http.listen", http_listen, true));
+  HEARSAY_RETURN_IF_ERROR(CheckAddress("gossip.listen", gossip_listen, true));
+  if (!http_advertise.empty()) {
+    HEARSAY_RETURN_IF_ERROR(CheckAddress("http.advertise", http_advertise, false));
+  }
+  if (!gossip_advertise.empty()) {
+    HEARSAY_RETURN_IF_ERROR(CheckAddress("gossip.advertise", gossip_advertise, false));
+  }
+  for (const std::string& seed : join) {
+    HEARSAY_RETURN_IF_ERROR(CheckAddress("gossip.join", seed, false));
+  }
+  if (cluster_name.empty() || cluster_name.size() > 255) {
+    return InvalidArgumentError("gossip.cluster_name: must be 1..255 bytes");
+  }
+  if (node_id.size() > 128) return InvalidArgumentError("node.id: at most 128 bytes");
+  bool policy_found = false;
+  for (const route::PolicyInfo& p : route::Policies()) {
+    if (p.name != policy) continue;
+    policy_found = true;
+    if (p.simulator_only) {
+      return InvalidArgumentError("node.policy: '" + policy +
+                                  "' needs exact global knowledge and runs only in the simulator");
+    }
+  }
+  if (!policy_found) {
+    return InvalidArgumentError("node.policy: unknown policy '" + policy +
+                                "'; valid: " + route::PolicyNames());
+  }
+  if (model.empty()) return InvalidArgumentError("node.model: must not be empty");
+  if (engine != "sim") {
+    return InvalidArgumentError("engine.kind: unknown engine '" + engine + "'; valid: sim");
+  }
+  if (Result<engine::CostModel> cm = engine::CostModel::FromPreset(engine_preset); !cm.ok()) {
+    return InvalidArgumentError("engine.preset: " + cm.status().message());
+  }
+  if (capacity_tokens < context_tokens) {
+    return InvalidArgumentError(
+        "engine.capacity_tokens (" + std::to_string(capacity_tokens) +
+        ") must hold one full context (limits.context_tokens = " + std::to_string(context_tokens) +
+        ")");
+  }
+  if (max_tokens >= context_tokens) {
+    return InvalidArgumentError("limits.max_tokens must be below limits.context_tokens");
+  }
+  static constexpr std::string_view kLevels[] = {"trace", "debug", "info",    "warn",
+                                                 "error", "critical", "off"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), log_level) == std::end(kLevels)) {
+    return InvalidArgumentError("runtime.log_level: unknown level '" + log_level +
+                                "'; valid: trace, debug, info, warn, error, critical, off");
+  }
+  if (cluster_key_file.empty() && !insecure) {
+    return FailedPreconditionError(
+        "no cluster key: give --cluster-key-file (create one with `hearsay keygen`), or "
+        "--insecure to run without authentication and encryption");
+  }
+  if (!cluster_key_file.empty() && insecure) {
+    return InvalidArgumentError("security: give either a cluster key file or insecure, not both");
+  }
+  return OkStatus();
+}
+
+std::string DaemonConfig::Describe() const {
+  std::string out;
+  for (const Setting& s : Table()) {
+    if (!out.empty()) out += ' ';
+    out += std::string(s.info.key) + "=" + SettingValue(*this, s.info.key);
+  }
+  return out;
+}
+
+}  // namespace hearsay::net

@@ -1,0 +1,94 @@
+// DaemonConfig: everything `hearsay node` is configured with, its defaults, and how it is loaded.
+//
+// One table of settings (Settings()) drives both sources: each setting has a TOML key
+// ("limits.max_body_bytes") and a flag ("--max-body-bytes"). A TOML file is applied first
+// (ApplyToml), flags after it (ApplyFlag), so flags override the file; Validate() then checks the
+// whole. Unknown TOML keys, wrong types and bad values are errors that name the key or flag.
+// docs/operations.md lists every setting with its default (the same table).
+//
+// Thread-safety: plain value; the table is immutable.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hearsay/common/status.h"
+
+namespace hearsay::net {
+
+struct DaemonConfig {
+  // --- Addresses ---
+  std::string http_listen = "127.0.0.1:8080";    // OpenAI API; port 0 = ephemeral
+  std::string http_advertise;                    // announced to peers; default http_listen
+  std::string gossip_listen = "127.0.0.1:7946";  // UDP and TCP, same port; port 0 = ephemeral
+  std::string gossip_advertise;                  // default gossip_listen
+  std::vector<std::string> join;                 // seeds, "host:port"
+  std::string cluster_name = "hearsay";          // bound into every gossip envelope
+  // --- Node ---
+  std::string node_id;  // default: hostname + ":" + gossip port
+  std::string policy = "hearsay";
+  std::string model = "hearsay-sim";
+  uint64_t block_size = 16;  // tokens per prefix-cache block
+  // --- Engine ---
+  std::string engine = "sim";
+  std::string engine_preset = "h100-llama3-8b";
+  uint64_t capacity_tokens = 262144;  // KV cache capacity of the simulated engine
+  std::string upstream;               // URL of an OpenAI-compatible engine (not used by sim)
+  // --- Security ---
+  std::string cluster_key_file;
+  bool insecure = false;
+  // --- Limits ---
+  uint64_t max_body_bytes = 1 << 20;
+  uint64_t max_header_bytes = 16 << 10;
+  uint64_t max_concurrent_requests = 256;
+  uint64_t header_timeout_ms = 10000;
+  uint64_t read_timeout_ms = 30000;
+  uint64_t idle_timeout_ms = 60000;
+  uint64_t max_tokens = 4096;       // the largest max_tokens a request may ask for
+  uint64_t context_tokens = 8192;   // prompt + max_tokens must fit
+  uint64_t forward_timeout_ms = 5000;  // a peer's first byte (headers) must come within this
+  // --- Runtime ---
+  uint64_t io_threads = 1;
+  uint64_t drain_timeout_ms = 10000;
+  std::string log_level = "info";
+  bool debug_faults = false;  // enables POST /debug/faults (tests only)
+
+  // Applies a TOML document; `source` names it in errors ("node.toml"). INVALID_ARGUMENT naming
+  // the key for a syntax error, an unknown key, a wrong type or a value out of range.
+  Status ApplyToml(std::string_view text, std::string_view source);
+  // Reads and applies a TOML file; NOT_FOUND if it cannot be read.
+  Status LoadTomlFile(const std::string& path);
+  // Applies one flag by its name without dashes ("max-body-bytes") and its text value ("true"
+  // for a bare boolean flag; a comma-separated list for lists).
+  Status ApplyFlag(std::string_view flag, std::string_view value);
+  // Checks the whole configuration (addresses parse, the policy exists and runs on the daemon,
+  // the engine and preset exist, limits are consistent, a key file or --insecure is given).
+  Status Validate() const;
+
+  // The API address peers forward to, and the gossip address announced (advertise or listen).
+  const std::string& api_address() const {
+    return http_advertise.empty() ? http_listen : http_advertise;
+  }
+  // "key=value ..." of every setting, for the startup log (no secrets: only the key file path).
+  std::string Describe() const;
+};
+
+enum class SettingKind : uint8_t { kString, kUInt, kBool, kList };
+
+// One configurable value, as the table describes it.
+struct SettingInfo {
+  std::string_view key;   // TOML key, "section.name"
+  std::string_view flag;  // flag name without dashes
+  SettingKind kind;
+  std::string_view help;
+};
+
+// Every setting, in documentation order.
+std::span<const SettingInfo> Settings();
+// The setting's current value in `config`, as text (lists comma-separated).
+std::string SettingValue(const DaemonConfig& config, std::string_view key);
+
+}  // namespace hearsay::net

@@ -1,0 +1,276 @@
+#include "hearsay/net/udp_tcp_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/write.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "hearsay/net/host_port.h"
+
+namespace hearsay::net {
+namespace {
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+
+struct Received {
+  Address from;
+  Channel channel;
+  std::vector<uint8_t> bytes;
+};
+
+// Records messages; the test thread waits on it.
+class RecordingSink final : public MessageSink {
+ public:
+  void OnMessage(const Address& from, Channel channel, std::span<const uint8_t> payload) override {
+    std::lock_guard lock(mu_);
+    got_.push_back({from, channel, {payload.begin(), payload.end()}});
+    cv_.notify_all();
+  }
+  // Waits (at most 5 s) until `n` messages arrived; returns them.
+  std::vector<Received> WaitFor(size_t n, std::chrono::milliseconds bound = 5000ms) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, bound, [&] { return got_.size() >= n; });
+    return got_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Received> got_;
+};
+
+// One I/O and one core io_context, each run by its own thread.
+class Loops {
+ public:
+  Loops() : io_guard_(io.get_executor()), core_guard_(core.get_executor()) {
+    io_thread_ = std::thread([this] { io.run(); });
+    core_thread_ = std::thread([this] { core.run(); });
+  }
+  ~Loops() {
+    io_guard_.reset();
+    core_guard_.reset();
+    io.stop();
+    core.stop();
+    io_thread_.join();
+    core_thread_.join();
+  }
+  asio::io_context io;
+  asio::io_context core;
+
+ private:
+  asio::executor_work_guard<asio::io_context::executor_type> io_guard_;
+  asio::executor_work_guard<asio::io_context::executor_type> core_guard_;
+  std::thread io_thread_;
+  std::thread core_thread_;
+};
+
+TransportOptions Local(std::string bind = "127.0.0.1:0") {
+  TransportOptions o;
+  o.bind = std::move(bind);
+  return o;
+}
+
+class TransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto ta = UdpTcpTransport::Open(loops_.io, loops_.core, Local());
+    auto tb = UdpTcpTransport::Open(loops_.io, loops_.core, Local());
+    ASSERT_TRUE(ta.ok()) << ta.status().ToString();
+    ASSERT_TRUE(tb.ok()) << tb.status().ToString();
+    a_ = std::move(*ta);
+    b_ = std::move(*tb);
+    a_->Start(&sink_a_);
+    b_->Start(&sink_b_);
+  }
+  void TearDown() override {
+    if (a_) a_->Close();
+    if (b_) b_->Close();
+    // Let the closes run before the loops stop.
+    std::this_thread::sleep_for(20ms);
+  }
+
+  Loops loops_;
+  RecordingSink sink_a_;
+  RecordingSink sink_b_;
+  std::unique_ptr<UdpTcpTransport> a_;
+  std::unique_ptr<UdpTcpTransport> b_;
+};
+
+TEST_F(TransportTest, BindsEphemeralPortOnBothProtocols) {
+  EXPECT_NE(a_->port(), 0);
+  EXPECT_EQ(a_->local_address(), "127.0.0.1:" + std::to_string(a_->port()));
+  // The same port is taken on UDP and TCP: a second bind to it fails.
+  auto again = UdpTcpTransport::Open(loops_.io, loops_.core, Local(a_->local_address()));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(again.status().message().find(a_->local_address()), std::string::npos);
+}
+
+TEST_F(TransportTest, DatagramRoundTrip) {
+  a_->Send(b_->local_address(), Channel::kDatagram, {1, 2, 3});
+  auto got = sink_b_.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].from, a_->local_address());
+  EXPECT_EQ(got[0].channel, Channel::kDatagram);
+  EXPECT_EQ(got[0].bytes, (std::vector<uint8_t>{1, 2, 3}));
+  // And back, to the address the receiver saw.
+  b_->Send(got[0].from, Channel::kDatagram, {9});
+  auto back = sink_a_.WaitFor(1);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].from, b_->local_address());
+  EXPECT_EQ(a_->counters().messages_sent[0], 1u);
+  EXPECT_EQ(b_->counters().messages_received[0], 1u);
+  EXPECT_EQ(b_->counters().bytes_received[0], 3u);
+}
+
+TEST_F(TransportTest, StreamRoundTripNamesTheSendersGossipAddress) {
+  std::vector<uint8_t> big(300 * 1024);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7);
+  a_->Send(b_->local_address(), Channel::kStream, big);
+  a_->Send(b_->local_address(), Channel::kStream, {});
+  a_->Send(b_->local_address(), Channel::kStream, {42});
+  auto got = sink_b_.WaitFor(3);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].from, a_->local_address());
+  EXPECT_EQ(got[0].channel, Channel::kStream);
+  EXPECT_EQ(got[0].bytes, big);
+  EXPECT_TRUE(got[1].bytes.empty());
+  EXPECT_EQ(got[2].bytes, (std::vector<uint8_t>{42}));
+  EXPECT_EQ(a_->counters().connections_opened, 1u);  // one pooled connection
+  EXPECT_EQ(b_->counters().messages_received[1], 3u);
+}
+
+TEST_F(TransportTest, OversizeDatagramIsDroppedBeforeSending) {
+  a_->Send(b_->local_address(), Channel::kDatagram, std::vector<uint8_t>(1401, 0));
+  a_->Send(b_->local_address(), Channel::kDatagram, std::vector<uint8_t>(1400, 1));
+  auto got = sink_b_.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes.size(), 1400u);
+  EXPECT_EQ(a_->counters().oversize_drops, 1u);
+}
+
+TEST_F(TransportTest, OversizeIncomingFrameClosesTheConnectionWithoutAllocating) {
+  asio::io_context client_io;
+  asio::ip::tcp::socket s(client_io);
+  Result<HostPort> hp = ParseHostPort(b_->local_address());
+  ASSERT_TRUE(hp.ok());
+  s.connect({asio::ip::make_address(hp->host), hp->port});
+  // A valid preamble, then a frame that claims 4 GiB - 1.
+  std::vector<uint8_t> bytes = {'H', 'S', 'T', 'P', 1, 0x1f, 0x90, 0xff, 0xff, 0xff, 0xff};
+  asio::write(s, asio::buffer(bytes));
+  uint8_t byte = 0;
+  boost::system::error_code ec;
+  s.read_some(asio::buffer(&byte, 1), ec);  // returns when the server closes
+  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
+  EXPECT_EQ(b_->counters().oversize_drops, 1u);
+  EXPECT_TRUE(sink_b_.WaitFor(1, 50ms).empty());
+}
+
+TEST_F(TransportTest, BadPreambleIsAProtocolError) {
+  asio::io_context client_io;
+  asio::ip::tcp::socket s(client_io);
+  Result<HostPort> hp = ParseHostPort(b_->local_address());
+  ASSERT_TRUE(hp.ok());
+  s.connect({asio::ip::make_address(hp->host), hp->port});
+  asio::write(s, asio::buffer(std::string("GET / HTTP/1.1\r\n\r\n")));
+  uint8_t byte = 0;
+  boost::system::error_code ec;
+  s.read_some(asio::buffer(&byte, 1), ec);
+  EXPECT_TRUE(ec);
+  EXPECT_EQ(b_->counters().protocol_errors, 1u);
+}
+
+TEST_F(TransportTest, BlockedAddressesDropBothWays) {
+  b_->SetBlocked({a_->local_address()});
+  a_->Send(b_->local_address(), Channel::kDatagram, {1});
+  a_->Send(b_->local_address(), Channel::kStream, {2});
+  b_->Send(a_->local_address(), Channel::kDatagram, {3});
+  EXPECT_TRUE(sink_b_.WaitFor(1, 200ms).empty());
+  EXPECT_TRUE(sink_a_.WaitFor(1, 50ms).empty());
+  EXPECT_EQ(b_->counters().blocked_drops, 3u);  // two received, one sent
+  // Unblocking heals.
+  b_->SetBlocked({});
+  a_->Send(b_->local_address(), Channel::kDatagram, {4});
+  auto got = sink_b_.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, (std::vector<uint8_t>{4}));
+}
+
+TEST_F(TransportTest, UnreachablePeerCountsASendError) {
+  // A port nobody listens on (bound then released).
+  std::string dead;
+  {
+    auto t = UdpTcpTransport::Open(loops_.io, loops_.core, Local());
+    ASSERT_TRUE(t.ok());
+    dead = (*t)->local_address();
+  }
+  a_->Send(dead, Channel::kStream, {1, 2});
+  a_->Send("not an address", Channel::kDatagram, {1});
+  for (int i = 0; i < 200 && a_->counters().send_errors < 2; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(a_->counters().send_errors, 2u);
+}
+
+TEST(TransportStandaloneTest, HostnamesResolveAndIpv6Works) {
+  Loops loops;
+  RecordingSink sink;
+  auto a = UdpTcpTransport::Open(loops.io, loops.core, Local());
+  auto b = UdpTcpTransport::Open(loops.io, loops.core, Local());
+  ASSERT_TRUE(a.ok() && b.ok());
+  (*a)->Start(nullptr);
+  (*b)->Start(&sink);
+  (*a)->Send("localhost:" + std::to_string((*b)->port()), Channel::kStream, {7});
+  auto got = sink.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, (std::vector<uint8_t>{7}));
+
+  auto v6 = UdpTcpTransport::Open(loops.io, loops.core, Local("[::1]:0"));
+  if (v6.ok()) {  // hosts without IPv6 loopback skip this half
+    RecordingSink sink6;
+    auto v6b = UdpTcpTransport::Open(loops.io, loops.core, Local("[::1]:0"));
+    ASSERT_TRUE(v6b.ok());
+    (*v6)->Start(nullptr);
+    (*v6b)->Start(&sink6);
+    EXPECT_EQ((*v6)->local_address(), "[::1]:" + std::to_string((*v6)->port()));
+    (*v6)->Send((*v6b)->local_address(), Channel::kDatagram, {6});
+    auto g6 = sink6.WaitFor(1);
+    ASSERT_EQ(g6.size(), 1u);
+    EXPECT_EQ(g6[0].from, (*v6)->local_address());
+    (*v6)->Close();
+    (*v6b)->Close();
+  }
+  (*a)->Close();
+  (*b)->Close();
+  std::this_thread::sleep_for(20ms);
+}
+
+TEST(TransportOpenTest, RejectsBadAddresses) {
+  asio::io_context io, core;
+  auto r = UdpTcpTransport::Open(io, core, Local("nohost"));
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  r = UdpTcpTransport::Open(io, core, Local("example.invalid:7946"));
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(HostPortTest, ParsesAndFormats) {
+  auto a = ParseHostPort("127.0.0.1:7946");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 7946);
+  auto b = ParseHostPort("[::1]:0");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->host, "::1");
+  EXPECT_EQ(FormatHostPort("::1", 80), "[::1]:80");
+  EXPECT_EQ(FormatHostPort("node-1", 80), "node-1:80");
+  for (const char* bad : {"", "host", ":80", "h:", "h:65536", "h:-1", "h:1x", "::1:80", "[::1]",
+                          "[::1]80"}) {
+    EXPECT_FALSE(ParseHostPort(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace hearsay::net
