@@ -65,7 +65,8 @@ class HttpPeerClient final : public PeerClient {
   struct Forwarding;  // One forward's state; defined in peer_client.cc.
 
  private:
-  void Finish(uint64_t id);
+  // Forgets forward `id`, cutting its HTTP exchange if `cancel_exchange`.
+  void Finish(uint64_t id, bool cancel_exchange);
 
   Client& client_;
   PostToCore post_to_core_;

@@ -1,0 +1,640 @@
+// http::Client on Boost.Asio, with a Beast basic_parser subclass that hands body bytes straight
+// from the read buffer to the caller. See client.h for the contract.
+//
+// One Exchange is one request: it runs on its own strand, takes a pooled connection or opens
+// one, writes the request (head and body as two buffers, no copy), then reads and parses the
+// response. A connection goes back to the pool only after a complete response with keep-alive and
+// no stray bytes after it.
+#include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
+
+#include "hearsay/http/client.h"
+
+#include <sys/socket.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include "hearsay/http/host_port.h"
+
+namespace hearsay::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr size_t kReadChunk = 16 * 1024;
+
+SteadyClock::duration ToSteady(Duration d) {
+  return std::chrono::duration_cast<SteadyClock::duration>(d);
+}
+
+bool IsIdempotent(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "PUT" ||
+         method == "DELETE";
+}
+
+bool IsToken(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c <= ' ' || c >= 127 || c == ':' || c == '(' || c == ')' || c == ',' || c == '/' ||
+        c == ';' || c == '<' || c == '=' || c == '>' || c == '?' || c == '@' || c == '[' ||
+        c == '\\' || c == ']' || c == '{' || c == '}' || c == '"') {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool HasLineBreakOrNul(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+}
+
+Status Validate(const ClientRequest& r) {
+  if (!IsToken(r.method)) return InvalidArgumentError("bad HTTP method '" + r.method + "'");
+  if (r.target.empty() || r.target.front() != '/' ||
+      r.target.find_first_of(std::string_view(" \r\n\0", 4)) != std::string::npos) {
+    return InvalidArgumentError("bad request target (want an absolute path)");
+  }
+  for (const auto& [name, value] : r.headers) {
+    if (!IsToken(name) || HasLineBreakOrNul(value)) {
+      return InvalidArgumentError("bad header '" + name + "'");
+    }
+  }
+  return OkStatus();
+}
+
+std::string FormatRequestHead(const ClientRequest& r) {
+  std::string head;
+  head.reserve(96 + r.target.size() + r.host_port.size() + r.headers.size() * 48);
+  head += r.method;
+  head += ' ';
+  head += r.target;
+  head += " HTTP/1.1\r\nHost: ";
+  head += r.host_port;
+  head += "\r\n";
+  for (const auto& [name, value] : r.headers) {
+    if (EqualsIgnoreCase(name, "host") || EqualsIgnoreCase(name, "content-length") ||
+        EqualsIgnoreCase(name, "transfer-encoding") || EqualsIgnoreCase(name, "connection")) {
+      continue;
+    }
+    head += name;
+    head += ": ";
+    head += value;
+    head += "\r\n";
+  }
+  if (!r.body.empty() || r.method == "POST" || r.method == "PUT" || r.method == "PATCH") {
+    head += "Content-Length: ";
+    head += std::to_string(r.body.size());
+    head += "\r\n";
+  }
+  head += "\r\n";
+  return head;
+}
+
+// True if an idle pooled socket has been closed (or written to) by the server since it was
+// pooled; such a socket cannot carry a new request.
+bool IsStale(tcp::socket& socket) {
+  char byte;
+  ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0) return !(errno == EAGAIN || errno == EWOULDBLOCK);
+  return true;  // 0: the server closed it; > 0: unsolicited bytes
+}
+
+// Parses a response, handing header and body pieces to the owner as they are parsed.
+template <typename Owner>
+class StreamingResponseParser final : public bhttp::basic_parser<false> {
+ public:
+  explicit StreamingResponseParser(Owner& owner) : owner_(owner) {}
+
+  int status() const { return status_; }
+  Headers& headers() { return headers_; }
+
+ private:
+  void on_request_impl(bhttp::verb, beast::string_view, beast::string_view, int,
+                       error_code&) override {}
+  void on_response_impl(int code, beast::string_view, int, error_code&) override {
+    status_ = code;
+  }
+  void on_field_impl(bhttp::field, beast::string_view name, beast::string_view value,
+                     error_code&) override {
+    std::string lower(name.data(), name.size());
+    for (char& c : lower) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    headers_.emplace_back(std::move(lower), std::string(value.data(), value.size()));
+  }
+  void on_header_impl(error_code&) override { owner_.OnResponseHeader(status_, headers_); }
+  void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
+  size_t on_body_impl(beast::string_view body, error_code&) override {
+    owner_.OnResponseBody(std::string_view(body.data(), body.size()));
+    return body.size();
+  }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
+  size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, error_code&) override {
+    owner_.OnResponseBody(std::string_view(body.data(), body.size()));
+    return body.size();
+  }
+  void on_finish_impl(error_code&) override {}
+
+  Owner& owner_;
+  int status_ = 0;
+  Headers headers_;
+};
+
+}  // namespace
+
+class Exchange;
+
+struct Client::State : std::enable_shared_from_this<Client::State> {
+  State(asio::io_context& io_context, ClientOptions opts)
+      : io(io_context), options(std::move(opts)), sweep_strand(asio::make_strand(io_context)),
+        sweep_timer(sweep_strand) {}
+
+  struct IdleConnection {
+    tcp::socket socket;
+    SteadyClock::time_point since;
+  };
+
+  // A live pooled connection to `host_port`, or nullopt.
+  std::optional<tcp::socket> TakeIdle(const std::string& host_port);
+  // Pools `socket` if there is room, else closes it.
+  void PutIdle(const std::string& host_port, tcp::socket socket);
+  void Sweep();
+  void CloseIdle();
+
+  asio::io_context& io;
+  const ClientOptions options;
+  asio::strand<asio::io_context::executor_type> sweep_strand;
+  asio::steady_timer sweep_timer;  // sweep_strand only
+
+  std::mutex mu;
+  // Per host:port, oldest first. Guarded by mu.
+  std::unordered_map<std::string, std::vector<IdleConnection>> idle;
+  size_t idle_count = 0;           // guarded by mu
+  bool sweep_armed = false;        // guarded by mu
+  bool shut_down = false;          // guarded by mu
+  uint64_t next_exchange = 0;      // guarded by mu
+  std::unordered_map<uint64_t, std::weak_ptr<Exchange>> in_flight;  // guarded by mu
+
+  struct Counters {
+    std::atomic<uint64_t> requests{0}, opened{0}, reused{0}, stale{0}, retries{0}, failures{0};
+  } counters;
+};
+
+class Exchange final : public RequestHandle, public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(std::shared_ptr<Client::State> client, ClientRequest request, ResponseHandlers handlers,
+           uint64_t id)
+      : client_(std::move(client)),
+        strand_(asio::make_strand(client_->io)),
+        request_(std::move(request)),
+        handlers_(std::move(handlers)),
+        id_(id),
+        timer_(strand_),
+        resolver_(strand_) {}
+
+  void Start() {
+    asio::post(strand_, [self = shared_from_this()] { self->Begin(); });
+  }
+
+  void Cancel() override {
+    asio::post(strand_, [self = shared_from_this()] {
+      self->Finish(AbortedError("request cancelled"));
+    });
+  }
+
+  // Parser callbacks, on the strand inside Parse().
+  void OnResponseHeader(int status, const Headers& headers) {
+    if (status >= 100 && status < 200 && status != 101) return;  // interim; the real one follows
+    headers_seen_ = true;
+    ArmTimer(request_.idle_timeout, "response body stalled");
+    if (handlers_.on_headers) handlers_.on_headers(status, headers);
+  }
+  void OnResponseBody(std::string_view bytes) {
+    if (!done_ && handlers_.on_body && !bytes.empty()) handlers_.on_body(bytes);
+  }
+
+ private:
+  using Parser = StreamingResponseParser<Exchange>;
+
+  void Begin() {
+    if (done_) return;
+    Status valid = Validate(request_);
+    if (!valid.ok()) return Finish(valid);
+    auto hp = ParseHostPort(request_.host_port);
+    if (!hp.ok()) return Finish(hp.status());
+    host_port_ = *hp;
+    head_ = FormatRequestHead(request_);
+    if (auto pooled = client_->TakeIdle(request_.host_port)) {
+      socket_.emplace(std::move(*pooled));
+      reused_ = true;
+      client_->counters.reused.fetch_add(1, std::memory_order_relaxed);
+      return Write();
+    }
+    Connect();
+  }
+
+  void Connect() {
+    reused_ = false;
+    socket_.emplace(client_->io);
+    ArmTimer(request_.connect_timeout, "connect to " + request_.host_port + " timed out");
+    error_code ec;
+    auto addr = asio::ip::make_address(host_port_.host, ec);
+    if (!ec) {
+      socket_->async_connect(
+          tcp::endpoint(addr, host_port_.port),
+          asio::bind_executor(strand_, [self = shared_from_this()](error_code e) {
+            self->OnConnect(e);
+          }));
+      return;
+    }
+    resolver_.async_resolve(
+        host_port_.host, std::to_string(host_port_.port),
+        asio::bind_executor(strand_, [self = shared_from_this()](
+                                         error_code e, tcp::resolver::results_type results) {
+          if (self->done_) return;
+          if (e) return self->Fail(e, "cannot resolve " + self->host_port_.host);
+          asio::async_connect(*self->socket_, results,
+                              asio::bind_executor(self->strand_,
+                                                  [self](error_code e2, const tcp::endpoint&) {
+                                                    self->OnConnect(e2);
+                                                  }));
+        }));
+  }
+
+  void OnConnect(error_code ec) {
+    if (done_) return;
+    if (ec) return Fail(ec, "cannot connect to " + request_.host_port);
+    client_->counters.opened.fetch_add(1, std::memory_order_relaxed);
+    error_code ignored;
+    socket_->set_option(tcp::no_delay(true), ignored);
+    Write();
+  }
+
+  void Write() {
+    ArmTimer(request_.response_timeout, "no response from " + request_.host_port + " in time");
+    std::array<asio::const_buffer, 2> bufs = {asio::buffer(head_), asio::buffer(request_.body)};
+    asio::async_write(*socket_, bufs,
+                      asio::bind_executor(strand_, [self = shared_from_this()](error_code ec,
+                                                                               size_t) {
+                        if (self->done_) return;
+                        if (ec) {
+                          // Nothing of a request whose write failed on a reused connection can
+                          // have been processed: replay it once on a fresh connection.
+                          if (self->reused_ && !self->retried_) return self->Retry();
+                          return self->Fail(ec, "sending to " + self->request_.host_port);
+                        }
+                        self->NewParser();
+                        self->Read();
+                      }));
+  }
+
+  void NewParser() {
+    parser_.emplace(*this);
+    // Streams have no size limit. (Not boost::none: Boost 1.74 compares a length against an
+    // empty optional as "over the limit".)
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+    parser_->header_limit(static_cast<uint32_t>(
+        std::min<size_t>(client_->options.max_response_header_bytes,
+                         std::numeric_limits<uint32_t>::max())));
+    parser_->eager(true);
+    if (request_.method == "HEAD") parser_->skip(true);
+  }
+
+  void Read() {
+    socket_->async_read_some(
+        buffer_.prepare(kReadChunk),
+        asio::bind_executor(strand_, [self = shared_from_this()](error_code ec, size_t n) {
+          self->OnRead(ec, n);
+        }));
+  }
+
+  void OnRead(error_code ec, size_t n) {
+    if (done_) return;
+    if (n > 0) {
+      got_response_bytes_ = true;
+      buffer_.commit(n);
+      if (headers_seen_) ArmTimer(request_.idle_timeout, "response body stalled");
+    }
+    if (ec == asio::error::eof) {
+      if (!got_response_bytes_ && reused_ && !retried_ && IsIdempotent(request_.method)) {
+        return Retry();
+      }
+      // A body delimited by the end of the connection ends here.
+      Parse();
+      if (done_) return;
+      // Only a body delimited by the end of the connection can end at EOF (put_eof would accept
+      // an empty or header-less message).
+      if (parser_->is_header_done()) {
+        error_code pec;
+        parser_->put_eof(pec);
+        if (!pec && parser_->is_done()) return Complete(false);
+      }
+      return Finish(UnavailableError("connection to " + request_.host_port +
+                                     " closed before the response ended"));
+    }
+    if (ec) {
+      if (!got_response_bytes_ && reused_ && !retried_ && IsIdempotent(request_.method)) {
+        return Retry();
+      }
+      return Fail(ec, "reading from " + request_.host_port);
+    }
+    Parse();
+    if (!done_) Read();
+  }
+
+  // Feeds the buffer to the parser; completes the exchange when the message ends.
+  void Parse() {
+    while (!done_ && buffer_.size() > 0) {
+      error_code ec;
+      size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (done_) return;  // a callback cancelled
+      if (ec == bhttp::error::need_more) return;
+      if (ec == bhttp::error::header_limit) {
+        return Finish(ResourceExhaustedError("response header from " + request_.host_port +
+                                             " is too large"));
+      }
+      if (ec) {
+        return Finish(UnavailableError("malformed response from " + request_.host_port + ": " +
+                                       ec.message()));
+      }
+      if (parser_->is_done()) {
+        int status = parser_->status();
+        if (status >= 100 && status < 200 && status != 101) {
+          // Interim response: parse the final one from what follows.
+          NewParser();
+          continue;
+        }
+        return Complete(parser_->keep_alive() && buffer_.size() == 0);
+      }
+      if (used == 0) return;
+    }
+  }
+
+  void Complete(bool reusable) {
+    if (reusable && socket_) {
+      client_->PutIdle(request_.host_port, std::move(*socket_));
+      socket_.reset();
+    }
+    Finish(OkStatus());
+  }
+
+  void Retry() {
+    retried_ = true;
+    client_->counters.retries.fetch_add(1, std::memory_order_relaxed);
+    CloseSocket();
+    buffer_.consume(buffer_.size());
+    parser_.reset();
+    got_response_bytes_ = false;
+    Connect();
+  }
+
+  void Fail(error_code ec, const std::string& what) {
+    if (timed_out_) return Finish(DeadlineExceededError(timeout_message_));
+    Finish(UnavailableError(what + ": " + ec.message()));
+  }
+
+  void ArmTimer(Duration d, std::string message) {
+    uint64_t epoch = ++timer_epoch_;
+    timeout_message_ = std::move(message);
+    timer_.expires_after(ToSteady(d));
+    timer_.async_wait([self = shared_from_this(), epoch](error_code ec) {
+      if (ec || epoch != self->timer_epoch_ || self->done_) return;
+      self->timed_out_ = true;
+      self->Finish(DeadlineExceededError(self->timeout_message_));
+    });
+  }
+
+  void CloseSocket() {
+    if (!socket_) return;
+    error_code ec;
+    socket_->close(ec);
+    socket_.reset();
+  }
+
+  void Finish(Status status) {
+    if (done_) return;
+    done_ = true;
+    timer_epoch_++;
+    timer_.cancel();
+    resolver_.cancel();
+    CloseSocket();
+    if (!status.ok()) client_->counters.failures.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(client_->mu);
+      client_->in_flight.erase(id_);
+    }
+    auto on_done = std::move(handlers_.on_done);
+    handlers_ = {};
+    if (on_done) on_done(std::move(status));
+  }
+
+  std::shared_ptr<Client::State> client_;
+  asio::strand<asio::io_context::executor_type> strand_;
+  ClientRequest request_;
+  ResponseHandlers handlers_;
+  const uint64_t id_;
+  asio::steady_timer timer_;
+  tcp::resolver resolver_;
+
+  HostPort host_port_;
+  std::string head_;
+  std::optional<tcp::socket> socket_;
+  beast::flat_buffer buffer_;
+  std::optional<Parser> parser_;
+  uint64_t timer_epoch_ = 0;
+  std::string timeout_message_;
+  bool timed_out_ = false;
+  bool reused_ = false;
+  bool retried_ = false;
+  bool got_response_bytes_ = false;
+  bool headers_seen_ = false;
+  bool done_ = false;
+};
+
+// --- Pool ------------------------------------------------------------------------------------
+
+std::optional<tcp::socket> Client::State::TakeIdle(const std::string& host_port) {
+  std::vector<tcp::socket> discard;
+  std::optional<tcp::socket> found;
+  {
+    std::lock_guard lock(mu);
+    auto it = idle.find(host_port);
+    if (it == idle.end()) return std::nullopt;
+    auto now = SteadyClock::now();
+    auto& list = it->second;
+    // Newest first: the most recently used connection is the least likely to have been closed.
+    while (!list.empty()) {
+      IdleConnection c = std::move(list.back());
+      list.pop_back();
+      idle_count--;
+      if (now - c.since > ToSteady(options.idle_expiry) || IsStale(c.socket)) {
+        counters.stale.fetch_add(1, std::memory_order_relaxed);
+        discard.push_back(std::move(c.socket));
+        continue;
+      }
+      found.emplace(std::move(c.socket));
+      break;
+    }
+    if (list.empty()) idle.erase(it);
+  }
+  for (auto& s : discard) {
+    error_code ec;
+    s.close(ec);
+  }
+  return found;
+}
+
+void Client::State::PutIdle(const std::string& host_port, tcp::socket socket) {
+  bool arm = false;
+  {
+    std::lock_guard lock(mu);
+    auto& list = idle[host_port];
+    if (!shut_down && list.size() < options.max_idle_per_host) {
+      list.push_back(IdleConnection{std::move(socket), SteadyClock::now()});
+      idle_count++;
+      arm = !std::exchange(sweep_armed, true);
+    } else if (list.empty()) {
+      idle.erase(host_port);
+    }
+  }
+  if (socket.is_open()) {
+    error_code ec;
+    socket.close(ec);
+  }
+  if (arm) {
+    asio::post(sweep_strand, [self = shared_from_this()] {
+      self->sweep_timer.expires_after(ToSteady(self->options.idle_expiry));
+      self->sweep_timer.async_wait([self](error_code ec) {
+        if (!ec) self->Sweep();
+      });
+    });
+  }
+}
+
+// Closes expired idle connections, so the pool does not hold sockets servers have given up on.
+void Client::State::Sweep() {
+  std::vector<tcp::socket> discard;
+  bool rearm = false;
+  {
+    std::lock_guard lock(mu);
+    auto now = SteadyClock::now();
+    for (auto it = idle.begin(); it != idle.end();) {
+      auto& list = it->second;
+      size_t keep = 0;
+      for (auto& c : list) {
+        if (now - c.since > ToSteady(options.idle_expiry) || IsStale(c.socket)) {
+          discard.push_back(std::move(c.socket));
+        } else {
+          list[keep++] = std::move(c);
+        }
+      }
+      idle_count -= list.size() - keep;
+      list.erase(list.begin() + static_cast<ptrdiff_t>(keep), list.end());
+      it = list.empty() ? idle.erase(it) : std::next(it);
+    }
+    sweep_armed = rearm = idle_count > 0 && !shut_down;
+  }
+  for (auto& s : discard) {
+    error_code ec;
+    s.close(ec);
+  }
+  if (rearm) {
+    sweep_timer.expires_after(ToSteady(options.idle_expiry) / 2);
+    sweep_timer.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) self->Sweep();
+    });
+  }
+}
+
+void Client::State::CloseIdle() {
+  std::unordered_map<std::string, std::vector<IdleConnection>> taken;
+  {
+    std::lock_guard lock(mu);
+    taken.swap(idle);
+    idle_count = 0;
+  }
+  for (auto& [_, list] : taken) {
+    for (auto& c : list) {
+      error_code ec;
+      c.socket.close(ec);
+    }
+  }
+}
+
+// --- Client ----------------------------------------------------------------------------------
+
+Client::Client(asio::io_context& io, ClientOptions options)
+    : state_(std::make_shared<State>(io, std::move(options))) {}
+
+Client::~Client() {
+  std::vector<std::shared_ptr<Exchange>> live;
+  {
+    std::lock_guard lock(state_->mu);
+    state_->shut_down = true;
+    for (auto& [id, weak] : state_->in_flight) {
+      if (auto e = weak.lock()) live.push_back(std::move(e));
+    }
+  }
+  for (auto& e : live) e->Cancel();
+  CloseIdle();
+  asio::post(state_->sweep_strand, [s = state_] { s->sweep_timer.cancel(); });
+}
+
+std::shared_ptr<RequestHandle> Client::Send(ClientRequest request, ResponseHandlers handlers) {
+  state_->counters.requests.fetch_add(1, std::memory_order_relaxed);
+  uint64_t id;
+  {
+    std::lock_guard lock(state_->mu);
+    id = state_->next_exchange++;
+  }
+  auto exchange = std::make_shared<Exchange>(state_, std::move(request), std::move(handlers), id);
+  {
+    std::lock_guard lock(state_->mu);
+    state_->in_flight.emplace(id, exchange);
+  }
+  exchange->Start();
+  return exchange;
+}
+
+ClientStats Client::stats() const {
+  const auto& c = state_->counters;
+  ClientStats s;
+  s.requests = c.requests.load();
+  s.connections_opened = c.opened.load();
+  s.connections_reused = c.reused.load();
+  s.stale_discarded = c.stale.load();
+  s.retries = c.retries.load();
+  s.failures = c.failures.load();
+  std::lock_guard lock(state_->mu);
+  s.idle_connections = state_->idle_count;
+  return s;
+}
+
+void Client::CloseIdle() { state_->CloseIdle(); }
+
+}  // namespace hearsay::http

@@ -1,0 +1,762 @@
+// http::Server on Boost.Asio, with Beast's request parser. See server.h for the contract.
+//
+// Each connection is a small state machine on its own strand:
+//   kIdle (keep-alive, no byte of the next request yet; idle_timeout)
+//   -> kHeader (header_timeout deadline) -> kBody (body_timeout deadline)
+//   -> kHandling (the handler has the request; reads continue only to notice a vanished client)
+//   -> kIdle again, or kLinger (error/close response flushed, send side shut, draining the input
+//      briefly so the client reads our response instead of a reset) -> kClosed.
+// Responses are formatted here (not by Beast's serializer) into a queue of strings written with
+// gathered write_some calls, so bodies and chunks are never copied and a write's progress is
+// visible to the write timeout.
+#include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
+
+#include "hearsay/http/server.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "hearsay/http/error_body.h"
+#include "hearsay/http/host_port.h"
+
+namespace hearsay::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+// Bytes asked of the socket per read.
+constexpr size_t kReadChunk = 16 * 1024;
+// Buffers gathered into one write_some.
+constexpr size_t kMaxGather = 64;
+// How long a closing connection drains the client's input after our last response.
+constexpr Duration kLingerTime = 2s;
+constexpr size_t kLingerMaxBytes = 1 << 20;
+
+std::chrono::steady_clock::duration ToSteady(Duration d) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+}
+
+std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
+
+std::string LowerCopy(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// The head of a response: status line and header fields, ending with the blank line. Fields the
+// server owns (framing, connection) are dropped from `headers` and set from the arguments.
+std::string FormatHead(int status, const Headers& headers, std::optional<size_t> content_length,
+                       bool chunked, bool close) {
+  std::string head;
+  head.reserve(128 + headers.size() * 48);
+  head += "HTTP/1.1 ";
+  head += std::to_string(status);
+  head += ' ';
+  head += ReasonPhrase(status);
+  head += "\r\n";
+  for (const auto& [name, value] : headers) {
+    if (EqualsIgnoreCase(name, "content-length") || EqualsIgnoreCase(name, "transfer-encoding") ||
+        EqualsIgnoreCase(name, "connection")) {
+      continue;
+    }
+    head += name;
+    head += ": ";
+    head += value;
+    head += "\r\n";
+  }
+  if (content_length) {
+    head += "Content-Length: ";
+    head += std::to_string(*content_length);
+    head += "\r\n";
+  }
+  if (chunked) head += "Transfer-Encoding: chunked\r\n";
+  if (close) head += "Connection: close\r\n";
+  head += "\r\n";
+  return head;
+}
+
+bool WantsClose(const Headers& headers) {
+  auto v = FindHeader(headers, "connection");
+  return v && EqualsIgnoreCase(*v, "close");
+}
+
+}  // namespace
+
+std::optional<std::string_view> Request::Header(std::string_view lowercase_name) const {
+  for (const auto& [n, v] : headers) {
+    if (n == lowercase_name) return std::string_view(v);
+  }
+  return std::nullopt;
+}
+
+// State shared by the Server object, its acceptor and its connections.
+struct Server::State : std::enable_shared_from_this<Server::State> {
+  State(asio::io_context& io_context, ServerOptions opts, Handler h)
+      : io(io_context),
+        options(std::move(opts)),
+        handler(std::move(h)),
+        accept_strand(asio::make_strand(io_context)),
+        acceptor(accept_strand),
+        retry_timer(accept_strand) {}
+
+  void Accept();
+  void Refuse(tcp::socket socket);
+  void Register(uint64_t id, std::weak_ptr<Connection> c) {
+    std::lock_guard lock(mu);
+    connections.emplace(id, std::move(c));
+  }
+  void Unregister(uint64_t id) {
+    std::lock_guard lock(mu);
+    connections.erase(id);
+  }
+
+  asio::io_context& io;
+  const ServerOptions options;
+  const Handler handler;
+  asio::strand<asio::io_context::executor_type> accept_strand;
+  tcp::acceptor acceptor;        // accept_strand only
+  asio::steady_timer retry_timer;  // accept_strand only
+  uint16_t port = 0;
+  std::atomic<bool> closed{false};
+  std::atomic<size_t> open{0};
+  uint64_t next_id = 0;  // accept_strand only
+
+  mutable std::mutex mu;
+  std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections;  // guarded by mu
+
+  struct Counters {
+    std::atomic<uint64_t> accepted{0}, refused{0}, requests{0}, bad_requests{0},
+        header_too_large{0}, body_too_large{0}, read_timeouts{0}, idle_closed{0},
+        slow_readers_dropped{0}, client_aborts{0};
+  } counters;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::shared_ptr<Server::State> server, tcp::socket socket, uint64_t id)
+      : server_(std::move(server)),
+        options_(server_->options),
+        socket_(std::move(socket)),
+        read_timer_(socket_.get_executor()),
+        write_timer_(socket_.get_executor()),
+        id_(id) {}
+
+  // On the strand.
+  void Start() {
+    error_code ec;
+    socket_.set_option(tcp::no_delay(true), ec);
+    auto remote = socket_.remote_endpoint(ec);
+    if (!ec) remote_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+    BeginHeader();
+    ReadMore();
+  }
+
+  // From any thread.
+  void PostClose() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->CloseNow(false); });
+  }
+
+  template <typename F>
+  void Post(F&& f) {
+    asio::post(socket_.get_executor(), std::forward<F>(f));
+  }
+
+  // The Responder's operations, on the strand.
+  void Respond(uint64_t seq, int status, Headers headers, std::string body) {
+    if (!IsCurrent(seq) || response_ != ResponseState::kNone) return;
+    if (WantsClose(headers)) keep_alive_ = false;
+    bool no_body = head_request_ || status == 204 || status == 304 || (status >= 100 && status < 200);
+    Enqueue(FormatHead(status, headers, no_body && status != 304 && !head_request_
+                                            ? std::optional<size_t>()
+                                            : std::optional<size_t>(body.size()),
+                       false, !keep_alive_));
+    if (!no_body && !body.empty()) Enqueue(std::move(body));
+    response_ = ResponseState::kEnded;
+    Flush();
+  }
+
+  void StartStream(uint64_t seq, int status, Headers headers) {
+    if (!IsCurrent(seq) || response_ != ResponseState::kNone) return;
+    if (WantsClose(headers)) keep_alive_ = false;
+    // HTTP/1.0 has no chunked encoding: the body runs until we close.
+    chunked_ = http_minor_ >= 1 && !head_request_;
+    if (!chunked_) keep_alive_ = false;
+    Enqueue(FormatHead(status, headers, std::nullopt, chunked_, !keep_alive_));
+    response_ = ResponseState::kStreaming;
+    Flush();
+  }
+
+  void WriteChunk(uint64_t seq, std::string chunk) {
+    if (!IsCurrent(seq) || response_ != ResponseState::kStreaming || chunk.empty()) return;
+    if (head_request_) return;
+    if (chunked_) {
+      std::array<char, 20> size;
+      auto [end, _] = std::to_chars(size.data(), size.data() + size.size() - 2, chunk.size(), 16);
+      *end++ = '\r';
+      *end++ = '\n';
+      Enqueue(std::string(size.data(), end));
+      Enqueue(std::move(chunk));
+      Enqueue(std::string("\r\n"));
+    } else {
+      Enqueue(std::move(chunk));
+    }
+    Flush();
+  }
+
+  void EndStream(uint64_t seq) {
+    if (!IsCurrent(seq) || response_ != ResponseState::kStreaming) return;
+    if (chunked_) Enqueue(std::string("0\r\n\r\n"));
+    response_ = ResponseState::kEnded;
+    Flush();
+  }
+
+  void SetOnClose(uint64_t seq, std::function<void()> cb) {
+    if (seq != sequence_) return;
+    if (phase_ == Phase::kClosed) {
+      if (aborted_ && cb) cb();
+      return;
+    }
+    on_close_ = std::move(cb);
+  }
+
+ private:
+  enum class Phase { kIdle, kHeader, kBody, kHandling, kLinger, kClosed };
+  enum class ResponseState { kNone, kStreaming, kEnded };
+
+  bool IsCurrent(uint64_t seq) const {
+    return phase_ == Phase::kHandling && responder_ != nullptr && seq == sequence_;
+  }
+
+  // --- Reading -------------------------------------------------------------------------------
+
+  void BeginHeader() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(
+        std::min<size_t>(options_.max_header_bytes, std::numeric_limits<uint32_t>::max())));
+    parser_->body_limit(options_.max_body_bytes);
+    parser_->eager(true);
+    response_ = ResponseState::kNone;
+    chunked_ = false;
+    head_request_ = false;
+    // The first request's header is due header_timeout after accept; later ones get idle_timeout
+    // to begin and header_timeout from their first byte.
+    if (first_request_ || buffer_.size() > 0) {
+      phase_ = Phase::kHeader;
+      ArmReadTimer(options_.header_timeout);
+    } else {
+      phase_ = Phase::kIdle;
+      ArmReadTimer(options_.idle_timeout);
+    }
+    first_request_ = false;
+  }
+
+  void ReadMore() {
+    if (reading_ || phase_ == Phase::kClosed) return;
+    // While a request is being handled, input is read only to notice a client that goes away;
+    // pipelined bytes wait in the buffer, up to a bound.
+    if (phase_ == Phase::kHandling && buffer_.size() >= options_.max_header_bytes + kReadChunk) {
+      return;
+    }
+    reading_ = true;
+    socket_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = shared_from_this()](error_code ec, size_t n) {
+                              self->reading_ = false;
+                              self->OnRead(ec, n);
+                            });
+  }
+
+  void OnRead(error_code ec, size_t n) {
+    if (phase_ == Phase::kClosed) return;
+    if (phase_ == Phase::kLinger) {
+      linger_bytes_ += n;
+      if (ec || linger_bytes_ > kLingerMaxBytes) return CloseNow(false);
+      buffer_.consume(buffer_.size());
+      return ReadMore();
+    }
+    if (ec) {
+      // The client closed or reset. Mid-response that is an abort the handler must hear about.
+      return CloseNow(phase_ == Phase::kHandling);
+    }
+    buffer_.commit(n);
+    if (phase_ == Phase::kIdle && buffer_.size() > 0) {
+      phase_ = Phase::kHeader;
+      ArmReadTimer(options_.header_timeout);
+    }
+    if (phase_ == Phase::kHeader || phase_ == Phase::kBody) {
+      Parse();
+    }
+    ReadMore();
+  }
+
+  void Parse() {
+    while (phase_ == Phase::kHeader || phase_ == Phase::kBody) {
+      error_code ec;
+      size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) return;
+      if (ec) return ParseError(ec);
+      if (phase_ == Phase::kHeader && parser_->is_header_done()) {
+        phase_ = Phase::kBody;
+        ArmReadTimer(options_.body_timeout);
+        MaybeContinue();
+      }
+      if (parser_->is_done()) return Dispatch();
+      if (used == 0 || buffer_.size() == 0) return;
+    }
+  }
+
+  // A client that sent "Expect: 100-continue" waits for our go-ahead before the body.
+  void MaybeContinue() {
+    const auto& req = parser_->get();
+    auto it = req.find(bhttp::field::expect);
+    if (it == req.end() || !EqualsIgnoreCase(View(it->value()), "100-continue")) return;
+    if (req.version() < 11 || parser_->is_done()) return;
+    Enqueue(std::string("HTTP/1.1 100 Continue\r\n\r\n"));
+    Flush();
+  }
+
+  void ParseError(error_code ec) {
+    auto& c = server_->counters;
+    if (ec == bhttp::error::header_limit) {
+      c.header_too_large.fetch_add(1, std::memory_order_relaxed);
+      return SendErrorAndClose(431, "request header is larger than " +
+                                        std::to_string(options_.max_header_bytes) + " bytes");
+    }
+    if (ec == bhttp::error::body_limit) {
+      c.body_too_large.fetch_add(1, std::memory_order_relaxed);
+      return SendErrorAndClose(413, "request body is larger than " +
+                                        std::to_string(options_.max_body_bytes) + " bytes");
+    }
+    c.bad_requests.fetch_add(1, std::memory_order_relaxed);
+    SendErrorAndClose(400, "malformed HTTP request: " + ec.message());
+  }
+
+  void Dispatch() {
+    read_epoch_++;  // no read deadline while the handler works
+    read_timer_.cancel();
+    auto& msg = parser_->get();
+    Request req;
+    req.method = std::string(View(msg.method_string()));
+    req.target = std::string(View(msg.target()));
+    req.path = req.target.substr(0, req.target.find('?'));
+    req.headers.reserve(std::distance(msg.begin(), msg.end()));
+    for (const auto& field : msg) {
+      req.headers.emplace_back(LowerCopy(View(field.name_string())), std::string(View(field.value())));
+    }
+    req.remote = remote_;
+    req.http_minor = static_cast<int>(msg.version() % 10);
+    keep_alive_ = parser_->keep_alive();
+    http_minor_ = req.http_minor;
+    head_request_ = msg.method() == bhttp::verb::head;
+    req.body = std::move(msg.body());
+    parser_.reset();
+
+    phase_ = Phase::kHandling;
+    sequence_++;
+    responder_ = std::make_shared<Responder>(weak_from_this(), sequence_);
+    server_->counters.requests.fetch_add(1, std::memory_order_relaxed);
+    if (server_->closed.load()) return CloseNow(false);
+    server_->handler(std::move(req), responder_);
+  }
+
+  // --- Writing -------------------------------------------------------------------------------
+
+  void Enqueue(std::string bytes) {
+    queued_bytes_ += bytes.size();
+    out_.push_back(std::move(bytes));
+    if (queued_bytes_ > options_.max_write_queue_bytes) {
+      server_->counters.slow_readers_dropped.fetch_add(1, std::memory_order_relaxed);
+      CloseNow(true);
+    }
+  }
+
+  void Flush() {
+    if (writing_ || phase_ == Phase::kClosed) return;
+    if (out_.empty()) return OnQueueDrained();
+    std::array<asio::const_buffer, kMaxGather> bufs;
+    size_t count = 0;
+    for (size_t i = 0; i < out_.size() && count < kMaxGather; ++i) {
+      std::string_view s = out_[i];
+      if (i == 0) s.remove_prefix(front_offset_);
+      bufs[count++] = asio::buffer(s.data(), s.size());
+    }
+    writing_ = true;
+    uint64_t epoch = ++write_epoch_;
+    write_timer_.expires_after(ToSteady(options_.write_timeout));
+    write_timer_.async_wait([self = shared_from_this(), epoch](error_code ec) {
+      if (ec || epoch != self->write_epoch_ || !self->writing_) return;
+      self->server_->counters.slow_readers_dropped.fetch_add(1, std::memory_order_relaxed);
+      self->CloseNow(true);
+    });
+    // Unused slots stay empty buffers; the array is copied into the operation, no allocation.
+    socket_.async_write_some(bufs, [self = shared_from_this()](error_code ec, size_t n) {
+      self->OnWrite(ec, n);
+    });
+  }
+
+  void OnWrite(error_code ec, size_t n) {
+    writing_ = false;
+    write_epoch_++;
+    write_timer_.cancel();
+    if (phase_ == Phase::kClosed) return;
+    if (ec) return CloseNow(true);
+    queued_bytes_ -= n;
+    while (n > 0) {
+      size_t left = out_.front().size() - front_offset_;
+      if (n >= left) {
+        n -= left;
+        out_.pop_front();
+        front_offset_ = 0;
+      } else {
+        front_offset_ += n;
+        n = 0;
+      }
+    }
+    Flush();
+  }
+
+  void OnQueueDrained() {
+    if (phase_ == Phase::kLinger) return BeginLinger();
+    if (phase_ != Phase::kHandling || response_ != ResponseState::kEnded) return;
+    // The response is complete.
+    responder_.reset();
+    on_close_ = nullptr;
+    if (!keep_alive_) return StartLinger();
+    BeginHeader();
+    if (buffer_.size() > 0) Parse();
+    ReadMore();
+  }
+
+  // --- Closing -------------------------------------------------------------------------------
+
+  void SendErrorAndClose(int status, std::string message) {
+    // Whatever the request was, nothing more is read from it.
+    parser_.reset();
+    keep_alive_ = false;
+    std::string body = ErrorBody(status, message);
+    Headers headers = {{"Content-Type", "application/json"}};
+    Enqueue(FormatHead(status, headers, body.size(), false, true));
+    Enqueue(std::move(body));
+    StartLinger();
+  }
+
+  // After the last response: flush it, shut our sending side, and drain the client's input for a
+  // moment, so that unread request bytes do not make the kernel reset the connection and destroy
+  // the response before the client has read it.
+  void StartLinger() {
+    if (phase_ == Phase::kClosed) return;
+    phase_ = Phase::kLinger;
+    read_epoch_++;
+    read_timer_.cancel();
+    Flush();
+  }
+
+  void BeginLinger() {
+    if (lingering_) return;
+    lingering_ = true;
+    error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    ArmReadTimer(kLingerTime);
+    buffer_.consume(buffer_.size());
+    ReadMore();
+  }
+
+  void ArmReadTimer(Duration d) {
+    uint64_t epoch = ++read_epoch_;
+    read_timer_.expires_after(ToSteady(d));
+    read_timer_.async_wait([self = shared_from_this(), epoch](error_code ec) {
+      if (ec || epoch != self->read_epoch_) return;
+      self->OnReadTimeout();
+    });
+  }
+
+  void OnReadTimeout() {
+    auto& c = server_->counters;
+    switch (phase_) {
+      case Phase::kIdle:
+        c.idle_closed.fetch_add(1, std::memory_order_relaxed);
+        return CloseNow(false);
+      case Phase::kHeader:
+      case Phase::kBody:
+        c.read_timeouts.fetch_add(1, std::memory_order_relaxed);
+        return SendErrorAndClose(408, phase_ == Phase::kHeader
+                                          ? "request header not received in time"
+                                          : "request body not received in time");
+      case Phase::kLinger:
+        return CloseNow(false);
+      case Phase::kHandling:
+      case Phase::kClosed:
+        return;
+    }
+  }
+
+  void CloseNow(bool client_gone) {
+    if (phase_ == Phase::kClosed) return;
+    // The responder is current until its response is flushed whole: closing before that is an
+    // abort, even if the handler already ended the response.
+    bool aborted = responder_ != nullptr;
+    aborted_ = aborted;
+    phase_ = Phase::kClosed;
+    read_epoch_++;
+    write_epoch_++;
+    error_code ec;
+    read_timer_.cancel();
+    write_timer_.cancel();
+    socket_.close(ec);
+    out_.clear();
+    queued_bytes_ = 0;
+    server_->Unregister(id_);
+    server_->open.fetch_sub(1);
+    if (responder_) {
+      responder_->closed_.store(true);
+      responder_.reset();
+    }
+    if (aborted) {
+      if (client_gone) server_->counters.client_aborts.fetch_add(1, std::memory_order_relaxed);
+      if (auto cb = std::exchange(on_close_, nullptr)) cb();
+    }
+    on_close_ = nullptr;
+  }
+
+  friend class Server;
+
+  std::shared_ptr<Server::State> server_;
+  const ServerOptions& options_;
+  tcp::socket socket_;
+  asio::steady_timer read_timer_;
+  asio::steady_timer write_timer_;
+  const uint64_t id_;
+  std::string remote_;
+
+  Phase phase_ = Phase::kHeader;
+  bool first_request_ = true;
+  bool reading_ = false;
+  uint64_t read_epoch_ = 0;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+
+  // The request being handled.
+  uint64_t sequence_ = 0;
+  std::shared_ptr<Responder> responder_;
+  std::function<void()> on_close_;
+  ResponseState response_ = ResponseState::kNone;
+  bool keep_alive_ = true;
+  bool chunked_ = false;
+  bool head_request_ = false;
+  int http_minor_ = 1;
+
+  // Invariant: queued_bytes_ == total size of out_ minus front_offset_.
+  std::deque<std::string> out_;
+  size_t front_offset_ = 0;
+  size_t queued_bytes_ = 0;
+  bool writing_ = false;
+  uint64_t write_epoch_ = 0;
+  bool lingering_ = false;
+  size_t linger_bytes_ = 0;
+  // The connection closed while a response was unfinished.
+  bool aborted_ = false;
+};
+
+// --- Responder -------------------------------------------------------------------------------
+
+Responder::Responder(std::weak_ptr<Connection> connection, uint64_t sequence)
+    : connection_(std::move(connection)), sequence_(sequence) {}
+
+Responder::~Responder() = default;
+
+void Responder::Respond(int status, Headers headers, std::string body) {
+  auto c = connection_.lock();
+  if (!c) return;
+  c->Post([c, seq = sequence_, status, h = std::move(headers), b = std::move(body)]() mutable {
+    c->Respond(seq, status, std::move(h), std::move(b));
+  });
+}
+
+void Responder::StartStream(int status, Headers headers) {
+  auto c = connection_.lock();
+  if (!c) return;
+  c->Post([c, seq = sequence_, status, h = std::move(headers)]() mutable {
+    c->StartStream(seq, status, std::move(h));
+  });
+}
+
+void Responder::Write(std::string chunk) {
+  auto c = connection_.lock();
+  if (!c) return;
+  c->Post([c, seq = sequence_, chunk = std::move(chunk)]() mutable {
+    c->WriteChunk(seq, std::move(chunk));
+  });
+}
+
+void Responder::End() {
+  auto c = connection_.lock();
+  if (!c) return;
+  c->Post([c, seq = sequence_] { c->EndStream(seq); });
+}
+
+void Responder::OnClose(std::function<void()> cb) {
+  auto c = connection_.lock();
+  if (!c) {
+    // The connection is gone; it can only have closed before this response ended if this
+    // responder never saw End, which closed_ records.
+    if (closed_.load() && cb) cb();
+    return;
+  }
+  c->Post([c, seq = sequence_, cb = std::move(cb)]() mutable { c->SetOnClose(seq, std::move(cb)); });
+}
+
+bool Responder::closed() const { return closed_.load() || connection_.expired(); }
+
+// --- Server ----------------------------------------------------------------------------------
+
+void Server::State::Accept() {
+  acceptor.async_accept(
+      asio::make_strand(io), [self = shared_from_this()](error_code ec, tcp::socket socket) {
+        if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;
+        if (ec) {
+          // Out of descriptors or a transient network error: back off briefly, keep serving.
+          self->retry_timer.expires_after(std::chrono::milliseconds(50));
+          self->retry_timer.async_wait([self](error_code e) {
+            if (!e && self->acceptor.is_open()) self->Accept();
+          });
+          return;
+        }
+        if (self->open.load() >= self->options.max_connections) {
+          self->Refuse(std::move(socket));
+        } else {
+          self->open.fetch_add(1);
+          self->counters.accepted.fetch_add(1, std::memory_order_relaxed);
+          uint64_t id = self->next_id++;
+          auto conn = std::make_shared<Connection>(self, std::move(socket), id);
+          self->Register(id, conn);
+          conn->Post([conn] { conn->Start(); });
+        }
+        self->Accept();
+      });
+}
+
+void Server::State::Refuse(tcp::socket socket) {
+  counters.refused.fetch_add(1, std::memory_order_relaxed);
+  struct Refusal {
+    tcp::socket socket;
+    std::string bytes;
+  };
+  std::string body = ErrorBody(503, "server is at its connection limit; retry later");
+  Headers headers = {{"Content-Type", "application/json"}, {"Retry-After", "1"}};
+  auto r = std::make_shared<Refusal>(
+      Refusal{std::move(socket), FormatHead(503, headers, body.size(), false, true) + body});
+  // A few hundred bytes fit in any socket buffer, so this write does not wait on the client.
+  r->socket.async_write_some(asio::buffer(r->bytes), [r](error_code, size_t) {
+    error_code ec;
+    r->socket.shutdown(tcp::socket::shutdown_send, ec);
+    r->socket.close(ec);
+  });
+}
+
+Server::Server(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+Server::~Server() { Close(); }
+
+Result<std::unique_ptr<Server>> Server::Start(asio::io_context& io, ServerOptions options,
+                                              Handler handler) {
+  if (!handler) return InvalidArgumentError("http server needs a handler");
+  if (options.max_connections == 0 || options.max_header_bytes < 64 ||
+      options.max_write_queue_bytes == 0) {
+    return InvalidArgumentError("http server limits must be positive");
+  }
+  auto hp = ParseHostPort(options.listen);
+  if (!hp.ok()) return hp.status();
+  error_code ec;
+  tcp::endpoint endpoint;
+  auto addr = asio::ip::make_address(hp->host, ec);
+  if (!ec) {
+    endpoint = tcp::endpoint(addr, hp->port);
+  } else {
+    tcp::resolver resolver(io);
+    auto results = resolver.resolve(hp->host, std::to_string(hp->port),
+                                    tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || results.empty()) {
+      return InvalidArgumentError("cannot resolve listen address '" + options.listen +
+                                  "': " + ec.message());
+    }
+    endpoint = results.begin()->endpoint();
+  }
+
+  auto state = std::make_shared<State>(io, std::move(options), std::move(handler));
+  auto& acc = state->acceptor;
+  acc.open(endpoint.protocol(), ec);
+  if (!ec) acc.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acc.bind(endpoint, ec);
+  if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return UnavailableError("cannot listen on '" + state->options.listen + "': " + ec.message());
+  }
+  state->port = acc.local_endpoint(ec).port();
+  asio::post(state->accept_strand, [state] { state->Accept(); });
+  return std::unique_ptr<Server>(new Server(std::move(state)));
+}
+
+uint16_t Server::port() const { return state_->port; }
+
+void Server::StopAccepting() {
+  asio::post(state_->accept_strand, [s = state_] {
+    error_code ec;
+    s->acceptor.close(ec);
+    s->retry_timer.cancel();
+  });
+}
+
+void Server::Close() {
+  if (state_->closed.exchange(true)) return;
+  StopAccepting();
+  std::vector<std::shared_ptr<Connection>> conns;
+  {
+    std::lock_guard lock(state_->mu);
+    for (auto& [id, weak] : state_->connections) {
+      if (auto c = weak.lock()) conns.push_back(std::move(c));
+    }
+  }
+  for (auto& c : conns) c->PostClose();
+}
+
+size_t Server::open_connections() const { return state_->open.load(); }
+
+ServerStats Server::stats() const {
+  const auto& c = state_->counters;
+  ServerStats s;
+  s.connections_accepted = c.accepted.load();
+  s.connections_refused = c.refused.load();
+  s.requests = c.requests.load();
+  s.bad_requests = c.bad_requests.load();
+  s.header_too_large = c.header_too_large.load();
+  s.body_too_large = c.body_too_large.load();
+  s.read_timeouts = c.read_timeouts.load();
+  s.idle_closed = c.idle_closed.load();
+  s.slow_readers_dropped = c.slow_readers_dropped.load();
+  s.client_aborts = c.client_aborts.load();
+  return s;
+}
+
+}  // namespace hearsay::http
