@@ -87,6 +87,10 @@ class PeerClient {
   // Sends `request` to the node at `to`; its events reach `sink` later, ending with exactly one
   // terminal callback. An unreachable peer gives OnError(before_first_token = true).
   virtual void Forward(const Address& to, PeerRequest request, ResponseSink* sink) = 0;
+  // Abandons the forward of request `id` (its client went away). The sink may still get one
+  // terminal OnError for it, which the caller ignores. Default: nothing to abort (the simulator
+  // lets the answer arrive and be dropped).
+  virtual void Cancel(uint64_t /*id*/) {}
 };
 
 }  // namespace hearsay

@@ -202,6 +202,25 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
   Route(token);
 }
 
+bool Node::Cancel(uint64_t client_id, ResponseSink* sink) {
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    const Pending& p = it->second;
+    if (p.client_id != client_id || p.sink != sink) continue;
+    const uint64_t token = it->first;
+    const route::Slot slot = p.slot;
+    pending_.erase(it);
+    ++stats_.cancelled;
+    // Erased first: the forward's late OnError (if any) then finds nothing to retry.
+    if (slot == 0) {
+      engine_.Cancel(token);
+    } else {
+      peer_client_.Cancel(token);
+    }
+    return true;
+  }
+  return false;
+}
+
 void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   const TimePoint now = scheduler_.clock().Now();
   candidates_.clear();
@@ -346,6 +365,9 @@ void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
     o.actual_cached_tokens = first.cached_tokens;
     o.ttft = o.now - p.arrived;
     policy_->OnOutcome(o);
+    ++stats_.served_local;
+    stats_.estimated_cached_tokens += p.estimated_cached;
+    stats_.actual_cached_tokens += first.cached_tokens;
   }
   p.sink->OnFirstToken(p.client_id, PeerFirstToken{first.prompt_tokens, first.cached_tokens});
   const uint32_t token = first.token;
@@ -394,6 +416,8 @@ void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
   o.actual_cached_tokens = first.cached_tokens;
   o.ttft = o.now - p.arrived;
   policy_->OnOutcome(o);
+  stats_.estimated_cached_tokens += p.estimated_cached;
+  stats_.actual_cached_tokens += first.cached_tokens;
   p.sink->OnFirstToken(p.client_id, first);
 }
 

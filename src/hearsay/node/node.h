@@ -101,6 +101,13 @@ struct NodeStats {
   uint64_t served_cached_tokens = 0;
   uint64_t rejected = 0;  // invalid requests
   uint64_t failed = 0;    // requests that ended in OnError for the client
+  uint64_t cancelled = 0;  // requests dropped by Cancel (their client went away)
+  // Client requests whose first token came from this node's engine (the route decision "local").
+  uint64_t served_local = 0;
+  // Over client requests at their first token (local or forwarded): the cached tokens the
+  // policy estimated for the chosen node, and what its engine then reported.
+  uint64_t estimated_cached_tokens = 0;
+  uint64_t actual_cached_tokens = 0;
 };
 
 class Node final : public gossip::Listener, public engine::EngineObserver {
@@ -122,6 +129,14 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   // Takes one request (from a client, or from a peer when request.forwarded is set); its events
   // reach `sink`, ending with exactly one terminal callback, never from inside Submit.
   void Submit(PeerRequest request, ResponseSink* sink);
+
+  // Drops the live request that `sink` submitted with id `client_id` (its client disconnected):
+  // the engine stops working on it, or the forward is abandoned; no further callback reaches
+  // `sink` for it. Returns false if no such request is live (it already ended).
+  bool Cancel(uint64_t client_id, ResponseSink* sink);
+
+  // Leaves the cluster gracefully (gossip::Node::Leave); requests in flight continue.
+  void Leave() { gossip_->Leave(); }
 
   // Uses exact global knowledge instead of gossip for peers' caches and loads (simulator only).
   void SetExactView(const ExactClusterView* view) { exact_ = view; }

@@ -130,6 +130,51 @@ TEST(NodeTest, RestartedPeersOldCacheIsDropped) {
   EXPECT_EQ(c->node(0).peer_index().GenerationOf("n1").value_or(0), 2u);
 }
 
+TEST(NodeTest, CancelStopsALocalRequestAndAForwardWithoutCallbacks) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  // Local: a hop request is served here; cancel it before its first token.
+  PeerRequest local = Req(1, Prompt(5, 4096, 1, 40), true);
+  local.max_output_tokens = 50;
+  c->node(2).Submit(std::move(local), &rec);
+  EXPECT_TRUE(c->node(2).Cancel(1, &rec));
+  EXPECT_FALSE(c->node(2).Cancel(1, &rec));  // no longer live
+  c->scheduler().RunFor(FromSeconds(2));
+  EXPECT_EQ(rec.by_id.count(1), 0u);
+  EXPECT_EQ(c->node(2).stats().cancelled, 1u);
+  EXPECT_EQ(c->node(2).stats().served, 0u);
+
+  // Forwarded: B holds the prefix, A forwards; cancelled in flight, A's client hears nothing
+  // and A does not retry.
+  c->node(1).Submit(Req(2, Prompt(6, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_TRUE(rec.by_id[2].complete);
+  c->node(0).Submit(Req(3, Prompt(6, 2048, 2, 40)), &rec);
+  EXPECT_EQ(c->node(0).stats().forward_attempts, 1u);
+  EXPECT_TRUE(c->node(0).Cancel(3, &rec));
+  c->scheduler().RunFor(FromSeconds(2));
+  EXPECT_EQ(rec.by_id.count(3), 0u);
+  EXPECT_EQ(c->node(0).stats().forward_attempts, 1u);
+  EXPECT_EQ(c->node(0).stats().forwarded_out, 0u);
+  // A different sink cannot cancel someone else's request.
+  Recorder other;
+  c->node(0).Submit(Req(4, Prompt(7, 64, 1, 8)), &rec);
+  EXPECT_FALSE(c->node(0).Cancel(4, &other));
+  c->scheduler().RunFor(FromSeconds(2));
+  EXPECT_TRUE(rec.by_id[4].complete);
+}
+
+TEST(NodeTest, OutcomeStatsSumEstimatedAndActualCachedTokens) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  c->node(0).Submit(Req(1, Prompt(8, 512, 1, 8)), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_TRUE(rec.by_id[1].complete);
+  const NodeStats& s = c->node(0).stats();
+  EXPECT_EQ(s.served_local + s.forwarded_out, 1u);
+  EXPECT_EQ(s.actual_cached_tokens, rec.by_id[1].cached);
+}
+
 TEST(NodeTest, BadRequestIsRejectedWithoutSideEffects) {
   auto c = MakeCluster("hearsay");
   Recorder rec;
