@@ -217,10 +217,11 @@ TEST_F(ClientTest, SilentServerIsADeadlineExceeded) {
 }
 
 TEST_F(ClientTest, StalledBodyIsADeadlineExceededAfterHeaders) {
+  testing::ResponderKeeper keeper;
   StartServer([&](Request, std::shared_ptr<Responder> r) {
     r->StartStream(200, {});
     r->Write("some");
-    // ... and nothing more.
+    keeper.Keep(std::move(r));  // ... and nothing more.
   });
   Outcome out;
   auto req = Get(server_->port(), "/");
@@ -285,10 +286,12 @@ TEST_F(ClientTest, IdleConnectionClosedByTheServerIsNotUsed) {
 
 TEST_F(ClientTest, CancelAbortsAndTheServerSeesTheClientLeave) {
   std::promise<void> server_saw_close;
+  testing::ResponderKeeper keeper;
   StartServer([&](Request, std::shared_ptr<Responder> r) {
     r->OnClose([&] { server_saw_close.set_value(); });
     r->StartStream(200, {});
     r->Write("x");
+    keeper.Keep(std::move(r));
   });
   Outcome out;
   auto handlers = out.Handlers();

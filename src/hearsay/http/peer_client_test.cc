@@ -306,9 +306,11 @@ TEST_F(PeerClientTest, SilentPeerTimesOutBeforeTheFirstToken) {
 
 TEST_F(PeerClientTest, PeerDroppingMidStreamFailsAfterTheFirstToken) {
   std::promise<void> streaming;
+  testing::ResponderKeeper keeper;
   StartPeer([&](Request, std::shared_ptr<Responder> r) {
     r->StartStream(200, FirstTokenHeaders());
     r->Write(api::RenderChunk(Meta(), "partial", true));
+    keeper.Keep(std::move(r));
     streaming.set_value();
   });
   RecordingSink sink(core_, in_forward_);
@@ -370,9 +372,11 @@ TEST_F(PeerClientTest, StreamEndingWithoutDoneIsAnError) {
 
 TEST_F(PeerClientTest, CancelAbortsTheForwardAndClosesTheConnection) {
   std::promise<void> peer_saw_close, streaming;
+  testing::ResponderKeeper keeper;
   StartPeer([&](Request, std::shared_ptr<Responder> r) {
     r->OnClose([&] { peer_saw_close.set_value(); });
     r->StartStream(200, FirstTokenHeaders());
+    keeper.Keep(std::move(r));
     streaming.set_value();
   });
   RecordingSink sink(core_, in_forward_);

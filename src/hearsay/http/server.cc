@@ -232,6 +232,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Flush();
   }
 
+  // The handler dropped the last reference to an unfinished responder (a bug on its side): the
+  // client gets a 500, or a cut stream, rather than a connection that hangs forever.
+  void Abandoned(uint64_t seq) {
+    if (!IsCurrent(seq)) return;
+    if (response_ == ResponseState::kNone) {
+      keep_alive_ = false;
+      std::string body = ErrorBody(500, "the server dropped this request without an answer");
+      Enqueue(FormatHead(500, {{"Content-Type", "application/json"}}, body.size(), false, true));
+      Enqueue(std::move(body));
+      response_ = ResponseState::kEnded;
+      Flush();
+    } else if (response_ == ResponseState::kStreaming) {
+      // Deliver what was written, then cut the stream without its last chunk: the client sees
+      // a broken response, not a complete one.
+      response_ = ResponseState::kEnded;
+      cut_after_flush_ = true;
+      Flush();
+    }
+  }
+
   void SetOnClose(uint64_t seq, std::function<void()> cb) {
     if (seq != sequence_) return;
     if (phase_ == Phase::kClosed) {
@@ -246,7 +266,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class ResponseState { kNone, kStreaming, kEnded };
 
   bool IsCurrent(uint64_t seq) const {
-    return phase_ == Phase::kHandling && responder_ != nullptr && seq == sequence_;
+    return phase_ == Phase::kHandling && responder_active_ && seq == sequence_;
   }
 
   // --- Reading -------------------------------------------------------------------------------
@@ -291,7 +311,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (phase_ == Phase::kClosed) return;
     if (phase_ == Phase::kLinger) {
       linger_bytes_ += n;
-      if (ec || linger_bytes_ > kLingerMaxBytes) return CloseNow(false);
+      if (ec || linger_bytes_ > kLingerMaxBytes) {
+        // Our last response may still be on its way out: finish writing it before closing.
+        if (lingering_) return CloseNow(false);
+        input_done_ = true;
+        return;
+      }
       buffer_.consume(buffer_.size());
       return ReadMore();
     }
@@ -375,10 +400,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
     phase_ = Phase::kHandling;
     sequence_++;
-    responder_ = std::make_shared<Responder>(weak_from_this(), sequence_);
+    auto responder = std::make_shared<Responder>(weak_from_this(), sequence_);
+    responder_ = responder;
+    responder_active_ = true;
     server_->counters.requests.fetch_add(1, std::memory_order_relaxed);
     if (server_->closed.load()) return CloseNow(false);
-    server_->handler(std::move(req), responder_);
+    server_->handler(std::move(req), std::move(responder));
   }
 
   // --- Writing -------------------------------------------------------------------------------
@@ -440,8 +467,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnQueueDrained() {
     if (phase_ == Phase::kLinger) return BeginLinger();
     if (phase_ != Phase::kHandling || response_ != ResponseState::kEnded) return;
+    if (cut_after_flush_) {
+      responder_active_ = false;
+      return CloseNow(false);
+    }
     // The response is complete.
     responder_.reset();
+    responder_active_ = false;
     on_close_ = nullptr;
     if (!keep_alive_) return StartLinger();
     BeginHeader();
@@ -476,6 +508,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void BeginLinger() {
     if (lingering_) return;
     lingering_ = true;
+    if (input_done_) return CloseNow(false);
     error_code ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
     ArmReadTimer(kLingerTime);
@@ -516,7 +549,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (phase_ == Phase::kClosed) return;
     // The responder is current until its response is flushed whole: closing before that is an
     // abort, even if the handler already ended the response.
-    bool aborted = responder_ != nullptr;
+    bool aborted = responder_active_;
     aborted_ = aborted;
     phase_ = Phase::kClosed;
     read_epoch_++;
@@ -529,10 +562,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     queued_bytes_ = 0;
     server_->Unregister(id_);
     server_->open.fetch_sub(1);
-    if (responder_) {
-      responder_->closed_.store(true);
-      responder_.reset();
-    }
+    if (auto r = responder_.lock()) r->closed_.store(true);
+    responder_.reset();
+    responder_active_ = false;
     if (aborted) {
       if (client_gone) server_->counters.client_aborts.fetch_add(1, std::memory_order_relaxed);
       if (auto cb = std::exchange(on_close_, nullptr)) cb();
@@ -559,7 +591,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // The request being handled.
   uint64_t sequence_ = 0;
-  std::shared_ptr<Responder> responder_;
+  // Weak: the handler owns the responder; when it drops it unfinished, the connection hears
+  // (Abandoned) instead of hanging.
+  std::weak_ptr<Responder> responder_;
+  // The current response is not flushed whole yet.
+  bool responder_active_ = false;
+  // The handler abandoned a stream: close once what it wrote is flushed.
+  bool cut_after_flush_ = false;
   std::function<void()> on_close_;
   ResponseState response_ = ResponseState::kNone;
   bool keep_alive_ = true;
@@ -575,6 +613,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t write_epoch_ = 0;
   bool lingering_ = false;
   size_t linger_bytes_ = 0;
+  // The client's input ended (or overflowed) while our last response was still being written.
+  bool input_done_ = false;
   // The connection closed while a response was unfinished.
   bool aborted_ = false;
 };
@@ -584,7 +624,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 Responder::Responder(std::weak_ptr<Connection> connection, uint64_t sequence)
     : connection_(std::move(connection)), sequence_(sequence) {}
 
-Responder::~Responder() = default;
+Responder::~Responder() {
+  if (auto c = connection_.lock()) c->Post([c, seq = sequence_] { c->Abandoned(seq); });
+}
 
 void Responder::Respond(int status, Headers headers, std::string body) {
   auto c = connection_.lock();

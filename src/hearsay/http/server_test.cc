@@ -386,6 +386,25 @@ TEST_F(ServerTest, CloseCutsOpenStreams) {
   EXPECT_TRUE(c.ReadUntilClosed());
 }
 
+TEST_F(ServerTest, HandlerThatDropsTheResponderUnansweredGets500) {
+  StartServer(LocalOptions(), [](Request req, std::shared_ptr<Responder> r) {
+    if (req.path == "/stream") {
+      r->StartStream(200, {});
+      r->Write("begun");
+    }
+    // r is dropped here without an answer (or with an unfinished stream).
+  });
+  RawClient a(server_->port());
+  ASSERT_TRUE(a.Send("GET / HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(a.ReadUntilClosed());
+  EXPECT_EQ(a.data().rfind("HTTP/1.1 500 ", 0), 0u) << a.data();
+  RawClient b(server_->port());
+  ASSERT_TRUE(b.Send("GET /stream HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(b.ReadUntilClosed());
+  EXPECT_NE(b.data().find("begun"), std::string::npos);
+  EXPECT_EQ(b.data().find("0\r\n\r\n"), std::string::npos) << "the stream is cut, not ended";
+}
+
 TEST_F(ServerTest, ExpectContinueGetsTheGoAhead) {
   StartServer(LocalOptions(), EchoHandler());
   RawClient c(server_->port());

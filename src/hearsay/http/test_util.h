@@ -12,12 +12,17 @@
 
 #include <chrono>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+
+#include "hearsay/http/server.h"
 
 namespace hearsay::http::testing {
 
@@ -126,6 +131,19 @@ class RawClient {
   int fd_ = -1;
   bool connected_ = false;
   std::string data_;
+};
+
+// Keeps responders alive for a test's duration (a dropped unfinished responder ends its request).
+class ResponderKeeper {
+ public:
+  void Keep(std::shared_ptr<Responder> r) {
+    std::lock_guard lock(mu_);
+    held_.push_back(std::move(r));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Responder>> held_;
 };
 
 // Waits for `f` to be ready, at most `timeout`.
