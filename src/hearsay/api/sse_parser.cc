@@ -1,8 +1,5 @@
-// Incremental event-stream parsing (WHATWG rules for data lines) and OpenAI chunk decoding.
+// Incremental event-stream parsing, by the WHATWG rules for data lines.
 #include "hearsay/api/sse_parser.h"
-
-#include <limits>
-#include <nlohmann/json.hpp>
 
 namespace hearsay::api {
 
@@ -103,109 +100,6 @@ void SseParser::ProcessLine(std::string_view line,
   if (!Fits(value.size() + 1)) return;
   data_.append(value);
   data_.push_back('\n');
-}
-
-namespace {
-
-using nlohmann::json;
-
-Status Invalid(std::string message) {
-  return InvalidArgumentError("stream event: " + std::move(message));
-}
-
-// A non-negative integer member that fits uint32; absent or null reads as 0.
-Result<uint32_t> ReadCount(const json& object, std::string_view name) {
-  const auto it = object.find(name);
-  if (it == object.end() || it->is_null()) return uint32_t{0};
-  if (!it->is_number_unsigned() || it->get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
-    return Invalid("usage." + std::string(name) + " is not a 32-bit non-negative integer");
-  }
-  return static_cast<uint32_t>(it->get<uint64_t>());
-}
-
-Result<UsageCounts> ReadUsage(const json& usage) {
-  if (!usage.is_object()) return Invalid("usage is not an object");
-  UsageCounts counts;
-  HEARSAY_ASSIGN_OR_RETURN(counts.prompt_tokens, ReadCount(usage, "prompt_tokens"));
-  HEARSAY_ASSIGN_OR_RETURN(counts.completion_tokens, ReadCount(usage, "completion_tokens"));
-  const auto details = usage.find("prompt_tokens_details");
-  if (details != usage.end() && !details->is_null()) {
-    if (!details->is_object()) return Invalid("usage.prompt_tokens_details is not an object");
-    HEARSAY_ASSIGN_OR_RETURN(counts.cached_tokens, ReadCount(*details, "cached_tokens"));
-  }
-  return counts;
-}
-
-// A string member, or "" when absent or null.
-Result<std::string> ReadText(const json& object, std::string_view name) {
-  const auto it = object.find(name);
-  if (it == object.end() || it->is_null()) return std::string();
-  if (!it->is_string()) return Invalid(std::string(name) + " is not a string");
-  return it->get<std::string>();
-}
-
-Result<ApiError> ReadError(const json& error) {
-  if (!error.is_object()) return Invalid("error is not an object");
-  ApiError out;
-  out.http_status = 500;
-  HEARSAY_ASSIGN_OR_RETURN(out.message, ReadText(error, "message"));
-  HEARSAY_ASSIGN_OR_RETURN(out.type, ReadText(error, "type"));
-  HEARSAY_ASSIGN_OR_RETURN(out.param, ReadText(error, "param"));
-  // OpenAI's code is a string, but some servers send a number.
-  const auto code = error.find("code");
-  if (code != error.end() && code->is_number_integer()) {
-    out.code = code->dump();
-  } else {
-    HEARSAY_ASSIGN_OR_RETURN(out.code, ReadText(error, "code"));
-  }
-  if (out.message.empty()) out.message = "the serving node reported an error";
-  if (out.type.empty()) out.type = "server_error";
-  return out;
-}
-
-Status ReadChoice(const json& choice, StreamEvent* event) {
-  if (!choice.is_object()) return Invalid("choices[0] is not an object");
-  const auto delta = choice.find("delta");
-  if (delta != choice.end() && !delta->is_null()) {
-    if (!delta->is_object()) return Invalid("choices[0].delta is not an object");
-    HEARSAY_ASSIGN_OR_RETURN(event->delta_text, ReadText(*delta, "content"));
-  } else {
-    HEARSAY_ASSIGN_OR_RETURN(event->delta_text, ReadText(choice, "text"));
-  }
-  HEARSAY_ASSIGN_OR_RETURN(event->finish_reason, ReadText(choice, "finish_reason"));
-  return OkStatus();
-}
-
-}  // namespace
-
-Result<StreamEvent> ParseStreamEvent(std::string_view data) {
-  StreamEvent event;
-  if (data == "[DONE]") {
-    event.done = true;
-    return event;
-  }
-  json parsed = json::parse(data, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return Invalid("not JSON and not [DONE]");
-  if (!parsed.is_object()) return Invalid("not a JSON object");
-  const auto error = parsed.find("error");
-  if (error != parsed.end() && !error->is_null()) {
-    HEARSAY_ASSIGN_OR_RETURN(event.error, ReadError(*error));
-    return event;
-  }
-  const auto choices = parsed.find("choices");
-  const auto usage = parsed.find("usage");
-  const bool has_choices = choices != parsed.end() && !choices->is_null();
-  const bool has_usage = usage != parsed.end() && !usage->is_null();
-  if (!has_choices && !has_usage) return Invalid("neither choices, usage nor error");
-  if (has_choices) {
-    if (!choices->is_array()) return Invalid("choices is not an array");
-    // We only ever ask for one choice (n = 1); further ones are not ours to merge.
-    if (!choices->empty()) HEARSAY_RETURN_IF_ERROR(ReadChoice((*choices)[0], &event));
-  }
-  if (has_usage) {
-    HEARSAY_ASSIGN_OR_RETURN(event.usage, ReadUsage(*usage));
-  }
-  return event;
 }
 
 }  // namespace hearsay::api

@@ -144,6 +144,52 @@ TEST(ParseStreamEventTest, DecodesChunksOfBothEndpoints) {
   EXPECT_EQ(err->error->type, "server_error");
 }
 
+TEST(ParseStreamEventTest, KeyOrderAndUnreadMembersDoNotMatter) {
+  // The error wins wherever it appears; unknown members (even nested ones) are skipped.
+  auto err = ParseStreamEvent(
+      R"({"choices":[{"text":"a"}],"x":{"choices":[1],"usage":[]},"error":{"code":-3,"param":null}})");
+  ASSERT_TRUE(err.ok()) << err.status().ToString();
+  ASSERT_TRUE(err->error.has_value());
+  EXPECT_EQ(err->error->code, "-3");
+  EXPECT_EQ(err->error->http_status, 500);
+  EXPECT_EQ(err->error->message, "the serving node reported an error");
+  // Only the first choice counts; later ones may be anything.
+  auto first = ParseStreamEvent(
+      R"({"usage":{"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":2}},)"
+      R"("choices":[{"finish_reason":"stop","logprobs":{"a":[1,2]},"delta":{"content":"x","tool_calls":[]}},7,"z"]})");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->delta_text, "x");
+  EXPECT_EQ(first->finish_reason, "stop");
+  EXPECT_EQ(first->usage, (UsageCounts{0, 3, 2}));
+  // With a delta, a stray "text" member is not read.
+  auto delta = ParseStreamEvent(R"({"choices":[{"text":5,"delta":{"content":"d"}}]})");
+  ASSERT_TRUE(delta.ok());
+  EXPECT_EQ(delta->delta_text, "d");
+  // Escapes decode.
+  auto esc = ParseStreamEvent(R"({"choices":[{"text":"\u00e9\n\"\ud83d\ude00"}]})");
+  ASSERT_TRUE(esc.ok());
+  EXPECT_EQ(esc->delta_text, "\xC3\xA9\n\"\xF0\x9F\x98\x80");
+}
+
+TEST(ParseStreamEventTest, RefusesDuplicateReadKeysAndDeepNesting) {
+  for (std::string_view bad :
+       {R"({"choices":[{"text":"a","text":"b"}]})", R"({"error":null,"error":{}})",
+        R"({"choices":[],"choices":[]})", R"({"usage":{"prompt_tokens":1,"prompt_tokens":2}})"}) {
+    const auto r = ParseStreamEvent(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("duplicate key"), std::string::npos) << bad;
+  }
+  // Duplicates of keys nobody reads are fine.
+  EXPECT_TRUE(ParseStreamEvent(R"({"id":1,"id":2,"choices":[]})").ok());
+  std::string deep = R"({"choices":[],"x":)";
+  deep.append(100000, '[');
+  deep.append(100000, ']');
+  deep.push_back('}');
+  const auto r = ParseStreamEvent(deep);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nested too deep"), std::string::npos);
+}
+
 TEST(ParseStreamEventTest, RejectsWhatIsNotAnEvent) {
   for (std::string_view bad :
        {"", "[DONE", "{", "[]", "42", R"({"id":"x"})", R"({"choices":{}})", R"({"choices":[5]})",

@@ -1,0 +1,99 @@
+// The API layer's per-request and per-token costs: tokenizing, parsing a request body, rendering
+// and decoding one streamed chunk (the forwarding path does both per token), SSE parsing, metrics.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "hearsay/api/metrics.h"
+#include "hearsay/api/openai_request.h"
+#include "hearsay/api/openai_response.h"
+#include "hearsay/api/sse_parser.h"
+#include "hearsay/api/tokenizer.h"
+
+namespace hearsay::api {
+namespace {
+
+std::string SampleText(size_t bytes) {
+  std::string text;
+  while (text.size() < bytes) {
+    text.append("The quick brown fox jumps over the lazy dog, 42 times.\n  Caf\xC3\xA9? ");
+  }
+  text.resize(bytes);
+  return text;
+}
+
+void BM_TokenizerEncode(benchmark::State& state) {
+  const std::string text = SampleText(static_cast<size_t>(state.range(0)));
+  const Tokenizer tokenizer;
+  std::vector<uint32_t> ids;
+  for (auto _ : state) {
+    ids.clear();
+    tokenizer.AppendEncoded(text, &ids);
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_TokenizerEncode)->Arg(4096)->Arg(1 << 20);
+
+void BM_ParseChatRequest(benchmark::State& state) {
+  const std::string content = SampleText(static_cast<size_t>(state.range(0)));
+  std::string body = R"({"model":"m","stream":true,"max_tokens":64,"messages":[)"
+                     R"({"role":"system","content":"You are helpful."},{"role":"user","content":")";
+  body.append(content.begin(), content.end() - 1);  // drop a trailing byte that may need escaping
+  for (char& c : body) {
+    if (c == '\n') c = ' ';
+  }
+  body.append(R"("}]})");
+  const Limits limits;
+  for (auto _ : state) {
+    auto parsed = ParseRequest(Endpoint::kChatCompletions, body, limits);
+    benchmark::DoNotOptimize(parsed);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_ParseChatRequest)->Arg(1024)->Arg(64 * 1024);
+
+ResponseMeta Meta() {
+  return {Endpoint::kChatCompletions, "chatcmpl-0123456789abcdef", 1700000000, "llama-3-8b",
+          "node-1"};
+}
+
+void BM_RenderChunk(benchmark::State& state) {
+  const ResponseMeta meta = Meta();
+  for (auto _ : state) benchmark::DoNotOptimize(RenderChunk(meta, " token", false));
+}
+BENCHMARK(BM_RenderChunk);
+
+void BM_ParseStreamEvent(benchmark::State& state) {
+  const std::string event = RenderChunk(Meta(), " token", false);
+  const std::string_view data = std::string_view(event).substr(6, event.size() - 8);
+  for (auto _ : state) benchmark::DoNotOptimize(ParseStreamEvent(data));
+}
+BENCHMARK(BM_ParseStreamEvent);
+
+void BM_SseParserFeed(benchmark::State& state) {
+  std::string stream;
+  for (int i = 0; i < 64; ++i) stream += RenderChunk(Meta(), " token", i == 0);
+  for (auto _ : state) {
+    SseParser parser;
+    size_t events = 0;
+    parser.Feed(stream, [&](std::string_view) { ++events; });
+    benchmark::DoNotOptimize(events);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * stream.size()));
+}
+BENCHMARK(BM_SseParserFeed);
+
+void BM_HistogramObserve(benchmark::State& state) {
+  MetricsRegistry registry;
+  Histogram& h = registry.AddHistogram("h", "x", ExponentialBuckets(0.001, 2, 16));
+  double v = 0;
+  for (auto _ : state) {
+    h.Observe(v);
+    v = v > 60 ? 0 : v + 0.37;
+  }
+}
+BENCHMARK(BM_HistogramObserve);
+
+}  // namespace
+}  // namespace hearsay::api
