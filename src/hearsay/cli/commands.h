@@ -10,8 +10,12 @@ namespace hearsay::cli {
 void AddKeygenCommand(CLI::App& app, int& exit_code);
 // `hearsay sim`: one simulator run (sim_command.cc).
 void AddSimCommand(CLI::App& app, int& exit_code);
-// `hearsay demo`: the policy comparison table (demo_command.cc).
+// `hearsay demo`: the policy comparison on a 4-node cluster of real processes (demo_command.cc).
 void AddDemoCommand(CLI::App& app, int& exit_code);
+// `hearsay bench`: the load generator (bench_command.cc).
+void AddBenchCommand(CLI::App& app, int& exit_code);
+// `hearsay sim demo`, registered under `sim`; returns the subcommand (sim_demo_command.cc).
+CLI::App* AddSimDemoCommand(CLI::App& sim, int& exit_code);
 // `hearsay sim gossip`, registered under `sim`; returns the subcommand (sim_gossip_command.cc).
 CLI::App* AddSimGossipCommand(CLI::App& sim, int& exit_code);
 

@@ -1,29 +1,62 @@
-// `hearsay demo`: what `make demo` runs. Until the multi-process local cluster exists, it runs the
-// simulator: one MMLU-like workload on an 8-node cluster, once per routing policy, and prints a
-// table of TTFT, cache hit rate, forwarding and load spread. Every run uses the same seed, so the
-// policies see the same requests.
+// `hearsay demo`: what `make demo` runs. A 4-node cluster of real `hearsay node` processes on
+// loopback (harness::LocalCluster), one MMLU-like workload replayed against all four entry points
+// by the load generator, once per routing policy, and a table of mean/p99 TTFT and token-level
+// cache hit rate per policy.
+//
+// Each policy gets a fresh cluster, so every run starts with cold caches, and the same workload
+// (same seed: same prompts, arrival times and entry points). Defaults are sized for a small,
+// shared machine: the "consumer" engine preset (prefill is slow enough that a cache hit is worth
+// far more than loopback forwarding and host noise), KV caches that cannot each hold every MMLU
+// prefix (8,192 tokens per node), and Poisson arrivals at about 60% of the cluster's capacity for
+// this workload (12.5 req/s; `hearsay sim --engine-preset consumer --capacity-tokens 8192
+// --rho 0.6 --zipf 1` reports that rate), 200 requests per policy: about 20 s per policy.
+//
+// Nothing is left running: LocalCluster kills and reaps its nodes when it goes away, SIGINT and
+// SIGTERM cancel the run and unwind through it (InterruptWatcher), and the nodes carry a
+// parent-death signal for the case where the demo itself is killed with SIGKILL.
 #include <unistd.h>
 
+#include <atomic>
+#include <climits>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "hearsay/cli/commands.h"
-#include "hearsay/sim/sim_config.h"
-#include "hearsay/sim/sim_run.h"
+#include "hearsay/cli/interrupt_watcher.h"
+#include "hearsay/cli/progress_bar.h"
+#include "hearsay/harness/local_cluster.h"
+#include "hearsay/loadgen/load_run.h"
+#include "hearsay/loadgen/request_source.h"
+#include "hearsay/loadgen/summary.h"
 
 namespace hearsay::cli {
+
 namespace {
 
-struct DemoOptions {
-  int nodes = 8;
-  uint64_t requests = 10000;
-  double delay_ms = 1.0;
+struct DemoFlags {
+  size_t nodes = 4;
+  uint64_t requests = 200;
+  double rate = 12.5;
   double zipf = 1.0;
   uint64_t seed = 1;
-  std::string policies = "local,random,least-loaded,paper,hearsay,oracle";
+  std::string policies = "hearsay,paper,least-loaded,random";
+  // The engine behind every node. Only "sim" (the embedded simulated engine) today; a real
+  // engine per node plugs in through EngineSetup below.
+  std::string engine = "sim";
+  std::string engine_preset = "consumer";
+  uint64_t capacity_tokens = 8192;
+  std::string hearsay_binary;
+  double startup_timeout_s = 30;
   bool json = false;
+};
+
+struct PolicyRow {
+  std::string policy;
+  loadgen::BenchSummary summary;
 };
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -31,88 +64,227 @@ std::vector<std::string> SplitCommas(const std::string& s) {
   size_t start = 0;
   while (start <= s.size()) {
     const size_t end = s.find(',', start);
-    const std::string item = s.substr(start, end == std::string::npos ? end : end - start);
-    if (!item.empty()) out.push_back(item);
+    std::string item = s.substr(start, end == std::string::npos ? end : end - start);
+    if (!item.empty()) out.push_back(std::move(item));
     if (end == std::string::npos) break;
     start = end + 1;
   }
   return out;
 }
 
-int RunDemo(const DemoOptions& options) {
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  nlohmann::json rows = nlohmann::json::array();
-  if (!options.json) {
-    std::printf(
-        "hearsay demo: %d simulated nodes, MMLU-like workload (Zipf %.2f over 57 subjects),\n"
-        "%llu requests per policy, %.1f ms one-way delay, seed %llu\n\n",
-        options.nodes, options.zipf, static_cast<unsigned long long>(options.requests),
-        options.delay_ms, static_cast<unsigned long long>(options.seed));
-    std::printf("%-14s %14s %13s %9s %10s %9s\n", "policy", "mean TTFT ms", "p99 TTFT ms",
-                "hit rate", "forwarded", "load CoV");
+// This executable's own path, so the nodes run the very binary the demo came from.
+Result<std::string> SelfPath() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return InternalError("cannot resolve /proc/self/exe");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// The engine part of the cluster's configuration: the one place that knows which engines the
+// demo can run.
+Status EngineSetup(const DemoFlags& f, harness::LocalClusterOptions& o) {
+  if (f.engine == "sim") {
+    o.engine_preset = f.engine_preset;
+    o.capacity_tokens = f.capacity_tokens;
+    return OkStatus();
   }
-  for (const std::string& policy : SplitCommas(options.policies)) {
-    sim::SimConfig config;
-    config.workload = "mmlu";
-    config.nodes = options.nodes;
-    config.policy = policy;
-    config.delay_ms = options.delay_ms;
-    config.zipf = options.zipf;
-    config.requests = options.requests;
-    config.seed = options.seed;
-    sim::ProgressFn progress;
-    if (tty) {
-      progress = [&policy](uint64_t done, uint64_t total) {
-        const int width = 30;
-        const int filled = total == 0 ? width : static_cast<int>(width * done / total);
-        std::fprintf(stderr, "\r  %-14s [%s%s] %llu/%llu", policy.c_str(),
-                     std::string(filled, '#').c_str(), std::string(width - filled, ' ').c_str(),
-                     static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
-      };
-    }
-    Result<sim::SimSummary> summary = sim::RunSim(config, progress);
-    if (tty) std::fprintf(stderr, "\r%60s\r", "");
-    if (!summary.ok()) {
-      std::fprintf(stderr, "hearsay demo: policy %s: %s\n", policy.c_str(),
-                   summary.status().ToString().c_str());
+  return InvalidArgumentError("engine '" + f.engine +
+                              "' is not supported by hearsay demo yet (supported: sim)");
+}
+
+// Cancels whatever the demo is doing when a signal arrives; the main thread then unwinds and the
+// cluster's destructor reaps the nodes.
+class Interrupt {
+ public:
+  void Fire() {
+    std::lock_guard<std::mutex> lock(mu_);
+    fired_ = true;
+    if (run_) run_->Cancel();
+  }
+  void SetRun(loadgen::LoadRun* run) {
+    std::lock_guard<std::mutex> lock(mu_);
+    run_ = run;
+    if (run_ && fired_) run_->Cancel();
+  }
+  bool fired() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fired_;
+  }
+
+ private:
+  std::mutex mu_;
+  bool fired_ = false;
+  loadgen::LoadRun* run_ = nullptr;
+};
+
+// One policy: fresh cluster, the workload, the summary. The cluster is gone when this returns.
+Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& binary,
+                                        const std::string& policy, bool tty, Interrupt& interrupt) {
+  harness::LocalClusterOptions co;
+  co.hearsay_binary = binary;
+  co.nodes = f.nodes;
+  co.policy = policy;
+  co.debug_faults = false;
+  co.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout_s * 1000));
+  HEARSAY_RETURN_IF_ERROR(EngineSetup(f, co));
+  if (tty) std::fprintf(stderr, "\r  %-13s starting %zu nodes...", policy.c_str(), f.nodes);
+  Result<std::unique_ptr<harness::LocalCluster>> cluster = harness::LocalCluster::Start(co);
+  if (tty) std::fprintf(stderr, "\r%78s\r", "");
+  if (!cluster.ok()) return cluster.status();
+  if (interrupt.fired()) return AbortedError("interrupted");
+
+  loadgen::WorkloadSpec spec;
+  spec.workload = "mmlu";
+  spec.requests = f.requests;
+  spec.rate_per_s = f.rate;
+  spec.zipf = f.zipf;
+  spec.targets = static_cast<uint32_t>(f.nodes);
+  spec.seed = f.seed;
+  HEARSAY_ASSIGN_OR_RETURN(loadgen::RequestSource source, loadgen::RequestSource::Create(spec));
+
+  loadgen::LoadOptions lo;
+  for (size_t i = 0; i < (*cluster)->size(); ++i) {
+    lo.targets.push_back((*cluster)->node(i).http_address);
+  }
+  lo.mode = loadgen::LoadMode::kOpenLoop;
+  lo.max_requests = f.requests;
+  lo.response_timeout = std::chrono::seconds(60);
+  lo.idle_timeout = std::chrono::seconds(60);
+  ProgressBar bar(policy, tty);
+  lo.progress = [&bar](const loadgen::Progress& p) { bar.Update(p); };
+  loadgen::LoadRun run(std::move(lo), std::move(source));
+  interrupt.SetRun(&run);
+  Result<loadgen::RunOutput> out = run.Run();
+  interrupt.SetRun(nullptr);
+  bar.Finish();
+  if (!out.ok()) return out.status();
+  if (out->cancelled) return AbortedError("interrupted");
+  return loadgen::Summarize(out->results, out->elapsed, f.nodes);
+}
+
+void PrintTable(const std::vector<PolicyRow>& rows) {
+  std::printf("%-14s %13s %12s %12s %9s %9s\n", "policy", "mean TTFT ms", "p50 TTFT ms",
+              "p99 TTFT ms", "hit rate", "failed");
+  for (const PolicyRow& r : rows) {
+    const loadgen::BenchSummary& s = r.summary;
+    std::printf("%-14s %13.1f %12.1f %12.1f %9.3f %9llu\n", r.policy.c_str(), s.ttft.mean_ms,
+                s.ttft.p50_ms, s.ttft.p99_ms, s.hit_rate,
+                static_cast<unsigned long long>(s.failed));
+  }
+}
+
+int RunDemo(const DemoFlags& f) {
+  std::string binary = f.hearsay_binary;
+  if (binary.empty()) {
+    Result<std::string> self = SelfPath();
+    if (!self.ok()) {
+      std::fprintf(stderr, "hearsay demo: %s\n", self.status().ToString().c_str());
       return 1;
     }
-    const sim::SimSummary& s = *summary;
-    if (options.json) {
-      rows.push_back({{"policy", policy},
-                      {"mean_ttft_ms", s.mean_ttft_ms},
-                      {"p99_ttft_ms", s.p99_ttft_ms},
-                      {"hit_rate", s.hit_rate},
-                      {"forwarded_frac", s.forwarded_frac},
-                      {"load_cov", s.load_cov}});
-    } else {
-      std::printf("%-14s %14.1f %13.1f %9.3f %10.3f %9.3f\n", policy.c_str(), s.mean_ttft_ms,
-                  s.p99_ttft_ms, s.hit_rate, s.forwarded_frac, s.load_cov);
-      std::fflush(stdout);
+    binary = *self;
+  }
+  const std::vector<std::string> policies = SplitCommas(f.policies);
+  if (policies.empty()) {
+    std::fprintf(stderr, "hearsay demo: --policies names no policy\n");
+    return 1;
+  }
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  if (!f.json) {
+    std::printf(
+        "hearsay demo: %zu hearsay node processes on loopback (%s engine, preset %s, %llu KV "
+        "tokens each),\nMMLU-like workload (Zipf %.2f over 57 subjects), %llu requests per policy "
+        "at %.1f req/s\nspread over all entry points, seed %llu; a fresh cluster per policy\n\n",
+        f.nodes, f.engine.c_str(), f.engine_preset.c_str(),
+        static_cast<unsigned long long>(f.capacity_tokens), f.zipf,
+        static_cast<unsigned long long>(f.requests), f.rate,
+        static_cast<unsigned long long>(f.seed));
+    std::fflush(stdout);
+  }
+
+  Interrupt interrupt;
+  InterruptWatcher watcher([&interrupt](int) { interrupt.Fire(); });
+  std::vector<PolicyRow> rows;
+  for (const std::string& policy : policies) {
+    Result<loadgen::BenchSummary> s = RunPolicy(f, binary, policy, tty, interrupt);
+    if (interrupt.fired()) {
+      std::fprintf(stderr, "hearsay demo: interrupted; every node has been stopped\n");
+      return 130;
+    }
+    if (!s.ok()) {
+      std::fprintf(stderr, "hearsay demo: policy %s: %s\n", policy.c_str(),
+                   s.status().ToString().c_str());
+      return 1;
+    }
+    rows.push_back({policy, std::move(*s)});
+    if (!f.json && tty) {
+      const loadgen::BenchSummary& last = rows.back().summary;
+      std::fprintf(stderr, "  %-13s done: mean TTFT %.1f ms, hit rate %.3f\n", policy.c_str(),
+                   last.ttft.mean_ms, last.hit_rate);
     }
   }
-  if (options.json) std::printf("%s\n", rows.dump(2).c_str());
+
+  if (f.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const PolicyRow& r : rows) {
+      out.push_back({{"policy", r.policy},
+                     {"mean_ttft_ms", r.summary.ttft.mean_ms},
+                     {"p50_ttft_ms", r.summary.ttft.p50_ms},
+                     {"p99_ttft_ms", r.summary.ttft.p99_ms},
+                     {"hit_rate", r.summary.hit_rate},
+                     {"completed", r.summary.completed},
+                     {"failed", r.summary.failed}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    PrintTable(rows);
+  }
+  uint64_t failed = 0;
+  for (const PolicyRow& r : rows) failed += r.summary.failed;
+  if (failed > 0) {
+    std::fprintf(stderr, "hearsay demo: %llu requests failed (see the table)\n",
+                 static_cast<unsigned long long>(failed));
+    return 3;
+  }
   return 0;
 }
 
 }  // namespace
 
 void AddDemoCommand(CLI::App& app, int& exit_code) {
-  auto options = std::make_shared<DemoOptions>();
+  auto f = std::make_shared<DemoFlags>();
   auto* cmd = app.add_subcommand(
-      "demo",
-      "Compare routing policies on a simulated cluster (the local cluster demo comes later)");
-  cmd->add_option("--nodes", options->nodes, "Nodes in the cluster")->check(CLI::Range(1, 1024));
-  cmd->add_option("--requests", options->requests, "Requests per policy")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
-  cmd->add_option("--delay-ms", options->delay_ms, "One-way network delay, ms")
-      ->check(CLI::Range(0.0, 10'000.0));
-  cmd->add_option("--zipf", options->zipf, "Zipf exponent of subject popularity")
-      ->check(CLI::Range(0.0, 10.0));
-  cmd->add_option("--seed", options->seed, "Seed of the workload and the simulation");
-  cmd->add_option("--policies", options->policies, "Comma-separated policies to compare");
-  cmd->add_flag("--json", options->json, "Print the table as JSON, one object per policy");
-  cmd->callback([options, &exit_code] { exit_code = RunDemo(*options); });
+      "demo", "Compare routing policies on a 4-node cluster of real processes on loopback");
+  cmd->add_option("--nodes", f->nodes, "Nodes in the cluster")
+      ->check(CLI::Range(size_t{1}, size_t{32}))
+      ->capture_default_str();
+  cmd->add_option("--requests", f->requests, "Requests per policy")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000}))
+      ->capture_default_str();
+  cmd->add_option("--rate", f->rate, "Poisson arrival rate over the whole cluster, requests/s")
+      ->check(CLI::Range(0.01, 100'000.0))
+      ->capture_default_str();
+  cmd->add_option("--zipf", f->zipf, "Zipf exponent of MMLU subject popularity")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Workload seed (the same for every policy)")
+      ->capture_default_str();
+  cmd->add_option("--policies", f->policies, "Comma-separated policies to compare")
+      ->capture_default_str();
+  cmd->add_option("--engine", f->engine, "Engine behind each node (sim)")->capture_default_str();
+  cmd->add_option("--engine-preset", f->engine_preset, "Simulated engine's cost model preset")
+      ->capture_default_str();
+  cmd->add_option("--capacity-tokens", f->capacity_tokens, "KV cache per node, tokens")
+      ->check(CLI::Range(uint64_t{16}, uint64_t{1} << 40))
+      ->capture_default_str();
+  cmd->add_option("--hearsay-binary", f->hearsay_binary,
+                  "The hearsay binary the nodes run (default: this one)");
+  cmd->add_option("--startup-timeout", f->startup_timeout_s,
+                  "Seconds for a cluster to become healthy and converged")
+      ->check(CLI::Range(1.0, 600.0))
+      ->capture_default_str();
+  cmd->add_flag("--json", f->json,
+                "Print JSON: one object per policy (policy, mean_ttft_ms, p99_ttft_ms, hit_rate)");
+  cmd->callback([f, &exit_code] { exit_code = RunDemo(*f); });
 }
 
 }  // namespace hearsay::cli

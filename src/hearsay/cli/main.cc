@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   hearsay::cli::AddKeygenCommand(app, exit_code);
   hearsay::cli::AddSimCommand(app, exit_code);
   hearsay::cli::AddDemoCommand(app, exit_code);
+  hearsay::cli::AddBenchCommand(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -61,8 +61,10 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   auto experiment = std::make_shared<ExperimentCliFlags>();
   AddExperimentFlags(cmd, experiment.get());
   CLI::App* gossip = AddSimGossipCommand(*cmd, exit_code);
-  cmd->callback([config, json, experiment, gossip, &exit_code] {
-    if (gossip->parsed()) return;  // `hearsay sim gossip` ran its own callback
+  CLI::App* demo = AddSimDemoCommand(*cmd, exit_code);
+  cmd->callback([config, json, experiment, gossip, demo, &exit_code] {
+    // `hearsay sim gossip` and `hearsay sim demo` ran their own callbacks.
+    if (gossip->parsed() || demo->parsed()) return;
     if (!experiment->experiment.empty()) {
       exit_code = RunExperimentCli(*experiment);
       return;

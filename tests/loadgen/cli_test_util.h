@@ -1,0 +1,120 @@
+// Helpers for the CLI tests: run `hearsay` as a child process with a private TMPDIR, read its
+// output, and find processes that belong to the run through /proc.
+//
+// Thread-safety: test-body use only (one thread).
+#pragma once
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hearsay/harness/child_process.h"
+#include "hearsay/harness/temp_dir.h"
+
+namespace hearsay::clitest {
+
+// The whole file, or "" if it cannot be read.
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The pids of live (non-zombie) processes whose command line mentions `needle`.
+inline std::vector<int> ProcessesMentioning(const std::string& needle) {
+  std::vector<int> pids;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (dirent* e = ::readdir(proc)) {
+    const int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    const std::string base = std::string("/proc/") + e->d_name;
+    std::string cmdline = ReadFile(base + "/cmdline");
+    for (char& c : cmdline) {
+      if (c == '\0') c = ' ';
+    }
+    if (cmdline.find(needle) == std::string::npos) continue;
+    // "pid (comm) S ...": skip zombies, which are already dead and only wait to be reaped.
+    const std::string stat = ReadFile(base + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') continue;
+    pids.push_back(pid);
+  }
+  ::closedir(proc);
+  return pids;
+}
+
+// Polls `pred` every 50 ms until it holds or `timeout` passes; returns its last value.
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// A `hearsay` invocation whose TMPDIR (hence the LocalCluster temp dirs and key files of a demo)
+// is a private directory, so its node processes can be told apart from other tests' by their
+// command line (--cluster-key-file <tmpdir>/...).
+class HearsayRun {
+ public:
+  explicit HearsayRun(std::vector<std::string> args) {
+    auto dir = harness::TempDir::Create("hearsay-cli-test-");
+    if (!dir.ok()) return;
+    dir_ = std::move(*dir);
+    tmpdir_ = dir_->File("tmp");
+    ::mkdir(tmpdir_.c_str(), 0700);
+    log_ = dir_->File("out.log");
+    args.insert(args.begin(), HEARSAY_BINARY);
+    // The child inherits the environment; set TMPDIR only around the spawn.
+    const char* old = std::getenv("TMPDIR");
+    const std::string saved = old ? old : "";
+    ::setenv("TMPDIR", tmpdir_.c_str(), 1);
+    auto child = harness::ChildProcess::Spawn(args, log_);
+    if (old) {
+      ::setenv("TMPDIR", saved.c_str(), 1);
+    } else {
+      ::unsetenv("TMPDIR");
+    }
+    if (child.ok()) child_ = std::move(*child);
+  }
+
+  bool started() const { return child_ != nullptr; }
+  harness::ChildProcess& process() { return *child_; }
+  const std::string& tmpdir() const { return tmpdir_; }
+  // stdout and stderr of the run so far.
+  std::string output() const { return ReadFile(log_); }
+  // The nodes (or anything else) started with a path under this run's TMPDIR.
+  std::vector<int> Children() const { return ProcessesMentioning(tmpdir_ + "/"); }
+
+ private:
+  std::unique_ptr<harness::TempDir> dir_;
+  std::string tmpdir_;
+  std::string log_;
+  std::unique_ptr<harness::ChildProcess> child_;
+};
+
+// The JSON document at the end of `output`: from the first line that starts with `open`.
+inline std::string JsonTail(const std::string& output, char open) {
+  size_t pos = 0;
+  while (pos < output.size()) {
+    if (output[pos] == open) return output.substr(pos);
+    pos = output.find('\n', pos);
+    if (pos == std::string::npos) break;
+    ++pos;
+  }
+  return "";
+}
+
+}  // namespace hearsay::clitest

@@ -1,0 +1,65 @@
+// `hearsay demo` end to end: it prints one JSON object per policy with sane numbers, and it
+// leaves no `hearsay node` process behind, whether it finishes, is interrupted (SIGINT), or is
+// killed outright (SIGKILL: the nodes' parent-death signal).
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+
+namespace hearsay {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(DemoCliTest, JsonHasFourPoliciesAndNothingIsLeftRunning) {
+  clitest::HearsayRun run({"demo", "--json", "--requests", "24", "--rate", "16"});
+  ASSERT_TRUE(run.started());
+  ASSERT_TRUE(run.process().Wait(120s).ok()) << run.output();
+  EXPECT_EQ(run.process().exit_code(), 0) << run.output();
+  EXPECT_TRUE(run.Children().empty()) << "hearsay node processes left behind";
+
+  const nlohmann::json j =
+      nlohmann::json::parse(clitest::JsonTail(run.output(), '['), nullptr, false);
+  ASSERT_TRUE(j.is_array()) << run.output();
+  ASSERT_EQ(j.size(), 4u) << j.dump(2);
+  const std::vector<std::string> policies = {"hearsay", "paper", "least-loaded", "random"};
+  for (size_t i = 0; i < j.size(); ++i) {
+    const nlohmann::json& row = j[i];
+    EXPECT_EQ(row["policy"], policies[i]);
+    const double mean = row["mean_ttft_ms"].get<double>();
+    const double p99 = row["p99_ttft_ms"].get<double>();
+    const double hit = row["hit_rate"].get<double>();
+    EXPECT_GT(mean, 0) << row.dump();
+    EXPECT_LT(mean, 60'000) << row.dump();
+    EXPECT_GE(p99, row["p50_ttft_ms"].get<double>()) << row.dump();
+    EXPECT_GE(hit, 0) << row.dump();
+    EXPECT_LE(hit, 1) << row.dump();
+    EXPECT_EQ(row["completed"], 24) << row.dump();
+    EXPECT_EQ(row["failed"], 0) << row.dump();
+  }
+}
+
+TEST(DemoCliTest, SigintStopsEveryNode) {
+  clitest::HearsayRun run({"demo", "--requests", "100000", "--rate", "5"});
+  ASSERT_TRUE(run.started());
+  ASSERT_TRUE(clitest::WaitFor([&] { return run.Children().size() == 4; }, 30s)) << run.output();
+  run.process().Signal(SIGINT);
+  ASSERT_TRUE(run.process().Wait(30s).ok()) << run.output();
+  EXPECT_EQ(run.process().exit_code(), 130) << run.output();
+  EXPECT_TRUE(run.Children().empty()) << run.output();
+  EXPECT_NE(run.output().find("interrupted"), std::string::npos) << run.output();
+}
+
+TEST(DemoCliTest, SigkillOfTheDemoTakesTheNodesDown) {
+  clitest::HearsayRun run({"demo", "--requests", "100000", "--rate", "5"});
+  ASSERT_TRUE(run.started());
+  ASSERT_TRUE(clitest::WaitFor([&] { return run.Children().size() == 4; }, 30s)) << run.output();
+  run.process().Kill();
+  EXPECT_TRUE(clitest::WaitFor([&] { return run.Children().empty(); }, 10s))
+      << "nodes survived their parent";
+}
+
+}  // namespace
+}  // namespace hearsay
