@@ -5,14 +5,16 @@
 //     non-empty stop sequences); a refused one renders as valid error JSON with status 400;
 //   - SseParser gives the same events whether the bytes come whole or split at any point, and its
 //     buffered bytes never exceed the bound;
-//   - ParseStreamEvent never crashes on any event; a decoded chunk re-rendered and decoded again
-//     gives the same text, finish reason and usage;
+//   - ParseStreamEvent never crashes on any event, and agrees with a naive reference decoder
+//     built on a JSON tree (ReferenceDecode); a decoded chunk re-rendered and decoded again gives
+//     the same text and usage;
 //   - the tokenizer's pieces are non-empty and concatenate back to the input.
 // The seed corpus (fuzz/corpus/openai_request_fuzz/) holds valid and invalid request bodies and
 // event streams.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,8 +66,114 @@ std::vector<std::string> Events(std::string_view bytes, size_t split, size_t lim
   return events;
 }
 
+// The naive model of ParseStreamEvent: the same decisions, read off a nlohmann::json tree.
+// nullopt for what it refuses. (Duplicate keys resolve last-wins here, so inputs that the real
+// decoder refuses for a duplicate key are not compared.)
+std::optional<StreamEvent> ReferenceDecode(std::string_view data) {
+  using nlohmann::json;
+  StreamEvent event;
+  if (data == "[DONE]") {
+    event.done = true;
+    return event;
+  }
+  const json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  const auto text_of = [](const json& object, const char* name, std::string* out) {
+    const auto it = object.find(name);
+    if (it == object.end() || it->is_null()) return true;
+    if (!it->is_string()) return false;
+    *out = it->get<std::string>();
+    return true;
+  };
+  const auto count_of = [](const json& object, const char* name, uint32_t* out) {
+    const auto it = object.find(name);
+    if (it == object.end() || it->is_null()) return true;
+    if (!it->is_number_unsigned() || it->get<uint64_t>() > UINT32_MAX) return false;
+    *out = static_cast<uint32_t>(it->get<uint64_t>());
+    return true;
+  };
+  // Validity of every member read, wherever the error member is.
+  bool valid = true;
+  const auto error = j.find("error");
+  const bool has_error = error != j.end() && !error->is_null();
+  ApiError e;
+  if (has_error) {
+    if (!error->is_object()) return std::nullopt;
+    valid &= text_of(*error, "message", &e.message) && text_of(*error, "type", &e.type) &&
+             text_of(*error, "param", &e.param);
+    const auto code = error->find("code");
+    if (code != error->end() && code->is_number_integer()) {
+      e.code = code->dump();
+    } else {
+      valid &= text_of(*error, "code", &e.code);
+    }
+  }
+  const auto choices = j.find("choices");
+  const bool has_choices = choices != j.end() && !choices->is_null();
+  if (has_choices) {
+    if (!choices->is_array()) return std::nullopt;
+    if (!choices->empty()) {
+      const json& c = (*choices)[0];
+      if (!c.is_object()) return std::nullopt;
+      const auto delta = c.find("delta");
+      if (delta != c.end() && !delta->is_null()) {
+        if (!delta->is_object()) return std::nullopt;
+        valid &= text_of(*delta, "content", &event.delta_text);
+      } else {
+        std::string text;
+        if (!text_of(c, "text", &text)) {
+          if (!has_error) return std::nullopt;
+        } else {
+          event.delta_text = text;
+        }
+      }
+      valid &= text_of(c, "finish_reason", &event.finish_reason);
+    }
+  }
+  const auto usage = j.find("usage");
+  const bool has_usage = usage != j.end() && !usage->is_null();
+  if (has_usage) {
+    if (!usage->is_object()) return std::nullopt;
+    UsageCounts u;
+    valid &= count_of(*usage, "prompt_tokens", &u.prompt_tokens) &&
+             count_of(*usage, "completion_tokens", &u.completion_tokens);
+    const auto details = usage->find("prompt_tokens_details");
+    if (details != usage->end() && !details->is_null()) {
+      if (!details->is_object()) return std::nullopt;
+      valid &= count_of(*details, "cached_tokens", &u.cached_tokens);
+    }
+    event.usage = u;
+  }
+  if (!valid) return std::nullopt;
+  if (has_error) {
+    StreamEvent error_event;
+    if (e.message.empty()) e.message = "the serving node reported an error";
+    if (e.type.empty()) e.type = "server_error";
+    e.http_status = 500;
+    error_event.error = e;
+    return error_event;
+  }
+  if (!has_choices && !has_usage) return std::nullopt;
+  return event;
+}
+
 void CheckEvent(std::string_view data) {
   const auto event = ParseStreamEvent(data);
+  const bool duplicate =
+      !event.ok() && event.status().message().find("duplicate key") != std::string::npos;
+  const bool too_deep =
+      !event.ok() && event.status().message().find("nested too deep") != std::string::npos;
+  if (!duplicate && !too_deep) {
+    const auto reference = ReferenceDecode(data);
+    HEARSAY_CHECK(event.ok() == reference.has_value());
+    if (event.ok()) {
+      HEARSAY_CHECK(event->done == reference->done);
+      HEARSAY_CHECK(event->delta_text == reference->delta_text);
+      HEARSAY_CHECK(event->finish_reason == reference->finish_reason);
+      HEARSAY_CHECK(event->usage == reference->usage);
+      HEARSAY_CHECK(event->error == reference->error);
+    }
+  }
   if (!event.ok() || event->done || event->error) return;
   // Re-render what was decoded and decode it again.
   for (const Endpoint endpoint : {Endpoint::kCompletions, Endpoint::kChatCompletions}) {

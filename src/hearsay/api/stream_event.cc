@@ -43,7 +43,8 @@ class ChunkSax final : public nlohmann::json_sax<json> {
   bool null() override { return Scalar(Kind::kNull, nullptr, 0, 0); }
   bool boolean(bool) override { return Scalar(Kind::kOther, nullptr, 0, 0); }
   bool number_integer(number_integer_t v) override {
-    return Scalar(v < 0 ? Kind::kNegative : Kind::kUnsigned, nullptr, static_cast<uint64_t>(v), v);
+    // The lexer reports only numbers written with a minus sign here ("-0" included).
+    return Scalar(Kind::kSigned, nullptr, 0, v);
   }
   bool number_unsigned(number_unsigned_t v) override {
     return Scalar(Kind::kUnsigned, nullptr, v, 0);
@@ -78,7 +79,7 @@ class ChunkSax final : public nlohmann::json_sax<json> {
   }
 
  private:
-  enum class Kind { kNull, kString, kUnsigned, kNegative, kOther, kObject, kArray };
+  enum class Kind { kNull, kString, kUnsigned, kSigned, kOther, kObject, kArray };
 
   struct Frame {
     Ctx ctx;
@@ -193,7 +194,7 @@ class ChunkSax final : public nlohmann::json_sax<json> {
             error.code = std::to_string(u);
             return true;
           }
-          if (kind == Kind::kNegative) {
+          if (kind == Kind::kSigned) {
             error.code = std::to_string(i);
             return true;
           }
