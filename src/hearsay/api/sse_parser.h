@@ -13,8 +13,10 @@
 // the parser enters an error state with RESOURCE_EXHAUSTED, dispatches nothing more, and ignores
 // further input.
 //
-// ParseStreamEvent() decodes one event's data: an OpenAI chunk of either endpoint, "[DONE]", or an
-// error event, as rendered by openai_response.h.
+// ParseStreamEvent() (stream_event.cc) decodes one event's data: an OpenAI chunk of either
+// endpoint, "[DONE]", or an error event, as rendered by openai_response.h. It runs once per
+// forwarded token, so it reads the JSON in one SAX pass without building a tree; a key it reads
+// that appears twice in one object, or nesting deeper than 64, is refused.
 //
 // Thread-safety: SseParser is not thread-safe (one per stream); ParseStreamEvent is pure.
 #pragma once
