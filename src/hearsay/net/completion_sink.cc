@@ -1,0 +1,113 @@
+#include "hearsay/net/completion_sink.h"
+
+#include <utility>
+
+namespace hearsay::net {
+
+http::Headers JsonHeaders() { return {{"content-type", "application/json"}}; }
+
+http::Headers SseHeaders() {
+  return {{"content-type", "text/event-stream"},
+          {"cache-control", "no-cache"},
+          {"x-accel-buffering", "no"}};
+}
+
+api::ApiError ToApiError(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kResourceExhausted:  // e.g. a request that can never fit the KV cache
+      return api::InvalidRequest("", status.message());
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded:
+    case StatusCode::kAborted:
+      return api::Unavailable(status.message());
+    case StatusCode::kPermissionDenied:
+    case StatusCode::kUnauthenticated:
+      return api::Forbidden(status.message());
+    default:
+      return api::Internal(status.ToString());
+  }
+}
+
+CompletionSink::CompletionSink(CompletionOptions options,
+                               std::shared_ptr<http::Responder> responder,
+                               const api::Tokenizer& tokenizer, CompletionFirst on_first,
+                               CompletionDone on_done)
+    : options_(std::move(options)),
+      responder_(std::move(responder)),
+      tokenizer_(tokenizer),
+      on_first_(std::move(on_first)),
+      on_done_(std::move(on_done)) {}
+
+void CompletionSink::OnFirstToken(uint64_t /*id*/, const PeerFirstToken& first) {
+  if (done_) return;
+  first_ = first;
+  if (on_first_) on_first_(first);
+  if (!streaming()) return;
+  http::Headers h = SseHeaders();
+  if (options_.hop) {
+    h.emplace_back("x-hearsay-prompt-tokens", std::to_string(first.prompt_tokens));
+    h.emplace_back("x-hearsay-cached-tokens", std::to_string(first.cached_tokens));
+    h.emplace_back("x-hearsay-node", options_.node_id);
+  }
+  responder_->StartStream(200, std::move(h));
+  started_ = true;
+}
+
+void CompletionSink::OnOutput(uint64_t /*id*/, const PeerOutput& output) {
+  if (done_) return;
+  std::string& out = streaming() ? scratch_ : text_;
+  if (streaming()) scratch_.clear();
+  for (uint32_t t : output.tokens) tokenizer_.AppendToken(t, &out);
+  out.append(output.text);
+  if (!streaming() || scratch_.empty()) return;
+  responder_->Write(api::RenderChunk(options_.meta, scratch_, first_chunk_));
+  first_chunk_ = false;
+}
+
+void CompletionSink::OnComplete(uint64_t /*id*/, const PeerUsage& usage) {
+  if (done_) return;
+  const api::UsageCounts counts{usage.prompt_tokens, usage.completion_tokens,
+                                usage.cached_tokens};
+  const std::string_view finish =
+      usage.completion_tokens >= options_.max_tokens ? api::kFinishLength : api::kFinishStop;
+  if (!streaming()) {
+    responder_->Respond(200, JsonHeaders(),
+                        api::RenderCompletion(options_.meta, text_, finish, counts));
+    Finish(200, false);
+    return;
+  }
+  if (!started_) {  // no first token came (cannot happen with the node's contract); be safe
+    responder_->StartStream(200, SseHeaders());
+    started_ = true;
+  }
+  std::string tail = api::RenderFinalChunk(options_.meta, finish);
+  if (options_.include_usage || options_.hop) tail += api::RenderUsageChunk(options_.meta, counts);
+  tail += api::kSseDone;
+  responder_->Write(std::move(tail));
+  responder_->End();
+  Finish(200, false);
+}
+
+void CompletionSink::OnError(uint64_t /*id*/, const Status& status, bool /*before_first_token*/) {
+  if (done_) return;
+  const api::ApiError error = ToApiError(status);
+  if (!started_) {
+    responder_->Respond(error.http_status, JsonHeaders(), api::RenderError(error));
+    Finish(error.http_status, true);
+    return;
+  }
+  std::string tail = api::RenderSseError(error);
+  tail += api::kSseDone;
+  responder_->Write(std::move(tail));
+  responder_->End();
+  Finish(200, true);
+}
+
+void CompletionSink::Finish(int status, bool failed) {
+  done_ = true;
+  if (on_done_) on_done_(status, failed);
+}
+
+}  // namespace hearsay::net

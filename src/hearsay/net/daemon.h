@@ -1,0 +1,143 @@
+// net::Daemon: one `hearsay node` process, composed from a DaemonConfig.
+//
+// It owns two io_contexts: the core one, run by one core thread, where the AsioScheduler, the
+// node::Node (with its gossip::Node, policy and engine) and every CompletionSink live; and the
+// I/O one, run by config.io_threads threads, for the HTTP server, the HTTP client that forwards to
+// peers, and the gossip sockets (UdpTcpTransport). I/O code reaches core state only by posting to
+// the core io_context, and the core answers by posting back (or through the thread-safe
+// http::Responder). See docs/daemon.md for the endpoints and the peer protocol.
+//
+// Lifecycle: Create() validates the configuration, loads the cluster key, binds every socket
+// (so a port in use is an error here) and starts the threads; the node joins the cluster at
+// once. Shutdown() drains: it stops accepting, answers /health with 503, leaves the cluster, lets
+// in-flight requests finish up to config.drain_timeout_ms, then stops everything. The destructor
+// shuts down without draining if Shutdown() was not called.
+//
+// Thread-safety: Create, Shutdown and the destructor from one controlling thread (not an I/O or
+// core thread); the accessors from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hearsay/api/openai_request.h"
+#include "hearsay/api/tokenizer.h"
+#include "hearsay/common/status.h"
+#include "hearsay/engine/engine.h"
+#include "hearsay/gossip/envelope.h"
+#include "hearsay/gossip/envelope_framer.h"
+#include "hearsay/gossip/keyring.h"
+#include "hearsay/http/client.h"
+#include "hearsay/http/peer_client.h"
+#include "hearsay/http/server.h"
+#include "hearsay/net/asio_runtime.h"
+#include "hearsay/net/completion_sink.h"
+#include "hearsay/net/daemon_config.h"
+#include "hearsay/net/daemon_metrics.h"
+#include "hearsay/net/peer_auth.h"
+#include "hearsay/net/udp_tcp_transport.h"
+#include "hearsay/node/node.h"
+
+namespace hearsay::net {
+
+class Daemon {
+ public:
+  // Builds and starts a node. FAILED_PRECONDITION without a key and without insecure;
+  // INVALID_ARGUMENT for a bad config or key file; NOT_FOUND for an unreadable key file;
+  // UNAVAILABLE when a port is in use.
+  static Result<std::unique_ptr<Daemon>> Create(DaemonConfig config);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Drains and stops (see the file comment). Returns true if every in-flight request finished
+  // within the drain timeout. Idempotent.
+  bool Shutdown();
+
+  // The bound addresses (actual ports when the config asked for port 0).
+  const std::string& http_address() const { return http_address_; }
+  const std::string& gossip_address() const { return gossip_address_; }
+  const std::string& node_id() const { return node_id_; }
+  Generation generation() const { return generation_; }
+  const DaemonConfig& config() const { return config_; }
+  // Completion requests in progress.
+  int64_t in_flight() const { return in_flight_.load(); }
+
+ private:
+  explicit Daemon(DaemonConfig config);
+
+  Status Init();
+  // Runs `fn` on the core thread and waits for it (setup and tests; never from an I/O thread).
+  void RunOnCore(std::function<void()> fn);
+  void StopThreads();
+
+  // HTTP handlers (I/O threads).
+  void Handle(http::Request request, std::shared_ptr<http::Responder> responder);
+  void HandleCompletion(api::Endpoint endpoint, http::Request request,
+                        std::shared_ptr<http::Responder> responder);
+  void HandleFaults(const http::Request& request, const std::shared_ptr<http::Responder>& r);
+  void RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
+                    http::Headers extra = {});
+  // Core thread.
+  void Submit(uint64_t id, PeerRequest request, CompletionOptions options,
+              std::shared_ptr<http::Responder> responder, TimePoint arrived);
+  void CancelRequest(uint64_t id);
+  void FinishRequest(uint64_t id);
+  void RefreshTick();
+  void RefreshMetrics();
+  void LogMemberChanges();
+  std::string RenderCluster() const;
+
+  DaemonConfig config_;
+  api::Limits limits_;
+  api::Tokenizer tokenizer_;
+  std::string node_id_;
+  Generation generation_ = 0;
+  std::string http_address_;
+  std::string gossip_address_;
+  std::string api_address_;
+  int64_t created_unix_ = 0;
+
+  boost::asio::io_context core_io_;
+  boost::asio::io_context io_;
+  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
+      core_work_, io_work_;
+  std::thread core_thread_;
+  std::vector<std::thread> io_threads_;
+
+  uint64_t seed_ = 0;
+  std::unique_ptr<Rng> rng_;
+  std::unique_ptr<AsioScheduler> scheduler_;
+  std::unique_ptr<gossip::Keyring> keyring_;
+  std::unique_ptr<gossip::Sealer> sealer_;
+  std::unique_ptr<gossip::Opener> opener_;
+  std::unique_ptr<gossip::EnvelopeFramer> framer_;
+  std::unique_ptr<PeerAuthenticator> auth_;
+  std::unique_ptr<UdpTcpTransport> transport_;
+  std::unique_ptr<http::Client> http_client_;
+  std::unique_ptr<http::HttpPeerClient> peer_client_;
+  std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<node::Node> node_;
+  std::unique_ptr<http::Server> server_;
+  DaemonMetrics metrics_;
+
+  // Core thread: live requests and their sinks.
+  std::map<uint64_t, std::unique_ptr<CompletionSink>> sinks_;
+  std::map<NodeId, gossip::MemberState> logged_states_;
+  uint64_t last_forward_failures_ = 0;
+  bool leaving_ = false;
+
+  std::atomic<uint64_t> next_request_id_{1};
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace hearsay::net

@@ -1,0 +1,200 @@
+#include "hearsay/net/daemon_metrics.h"
+
+#include <algorithm>
+
+namespace hearsay::net {
+
+namespace {
+constexpr const char* kStates[] = {"alive", "suspect", "dead", "left"};
+}  // namespace
+
+DaemonMetrics::DaemonMetrics() {
+  auto& r = registry_;
+  const char* decisions = "Client requests by route decision: served here (local), by a peer "
+                          "(forwarded), or a forward that failed before the first token and was "
+                          "retried elsewhere (retried)";
+  decision_local_.counter = &r.AddCounter("hearsay_requests_total", decisions,
+                                          {{"decision", "local"}});
+  decision_forwarded_.counter = &r.AddCounter("hearsay_requests_total", decisions,
+                                              {{"decision", "forwarded"}});
+  decision_retried_.counter = &r.AddCounter("hearsay_requests_total", decisions,
+                                            {{"decision", "retried"}});
+  client_requests_.counter = &r.AddCounter(
+      "hearsay_client_requests_total", "Completion requests accepted from clients (not peers)");
+  hop_served_.counter = &r.AddCounter("hearsay_peer_requests_served_total",
+                                      "Forwarded requests from peers served by this node");
+  failed_.counter = &r.AddCounter("hearsay_requests_failed_total",
+                                  "Requests that ended in an error for their client");
+  cancelled_.counter = &r.AddCounter("hearsay_requests_cancelled_total",
+                                     "Requests cancelled because their client went away");
+  rejected_.counter =
+      &r.AddCounter("hearsay_requests_rejected_total", "Requests the node rejected as invalid");
+  const char* cached = "Prompt tokens the router estimated cached at the chosen node "
+                       "(estimated) and that its engine reported (actual), over client requests";
+  estimated_cached_.counter =
+      &r.AddCounter("hearsay_cached_tokens_total", cached, {{"kind", "estimated"}});
+  actual_cached_.counter =
+      &r.AddCounter("hearsay_cached_tokens_total", cached, {{"kind", "actual"}});
+  served_prompt_tokens_.counter = &r.AddCounter(
+      "hearsay_engine_prompt_tokens_total", "Prompt tokens of requests this node's engine served");
+  served_cached_tokens_.counter =
+      &r.AddCounter("hearsay_engine_cached_tokens_total",
+                    "Prompt tokens this node's engine found in its prefix cache");
+  ttft_ = &r.AddHistogram("hearsay_ttft_seconds",
+                          "Time to first token of client requests, as this entry node saw it",
+                          api::ExponentialBuckets(0.001, 2, 16));
+  in_flight_ = &r.AddGauge("hearsay_requests_in_flight",
+                           "Completion requests in progress (clients and peers)");
+  peer_auth_failures_ = &r.AddCounter("hearsay_peer_auth_failures_total",
+                                      "Hop requests refused for a missing or wrong peer token");
+
+  const char* msgs = "Gossip messages sent and received by the gossip node";
+  const char* bytes = "Gossip bytes (sealed envelopes) sent and received by the gossip node";
+  gossip_msgs_sent_.counter =
+      &r.AddCounter("hearsay_gossip_messages_total", msgs, {{"direction", "sent"}});
+  gossip_msgs_received_.counter =
+      &r.AddCounter("hearsay_gossip_messages_total", msgs, {{"direction", "received"}});
+  gossip_bytes_sent_.counter =
+      &r.AddCounter("hearsay_gossip_bytes_total", bytes, {{"direction", "sent"}});
+  gossip_bytes_received_.counter =
+      &r.AddCounter("hearsay_gossip_bytes_total", bytes, {{"direction", "received"}});
+  const char* dropped = "Incoming gossip messages dropped, by reason";
+  dropped_envelope_.counter = &r.AddCounter("hearsay_gossip_dropped_total", dropped,
+                                            {{"reason", "envelope"}});
+  dropped_malformed_.counter = &r.AddCounter("hearsay_gossip_dropped_total", dropped,
+                                             {{"reason", "malformed"}});
+  dropped_spoofed_.counter = &r.AddCounter("hearsay_gossip_dropped_total", dropped,
+                                           {{"reason", "spoofed"}});
+  dropped_other_.counter =
+      &r.AddCounter("hearsay_gossip_dropped_total", dropped, {{"reason", "other"}});
+  send_failures_.counter = &r.AddCounter("hearsay_gossip_send_failures_total",
+                                         "Gossip messages the envelope refused to seal");
+  const char* channel_names[] = {"datagram", "stream"};
+  for (int c = 0; c < 2; ++c) {
+    const api::Labels sent = {{"channel", channel_names[c]}, {"direction", "sent"}};
+    const api::Labels recv = {{"channel", channel_names[c]}, {"direction", "received"}};
+    transport_msgs_sent_[c].counter = &r.AddCounter(
+        "hearsay_transport_messages_total", "Gossip transport messages by channel", sent);
+    transport_msgs_received_[c].counter = &r.AddCounter(
+        "hearsay_transport_messages_total", "Gossip transport messages by channel", recv);
+    transport_bytes_sent_[c].counter = &r.AddCounter(
+        "hearsay_transport_bytes_total", "Gossip transport payload bytes by channel", sent);
+    transport_bytes_received_[c].counter = &r.AddCounter(
+        "hearsay_transport_bytes_total", "Gossip transport payload bytes by channel", recv);
+  }
+  const char* tdrops = "Gossip transport messages not sent or not delivered, by reason";
+  transport_send_errors_.counter =
+      &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "send_error"}});
+  transport_oversize_.counter =
+      &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "oversize"}});
+  transport_blocked_.counter =
+      &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "blocked"}});
+  for (int s = 0; s < 4; ++s) {
+    peers_[s] = &r.AddGauge("hearsay_peers", "Other members by state, as this node sees them",
+                            {{"state", kStates[s]}});
+  }
+  view_age_max_ = &r.AddGauge("hearsay_view_age_seconds",
+                              "Age of the oldest live peer's gossiped load and cache view");
+  local_health_ = &r.AddGauge("hearsay_gossip_local_health",
+                              "Lifeguard local-health score (0 = healthy)");
+  overloaded_ = &r.AddGauge("hearsay_overloaded", "1 while this node reports itself overloaded");
+
+  engine_waiting_ = &r.AddGauge("hearsay_engine_waiting_requests", "Engine queue depth");
+  engine_running_ = &r.AddGauge("hearsay_engine_running_requests", "Requests in the engine batch");
+  kv_used_ = &r.AddGauge("hearsay_engine_kv_used_tokens", "KV cache in use, in tokens");
+  kv_capacity_ = &r.AddGauge("hearsay_engine_kv_capacity_tokens", "KV cache capacity, in tokens");
+
+  const char* server = "Requests and connections the HTTP server refused itself, by reason";
+  server_timeouts_.counter =
+      &r.AddCounter("hearsay_http_server_rejections_total", server, {{"reason", "timeout"}});
+  server_too_large_.counter =
+      &r.AddCounter("hearsay_http_server_rejections_total", server, {{"reason", "body_too_large"}});
+  server_header_too_large_.counter = &r.AddCounter("hearsay_http_server_rejections_total", server,
+                                                   {{"reason", "header_too_large"}});
+  server_bad_.counter =
+      &r.AddCounter("hearsay_http_server_rejections_total", server, {{"reason", "malformed"}});
+  server_refused_.counter = &r.AddCounter("hearsay_http_server_rejections_total", server,
+                                          {{"reason", "too_many_connections"}});
+  client_aborts_.counter = &r.AddCounter("hearsay_http_client_aborts_total",
+                                         "Clients that went away before their response ended");
+  open_connections_ = &r.AddGauge("hearsay_http_open_connections", "Open HTTP connections");
+}
+
+void DaemonMetrics::ObserveTtft(Duration ttft) { ttft_->Observe(ToSeconds(ttft)); }
+
+void DaemonMetrics::CountHttpError(int status) {
+  std::lock_guard lock(errors_mu_);
+  api::Counter*& c = http_errors_[status];
+  if (c == nullptr) {
+    c = &registry_.AddCounter("hearsay_http_errors_total",
+                              "Error responses of the API handlers, by HTTP status",
+                              {{"status", std::to_string(status)}});
+  }
+  c->Increment();
+}
+
+void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& load,
+                            const TransportCounters& t, const http::ServerStats& server,
+                            size_t open_connections, TimePoint now) {
+  const node::NodeStats& s = node.stats();
+  decision_local_.Sync(s.served_local);
+  decision_forwarded_.Sync(s.forwarded_out);
+  decision_retried_.Sync(s.forward_failures);
+  client_requests_.Sync(s.client_requests);
+  hop_served_.Sync(s.served - s.served_local);
+  failed_.Sync(s.failed);
+  cancelled_.Sync(s.cancelled);
+  rejected_.Sync(s.rejected);
+  estimated_cached_.Sync(s.estimated_cached_tokens);
+  actual_cached_.Sync(s.actual_cached_tokens);
+  served_prompt_tokens_.Sync(s.served_prompt_tokens);
+  served_cached_tokens_.Sync(s.served_cached_tokens);
+
+  const gossip::Counters& g = node.gossip().counters();
+  gossip_msgs_sent_.Sync(g.msgs_sent);
+  gossip_msgs_received_.Sync(g.msgs_received);
+  gossip_bytes_sent_.Sync(g.bytes_sent);
+  gossip_bytes_received_.Sync(g.bytes_received);
+  dropped_envelope_.Sync(g.dropped_envelope);
+  dropped_malformed_.Sync(g.dropped_malformed);
+  dropped_spoofed_.Sync(g.dropped_spoofed);
+  dropped_other_.Sync(g.dropped_from_self + g.dropped_wrong_target + g.dropped_after_leave);
+  send_failures_.Sync(g.send_failures);
+  for (int c = 0; c < 2; ++c) {
+    transport_msgs_sent_[c].Sync(t.messages_sent[c]);
+    transport_msgs_received_[c].Sync(t.messages_received[c]);
+    transport_bytes_sent_[c].Sync(t.bytes_sent[c]);
+    transport_bytes_received_[c].Sync(t.bytes_received[c]);
+  }
+  transport_send_errors_.Sync(t.send_errors);
+  transport_oversize_.Sync(t.oversize_drops);
+  transport_blocked_.Sync(t.blocked_drops);
+
+  double by_state[4] = {0, 0, 0, 0};
+  double oldest = 0;
+  for (const gossip::MemberView& m : node.gossip().Members()) {
+    by_state[static_cast<int>(m.state)] += 1;
+    if (m.state == gossip::MemberState::kAlive && m.has_load) {
+      oldest = std::max(oldest, ToSeconds(now - m.load_updated));
+    }
+  }
+  for (int i = 0; i < 4; ++i) peers_[i]->Set(by_state[i]);
+  view_age_max_->Set(oldest);
+  local_health_->Set(node.gossip().local_health());
+  overloaded_->Set(node.gossip().overloaded() ? 1 : 0);
+
+  engine_waiting_->Set(load.waiting_requests);
+  engine_running_->Set(load.running_requests);
+  kv_used_->Set(static_cast<double>(load.kv_used_tokens));
+  kv_capacity_->Set(static_cast<double>(load.kv_capacity_tokens));
+
+  server_timeouts_.Sync(server.read_timeouts);
+  server_too_large_.Sync(server.body_too_large);
+  server_header_too_large_.Sync(server.header_too_large);
+  server_bad_.Sync(server.bad_requests);
+  server_refused_.Sync(server.connections_refused);
+  client_aborts_.Sync(server.client_aborts);
+  open_connections_->Set(static_cast<double>(open_connections));
+}
+
+}  // namespace hearsay::net

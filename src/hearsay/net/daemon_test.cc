@@ -1,0 +1,446 @@
+// net::Daemon in process: real sockets on ephemeral loopback ports, real threads, bounded waits.
+#include "hearsay/net/daemon.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <spdlog/spdlog.h>
+
+#include "hearsay/http/client.h"
+#include "hearsay/http/test_util.h"
+#include "hearsay/net/host_port.h"
+#include "hearsay/net/peer_auth.h"
+
+namespace hearsay::net {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+// A fixed cluster key (tests only).
+constexpr const char* kKey = "3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhs=";
+
+struct Response {
+  int status = 0;
+  http::Headers headers;
+  std::string body;
+  Status done;
+};
+
+// Blocking HTTP calls through http::Client on its own I/O thread.
+class TestClient {
+ public:
+  TestClient() : client_(io_.io()) {}
+  Response Call(const std::string& method, const std::string& host_port, const std::string& target,
+                std::string body = {}, http::Headers headers = {}) {
+    auto r = std::make_shared<Response>();
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> f = done->get_future();
+    http::ClientRequest req;
+    req.method = method;
+    req.host_port = host_port;
+    req.target = target;
+    req.body = std::move(body);
+    req.headers = std::move(headers);
+    if (!req.body.empty()) req.headers.emplace_back("content-type", "application/json");
+    req.response_timeout = 10s;
+    http::ResponseHandlers h;
+    h.on_headers = [r](int status, const http::Headers& hs) {
+      r->status = status;
+      r->headers = hs;
+    };
+    h.on_body = [r](std::string_view chunk) { r->body.append(chunk); };
+    h.on_done = [r, done](Status s) {
+      r->done = s;
+      done->set_value();
+    };
+    client_.Send(std::move(req), std::move(h));
+    EXPECT_EQ(f.wait_for(15s), std::future_status::ready) << method << " " << target;
+    return *r;
+  }
+  Response Post(const std::string& hp, const std::string& target, const json& body,
+                http::Headers headers = {}) {
+    return Call("POST", hp, target, body.dump(), std::move(headers));
+  }
+  Response Get(const std::string& hp, const std::string& target) { return Call("GET", hp, target); }
+
+ private:
+  http::testing::IoThread io_;
+  http::Client client_;
+};
+
+std::string KeyFile() {
+  const std::string path = ::testing::TempDir() + "/hearsay_daemon_test_" +
+                           std::to_string(::getpid()) + ".key";
+  std::ofstream(path) << kKey << "\n";
+  return path;
+}
+
+DaemonConfig Config(bool insecure) {
+  DaemonConfig c;
+  c.http_listen = "127.0.0.1:0";
+  c.gossip_listen = "127.0.0.1:0";
+  c.log_level = "warn";
+  if (insecure) {
+    c.insecure = true;
+  } else {
+    c.cluster_key_file = KeyFile();
+  }
+  return c;
+}
+
+std::unique_ptr<Daemon> Start(DaemonConfig c) {
+  spdlog::set_level(spdlog::level::warn);
+  Result<std::unique_ptr<Daemon>> d = Daemon::Create(std::move(c));
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  return d.ok() ? std::move(*d) : nullptr;
+}
+
+// "w0 w1 w2 ...": one token per word (the tokenizer keeps the space before a word).
+std::string Words(const std::string& tag, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) s += ' ';
+    s += tag + std::to_string(i);
+  }
+  return s;
+}
+
+json Completion(const std::string& prompt, int max_tokens, bool stream = false) {
+  json j = {{"model", "hearsay-sim"}, {"prompt", prompt}, {"max_tokens", max_tokens}};
+  if (stream) {
+    j["stream"] = true;
+    j["stream_options"] = {{"include_usage", true}};
+  }
+  return j;
+}
+
+// The data: payloads of an SSE body, [DONE] included.
+std::vector<std::string> Events(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = body.find("\n\n", pos);
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return out;
+}
+
+// Polls `pred` up to `bound`.
+template <typename F>
+bool Eventually(F pred, std::chrono::milliseconds bound = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return pred();
+}
+
+TEST(DaemonTest, RefusesToStartWithoutKeyOrWithABadOne) {
+  DaemonConfig c = Config(true);
+  c.insecure = false;
+  Result<std::unique_ptr<Daemon>> d = Daemon::Create(c);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kFailedPrecondition);
+  c.cluster_key_file = "/nonexistent/key";
+  EXPECT_EQ(Daemon::Create(c).status().code(), StatusCode::kNotFound);
+  const std::string bad = ::testing::TempDir() + "/hearsay_bad.key";
+  std::ofstream(bad) << "not-a-key\n";
+  c.cluster_key_file = bad;
+  d = Daemon::Create(c);
+  EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(d.status().message().find(bad), std::string::npos);
+  std::remove(bad.c_str());
+}
+
+TEST(DaemonTest, PortInUseIsAnError) {
+  auto a = Start(Config(true));
+  ASSERT_TRUE(a);
+  DaemonConfig c = Config(true);
+  c.http_listen = a->http_address();
+  Result<std::unique_ptr<Daemon>> d = Daemon::Create(c);
+  EXPECT_EQ(d.status().code(), StatusCode::kUnavailable) << d.status().ToString();
+  c = Config(true);
+  c.gossip_listen = a->gossip_address();
+  d = Daemon::Create(c);
+  EXPECT_EQ(d.status().code(), StatusCode::kUnavailable) << d.status().ToString();
+}
+
+TEST(DaemonTest, AnswersCompletionsAndChatStreamingAndNot) {
+  auto d = Start(Config(true));
+  ASSERT_TRUE(d);
+  TestClient client;
+  const std::string hp = d->http_address();
+  const std::string prompt = Words("alpha", 100);
+
+  Response r = client.Post(hp, "/v1/completions", Completion(prompt, 5));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_FALSE(j["choices"][0]["text"].get<std::string>().empty());
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 100);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+
+  // The same prompt again hits the engine's prefix cache (all but the last token).
+  r = client.Post(hp, "/v1/completions", Completion(prompt, 5, /*stream=*/true));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(*http::FindHeader(r.headers, "content-type"), "text/event-stream");
+  std::vector<std::string> ev = Events(r.body);
+  ASSERT_GE(ev.size(), 4u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  json usage = json::parse(ev[ev.size() - 2]);
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 99);
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 5);
+  std::string text;
+  for (size_t i = 0; i + 2 < ev.size(); ++i) {
+    text += json::parse(ev[i])["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_FALSE(text.empty());
+
+  json chat = {{"model", "hearsay-sim"},
+               {"messages", {{{"role", "user"}, {"content", "hello there"}}}},
+               {"max_tokens", 3}};
+  r = client.Post(hp, "/v1/chat/completions", chat);
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 3);
+  chat["stream"] = true;
+  r = client.Post(hp, "/v1/chat/completions", chat);
+  ASSERT_EQ(r.status, 200);
+  ev = Events(r.body);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  EXPECT_EQ(json::parse(ev[0])["object"], "chat.completion.chunk");
+  EXPECT_EQ(json::parse(ev[0])["choices"][0]["delta"]["role"], "assistant");
+
+  // Models, health, metrics.
+  r = client.Get(hp, "/v1/models");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["data"][0]["id"], "hearsay-sim");
+  r = client.Get(hp, "/health");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["status"], "ok");
+  r = client.Get(hp, "/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("hearsay_requests_total{decision=\"local\"} 4"), std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("hearsay_ttft_seconds_count 4"), std::string::npos);
+  EXPECT_NE(r.body.find("hearsay_engine_kv_capacity_tokens 262144"), std::string::npos);
+  EXPECT_TRUE(d->Shutdown());
+}
+
+TEST(DaemonTest, BadInputGetsTheRightStatus) {
+  DaemonConfig c = Config(false);
+  c.max_body_bytes = 4096;
+  c.context_tokens = 300;
+  c.max_tokens = 100;
+  auto d = Start(c);
+  ASSERT_TRUE(d);
+  TestClient client;
+  const std::string hp = d->http_address();
+  auto status_of = [&](const std::string& body) {
+    Response r = client.Call("POST", hp, "/v1/completions", body);
+    EXPECT_NE(r.body.find("\"error\""), std::string::npos) << r.body;
+    return r.status;
+  };
+  EXPECT_EQ(status_of("{not json"), 400);
+  EXPECT_EQ(status_of("[1,2]"), 400);
+  EXPECT_EQ(status_of(R"({"model":"hearsay-sim"})"), 400);
+  EXPECT_EQ(status_of(R"({"model":"hearsay-sim","prompt":""})"), 400);
+  EXPECT_EQ(status_of(R"({"model":"hearsay-sim","prompt":"x","max_tokens":"5"})"), 400);
+  EXPECT_EQ(status_of(R"({"model":"gpt-4","prompt":"x"})"), 404);
+  EXPECT_EQ(status_of(Completion(Words("w", 250), 100).dump()), 400);  // over the context
+  EXPECT_EQ(status_of(Completion(std::string(5000, 'a'), 1).dump()), 413);
+  Response r = client.Get(hp, "/v1/completions");
+  EXPECT_EQ(r.status, 405);
+  r = client.Get(hp, "/nope");
+  EXPECT_EQ(r.status, 404);
+  r = client.Post(hp, "/debug/faults", json{{"block", json::array()}});
+  EXPECT_EQ(r.status, 404);  // only with --debug-faults
+
+  // Hop requests need the cluster's peer token.
+  r = client.Post(hp, "/v1/completions", Completion("hi there", 1), {{"x-hearsay-hop", "1"}});
+  EXPECT_EQ(r.status, 403);
+  r = client.Post(hp, "/v1/completions", Completion("hi there", 1),
+                  {{"x-hearsay-hop", "1"}, {"x-hearsay-peer-auth", std::string(64, 'a')}});
+  EXPECT_EQ(r.status, 403);
+  auto key = gossip::ClusterKey::Parse(kKey);
+  ASSERT_TRUE(key.ok());
+  r = client.Post(hp, "/v1/completions", Completion("hi there", 2),
+                  {{"x-hearsay-hop", "1"}, {"x-hearsay-peer-auth", PeerAuthToken(*key)}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  // A hop is always answered as a stream, with the peer headers and a usage chunk.
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-prompt-tokens"), "2");
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-cached-tokens"), "0");
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-node"), d->node_id());
+  std::vector<std::string> ev = Events(r.body);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(json::parse(ev[ev.size() - 2])["usage"]["completion_tokens"], 2);
+
+  // The server stays up, and counted the errors.
+  r = client.Get(hp, "/metrics");
+  EXPECT_NE(r.body.find("hearsay_http_errors_total{status=\"403\"} 2"), std::string::npos);
+  EXPECT_NE(r.body.find("hearsay_peer_auth_failures_total 2"), std::string::npos);
+  EXPECT_TRUE(d->Shutdown());
+}
+
+TEST(DaemonTest, OverTheConcurrencyLimitGets429WithRetryAfter) {
+  DaemonConfig c = Config(true);
+  c.max_concurrent_requests = 1;
+  auto d = Start(c);
+  ASSERT_TRUE(d);
+  const std::string hp = d->http_address();
+  // A long answer keeps the one slot busy (~6 ms per decode step).
+  auto slow = std::async(std::launch::async, [&] {
+    TestClient client;
+    return client.Post(hp, "/v1/completions", Completion("busy now", 150));
+  });
+  ASSERT_TRUE(Eventually([&] { return d->in_flight() == 1; }, 5s));
+  TestClient client;
+  Response r = client.Post(hp, "/v1/completions", Completion("me too", 1));
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(*http::FindHeader(r.headers, "retry-after"), "1");
+  EXPECT_EQ(slow.get().status, 200);
+  r = client.Post(hp, "/v1/completions", Completion("me too", 1));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(d->Shutdown());
+}
+
+TEST(DaemonTest, ClientDisconnectCancelsTheRequest) {
+  auto d = Start(Config(true));
+  ASSERT_TRUE(d);
+  Result<HostPort> hp = ParseHostPort(d->http_address());
+  ASSERT_TRUE(hp.ok());
+  {
+    http::testing::RawClient raw(hp->port);
+    ASSERT_TRUE(raw.connected());
+    const std::string body = Completion("long answer", 1000, true).dump();
+    ASSERT_TRUE(raw.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                         "application/json\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body));
+    ASSERT_TRUE(raw.ReadUntil("data: "));  // streaming has begun
+    EXPECT_EQ(d->in_flight(), 1);
+  }  // closes the connection mid-stream
+  EXPECT_TRUE(Eventually([&] { return d->in_flight() == 0; }, 5s));
+  TestClient client;
+  EXPECT_TRUE(Eventually([&] {
+    return client.Get(d->http_address(), "/metrics").body.find(
+               "hearsay_requests_cancelled_total 1") != std::string::npos;
+  }));
+  EXPECT_TRUE(d->Shutdown());
+}
+
+class ClusterTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
+  const bool insecure = GetParam();
+  auto a = Start(Config(insecure));
+  ASSERT_TRUE(a);
+  std::vector<std::unique_ptr<Daemon>> nodes;
+  for (int i = 0; i < 2; ++i) {
+    DaemonConfig c = Config(insecure);
+    c.join = {a->gossip_address()};
+    nodes.push_back(Start(c));
+    ASSERT_TRUE(nodes.back());
+  }
+  Daemon& b = *nodes[0];
+  TestClient client;
+  auto alive_members = [&](Daemon& d) {
+    json j = json::parse(client.Get(d.http_address(), "/cluster").body);
+    int alive = 0;
+    for (const auto& m : j["members"]) alive += m["state"] == "alive" ? 1 : 0;
+    return alive;
+  };
+  ASSERT_TRUE(Eventually([&] {
+    return alive_members(*a) == 2 && alive_members(b) == 2 && alive_members(*nodes[1]) == 2;
+  })) << client.Get(a->http_address(), "/cluster").body;
+  json cluster = json::parse(client.Get(a->http_address(), "/cluster").body);
+  EXPECT_EQ(cluster["self"]["id"], a->node_id());
+  for (const auto& m : cluster["members"]) {
+    EXPECT_FALSE(m["api_address"].get<std::string>().empty());
+  }
+
+  // B serves a long prompt itself (a hop request is served where it lands).
+  const std::string shared = Words("ctx", 2048);
+  http::Headers hop = {{"x-hearsay-hop", "1"}};
+  if (!insecure) {
+    hop.emplace_back("x-hearsay-peer-auth", PeerAuthToken(*gossip::ClusterKey::Parse(kKey)));
+  }
+  Response r = client.Post(b.http_address(), "/v1/completions",
+                           Completion(shared + " first question", 2), hop);
+  ASSERT_EQ(r.status, 200) << r.body;
+  // A learns through gossip that B holds it.
+  ASSERT_TRUE(Eventually([&] {
+    json j = json::parse(client.Get(a->http_address(), "/cluster").body);
+    for (const auto& m : j["members"]) {
+      if (m["id"] == b.node_id() && m["cache_entries"].get<int>() > 0) return true;
+    }
+    return false;
+  })) << client.Get(a->http_address(), "/cluster").body;
+
+  // A sibling entering at A is forwarded to B and hits B's cache; non-streaming and streaming.
+  r = client.Post(a->http_address(), "/v1/completions",
+                  Completion(shared + " second question", 4));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_GE(j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 2000);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(j["system_fingerprint"], a->node_id());
+  r = client.Post(a->http_address(), "/v1/completions",
+                  Completion(shared + " third question", 3, /*stream=*/true));
+  ASSERT_EQ(r.status, 200);
+  std::vector<std::string> ev = Events(r.body);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  EXPECT_GE(json::parse(ev[ev.size() - 2])["usage"]["prompt_tokens_details"]["cached_tokens"]
+                .get<int>(),
+            2000);
+  json stats = json::parse(client.Get(a->http_address(), "/cluster").body)["stats"];
+  EXPECT_EQ(stats["forwarded"], 2) << stats.dump();
+  const std::string metrics = client.Get(a->http_address(), "/metrics").body;
+  EXPECT_NE(metrics.find("hearsay_requests_total{decision=\"forwarded\"} 2"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("hearsay_peers{state=\"alive\"} 2"), std::string::npos);
+  EXPECT_EQ(metrics.find("hearsay_gossip_messages_total{direction=\"received\"} 0"),
+            std::string::npos);
+
+  // B leaves gracefully; A sees it as left.
+  EXPECT_TRUE(b.Shutdown());
+  EXPECT_TRUE(Eventually([&] {
+    json jj = json::parse(client.Get(a->http_address(), "/cluster").body);
+    for (const auto& m : jj["members"]) {
+      if (m["id"] == b.node_id()) return m["state"] == "left";
+    }
+    return false;
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(KeyedAndInsecure, ClusterTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Insecure" : "Keyed"; });
+
+TEST(DaemonTest, DebugFaultsBlocksGossip) {
+  DaemonConfig ca = Config(true);
+  ca.debug_faults = true;
+  auto a = Start(ca);
+  ASSERT_TRUE(a);
+  TestClient client;
+  Response r = client.Post(a->http_address(), "/debug/faults", json{{"block", {"x"}}});
+  EXPECT_EQ(r.status, 400);
+  r = client.Post(a->http_address(), "/debug/faults", json{{"block", {"127.0.0.1:9"}}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(a->Shutdown());
+}
+
+}  // namespace
+}  // namespace hearsay::net

@@ -1,0 +1,27 @@
+#include "hearsay/net/engine_factory.h"
+
+#include "hearsay/engine/cost_model.h"
+#include "hearsay/engine/sim_engine.h"
+
+namespace hearsay::net {
+
+Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, EngineEnv env) {
+  if (env.scheduler == nullptr || env.keyer == nullptr) {
+    return InvalidArgumentError("MakeEngine: no scheduler or keyer");
+  }
+  if (config.engine == "sim") {
+    HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cost,
+                             engine::CostModel::FromPreset(config.engine_preset));
+    engine::SimEngineOptions o;
+    o.cost = cost.params();
+    o.kv_capacity_tokens = config.capacity_tokens;
+    o.max_context_tokens = static_cast<uint32_t>(config.context_tokens);
+    o.seed = env.seed;
+    HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<engine::SimEngine> e,
+                             engine::SimEngine::Create(*env.scheduler, o, *env.keyer));
+    return std::unique_ptr<engine::Engine>(std::move(e));
+  }
+  return InvalidArgumentError("engine.kind: unknown engine '" + config.engine + "'; valid: sim");
+}
+
+}  // namespace hearsay::net

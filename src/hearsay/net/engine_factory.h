@@ -1,0 +1,39 @@
+// The engine seam of the daemon: one function that turns the configuration into the engine the
+// node runs. Today only `sim` (the embedded simulated engine, in real time on the core's
+// scheduler); an upstream engine (an OpenAI-compatible server) plugs in here by its
+// DaemonConfig::engine name, using the I/O context and the post-to-core hook of EngineEnv.
+//
+// Thread-safety: called once on the daemon's setup thread, before the core thread runs; the
+// engine it returns lives on the core thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "hearsay/common/status.h"
+#include "hearsay/engine/engine.h"
+#include "hearsay/env/scheduler.h"
+#include "hearsay/net/daemon_config.h"
+#include "hearsay/prefix/block_keys.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace hearsay::net {
+
+// What an engine may use. Everything is borrowed and outlives the engine.
+struct EngineEnv {
+  Scheduler* scheduler = nullptr;  // the core's
+  const prefix::BlockKeyer* keyer = nullptr;  // the node's namespace (cache events use its keys)
+  uint64_t seed = 1;               // for the engine's own randomness (sim jitter)
+  boost::asio::io_context* io = nullptr;  // the I/O context (network engines)
+  // Runs a task on the core thread (network engines deliver their events through it).
+  std::function<void(std::function<void()>)> post_to_core;
+};
+
+// The engine `config.engine` names. INVALID_ARGUMENT for an unknown engine or bad options.
+Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, EngineEnv env);
+
+}  // namespace hearsay::net
