@@ -178,6 +178,9 @@ std::vector<std::string> LocalCluster::NodeArgv(size_t i) const {
   }
   if (options_.debug_faults) argv.push_back("--debug-faults");
   argv.insert(argv.end(), options_.extra_flags.begin(), options_.extra_flags.end());
+  if (i < options_.per_node_flags.size()) {
+    argv.insert(argv.end(), options_.per_node_flags[i].begin(), options_.per_node_flags[i].end());
+  }
   return argv;
 }
 

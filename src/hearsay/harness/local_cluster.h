@@ -37,6 +37,9 @@ struct LocalClusterOptions {
   bool debug_faults = true;  // --debug-faults, needed by Block()
   // Appended to every node's command line.
   std::vector<std::string> extra_flags;
+  // Appended to node i's command line after extra_flags, for i < per_node_flags.size() (for
+  // example each node's own --upstream engine URL).
+  std::vector<std::vector<std::string>> per_node_flags;
   // Bound on Start() and Restart() reaching health and full membership.
   std::chrono::milliseconds ready_timeout{30000};
   // Bound on Stop()'s graceful drain before it falls back to SIGKILL.
