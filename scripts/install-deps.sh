@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libboost-dev
   gnuplot-nox
+  npm
 )
 
 missing=()
