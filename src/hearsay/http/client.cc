@@ -5,21 +5,12 @@
 // one, writes the request (head and body as two buffers, no copy), then reads and parses the
 // response. A connection goes back to the pool only after a complete response with keep-alive and
 // no stray bytes after it.
-#include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
-
 #include "hearsay/http/client.h"
 
 #include <sys/socket.h>
 
 #include <array>
 #include <atomic>
-#include <cerrno>
-#include <limits>
-#include <mutex>
-#include <optional>
-#include <unordered_map>
-#include <vector>
-
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -31,6 +22,13 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
+#include <cerrno>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
+#include <vector>
 
 #include "hearsay/http/host_port.h"
 
@@ -135,9 +133,7 @@ class StreamingResponseParser final : public bhttp::basic_parser<false> {
  private:
   void on_request_impl(bhttp::verb, beast::string_view, beast::string_view, int,
                        error_code&) override {}
-  void on_response_impl(int code, beast::string_view, int, error_code&) override {
-    status_ = code;
-  }
+  void on_response_impl(int code, beast::string_view, int, error_code&) override { status_ = code; }
   void on_field_impl(bhttp::field, beast::string_view name, beast::string_view value,
                      error_code&) override {
     std::string lower(name.data(), name.size());
@@ -170,7 +166,9 @@ class Exchange;
 
 struct Client::State : std::enable_shared_from_this<Client::State> {
   State(asio::io_context& io_context, ClientOptions opts)
-      : io(io_context), options(std::move(opts)), sweep_strand(asio::make_strand(io_context)),
+      : io(io_context),
+        options(std::move(opts)),
+        sweep_strand(asio::make_strand(io_context)),
         sweep_timer(sweep_strand) {}
 
   struct IdleConnection {
@@ -193,10 +191,10 @@ struct Client::State : std::enable_shared_from_this<Client::State> {
   std::mutex mu;
   // Per host:port, oldest first. Guarded by mu.
   std::unordered_map<std::string, std::vector<IdleConnection>> idle;
-  size_t idle_count = 0;           // guarded by mu
-  bool sweep_armed = false;        // guarded by mu
-  bool shut_down = false;          // guarded by mu
-  uint64_t next_exchange = 0;      // guarded by mu
+  size_t idle_count = 0;                                            // guarded by mu
+  bool sweep_armed = false;                                         // guarded by mu
+  bool shut_down = false;                                           // guarded by mu
+  uint64_t next_exchange = 0;                                       // guarded by mu
   std::unordered_map<uint64_t, std::weak_ptr<Exchange>> in_flight;  // guarded by mu
 
   struct Counters {
@@ -221,9 +219,8 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
   }
 
   void Cancel() override {
-    asio::post(strand_, [self = shared_from_this()] {
-      self->Finish(AbortedError("request cancelled"));
-    });
+    asio::post(strand_,
+               [self = shared_from_this()] { self->Finish(AbortedError("request cancelled")); });
   }
 
   // Parser callbacks, on the strand inside Parse().
@@ -266,9 +263,8 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
     if (!ec) {
       socket_->async_connect(
           tcp::endpoint(addr, host_port_.port),
-          asio::bind_executor(strand_, [self = shared_from_this()](error_code e) {
-            self->OnConnect(e);
-          }));
+          asio::bind_executor(strand_,
+                              [self = shared_from_this()](error_code e) { self->OnConnect(e); }));
       return;
     }
     resolver_.async_resolve(
@@ -277,11 +273,11 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
                                          error_code e, tcp::resolver::results_type results) {
           if (self->done_) return;
           if (e) return self->Fail(e, "cannot resolve " + self->host_port_.host);
-          asio::async_connect(*self->socket_, results,
-                              asio::bind_executor(self->strand_,
-                                                  [self](error_code e2, const tcp::endpoint&) {
-                                                    self->OnConnect(e2);
-                                                  }));
+          asio::async_connect(
+              *self->socket_, results,
+              asio::bind_executor(self->strand_, [self](error_code e2, const tcp::endpoint&) {
+                self->OnConnect(e2);
+              }));
         }));
   }
 
@@ -297,19 +293,19 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
   void Write() {
     ArmTimer(request_.response_timeout, "no response from " + request_.host_port + " in time");
     std::array<asio::const_buffer, 2> bufs = {asio::buffer(head_), asio::buffer(request_.body)};
-    asio::async_write(*socket_, bufs,
-                      asio::bind_executor(strand_, [self = shared_from_this()](error_code ec,
-                                                                               size_t) {
-                        if (self->done_) return;
-                        if (ec) {
-                          // Nothing of a request whose write failed on a reused connection can
-                          // have been processed: replay it once on a fresh connection.
-                          if (self->reused_ && !self->retried_) return self->Retry();
-                          return self->Fail(ec, "sending to " + self->request_.host_port);
-                        }
-                        self->NewParser();
-                        self->Read();
-                      }));
+    asio::async_write(
+        *socket_, bufs,
+        asio::bind_executor(strand_, [self = shared_from_this()](error_code ec, size_t) {
+          if (self->done_) return;
+          if (ec) {
+            // Nothing of a request whose write failed on a reused connection can
+            // have been processed: replay it once on a fresh connection.
+            if (self->reused_ && !self->retried_) return self->Retry();
+            return self->Fail(ec, "sending to " + self->request_.host_port);
+          }
+          self->NewParser();
+          self->Read();
+        }));
   }
 
   void NewParser() {
@@ -317,9 +313,8 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
     // Streams have no size limit. (Not boost::none: Boost 1.74 compares a length against an
     // empty optional as "over the limit".)
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-    parser_->header_limit(static_cast<uint32_t>(
-        std::min<size_t>(client_->options.max_response_header_bytes,
-                         std::numeric_limits<uint32_t>::max())));
+    parser_->header_limit(static_cast<uint32_t>(std::min<size_t>(
+        client_->options.max_response_header_bytes, std::numeric_limits<uint32_t>::max())));
     parser_->eager(true);
     if (request_.method == "HEAD") parser_->skip(true);
   }
@@ -375,8 +370,8 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
       if (done_) return;  // a callback cancelled
       if (ec == bhttp::error::need_more) return;
       if (ec == bhttp::error::header_limit) {
-        return Finish(ResourceExhaustedError("response header from " + request_.host_port +
-                                             " is too large"));
+        return Finish(
+            ResourceExhaustedError("response header from " + request_.host_port + " is too large"));
       }
       if (ec) {
         return Finish(UnavailableError("malformed response from " + request_.host_port + ": " +

@@ -5,12 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <future>
 #include <mutex>
 #include <thread>
-
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
 
 #include "hearsay/http/server.h"
 #include "hearsay/http/test_util.h"
@@ -272,7 +271,8 @@ TEST_F(ClientTest, IdleConnectionClosedByTheServerIsNotUsed) {
   client_->Send(Get(server_->port(), "/a"), a.Handlers());
   ASSERT_TRUE(a.Wait().ok());
   // Wait until the server has closed the pooled connection.
-  for (int i = 0; i < 200 && server_->open_connections() != 0; ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 200 && server_->open_connections() != 0; ++i)
+    std::this_thread::sleep_for(10ms);
   ASSERT_EQ(server_->open_connections(), 0u);
   Outcome b;
   auto req = Get(server_->port(), "/b");
@@ -319,7 +319,9 @@ TEST_F(ClientTest, BadRequestFieldsAreRejected) {
            [](ClientRequest& r) { r.host_port = "nohost"; },
            [](ClientRequest& r) { r.target = "no-slash"; },
            [](ClientRequest& r) { r.method = "GE T"; },
-           [](ClientRequest& r) { r.headers = {{"X-Evil", "a\r\nInjected: 1"}}; }}) {
+           [](ClientRequest& r) {
+             r.headers = {{"X-Evil", "a\r\nInjected: 1"}};
+           }}) {
     Outcome out;
     auto req = Get(1, "/");
     mutate(req);
@@ -355,7 +357,8 @@ class FlakyKeepAliveServer {
 TEST_F(ClientTest, IdempotentRequestIsRetriedWhenAReusedConnectionDies) {
   // A raw listener gives precise control: connection 1 serves one response, then swallows the
   // next request and closes; connection 2 serves normally.
-  boost::asio::ip::tcp::acceptor acceptor(io_.io(), {boost::asio::ip::make_address("127.0.0.1"), 0});
+  boost::asio::ip::tcp::acceptor acceptor(io_.io(),
+                                          {boost::asio::ip::make_address("127.0.0.1"), 0});
   uint16_t port = acceptor.local_endpoint().port();
   std::thread peer([&] {
     auto serve = [](boost::asio::ip::tcp::socket& s, int requests_to_answer) {

@@ -8,12 +8,18 @@ namespace hearsay::http {
 namespace {
 std::string_view CodeFor(int status) {
   switch (status) {
-    case 400: return "malformed_http";
-    case 408: return "request_timeout";
-    case 413: return "request_too_large";
-    case 431: return "request_header_too_large";
-    case 503: return "server_busy";
-    default: return "";
+    case 400:
+      return "malformed_http";
+    case 408:
+      return "request_timeout";
+    case 413:
+      return "request_too_large";
+    case 431:
+      return "request_header_too_large";
+    case 503:
+      return "server_busy";
+    default:
+      return "";
   }
 }
 }  // namespace

@@ -7,8 +7,8 @@ namespace hearsay::http {
 
 Result<HostPort> ParseHostPort(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return InvalidArgumentError("bad address '" + std::string(text) + "' (want host:port): " +
-                                std::string(why));
+    return InvalidArgumentError("bad address '" + std::string(text) +
+                                "' (want host:port): " + std::string(why));
   };
   size_t colon = text.rfind(':');
   if (colon == std::string_view::npos) return bad("no port");

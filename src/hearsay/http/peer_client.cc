@@ -27,15 +27,23 @@ uint32_t HeaderCount(const Headers& headers, std::string_view name) {
 // How a peer's HTTP error status reads as a Status.
 StatusCode CodeForHttpStatus(int status) {
   switch (status) {
-    case 400: return StatusCode::kInvalidArgument;
-    case 401: return StatusCode::kUnauthenticated;
-    case 403: return StatusCode::kPermissionDenied;
-    case 404: return StatusCode::kNotFound;
+    case 400:
+      return StatusCode::kInvalidArgument;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
     case 408:
-    case 504: return StatusCode::kDeadlineExceeded;
-    case 429: return StatusCode::kResourceExhausted;
-    case 500: return StatusCode::kInternal;
-    default: return StatusCode::kUnavailable;
+    case 504:
+      return StatusCode::kDeadlineExceeded;
+    case 429:
+      return StatusCode::kResourceExhausted;
+    case 500:
+      return StatusCode::kInternal;
+    default:
+      return StatusCode::kUnavailable;
   }
 }
 
@@ -53,9 +61,9 @@ struct HttpPeerClient::Forwarding {
   std::string peer;
   api::SseParser parser;
   int http_status = 0;
-  bool accepted = false;        // 2xx headers arrived
+  bool accepted = false;         // 2xx headers arrived
   bool terminal_posted = false;  // [DONE] or an error already went to the core
-  std::string error_body;       // start of a non-2xx body
+  std::string error_body;        // start of a non-2xx body
   api::UsageCounts usage;
 };
 
@@ -111,8 +119,8 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
       // pool; after an error the exchange may still run and is cut.
       self.Finish(f.id, /*cancel_exchange=*/!usage.has_value());
       if (usage) {
-        f.sink->OnComplete(f.id, PeerUsage{usage->prompt_tokens, usage->completion_tokens,
-                                           usage->cached_tokens});
+        f.sink->OnComplete(
+            f.id, PeerUsage{usage->prompt_tokens, usage->completion_tokens, usage->cached_tokens});
       } else {
         f.sink->OnError(f.id, status, !f.first_token_delivered);
       }
@@ -128,7 +136,8 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
                  {"Accept", "text/event-stream"},
                  {"X-Hearsay-Hop", "1"},
                  {"X-Hearsay-Origin", options_.origin_node_id}};
-  if (!options_.auth_token.empty()) req.headers.emplace_back("X-Hearsay-Peer-Auth", options_.auth_token);
+  if (!options_.auth_token.empty())
+    req.headers.emplace_back("X-Hearsay-Peer-Auth", options_.auth_token);
   req.connect_timeout = options_.connect_timeout;
   req.response_timeout = options_.first_token_timeout;
   req.idle_timeout = options_.idle_timeout;
@@ -197,16 +206,15 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
     if (fwd->terminal_posted) return;
     fwd->terminal_posted = true;
     if (!fwd->accepted && fwd->http_status != 0) {
-      std::string message = "peer " + fwd->peer + " answered " +
-                            std::to_string(fwd->http_status);
+      std::string message = "peer " + fwd->peer + " answered " + std::to_string(fwd->http_status);
       if (!fwd->error_body.empty()) message += ": " + api::Truncated(fwd->error_body, 256);
       return terminate(std::nullopt, Status(CodeForHttpStatus(fwd->http_status), message));
     }
     if (status.ok()) {
       status = UnavailableError("stream from peer " + fwd->peer + " ended without [DONE]");
     }
-    terminate(std::nullopt, Status(status.code(), "forward to " + fwd->peer + ": " +
-                                                      status.message()));
+    terminate(std::nullopt,
+              Status(status.code(), "forward to " + fwd->peer + ": " + status.message()));
   };
 
   // Send only queues the request onto the client's strand: the I/O happens on the I/O threads.

@@ -56,9 +56,9 @@ class HttpPeerClient final : public PeerClient {
   // A request id already in flight gets OnError(INVALID_ARGUMENT, before_first_token = true).
   void Forward(const Address& to, PeerRequest request, ResponseSink* sink) override;
   // Aborts the forward `id` (its client went away): the connection is closed and the sink gets
-  // its terminal callback OnError(ABORTED, before_first_token as it stands), posted. No-op for an
-  // unknown or finished id.
-  void Cancel(uint64_t id);
+  // its terminal callback OnError(ABORTED, before_first_token as it stands), posted, which the
+  // caller ignores. No-op for an unknown or finished id.
+  void Cancel(uint64_t id) override;
   // Forwards in flight (core thread).
   size_t in_flight() const { return forwards_.size(); }
 

@@ -5,10 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <boost/asio/post.hpp>
 #include <future>
 #include <mutex>
-
-#include <boost/asio/post.hpp>
 
 #include "hearsay/api/api_error.h"
 #include "hearsay/api/openai_response.h"
@@ -134,7 +133,8 @@ class PeerClientTest : public ::testing::Test {
   }
   void MakePeerClient() {
     peer_client_ = std::make_unique<HttpPeerClient>(
-        *client_, [this](std::function<void()> fn) { boost::asio::post(core_.io(), std::move(fn)); },
+        *client_,
+        [this](std::function<void()> fn) { boost::asio::post(core_.io(), std::move(fn)); },
         options_);
   }
   void TearDown() override {

@@ -9,17 +9,10 @@
 // Responses are formatted here (not by Beast's serializer) into a queue of strings written with
 // gathered write_some calls, so bodies and chunks are never copied and a write's progress is
 // visible to the write timeout.
-#include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
-
 #include "hearsay/http/server.h"
 
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <deque>
-#include <mutex>
-#include <unordered_map>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -29,6 +22,11 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <charconv>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+#include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
 
 #include "hearsay/http/error_body.h"
 #include "hearsay/http/host_port.h"
@@ -136,7 +134,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   const ServerOptions options;
   const Handler handler;
   asio::strand<asio::io_context::executor_type> accept_strand;
-  tcp::acceptor acceptor;        // accept_strand only
+  tcp::acceptor acceptor;          // accept_strand only
   asio::steady_timer retry_timer;  // accept_strand only
   uint16_t port = 0;
   std::atomic<bool> closed{false};
@@ -187,10 +185,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Respond(uint64_t seq, int status, Headers headers, std::string body) {
     if (!IsCurrent(seq) || response_ != ResponseState::kNone) return;
     if (WantsClose(headers)) keep_alive_ = false;
-    bool no_body = head_request_ || status == 204 || status == 304 || (status >= 100 && status < 200);
-    Enqueue(FormatHead(status, headers, no_body && status != 304 && !head_request_
-                                            ? std::optional<size_t>()
-                                            : std::optional<size_t>(body.size()),
+    bool no_body =
+        head_request_ || status == 204 || status == 304 || (status >= 100 && status < 200);
+    Enqueue(FormatHead(status, headers,
+                       no_body && status != 304 && !head_request_
+                           ? std::optional<size_t>()
+                           : std::optional<size_t>(body.size()),
                        false, !keep_alive_));
     if (!no_body && !body.empty()) Enqueue(std::move(body));
     response_ = ResponseState::kEnded;
@@ -371,8 +371,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (ec == bhttp::error::body_limit) {
       c.body_too_large.fetch_add(1, std::memory_order_relaxed);
-      return SendErrorAndClose(413, "request body is larger than " +
-                                        std::to_string(options_.max_body_bytes) + " bytes");
+      return SendErrorAndClose(
+          413, "request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes");
     }
     c.bad_requests.fetch_add(1, std::memory_order_relaxed);
     SendErrorAndClose(400, "malformed HTTP request: " + ec.message());
@@ -388,7 +388,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req.path = req.target.substr(0, req.target.find('?'));
     req.headers.reserve(std::distance(msg.begin(), msg.end()));
     for (const auto& field : msg) {
-      req.headers.emplace_back(LowerCopy(View(field.name_string())), std::string(View(field.value())));
+      req.headers.emplace_back(LowerCopy(View(field.name_string())),
+                               std::string(View(field.value())));
     }
     req.remote = remote_;
     req.http_minor = static_cast<int>(msg.version() % 10);
@@ -438,9 +439,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       self->CloseNow(true);
     });
     // Unused slots stay empty buffers; the array is copied into the operation, no allocation.
-    socket_.async_write_some(bufs, [self = shared_from_this()](error_code ec, size_t n) {
-      self->OnWrite(ec, n);
-    });
+    socket_.async_write_some(
+        bufs, [self = shared_from_this()](error_code ec, size_t n) { self->OnWrite(ec, n); });
   }
 
   void OnWrite(error_code ec, size_t n) {
@@ -666,7 +666,8 @@ void Responder::OnClose(std::function<void()> cb) {
     if (closed_.load() && cb) cb();
     return;
   }
-  c->Post([c, seq = sequence_, cb = std::move(cb)]() mutable { c->SetOnClose(seq, std::move(cb)); });
+  c->Post(
+      [c, seq = sequence_, cb = std::move(cb)]() mutable { c->SetOnClose(seq, std::move(cb)); });
 }
 
 bool Responder::closed() const { return closed_.load() || connection_.expired(); }
@@ -674,29 +675,31 @@ bool Responder::closed() const { return closed_.load() || connection_.expired();
 // --- Server ----------------------------------------------------------------------------------
 
 void Server::State::Accept() {
-  acceptor.async_accept(
-      asio::make_strand(io), [self = shared_from_this()](error_code ec, tcp::socket socket) {
-        if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;
-        if (ec) {
-          // Out of descriptors or a transient network error: back off briefly, keep serving.
-          self->retry_timer.expires_after(std::chrono::milliseconds(50));
-          self->retry_timer.async_wait([self](error_code e) {
-            if (!e && self->acceptor.is_open()) self->Accept();
-          });
-          return;
-        }
-        if (self->open.load() >= self->options.max_connections) {
-          self->Refuse(std::move(socket));
-        } else {
-          self->open.fetch_add(1);
-          self->counters.accepted.fetch_add(1, std::memory_order_relaxed);
-          uint64_t id = self->next_id++;
-          auto conn = std::make_shared<Connection>(self, std::move(socket), id);
-          self->Register(id, conn);
-          conn->Post([conn] { conn->Start(); });
-        }
-        self->Accept();
-      });
+  acceptor.async_accept(asio::make_strand(io),
+                        [self = shared_from_this()](error_code ec, tcp::socket socket) {
+                          if (ec == asio::error::operation_aborted || !self->acceptor.is_open())
+                            return;
+                          if (ec) {
+                            // Out of descriptors or a transient network error: back off briefly,
+                            // keep serving.
+                            self->retry_timer.expires_after(std::chrono::milliseconds(50));
+                            self->retry_timer.async_wait([self](error_code e) {
+                              if (!e && self->acceptor.is_open()) self->Accept();
+                            });
+                            return;
+                          }
+                          if (self->open.load() >= self->options.max_connections) {
+                            self->Refuse(std::move(socket));
+                          } else {
+                            self->open.fetch_add(1);
+                            self->counters.accepted.fetch_add(1, std::memory_order_relaxed);
+                            uint64_t id = self->next_id++;
+                            auto conn = std::make_shared<Connection>(self, std::move(socket), id);
+                            self->Register(id, conn);
+                            conn->Post([conn] { conn->Start(); });
+                          }
+                          self->Accept();
+                        });
 }
 
 void Server::State::Refuse(tcp::socket socket) {

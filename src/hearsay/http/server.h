@@ -132,13 +132,13 @@ struct ServerStats {
   uint64_t connections_refused = 0;
   uint64_t requests = 0;
   // Error responses the server sent itself (limits, timeouts, malformed input).
-  uint64_t bad_requests = 0;       // 400
-  uint64_t header_too_large = 0;   // 431
-  uint64_t body_too_large = 0;     // 413
-  uint64_t read_timeouts = 0;      // 408 (header or body)
-  uint64_t idle_closed = 0;        // keep-alive idle timeout
+  uint64_t bad_requests = 0;          // 400
+  uint64_t header_too_large = 0;      // 431
+  uint64_t body_too_large = 0;        // 413
+  uint64_t read_timeouts = 0;         // 408 (header or body)
+  uint64_t idle_closed = 0;           // keep-alive idle timeout
   uint64_t slow_readers_dropped = 0;  // write timeout or write queue over its cap
-  uint64_t client_aborts = 0;      // the client went away before its response ended
+  uint64_t client_aborts = 0;         // the client went away before its response ended
 };
 
 class Server {

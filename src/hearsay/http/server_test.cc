@@ -55,8 +55,9 @@ TEST_F(ServerTest, AnswersOneRequestAndHandsOverItsFields) {
   ASSERT_NE(server_->port(), 0);
   RawClient c(server_->port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send("POST /v1/things?x=1 HTTP/1.1\r\nHost: a\r\nX-Mixed-Case: Val\r\n"
-                     "Content-Length: 3\r\n\r\nabc"));
+  ASSERT_TRUE(
+      c.Send("POST /v1/things?x=1 HTTP/1.1\r\nHost: a\r\nX-Mixed-Case: Val\r\n"
+             "Content-Length: 3\r\n\r\nabc"));
   std::string response = c.ReadResponse();
   EXPECT_EQ(response.rfind("HTTP/1.1 201 Created\r\n", 0), 0u) << response;
   EXPECT_NE(response.find("X-Test: yes\r\n"), std::string::npos);
@@ -91,9 +92,10 @@ TEST_F(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
 TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
   StartServer(LocalOptions(), EchoHandler());
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("POST /a HTTP/1.1\r\nContent-Length: 1\r\n\r\n1"
-                     "POST /b HTTP/1.1\r\nContent-Length: 1\r\n\r\n2"
-                     "GET /c HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /a HTTP/1.1\r\nContent-Length: 1\r\n\r\n1"
+             "POST /b HTTP/1.1\r\nContent-Length: 1\r\n\r\n2"
+             "GET /c HTTP/1.1\r\n\r\n"));
   EXPECT_TRUE(c.ReadResponse().ends_with("POST /a 1"));
   EXPECT_TRUE(c.ReadResponse().ends_with("POST /b 2"));
   EXPECT_TRUE(c.ReadResponse().ends_with("GET /c "));
@@ -178,8 +180,9 @@ TEST_F(ServerTest, ChunkedBodyOverLimitGets413) {
 TEST_F(ServerTest, ChunkedBodyWithinLimitIsAssembled) {
   StartServer(LocalOptions(), EchoHandler());
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n"
-                     "0\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n"
+             "0\r\n\r\n"));
   EXPECT_TRUE(c.ReadResponse().ends_with("POST /x abcde"));
 }
 
@@ -197,10 +200,10 @@ TEST_F(ServerTest, HeaderOverLimitGets431) {
 
 TEST_F(ServerTest, MalformedRequestsGet400AndTheServerStaysUp) {
   StartServer(LocalOptions(), EchoHandler());
-  for (std::string bad : {"GARBAGE\r\n\r\n", "GET / HTTP/1.1\r\nNo colon here\r\n\r\n",
-                          "GET / HTTP/9.9\r\n\r\n",
-                          "POST / HTTP/1.1\r\nContent-Length: 12x\r\n\r\n",
-                          "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"}) {
+  for (std::string bad :
+       {"GARBAGE\r\n\r\n", "GET / HTTP/1.1\r\nNo colon here\r\n\r\n", "GET / HTTP/9.9\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 12x\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"}) {
     RawClient c(server_->port());
     ASSERT_TRUE(c.Send(bad));
     ASSERT_TRUE(c.ReadUntilClosed()) << bad;
@@ -256,7 +259,8 @@ TEST_F(ServerTest, IdleKeepAliveConnectionIsClosed) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
   EXPECT_TRUE(c.data().empty()) << "an idle close sends nothing";
   EXPECT_EQ(server_->stats().idle_closed, 1u);
-  for (int i = 0; i < 100 && server_->open_connections() != 0; ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 100 && server_->open_connections() != 0; ++i)
+    std::this_thread::sleep_for(10ms);
   EXPECT_EQ(server_->open_connections(), 0u);
 }
 
@@ -277,7 +281,8 @@ TEST_F(ServerTest, ConnectionsOverTheLimitGet503) {
   EXPECT_EQ(server_->stats().connections_refused, 1u);
   // A freed slot is usable again.
   a.Close();
-  for (int i = 0; i < 100 && server_->open_connections() > 1; ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 100 && server_->open_connections() > 1; ++i)
+    std::this_thread::sleep_for(10ms);
   RawClient d(server_->port());
   ASSERT_TRUE(d.Send("GET /d HTTP/1.1\r\n\r\n"));
   EXPECT_TRUE(d.ReadResponse().ends_with("GET /d "));
@@ -321,7 +326,8 @@ TEST_F(ServerTest, OnCloseDoesNotFireForACompletedResponse) {
     ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
     ASSERT_FALSE(c.ReadResponse().empty());
   }
-  for (int i = 0; i < 100 && server_->open_connections() != 0; ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 100 && server_->open_connections() != 0; ++i)
+    std::this_thread::sleep_for(10ms);
   EXPECT_EQ(server_->open_connections(), 0u);
   EXPECT_EQ(fired.load(), 0);
 }
@@ -371,9 +377,11 @@ TEST_F(ServerTest, WriteThatMakesNoProgressTimesOut) {
 
 TEST_F(ServerTest, CloseCutsOpenStreams) {
   std::promise<void> closed, started;
+  testing::ResponderKeeper keeper;
   StartServer(LocalOptions(), [&](Request, std::shared_ptr<Responder> r) {
     r->OnClose([&] { closed.set_value(); });
     r->StartStream(200, {});
+    keeper.Keep(std::move(r));
     started.set_value();
   });
   RawClient c(server_->port());
