@@ -138,6 +138,8 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   asio::steady_timer retry_timer;  // accept_strand only
   uint16_t port = 0;
   std::atomic<bool> closed{false};
+  // StopAccepting was called: keep-alive ends after each connection's current request.
+  std::atomic<bool> draining{false};
   std::atomic<size_t> open{0};
   uint64_t next_id = 0;  // accept_strand only
 
@@ -171,6 +173,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ReadMore();
   }
 
+  // From any thread: a draining server closes connections that wait for a next request.
+  void PostCloseIfIdle() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      if (self->phase_ == Phase::kIdle) self->CloseNow(false);
+    });
+  }
+
   // From any thread.
   void PostClose() {
     asio::post(socket_.get_executor(), [self = shared_from_this()] { self->CloseNow(false); });
@@ -184,7 +193,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The Responder's operations, on the strand.
   void Respond(uint64_t seq, int status, Headers headers, std::string body) {
     if (!IsCurrent(seq) || response_ != ResponseState::kNone) return;
-    if (WantsClose(headers)) keep_alive_ = false;
+    if (WantsClose(headers) || server_->draining.load()) keep_alive_ = false;
     bool no_body =
         head_request_ || status == 204 || status == 304 || (status >= 100 && status < 200);
     Enqueue(FormatHead(status, headers,
@@ -199,7 +208,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void StartStream(uint64_t seq, int status, Headers headers) {
     if (!IsCurrent(seq) || response_ != ResponseState::kNone) return;
-    if (WantsClose(headers)) keep_alive_ = false;
+    if (WantsClose(headers) || server_->draining.load()) keep_alive_ = false;
     // HTTP/1.0 has no chunked encoding: the body runs until we close.
     chunked_ = http_minor_ >= 1 && !head_request_;
     if (!chunked_) keep_alive_ = false;
@@ -283,6 +292,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // The first request's header is due header_timeout after accept; later ones get idle_timeout
     // to begin and header_timeout from their first byte.
     if (first_request_ || buffer_.size() > 0) {
+      if (!first_request_ && server_->draining.load()) return CloseNow(false);
       phase_ = Phase::kHeader;
       ArmReadTimer(options_.header_timeout);
     } else {
@@ -412,6 +422,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // --- Writing -------------------------------------------------------------------------------
 
   void Enqueue(std::string bytes) {
+    if (phase_ == Phase::kClosed) return;
     queued_bytes_ += bytes.size();
     out_.push_back(std::move(bytes));
     if (queued_bytes_ > options_.max_write_queue_bytes) {
@@ -771,19 +782,23 @@ void Server::StopAccepting() {
     s->acceptor.close(ec);
     s->retry_timer.cancel();
   });
+  if (state_->draining.exchange(true)) return;
+  for (auto& c : LiveConnections()) c->PostCloseIfIdle();
+}
+
+std::vector<std::shared_ptr<Connection>> Server::LiveConnections() const {
+  std::vector<std::shared_ptr<Connection>> conns;
+  std::lock_guard lock(state_->mu);
+  for (auto& [id, weak] : state_->connections) {
+    if (auto c = weak.lock()) conns.push_back(std::move(c));
+  }
+  return conns;
 }
 
 void Server::Close() {
   if (state_->closed.exchange(true)) return;
   StopAccepting();
-  std::vector<std::shared_ptr<Connection>> conns;
-  {
-    std::lock_guard lock(state_->mu);
-    for (auto& [id, weak] : state_->connections) {
-      if (auto c = weak.lock()) conns.push_back(std::move(c));
-    }
-  }
-  for (auto& c : conns) c->PostClose();
+  for (auto& c : LiveConnections()) c->PostClose();
 }
 
 size_t Server::open_connections() const { return state_->open.load(); }

@@ -153,7 +153,9 @@ class Server {
 
   // The bound port (the ephemeral one when options.listen had port 0).
   uint16_t port() const;
-  // Stops accepting new connections; open ones continue (for draining).
+  // Starts draining: stops accepting, closes connections that wait idle for a next request, and
+  // ends keep-alive on the others after their current response (which carries
+  // "Connection: close" if it has not started yet). In-flight requests continue.
   void StopAccepting();
   // Stops accepting and closes every connection (in-flight responses are cut, OnClose fires).
   void Close();
@@ -164,6 +166,7 @@ class Server {
 
  private:
   explicit Server(std::shared_ptr<State> state);
+  std::vector<std::shared_ptr<Connection>> LiveConnections() const;
   std::shared_ptr<State> state_;
 };
 

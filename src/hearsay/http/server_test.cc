@@ -413,6 +413,35 @@ TEST_F(ServerTest, HandlerThatDropsTheResponderUnansweredGets500) {
   EXPECT_EQ(b.data().find("0\r\n\r\n"), std::string::npos) << "the stream is cut, not ended";
 }
 
+TEST_F(ServerTest, StopAcceptingDrainsKeepAliveConnections) {
+  std::promise<std::shared_ptr<Responder>> got;
+  StartServer(LocalOptions(), [&](Request req, std::shared_ptr<Responder> r) {
+    if (req.path == "/slow") return got.set_value(std::move(r));
+    r->Respond(200, {}, "ok");
+  });
+  RawClient idle(server_->port()), busy(server_->port());
+  ASSERT_TRUE(idle.Send("GET / HTTP/1.1\r\n\r\n"));
+  ASSERT_FALSE(idle.ReadResponse().empty());
+  ASSERT_TRUE(busy.Send("GET /slow HTTP/1.1\r\n\r\n"));
+  auto f = got.get_future();
+  ASSERT_TRUE(Ready(f));
+  auto responder = f.get();
+  server_->StopAccepting();
+  // The idle keep-alive connection is closed at once.
+  EXPECT_TRUE(idle.ReadUntilClosed());
+  EXPECT_TRUE(idle.data().empty());
+  // The in-flight request is answered, told the connection ends, and then it does.
+  responder->Respond(200, {}, "late");
+  EXPECT_TRUE(busy.ReadUntilClosed());
+  EXPECT_NE(busy.data().find("Connection: close\r\n"), std::string::npos);
+  EXPECT_TRUE(busy.data().ends_with("late"));
+  // No new connection is served.
+  RawClient fresh(server_->port());
+  EXPECT_TRUE(!fresh.connected() || !fresh.Send("GET / HTTP/1.1\r\n\r\n") ||
+              fresh.ReadUntilClosed());
+  EXPECT_EQ(server_->stats().requests, 2u);
+}
+
 TEST_F(ServerTest, ExpectContinueGetsTheGoAhead) {
   StartServer(LocalOptions(), EchoHandler());
   RawClient c(server_->port());
