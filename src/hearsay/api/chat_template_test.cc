@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+
+#include "hearsay/api/tokenizer.h"
+#include "hearsay/env/rng.h"
 
 namespace hearsay::api {
 namespace {
@@ -53,6 +57,40 @@ TEST(ChatTemplateTest, ConversationPrefixRendersAsAPrefix) {
     const std::string cached = RenderChat(before) + conversation[k].content + "<|im_end|>\n";
     const std::span<const ChatMessage> next(conversation.data(), k + 2);
     EXPECT_TRUE(RenderChat(next).starts_with(cached)) << k;
+  }
+}
+
+// Random conversations: every prefix renders as a prefix, and a turn's prompt plus its answer
+// starts the next turn's prompt, also as tokens (all but the last token of the shorter prompt).
+TEST(ChatTemplateTest, PrefixPropertyOnRandomConversations) {
+  Rng rng(3);
+  const std::vector<std::string> words = {"hi", " there",     "\n", "  ", "\xC3\xA9t\xC3\xA9",
+                                          "?",  "<|im_end|>", ""};
+  const Tokenizer tokenizer;
+  for (int round = 0; round < 200; ++round) {
+    std::vector<ChatMessage> conversation;
+    const size_t turns = 1 + rng.Below(6);
+    for (size_t t = 0; t < turns; ++t) {
+      for (const char* role : {"user", "assistant"}) {
+        std::string content;
+        const size_t n = rng.Below(5);
+        for (size_t i = 0; i < n; ++i) content += words[rng.Below(words.size())];
+        conversation.push_back({role, content});
+      }
+    }
+    const std::string full = RenderMessages(conversation);
+    for (size_t k = 0; k <= conversation.size(); ++k) {
+      ASSERT_TRUE(full.starts_with(RenderMessages({conversation.data(), k})));
+    }
+    for (size_t k = 1; k + 1 < conversation.size(); k += 2) {
+      const std::string prompt = RenderChat({conversation.data(), k});
+      const std::string next = RenderChat({conversation.data(), k + 2});
+      ASSERT_TRUE(next.starts_with(prompt + conversation[k].content + "<|im_end|>\n"));
+      const auto a = tokenizer.Encode(prompt);
+      const auto b = tokenizer.Encode(next);
+      ASSERT_LE(a.size(), b.size());
+      ASSERT_TRUE(std::equal(a.begin(), a.end() - 1, b.begin()));
+    }
   }
 }
 
