@@ -7,9 +7,10 @@
 //   - `model` is a non-empty string; `prompt` (completions) is a non-empty string or an array of
 //     exactly one string; `messages` (chat) is a non-empty array of {role, content} (see
 //     chat_template.h), rendered to one prompt string;
-//   - every known field has the right type and range, with `param` naming the field at fault;
-//   - batch prompts, token-array prompts, n != 1, best_of > 1, echo and logprobs are refused as
-//     not supported rather than silently answered wrong.
+//   - every known field has the right type and range, with `param` naming the field at fault
+//     (null counts as absent, as with OpenAI); stream_options requires stream = true;
+//   - batch prompts, token-array prompts, n != 1, best_of > 1, echo, logprobs and suffix are
+//     refused as not supported (code "unsupported_value") rather than silently answered wrong.
 // Unknown fields are ignored, as OpenAI's servers do, for forward compatibility.
 //
 // Whether the model exists, and whether prompt plus output fit the context, are checked by the
