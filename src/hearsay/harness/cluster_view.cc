@@ -27,6 +27,21 @@ uint64_t CountField(const json& obj, std::initializer_list<const char*> names) {
   return f != nullptr && f->is_number_unsigned() ? f->get<uint64_t>() : 0;
 }
 
+Result<MemberInfo> ParseMember(const json& m, bool is_self) {
+  MemberInfo info;
+  info.node_id = StringField(m, {"id", "node_id"});
+  info.state = StringField(m, {"state"});
+  if (info.node_id.empty() || info.state.empty()) {
+    return InvalidArgumentError("/cluster: a member without \"id\" or \"state\"");
+  }
+  info.generation = CountField(m, {"generation"});
+  info.gossip_address = StringField(m, {"address", "gossip_address"});
+  info.api_address = StringField(m, {"api_address"});
+  info.cache_keys = CountField(m, {"cache_entries"});
+  info.is_self = is_self;
+  return info;
+}
+
 }  // namespace
 
 const MemberInfo* ClusterView::Find(std::string_view node_id) const {
@@ -42,34 +57,30 @@ Result<ClusterView> ParseClusterView(std::string_view text) {
     return InvalidArgumentError("/cluster: not a JSON object");
   }
   ClusterView view;
-  if (const json* self = Field(doc, {"self", "node_id"}); self != nullptr) {
-    if (self->is_string()) view.self_id = self->get<std::string>();
-    if (self->is_object()) view.self_id = StringField(*self, {"node_id", "id"});
-  }
+  // "self" is this node itself: an object like a member's (without "state"), or just its id.
+  const json* self = Field(doc, {"self", "node_id"});
+  if (self != nullptr && self->is_string()) view.self_id = self->get<std::string>();
+  if (self != nullptr && self->is_object()) view.self_id = StringField(*self, {"id", "node_id"});
   const json* members = Field(doc, {"members"});
   if (members == nullptr || !members->is_array()) {
     return InvalidArgumentError("/cluster: no \"members\" array");
   }
   for (const json& m : *members) {
     if (!m.is_object()) return InvalidArgumentError("/cluster: a member is not an object");
-    MemberInfo info;
-    info.node_id = StringField(m, {"node_id", "id"});
-    info.state = StringField(m, {"state"});
-    if (info.node_id.empty() || info.state.empty()) {
-      return InvalidArgumentError("/cluster: a member without \"node_id\" or \"state\"");
+    HEARSAY_ASSIGN_OR_RETURN(MemberInfo info, ParseMember(m, /*is_self=*/false));
+    info.is_self = !view.self_id.empty() && info.node_id == view.self_id;
+    view.members.push_back(std::move(info));
+  }
+  // The node lists itself under "self" only; add it, alive (it answers), unless listed.
+  if (self != nullptr && self->is_object() && view.Find(view.self_id) == nullptr) {
+    json me = *self;
+    if (!me.contains("state")) {
+      const json* draining = Field(me, {"draining"});
+      me["state"] = draining != nullptr && draining->is_boolean() && draining->get<bool>()
+                        ? "leaving"
+                        : "alive";
     }
-    info.generation = CountField(m, {"generation"});
-    info.gossip_address = StringField(m, {"gossip_address", "address"});
-    info.api_address = StringField(m, {"api_address", "http_address"});
-    if (const json* cache = Field(m, {"cache_summary", "cache"}); cache != nullptr) {
-      info.cache_keys = cache->is_object() ? CountField(*cache, {"keys", "size", "entries"})
-                                           : CountField(m, {"cache_summary"});
-    } else {
-      info.cache_keys = CountField(m, {"cache_keys"});
-    }
-    const json* is_self = Field(m, {"self", "is_self"});
-    info.is_self = (is_self != nullptr && is_self->is_boolean() && is_self->get<bool>()) ||
-                   (!view.self_id.empty() && info.node_id == view.self_id);
+    HEARSAY_ASSIGN_OR_RETURN(MemberInfo info, ParseMember(me, /*is_self=*/true));
     view.members.push_back(std::move(info));
   }
   return view;

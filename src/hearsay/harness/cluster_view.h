@@ -17,11 +17,12 @@ namespace hearsay::harness {
 
 struct MemberInfo {
   std::string node_id;
-  std::string state;  // "alive", "suspect", "dead", "left"
+  std::string state;  // "alive", "suspect", "dead", "left"; "leaving" for a draining self
   uint64_t generation = 0;
   std::string gossip_address;
   std::string api_address;
-  // Block keys this node believes the member's cache summary holds (0 for itself when absent).
+  // Entries of the member's cache summary (landmark block keys) as this node has it: what the
+  // node believes the member's engine holds. For the node itself, its own summary.
   uint64_t cache_keys = 0;
   bool is_self = false;
 };
@@ -34,7 +35,9 @@ struct ClusterView {
   const MemberInfo* Find(std::string_view node_id) const;
 };
 
-// Parses the body of GET /cluster; INVALID_ARGUMENT (naming the field) if it is not as expected.
+// Parses the body of GET /cluster (docs/daemon.md): {"self": {...}, "members": [{...}]}. The node
+// itself (from "self") is one of the members, with is_self set. INVALID_ARGUMENT (naming the
+// field) if the body is not as expected.
 Result<ClusterView> ParseClusterView(std::string_view json);
 
 }  // namespace hearsay::harness

@@ -1,0 +1,110 @@
+// A partition between two halves of a 4-node cluster (gossip blocked both ways with
+// POST /debug/faults) makes each half declare the other dead; healed, the views reconverge to
+// four alive members, and what one half learned during the partition (a cache summary) reaches
+// the other.
+#include <gtest/gtest.h>
+
+#include "integration_env.h"
+
+namespace hearsay::integration {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Every node of `side` sees every node of `other` as dead (or left), and its own side alive.
+Status HalfSeesOtherDead(LocalCluster& cluster, const std::vector<size_t>& side,
+                         const std::vector<size_t>& other) {
+  for (size_t i : side) {
+    Result<harness::ClusterView> view = cluster.View(i);
+    if (!view.ok()) return view.status();
+    for (size_t j : other) {
+      const harness::MemberInfo* m = view->Find(cluster.node(j).node_id);
+      if (m != nullptr && m->state != "dead" && m->state != "left") {
+        return UnavailableError(cluster.node(i).node_id + " sees " + m->node_id + " " + m->state);
+      }
+    }
+    for (size_t j : side) {
+      const harness::MemberInfo* m = view->Find(cluster.node(j).node_id);
+      if (j != i && (m == nullptr || m->state != "alive")) {
+        return UnavailableError(cluster.node(i).node_id + " lost its own side's " +
+                                cluster.node(j).node_id);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status WaitFor(const std::function<Status()>& check, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  Status last;
+  while (true) {
+    last = check();
+    if (last.ok() || Clock::now() >= deadline) return last;
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+TEST(PartitionTest, HalvesSplitThenHealAndReconverge) {
+  std::unique_ptr<LocalCluster> cluster = StartCluster(ClusterOptions(4));
+  ASSERT_NE(cluster, nullptr);
+  const std::vector<size_t> left = {0, 1};
+  const std::vector<size_t> right = {2, 3};
+  for (size_t i : left) ASSERT_TRUE(cluster->Block(i, right).ok());
+  for (size_t i : right) ASSERT_TRUE(cluster->Block(i, left).ok());
+
+  // Each half declares the other dead. Bound: the failure-detection bound of the node-failure
+  // test (16.4 s for n = 4, see DetectionBound there), plus slack: both halves detect at once.
+  Status split = WaitFor(
+      [&] {
+        Status a = HalfSeesOtherDead(*cluster, left, right);
+        return a.ok() ? HalfSeesOtherDead(*cluster, right, left) : a;
+      },
+      25s);
+  ASSERT_TRUE(split.ok()) << "the partition did not split the views: " << split.ToString() << "\n"
+                          << cluster->AllLogTails();
+  // Both halves keep serving their own clients meanwhile.
+  for (size_t i = 0; i < cluster->size(); ++i) {
+    Result<HttpResponse> r =
+        PostCompletion(cluster->node(i).http_address, CompletionBody("during the partition", 2));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+  // The right half learns a new cache entry while the left cannot hear about it.
+  const std::string prefix = Words("partitioned", 400);
+  Result<HttpResponse> planted =
+      PostCompletion(cluster->node(2).http_address, CompletionBody(prefix + " x", 2));
+  ASSERT_TRUE(planted.ok() && planted->status == 200);
+
+  // Heal: every node unblocks; views reconverge (the gossip layer pushes-pulls with dead members
+  // every reconnect interval, 2 s, to find healed partitions).
+  for (size_t i = 0; i < cluster->size(); ++i) ASSERT_TRUE(cluster->Block(i, {}).ok());
+  const auto healed_at = Clock::now();
+  Status healed = cluster->WaitForViews({}, 30s);
+  ASSERT_TRUE(healed.ok()) << healed.ToString() << "\n" << cluster->AllLogTails();
+  std::printf(
+      "partition healed: views reconverged %lld ms after unblocking\n",
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - healed_at).count()));
+  // The cache summary planted during the partition reaches the left half.
+  Status learned = WaitFor(
+      [&]() -> Status {
+        for (size_t i : left) {
+          Result<harness::ClusterView> view = cluster->View(i);
+          if (!view.ok()) return view.status();
+          bool any = false;
+          for (size_t j : right) {
+            const harness::MemberInfo* m = view->Find(cluster->node(j).node_id);
+            any = any || (m != nullptr && m->cache_keys > 0);
+          }
+          if (!any)
+            return UnavailableError(cluster->node(i).node_id +
+                                    " has no summary of the right half's cache");
+        }
+        return OkStatus();
+      },
+      15s);
+  EXPECT_TRUE(learned.ok()) << learned.ToString();
+}
+
+}  // namespace
+}  // namespace hearsay::integration
