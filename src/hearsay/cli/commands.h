@@ -8,6 +8,8 @@
 namespace hearsay::cli {
 
 void AddKeygenCommand(CLI::App& app, int& exit_code);
+// `hearsay node`: one node daemon (node_command.cc).
+void AddNodeCommand(CLI::App& app, int& exit_code);
 // `hearsay sim`: one simulator run (sim_command.cc).
 void AddSimCommand(CLI::App& app, int& exit_code);
 // `hearsay demo`: the policy comparison on a 4-node cluster of real processes (demo_command.cc).

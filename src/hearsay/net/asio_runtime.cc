@@ -9,8 +9,8 @@
 namespace hearsay::net {
 
 TimePoint AsioClock::Now() const {
-  return TimePoint(std::chrono::duration_cast<Duration>(
-      std::chrono::steady_clock::now().time_since_epoch()));
+  return TimePoint(
+      std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now().time_since_epoch()));
 }
 
 AsioScheduler::AsioScheduler(boost::asio::io_context& io) : io_(io), timer_(io) {}

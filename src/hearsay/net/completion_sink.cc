@@ -68,8 +68,7 @@ void CompletionSink::OnOutput(uint64_t /*id*/, const PeerOutput& output) {
 
 void CompletionSink::OnComplete(uint64_t /*id*/, const PeerUsage& usage) {
   if (done_) return;
-  const api::UsageCounts counts{usage.prompt_tokens, usage.completion_tokens,
-                                usage.cached_tokens};
+  const api::UsageCounts counts{usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens};
   const std::string_view finish =
       usage.completion_tokens >= options_.max_tokens ? api::kFinishLength : api::kFinishStop;
   if (!streaming()) {

@@ -50,8 +50,7 @@ using CompletionFirst = std::function<void(const PeerFirstToken& first)>;
 class CompletionSink final : public ResponseSink {
  public:
   CompletionSink(CompletionOptions options, std::shared_ptr<http::Responder> responder,
-                 const api::Tokenizer& tokenizer, CompletionFirst on_first,
-                 CompletionDone on_done);
+                 const api::Tokenizer& tokenizer, CompletionFirst on_first, CompletionDone on_done);
 
   void OnFirstToken(uint64_t id, const PeerFirstToken& first) override;
   void OnOutput(uint64_t id, const PeerOutput& output) override;

@@ -17,6 +17,7 @@
 #include "hearsay/gossip/types.h"
 #include "hearsay/net/engine_factory.h"
 #include "hearsay/net/host_port.h"
+#include "hearsay/net/logging_peer_client.h"
 #include "hearsay/prefix/block_keys.h"
 
 namespace hearsay::net {
@@ -102,8 +103,8 @@ Status Daemon::Init() {
   so.body_timeout = std::chrono::milliseconds(c.read_timeout_ms);
   so.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
   HEARSAY_ASSIGN_OR_RETURN(
-      server_, http::Server::Start(io_, so, [this](http::Request req,
-                                                   std::shared_ptr<http::Responder> r) {
+      server_,
+      http::Server::Start(io_, so, [this](http::Request req, std::shared_ptr<http::Responder> r) {
         Handle(std::move(req), std::move(r));
       }));
   HEARSAY_ASSIGN_OR_RETURN(HostPort http_hp, ParseHostPort(c.http_listen));
@@ -115,8 +116,9 @@ Status Daemon::Init() {
     HEARSAY_ASSIGN_OR_RETURN(HostPort g, ParseHostPort(gossip_address_));
     api_address_ = FormatHostPort(g.host, server_->port());
     if (IsUnspecified(g.host)) {
-      spdlog::warn("event=config_warning msg=\"http and gossip listen on all interfaces without "
-                   "an advertise address; peers cannot forward here; set --advertise-http\"");
+      spdlog::warn(
+          "event=config_warning msg=\"http and gossip listen on all interfaces without "
+          "an advertise address; peers cannot forward here; set --advertise-http\"");
     }
   } else {
     api_address_ = http_address_;
@@ -124,9 +126,9 @@ Status Daemon::Init() {
 
   // Gossip security.
   Result<gossip::Sealer> sealer =
-      c.insecure ? gossip::Sealer::CreateInsecureUnauthenticated(c.cluster_name, node_id_,
-                                                                 generation_)
-                 : gossip::Sealer::Create(c.cluster_name, node_id_, generation_, keyring_.get());
+      c.insecure
+          ? gossip::Sealer::CreateInsecureUnauthenticated(c.cluster_name, node_id_, generation_)
+          : gossip::Sealer::Create(c.cluster_name, node_id_, generation_, keyring_.get());
   if (!sealer.ok()) return sealer.status();
   Result<gossip::Opener> opener =
       c.insecure ? gossip::Opener::CreateInsecureUnauthenticated(c.cluster_name)
@@ -142,10 +144,10 @@ Status Daemon::Init() {
   // keys from it with a distinct label), so clusters with different keys never share keys.
   std::string insecure_secret = "hearsay insecure namespace/" + c.cluster_name;
   std::span<const uint8_t> secret =
-      c.insecure ? std::span<const uint8_t>(
-                       reinterpret_cast<const uint8_t*>(insecure_secret.data()),
-                       insecure_secret.size())
-                 : std::span<const uint8_t>(keyring_->primary()->bytes());
+      c.insecure
+          ? std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(insecure_secret.data()),
+                                     insecure_secret.size())
+          : std::span<const uint8_t>(keyring_->primary()->bytes());
   prefix::BlockKeyerOptions ko;
   ko.tokens_per_block = c.block_size;
   HEARSAY_ASSIGN_OR_RETURN(prefix::BlockKeyer keyer,
@@ -159,6 +161,7 @@ Status Daemon::Init() {
   po.origin_node_id = node_id_;
   po.first_token_timeout = std::chrono::milliseconds(c.forward_timeout_ms);
   peer_client_ = std::make_unique<http::HttpPeerClient>(*http_client_, post_to_core, po);
+  logging_peer_client_ = std::make_unique<LoggingPeerClient>(*peer_client_, node_id_);
 
   // Engine and node.
   EngineEnv env;
@@ -182,9 +185,9 @@ Status Daemon::Init() {
     no.policy_options.cost = {p.t0_ms, p.a_ms_per_token, p.b_ms_per_token2, p.d1_ms_per_seq,
                               p.d2_ms_per_ctx_token};
   }
-  HEARSAY_ASSIGN_OR_RETURN(node_, node::Node::Create(std::move(no), *engine_, keyer, *scheduler_,
-                                                     *rng_, *transport_, *peer_client_,
-                                                     framer_.get()));
+  HEARSAY_ASSIGN_OR_RETURN(
+      node_, node::Node::Create(std::move(no), *engine_, keyer, *scheduler_, *rng_, *transport_,
+                                *logging_peer_client_, framer_.get()));
   transport_->Start(&node_->gossip_sink());
 
   // Threads, then join the cluster on the core thread.
@@ -200,15 +203,17 @@ Status Daemon::Init() {
   });
 
   if (c.insecure) {
-    spdlog::warn("event=insecure msg=\"INSECURE: no cluster key; gossip is neither authenticated "
-                 "nor encrypted and peer requests are not authenticated; anyone who can reach "
-                 "{} and {} can join this cluster and submit forwarded requests\"",
-                 gossip_address_, http_address_);
+    spdlog::warn(
+        "event=insecure msg=\"INSECURE: no cluster key; gossip is neither authenticated "
+        "nor encrypted and peer requests are not authenticated; anyone who can reach "
+        "{} and {} can join this cluster and submit forwarded requests\"",
+        gossip_address_, http_address_);
   }
-  spdlog::info("event=start node={} generation={} http={} gossip={} api_address={} seed={} "
-               "keys={} {}",
-               node_id_, generation_, http_address_, gossip_address_, api_address_, seed_,
-               keyring_ ? keyring_->size() : 0, c.Describe());
+  spdlog::info(
+      "event=start node={} generation={} http={} gossip={} api_address={} seed={} "
+      "keys={} {}",
+      node_id_, generation_, http_address_, gossip_address_, api_address_, seed_,
+      keyring_ ? keyring_->size() : 0, c.Describe());
   return OkStatus();
 }
 
@@ -233,7 +238,8 @@ bool Daemon::Shutdown() {
   spdlog::info("event=drain node={} in_flight={} timeout_ms={}", node_id_, in_flight_.load(),
                config_.drain_timeout_ms);
   if (server_) server_->StopAccepting();
-  if (node_) RunOnCore([this] {
+  if (node_)
+    RunOnCore([this] {
       leaving_ = true;
       node_->Leave();
     });
@@ -245,8 +251,7 @@ bool Daemon::Shutdown() {
   const bool drained = in_flight_.load() == 0;
   // Let the goodbye messages leave the sockets.
   std::this_thread::sleep_for(50ms);
-  spdlog::info("event=stop node={} drained={} abandoned={}", node_id_, drained,
-               in_flight_.load());
+  spdlog::info("event=stop node={} drained={} abandoned={}", node_id_, drained, in_flight_.load());
   StopThreads();
   return drained;
 }
@@ -276,13 +281,14 @@ void Daemon::StopThreads() {
   sinks_.clear();
   node_.reset();
   engine_.reset();
+  logging_peer_client_.reset();
   peer_client_.reset();
   http_client_.reset();
   transport_.reset();
 }
 
-void Daemon::RespondError(const std::shared_ptr<http::Responder>& responder,
-                          const api::ApiError& e, http::Headers extra) {
+void Daemon::RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
+                          http::Headers extra) {
   metrics_.CountHttpError(e.http_status);
   http::Headers h = JsonHeaders();
   for (auto& kv : extra) h.push_back(std::move(kv));
@@ -301,9 +307,8 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   }
   if (path == "/health") {
     if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    nlohmann::json j = {{"status", draining_ ? "draining" : "ok"},
-                        {"node", node_id_},
-                        {"generation", generation_}};
+    nlohmann::json j = {
+        {"status", draining_ ? "draining" : "ok"}, {"node", node_id_}, {"generation", generation_}};
     if (draining_) metrics_.CountHttpError(503);
     responder->Respond(draining_ ? 503 : 200, JsonHeaders(), j.dump());
     return;
@@ -386,9 +391,9 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
   const uint64_t id = next_request_id_.fetch_add(1);
   CompletionOptions o;
   o.meta.endpoint = endpoint;
-  o.meta.id = fmt::format("{}-{:x}-{:x}",
-                          endpoint == api::Endpoint::kCompletions ? "cmpl" : "chatcmpl",
-                          generation_ & 0xffffffffffff, id);
+  o.meta.id =
+      fmt::format("{}-{:x}-{:x}", endpoint == api::Endpoint::kCompletions ? "cmpl" : "chatcmpl",
+                  generation_ & 0xffffffffffff, id);
   o.meta.created = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
@@ -409,10 +414,10 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
   pr.api_body = std::move(request.body);
   const TimePoint arrived = scheduler_->clock().Now();
   // Submit is posted before OnClose is registered, so a cancel always finds its request.
-  asio::post(core_io_, [this, id, pr = std::move(pr), o = std::move(o), responder,
-                        arrived]() mutable {
-    Submit(id, std::move(pr), std::move(o), std::move(responder), arrived);
-  });
+  asio::post(core_io_,
+             [this, id, pr = std::move(pr), o = std::move(o), responder, arrived]() mutable {
+               Submit(id, std::move(pr), std::move(o), std::move(responder), arrived);
+             });
   responder->OnClose([this, id] { asio::post(core_io_, [this, id] { CancelRequest(id); }); });
 }
 
@@ -426,8 +431,8 @@ void Daemon::Submit(uint64_t id, PeerRequest request, CompletionOptions options,
     if (status >= 400) metrics_.CountHttpError(status);
     FinishRequest(id);
   };
-  auto sink = std::make_unique<CompletionSink>(std::move(options), std::move(responder),
-                                               tokenizer_, on_first, on_done);
+  auto sink = std::make_unique<CompletionSink>(std::move(options), std::move(responder), tokenizer_,
+                                               on_first, on_done);
   CompletionSink* raw = sink.get();
   sinks_[id] = std::move(sink);
   node_->Submit(std::move(request), raw);
@@ -453,12 +458,6 @@ void Daemon::CancelRequest(uint64_t id) {
 void Daemon::RefreshTick() {
   RefreshMetrics();
   LogMemberChanges();
-  const uint64_t failures = node_->stats().forward_failures;
-  if (failures > last_forward_failures_) {
-    spdlog::warn("event=forward_failed node={} count={} total={}", node_id_,
-                 failures - last_forward_failures_, failures);
-    last_forward_failures_ = failures;
-  }
   scheduler_->RunAfter(kRefreshInterval, [this] { RefreshTick(); });
 }
 
@@ -474,12 +473,13 @@ void Daemon::LogMemberChanges() {
     it->second = m.state;
     const std::string_view state = gossip::MemberStateName(m.state);
     if (m.state == gossip::MemberState::kAlive) {
-      spdlog::info("event=member node={} peer={} state={} address={} api_address={} "
-                   "generation={}",
-                   node_id_, m.id, state, m.address, m.api_address, m.generation);
+      spdlog::info(
+          "event=member node={} peer={} state={} address={} api_address={} "
+          "generation={}",
+          node_id_, m.id, state, m.address, m.api_address, m.generation);
     } else {
-      spdlog::warn("event=member node={} peer={} state={} address={} generation={}", node_id_,
-                   m.id, state, m.address, m.generation);
+      spdlog::warn("event=member node={} peer={} state={} address={} generation={}", node_id_, m.id,
+                   state, m.address, m.generation);
     }
   }
 }
@@ -544,10 +544,8 @@ std::string Daemon::RenderCluster() const {
                           {"served_cached_tokens", s.served_cached_tokens},
                           {"failed", s.failed},
                           {"cancelled", s.cancelled}};
-  nlohmann::json out = {{"self", self},
-                        {"policy", config_.policy},
-                        {"members", members},
-                        {"stats", stats}};
+  nlohmann::json out = {
+      {"self", self}, {"policy", config_.policy}, {"members", members}, {"stats", stats}};
   return out.dump();
 }
 

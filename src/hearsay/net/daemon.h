@@ -41,6 +41,7 @@
 #include "hearsay/net/completion_sink.h"
 #include "hearsay/net/daemon_config.h"
 #include "hearsay/net/daemon_metrics.h"
+#include "hearsay/net/logging_peer_client.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/net/udp_tcp_transport.h"
 #include "hearsay/node/node.h"
@@ -123,6 +124,7 @@ class Daemon {
   std::unique_ptr<UdpTcpTransport> transport_;
   std::unique_ptr<http::Client> http_client_;
   std::unique_ptr<http::HttpPeerClient> peer_client_;
+  std::unique_ptr<LoggingPeerClient> logging_peer_client_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<http::Server> server_;
@@ -131,7 +133,6 @@ class Daemon {
   // Core thread: live requests and their sinks.
   std::map<uint64_t, std::unique_ptr<CompletionSink>> sinks_;
   std::map<NodeId, gossip::MemberState> logged_states_;
-  uint64_t last_forward_failures_ = 0;
   bool leaving_ = false;
 
   std::atomic<uint64_t> next_request_id_{1};

@@ -1,15 +1,18 @@
 #include "hearsay/net/daemon_config.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 #include <variant>
 
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/net/host_port.h"
 #include "hearsay/route/registry.h"
+#include "hearsay/upstream/openai_engine_options.h"
+#include "hearsay/upstream/upstream_url.h"
 
 namespace hearsay::net {
 namespace {
@@ -53,17 +56,33 @@ const std::vector<Setting>& Table() {
       {{"node.model", "model", K::kString, "model name served (requests for others get 404)"},
        &C::model},
       {{"node.block_size", "block-size", K::kUInt, "tokens per prefix-cache block"},
-       &C::block_size, 1, 4096},
-      {{"engine.kind", "engine", K::kString, "inference engine: sim (embedded simulator)"},
+       &C::block_size,
+       1,
+       4096},
+      {{"engine.kind", "engine", K::kString,
+        "inference engine: sim (embedded simulator) or openai (an OpenAI-compatible server at "
+        "engine.upstream; docs/engines.md)"},
        &C::engine},
       {{"engine.preset", "engine-preset", K::kString, "simulated engine's cost model preset"},
        &C::engine_preset},
       {{"engine.capacity_tokens", "capacity-tokens", K::kUInt,
-        "simulated engine's KV cache capacity, in tokens"},
-       &C::capacity_tokens, 1, (uint64_t{1} << 32) - 1},
+        "engine's KV (prefix-cache) capacity, in tokens (for openai: the upstream's, as configured "
+        "there)"},
+       &C::capacity_tokens,
+       1,
+       (uint64_t{1} << 32) - 1},
       {{"engine.upstream", "upstream", K::kString,
-        "URL of an OpenAI-compatible engine (for upstream engines; unused by sim)"},
+        "URL of the OpenAI-compatible engine, http://host:port (engine openai)"},
        &C::upstream},
+      {{"engine.upstream_flavor", "upstream-flavor", K::kString,
+        "which server is upstream: generic, llamacpp, vllm or sglang (what evidence it reports)"},
+       &C::upstream_flavor},
+      {{"engine.upstream_model", "upstream-model", K::kString,
+        "model name sent to the upstream (default: the client's)"},
+       &C::upstream_model},
+      {{"engine.upstream_slots_authoritative", "upstream-slots-authoritative", K::kBool,
+        "llama.cpp's /slots lists its whole cache (llama-server --cache-ram 0)"},
+       &C::upstream_slots_authoritative},
       {{"security.cluster_key_file", "cluster-key-file", K::kString,
         "cluster key file (hearsay keygen); required unless insecure"},
        &C::cluster_key_file},
@@ -71,34 +90,56 @@ const std::vector<Setting>& Table() {
         "run without a cluster key: gossip and forwards are unauthenticated (testing only)"},
        &C::insecure},
       {{"limits.max_body_bytes", "max-body-bytes", K::kUInt, "largest request body (413 above)"},
-       &C::max_body_bytes, 1, uint64_t{1} << 30},
+       &C::max_body_bytes,
+       1,
+       uint64_t{1} << 30},
       {{"limits.max_header_bytes", "max-header-bytes", K::kUInt,
         "largest request header block (431 above)"},
-       &C::max_header_bytes, 1024, 1 << 20},
+       &C::max_header_bytes,
+       1024,
+       1 << 20},
       {{"limits.max_concurrent_requests", "max-concurrent-requests", K::kUInt,
         "completions in flight at once, client and peer (429 above)"},
-       &C::max_concurrent_requests, 1, 1 << 20},
+       &C::max_concurrent_requests,
+       1,
+       1 << 20},
       {{"limits.header_timeout_ms", "header-timeout-ms", K::kUInt,
         "time to receive a request's headers"},
-       &C::header_timeout_ms, 1, kHour},
+       &C::header_timeout_ms,
+       1,
+       kHour},
       {{"limits.read_timeout_ms", "read-timeout-ms", K::kUInt, "time to receive a request's body"},
-       &C::read_timeout_ms, 1, kHour},
+       &C::read_timeout_ms,
+       1,
+       kHour},
       {{"limits.idle_timeout_ms", "idle-timeout-ms", K::kUInt,
         "keep-alive connection idle time before it is closed"},
-       &C::idle_timeout_ms, 1, kHour},
+       &C::idle_timeout_ms,
+       1,
+       kHour},
       {{"limits.max_tokens", "max-tokens", K::kUInt, "largest max_tokens a request may ask for"},
-       &C::max_tokens, 1, 1 << 20},
+       &C::max_tokens,
+       1,
+       1 << 20},
       {{"limits.context_tokens", "context-tokens", K::kUInt,
         "context window: prompt + max_tokens must fit (400 above)"},
-       &C::context_tokens, 1, 1 << 24},
+       &C::context_tokens,
+       1,
+       1 << 24},
       {{"limits.forward_timeout_ms", "forward-timeout-ms", K::kUInt,
         "a forwarded request's first byte must come within this, else it is retried elsewhere"},
-       &C::forward_timeout_ms, 1, kHour},
+       &C::forward_timeout_ms,
+       1,
+       kHour},
       {{"runtime.io_threads", "io-threads", K::kUInt, "threads for HTTP and gossip sockets"},
-       &C::io_threads, 1, 64},
+       &C::io_threads,
+       1,
+       64},
       {{"runtime.drain_timeout_ms", "drain-timeout-ms", K::kUInt,
         "on SIGTERM, how long in-flight requests may finish"},
-       &C::drain_timeout_ms, 0, kHour},
+       &C::drain_timeout_ms,
+       0,
+       kHour},
       {{"runtime.log_level", "log-level", K::kString,
         "trace, debug, info, warn, error, critical or off"},
        &C::log_level},
@@ -203,7 +244,8 @@ Status ApplyTomlValue(DaemonConfig& c, const Setting& s, const toml::node& node,
 Status ApplyTable(DaemonConfig& c, const toml::table& table, const std::string& prefix,
                   std::string_view source) {
   for (const auto& [k, node] : table) {
-    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    const std::string key =
+        prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     const std::string where = std::string(source) + ": key " + Quote(key);
     if (const Setting* s = FindByKey(key)) {
       HEARSAY_RETURN_IF_ERROR(ApplyTomlValue(c, *s, node, where));
@@ -356,22 +398,35 @@ Status DaemonConfig::Validate() const {
                                 "'; valid: " + route::PolicyNames());
   }
   if (model.empty()) return InvalidArgumentError("node.model: must not be empty");
-  if (engine != "sim") {
-    return InvalidArgumentError("engine.kind: unknown engine '" + engine + "'; valid: sim");
+  if (engine != "sim" && engine != "openai") {
+    return InvalidArgumentError("engine.kind: unknown engine '" + engine + "'; valid: sim, openai");
+  }
+  if (engine == "openai") {
+    if (upstream.empty()) {
+      return InvalidArgumentError(
+          "engine.upstream: engine openai needs the engine's URL "
+          "(--upstream http://host:port)");
+    }
+    if (Result<upstream::UpstreamUrl> u = upstream::ParseUpstreamUrl(upstream); !u.ok()) {
+      return InvalidArgumentError("engine.upstream: " + u.status().message());
+    }
+  }
+  if (Result<upstream::UpstreamFlavor> f = upstream::ParseUpstreamFlavor(upstream_flavor);
+      !f.ok()) {
+    return InvalidArgumentError("engine.upstream_flavor: " + f.status().message());
   }
   if (Result<engine::CostModel> cm = engine::CostModel::FromPreset(engine_preset); !cm.ok()) {
     return InvalidArgumentError("engine.preset: " + cm.status().message());
   }
   if (capacity_tokens < context_tokens) {
-    return InvalidArgumentError(
-        "engine.capacity_tokens (" + std::to_string(capacity_tokens) +
-        ") must hold one full context (limits.context_tokens = " + std::to_string(context_tokens) +
-        ")");
+    return InvalidArgumentError("engine.capacity_tokens (" + std::to_string(capacity_tokens) +
+                                ") must hold one full context (limits.context_tokens = " +
+                                std::to_string(context_tokens) + ")");
   }
   if (max_tokens >= context_tokens) {
     return InvalidArgumentError("limits.max_tokens must be below limits.context_tokens");
   }
-  static constexpr std::string_view kLevels[] = {"trace", "debug", "info",    "warn",
+  static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
                                                  "error", "critical", "off"};
   if (std::find(std::begin(kLevels), std::end(kLevels), log_level) == std::end(kLevels)) {
     return InvalidArgumentError("runtime.log_level: unknown level '" + log_level +

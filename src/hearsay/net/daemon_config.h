@@ -35,8 +35,11 @@ struct DaemonConfig {
   // --- Engine ---
   std::string engine = "sim";
   std::string engine_preset = "h100-llama3-8b";
-  uint64_t capacity_tokens = 262144;  // KV cache capacity of the simulated engine
-  std::string upstream;               // URL of an OpenAI-compatible engine (not used by sim)
+  uint64_t capacity_tokens = 262144;          // KV (prefix-cache) capacity of the engine, in tokens
+  std::string upstream;                       // URL of an OpenAI-compatible engine (engine openai)
+  std::string upstream_flavor = "generic";    // generic, llamacpp, vllm, sglang (docs/engines.md)
+  std::string upstream_model;                 // model name sent upstream (default: the client's)
+  bool upstream_slots_authoritative = false;  // llama.cpp /slots lists the whole cache
   // --- Security ---
   std::string cluster_key_file;
   bool insecure = false;
@@ -47,8 +50,8 @@ struct DaemonConfig {
   uint64_t header_timeout_ms = 10000;
   uint64_t read_timeout_ms = 30000;
   uint64_t idle_timeout_ms = 60000;
-  uint64_t max_tokens = 4096;       // the largest max_tokens a request may ask for
-  uint64_t context_tokens = 8192;   // prompt + max_tokens must fit
+  uint64_t max_tokens = 4096;          // the largest max_tokens a request may ask for
+  uint64_t context_tokens = 8192;      // prompt + max_tokens must fit
   uint64_t forward_timeout_ms = 5000;  // a peer's first byte (headers) must come within this
   // --- Runtime ---
   uint64_t io_threads = 1;

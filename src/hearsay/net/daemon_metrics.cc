@@ -10,17 +10,18 @@ constexpr const char* kStates[] = {"alive", "suspect", "dead", "left"};
 
 DaemonMetrics::DaemonMetrics() {
   auto& r = registry_;
-  const char* decisions = "Client requests by route decision: served here (local), by a peer "
-                          "(forwarded), or a forward that failed before the first token and was "
-                          "retried elsewhere (retried)";
-  decision_local_.counter = &r.AddCounter("hearsay_requests_total", decisions,
-                                          {{"decision", "local"}});
-  decision_forwarded_.counter = &r.AddCounter("hearsay_requests_total", decisions,
-                                              {{"decision", "forwarded"}});
-  decision_retried_.counter = &r.AddCounter("hearsay_requests_total", decisions,
-                                            {{"decision", "retried"}});
-  client_requests_.counter = &r.AddCounter(
-      "hearsay_client_requests_total", "Completion requests accepted from clients (not peers)");
+  const char* decisions =
+      "Client requests by route decision: served here (local), by a peer "
+      "(forwarded), or a forward that failed before the first token and was "
+      "retried elsewhere (retried)";
+  decision_local_.counter =
+      &r.AddCounter("hearsay_requests_total", decisions, {{"decision", "local"}});
+  decision_forwarded_.counter =
+      &r.AddCounter("hearsay_requests_total", decisions, {{"decision", "forwarded"}});
+  decision_retried_.counter =
+      &r.AddCounter("hearsay_requests_total", decisions, {{"decision", "retried"}});
+  client_requests_.counter = &r.AddCounter("hearsay_client_requests_total",
+                                           "Completion requests accepted from clients (not peers)");
   hop_served_.counter = &r.AddCounter("hearsay_peer_requests_served_total",
                                       "Forwarded requests from peers served by this node");
   failed_.counter = &r.AddCounter("hearsay_requests_failed_total",
@@ -29,8 +30,9 @@ DaemonMetrics::DaemonMetrics() {
                                      "Requests cancelled because their client went away");
   rejected_.counter =
       &r.AddCounter("hearsay_requests_rejected_total", "Requests the node rejected as invalid");
-  const char* cached = "Prompt tokens the router estimated cached at the chosen node "
-                       "(estimated) and that its engine reported (actual), over client requests";
+  const char* cached =
+      "Prompt tokens the router estimated cached at the chosen node "
+      "(estimated) and that its engine reported (actual), over client requests";
   estimated_cached_.counter =
       &r.AddCounter("hearsay_cached_tokens_total", cached, {{"kind", "estimated"}});
   actual_cached_.counter =
@@ -59,12 +61,12 @@ DaemonMetrics::DaemonMetrics() {
   gossip_bytes_received_.counter =
       &r.AddCounter("hearsay_gossip_bytes_total", bytes, {{"direction", "received"}});
   const char* dropped = "Incoming gossip messages dropped, by reason";
-  dropped_envelope_.counter = &r.AddCounter("hearsay_gossip_dropped_total", dropped,
-                                            {{"reason", "envelope"}});
-  dropped_malformed_.counter = &r.AddCounter("hearsay_gossip_dropped_total", dropped,
-                                             {{"reason", "malformed"}});
-  dropped_spoofed_.counter = &r.AddCounter("hearsay_gossip_dropped_total", dropped,
-                                           {{"reason", "spoofed"}});
+  dropped_envelope_.counter =
+      &r.AddCounter("hearsay_gossip_dropped_total", dropped, {{"reason", "envelope"}});
+  dropped_malformed_.counter =
+      &r.AddCounter("hearsay_gossip_dropped_total", dropped, {{"reason", "malformed"}});
+  dropped_spoofed_.counter =
+      &r.AddCounter("hearsay_gossip_dropped_total", dropped, {{"reason", "spoofed"}});
   dropped_other_.counter =
       &r.AddCounter("hearsay_gossip_dropped_total", dropped, {{"reason", "other"}});
   send_failures_.counter = &r.AddCounter("hearsay_gossip_send_failures_total",
@@ -73,8 +75,8 @@ DaemonMetrics::DaemonMetrics() {
   for (int c = 0; c < 2; ++c) {
     const api::Labels sent = {{"channel", channel_names[c]}, {"direction", "sent"}};
     const api::Labels recv = {{"channel", channel_names[c]}, {"direction", "received"}};
-    transport_msgs_sent_[c].counter = &r.AddCounter(
-        "hearsay_transport_messages_total", "Gossip transport messages by channel", sent);
+    transport_msgs_sent_[c].counter = &r.AddCounter("hearsay_transport_messages_total",
+                                                    "Gossip transport messages by channel", sent);
     transport_msgs_received_[c].counter = &r.AddCounter(
         "hearsay_transport_messages_total", "Gossip transport messages by channel", recv);
     transport_bytes_sent_[c].counter = &r.AddCounter(
@@ -95,8 +97,8 @@ DaemonMetrics::DaemonMetrics() {
   }
   view_age_max_ = &r.AddGauge("hearsay_view_age_seconds",
                               "Age of the oldest live peer's gossiped load and cache view");
-  local_health_ = &r.AddGauge("hearsay_gossip_local_health",
-                              "Lifeguard local-health score (0 = healthy)");
+  local_health_ =
+      &r.AddGauge("hearsay_gossip_local_health", "Lifeguard local-health score (0 = healthy)");
   overloaded_ = &r.AddGauge("hearsay_overloaded", "1 while this node reports itself overloaded");
 
   engine_waiting_ = &r.AddGauge("hearsay_engine_waiting_requests", "Engine queue depth");

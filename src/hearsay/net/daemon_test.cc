@@ -2,6 +2,7 @@
 #include "hearsay/net/daemon.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdio>
@@ -9,7 +10,6 @@
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
-#include <spdlog/spdlog.h>
 
 #include "hearsay/http/client.h"
 #include "hearsay/http/test_util.h"
@@ -75,8 +75,8 @@ class TestClient {
 };
 
 std::string KeyFile() {
-  const std::string path = ::testing::TempDir() + "/hearsay_daemon_test_" +
-                           std::to_string(::getpid()) + ".key";
+  const std::string path =
+      ::testing::TempDir() + "/hearsay_daemon_test_" + std::to_string(::getpid()) + ".key";
   std::ofstream(path) << kKey << "\n";
   return path;
 }
@@ -326,17 +326,18 @@ TEST(DaemonTest, ClientDisconnectCancelsTheRequest) {
     http::testing::RawClient raw(hp->port);
     ASSERT_TRUE(raw.connected());
     const std::string body = Completion("long answer", 1000, true).dump();
-    ASSERT_TRUE(raw.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                         "application/json\r\nContent-Length: " +
-                         std::to_string(body.size()) + "\r\n\r\n" + body));
+    ASSERT_TRUE(
+        raw.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 "application/json\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body));
     ASSERT_TRUE(raw.ReadUntil("data: "));  // streaming has begun
     EXPECT_EQ(d->in_flight(), 1);
   }  // closes the connection mid-stream
   EXPECT_TRUE(Eventually([&] { return d->in_flight() == 0; }, 5s));
   TestClient client;
   EXPECT_TRUE(Eventually([&] {
-    return client.Get(d->http_address(), "/metrics").body.find(
-               "hearsay_requests_cancelled_total 1") != std::string::npos;
+    return client.Get(d->http_address(), "/metrics")
+               .body.find("hearsay_requests_cancelled_total 1") != std::string::npos;
   }));
   EXPECT_TRUE(d->Shutdown());
 }
@@ -390,8 +391,7 @@ TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
   })) << client.Get(a->http_address(), "/cluster").body;
 
   // A sibling entering at A is forwarded to B and hits B's cache; non-streaming and streaming.
-  r = client.Post(a->http_address(), "/v1/completions",
-                  Completion(shared + " second question", 4));
+  r = client.Post(a->http_address(), "/v1/completions", Completion(shared + " second question", 4));
   ASSERT_EQ(r.status, 200) << r.body;
   json j = json::parse(r.body);
   EXPECT_GE(j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 2000);
@@ -403,9 +403,9 @@ TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
   std::vector<std::string> ev = Events(r.body);
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(ev.back(), "[DONE]");
-  EXPECT_GE(json::parse(ev[ev.size() - 2])["usage"]["prompt_tokens_details"]["cached_tokens"]
-                .get<int>(),
-            2000);
+  EXPECT_GE(
+      json::parse(ev[ev.size() - 2])["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+      2000);
   json stats = json::parse(client.Get(a->http_address(), "/cluster").body)["stats"];
   EXPECT_EQ(stats["forwarded"], 2) << stats.dump();
   const std::string metrics = client.Get(a->http_address(), "/metrics").body;
@@ -429,17 +429,75 @@ TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
 INSTANTIATE_TEST_SUITE_P(KeyedAndInsecure, ClusterTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Insecure" : "Keyed"; });
 
-TEST(DaemonTest, DebugFaultsBlocksGossip) {
+TEST(DaemonTest, APeerFailingBeforeTheFirstTokenCostsARetryNotTheRequest) {
+  // A (policy paper: always the longest match) forwards to B, which refuses with 429 because
+  // its one slot is busy: A must retry (here: serve locally), and its client gets a 200.
+  DaemonConfig ca = Config(false);
+  ca.policy = "paper";
+  auto a = Start(ca);
+  ASSERT_TRUE(a);
+  DaemonConfig cb = Config(false);
+  cb.join = {a->gossip_address()};
+  cb.max_concurrent_requests = 1;
+  auto b = Start(cb);
+  ASSERT_TRUE(b);
+  TestClient client;
+  const http::Headers hop = {
+      {"x-hearsay-hop", "1"},
+      {"x-hearsay-peer-auth", PeerAuthToken(*gossip::ClusterKey::Parse(kKey))}};
+  const std::string shared = Words("doc", 1024);
+  ASSERT_EQ(
+      client.Post(b->http_address(), "/v1/completions", Completion(shared + " q1", 1), hop).status,
+      200);
+  ASSERT_TRUE(Eventually([&] {
+    json j = json::parse(client.Get(a->http_address(), "/cluster").body);
+    for (const auto& m : j["members"]) {
+      if (m["id"] == b->node_id() && m["cache_entries"].get<int>() > 0) return true;
+    }
+    return false;
+  }));
+  // Occupy B's only slot.
+  auto busy = std::async(std::launch::async, [&] {
+    TestClient c;
+    return c.Post(b->http_address(), "/v1/completions", Completion("keep busy", 150), hop);
+  });
+  ASSERT_TRUE(Eventually([&] { return b->in_flight() == 1; }, 5s));
+  Response r = client.Post(a->http_address(), "/v1/completions", Completion(shared + " q2", 2));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["usage"]["completion_tokens"], 2);
+  const std::string metrics = client.Get(a->http_address(), "/metrics").body;
+  EXPECT_NE(metrics.find("hearsay_requests_total{decision=\"retried\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("hearsay_requests_total{decision=\"local\"} 1"), std::string::npos);
+  EXPECT_EQ(busy.get().status, 200);
+}
+
+TEST(DaemonTest, DebugFaultsBlockGossipTraffic) {
   DaemonConfig ca = Config(true);
   ca.debug_faults = true;
   auto a = Start(ca);
   ASSERT_TRUE(a);
+  DaemonConfig cb = Config(true);
+  cb.join = {a->gossip_address()};
+  auto b = Start(cb);
+  ASSERT_TRUE(b);
   TestClient client;
   Response r = client.Post(a->http_address(), "/debug/faults", json{{"block", {"x"}}});
   EXPECT_EQ(r.status, 400);
-  r = client.Post(a->http_address(), "/debug/faults", json{{"block", {"127.0.0.1:9"}}});
+  r = client.Post(a->http_address(), "/debug/faults", json{{"nope", 1}});
+  EXPECT_EQ(r.status, 400);
+  r = client.Post(a->http_address(), "/debug/faults", json{{"block", {b->gossip_address()}}});
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_TRUE(a->Shutdown());
+  auto blocked = [&] {
+    const std::string m = client.Get(a->http_address(), "/metrics").body;
+    const std::string key = "hearsay_transport_dropped_total{reason=\"blocked\"} ";
+    const size_t at = m.find(key);
+    return at == std::string::npos ? 0 : std::stoi(m.substr(at + key.size()));
+  };
+  EXPECT_TRUE(Eventually([&] { return blocked() >= 2; }));
+  // Healing: an empty list unblocks.
+  r = client.Post(a->http_address(), "/debug/faults", json{{"block", json::array()}});
+  EXPECT_EQ(r.status, 200);
 }
 
 }  // namespace

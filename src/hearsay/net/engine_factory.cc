@@ -2,6 +2,7 @@
 
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/engine/sim_engine.h"
+#include "hearsay/upstream/hosted_openai_engine.h"
 
 namespace hearsay::net {
 
@@ -21,7 +22,25 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
                              engine::SimEngine::Create(*env.scheduler, o, *env.keyer));
     return std::unique_ptr<engine::Engine>(std::move(e));
   }
-  return InvalidArgumentError("engine.kind: unknown engine '" + config.engine + "'; valid: sim");
+  if (config.engine == "openai") {
+    if (env.io == nullptr || !env.post_to_core) {
+      return InvalidArgumentError("MakeEngine: engine openai needs the I/O context and post hook");
+    }
+    upstream::OpenAiEngineOptions o;
+    HEARSAY_ASSIGN_OR_RETURN(o.flavor, upstream::ParseUpstreamFlavor(config.upstream_flavor));
+    o.model = config.upstream_model;
+    o.capacity_tokens = config.capacity_tokens;
+    o.max_context_tokens = static_cast<uint32_t>(config.context_tokens);
+    o.max_in_flight = static_cast<uint32_t>(config.max_concurrent_requests);
+    o.slots_authoritative = config.upstream_slots_authoritative;
+    HEARSAY_ASSIGN_OR_RETURN(
+        std::unique_ptr<upstream::HostedOpenAiEngine> e,
+        upstream::MakeHostedOpenAiEngine(*env.scheduler, *env.io, env.post_to_core, *env.keyer,
+                                         config.upstream, std::move(o)));
+    return std::unique_ptr<engine::Engine>(std::move(e));
+  }
+  return InvalidArgumentError("engine.kind: unknown engine '" + config.engine +
+                              "'; valid: sim, openai");
 }
 
 }  // namespace hearsay::net

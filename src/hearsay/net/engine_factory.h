@@ -25,10 +25,10 @@ namespace hearsay::net {
 
 // What an engine may use. Everything is borrowed and outlives the engine.
 struct EngineEnv {
-  Scheduler* scheduler = nullptr;  // the core's
+  Scheduler* scheduler = nullptr;             // the core's
   const prefix::BlockKeyer* keyer = nullptr;  // the node's namespace (cache events use its keys)
-  uint64_t seed = 1;               // for the engine's own randomness (sim jitter)
-  boost::asio::io_context* io = nullptr;  // the I/O context (network engines)
+  uint64_t seed = 1;                          // for the engine's own randomness (sim jitter)
+  boost::asio::io_context* io = nullptr;      // the I/O context (network engines)
   // Runs a task on the core thread (network engines deliver their events through it).
   std::function<void(std::function<void()>)> post_to_core;
 };

@@ -231,21 +231,22 @@ void UdpTcpTransport::DoSend(const Address& to, Channel channel, std::vector<uin
 
 void UdpTcpTransport::Resolve(const Address& to) {
   Result<HostPort> hp = ParseHostPort(to);
-  resolver_.async_resolve(
-      hp->host, std::to_string(hp->port),
-      [this, to](const error_code& ec, Udp::resolver::results_type results) {
-        auto node = awaiting_.extract(to);
-        if (ec || results.empty()) {
-          if (!node.empty()) {
-            counters_.send_errors.fetch_add(node.mapped().size(), std::memory_order_relaxed);
-          }
-          return;
-        }
-        Udp::endpoint ep = results.begin()->endpoint();
-        resolved_[to] = ep;
-        if (node.empty()) return;
-        for (auto& [channel, payload] : node.mapped()) SendTo(ep, channel, std::move(payload));
-      });
+  resolver_.async_resolve(hp->host, std::to_string(hp->port),
+                          [this, to](const error_code& ec, Udp::resolver::results_type results) {
+                            auto node = awaiting_.extract(to);
+                            if (ec || results.empty()) {
+                              if (!node.empty()) {
+                                counters_.send_errors.fetch_add(node.mapped().size(),
+                                                                std::memory_order_relaxed);
+                              }
+                              return;
+                            }
+                            Udp::endpoint ep = results.begin()->endpoint();
+                            resolved_[to] = ep;
+                            if (node.empty()) return;
+                            for (auto& [channel, payload] : node.mapped())
+                              SendTo(ep, channel, std::move(payload));
+                          });
 }
 
 void UdpTcpTransport::SendTo(const Udp::endpoint& peer, Channel channel,
@@ -325,8 +326,8 @@ void UdpTcpTransport::Connect(const std::shared_ptr<OutConn>& c) {
     c->connected = true;
     error_code ignored;
     c->socket.set_option(Tcp::no_delay(true), ignored);
-    auto preamble = std::make_shared<std::vector<uint8_t>>(kPreambleMagic.begin(),
-                                                           kPreambleMagic.end());
+    auto preamble =
+        std::make_shared<std::vector<uint8_t>>(kPreambleMagic.begin(), kPreambleMagic.end());
     preamble->push_back(static_cast<uint8_t>(port_ >> 8));
     preamble->push_back(static_cast<uint8_t>(port_));
     c->queued_bytes += preamble->size();
@@ -349,22 +350,23 @@ void UdpTcpTransport::WriteNext(const std::shared_ptr<OutConn>& c) {
   }
   c->writing = true;
   Frame frame = c->queue.front();
-  asio::async_write(c->socket, asio::buffer(*frame), [this, c, frame](const error_code& ec, size_t) {
-    if (c->closed) return;
-    if (ec) {
-      CloseOut(c);
-      return;
-    }
-    c->queue.pop_front();
-    c->queued_bytes -= frame->size();
-    c->last_activity = std::chrono::steady_clock::now();
-    // The preamble is no message; frames carry a 4-byte length.
-    if (!IsPreamble(*frame)) {
-      counters_.messages_sent[1].fetch_add(1, std::memory_order_relaxed);
-      counters_.bytes_sent[1].fetch_add(frame->size() - 4, std::memory_order_relaxed);
-    }
-    WriteNext(c);
-  });
+  asio::async_write(
+      c->socket, asio::buffer(*frame), [this, c, frame](const error_code& ec, size_t) {
+        if (c->closed) return;
+        if (ec) {
+          CloseOut(c);
+          return;
+        }
+        c->queue.pop_front();
+        c->queued_bytes -= frame->size();
+        c->last_activity = std::chrono::steady_clock::now();
+        // The preamble is no message; frames carry a 4-byte length.
+        if (!IsPreamble(*frame)) {
+          counters_.messages_sent[1].fetch_add(1, std::memory_order_relaxed);
+          counters_.bytes_sent[1].fetch_add(frame->size() - 4, std::memory_order_relaxed);
+        }
+        WriteNext(c);
+      });
 }
 
 void UdpTcpTransport::CloseOut(const std::shared_ptr<OutConn>& c) {

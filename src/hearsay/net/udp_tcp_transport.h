@@ -20,13 +20,13 @@
 // io_contexts before destroying it.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -66,10 +66,10 @@ struct TransportCounters {
   std::array<uint64_t, 2> bytes_sent{};
   std::array<uint64_t, 2> messages_received{};
   std::array<uint64_t, 2> bytes_received{};
-  uint64_t send_errors = 0;     // unresolvable, connect or write failure, queue full
-  uint64_t oversize_drops = 0;  // datagram or frame over its limit (sent or received)
-  uint64_t blocked_drops = 0;   // dropped by SetBlocked
-  uint64_t protocol_errors = 0; // bad preamble on an incoming connection
+  uint64_t send_errors = 0;      // unresolvable, connect or write failure, queue full
+  uint64_t oversize_drops = 0;   // datagram or frame over its limit (sent or received)
+  uint64_t blocked_drops = 0;    // dropped by SetBlocked
+  uint64_t protocol_errors = 0;  // bad preamble on an incoming connection
   uint64_t connections_opened = 0;
   uint64_t connections_accepted = 0;
 };

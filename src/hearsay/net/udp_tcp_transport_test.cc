@@ -266,8 +266,8 @@ TEST(HostPortTest, ParsesAndFormats) {
   EXPECT_EQ(b->host, "::1");
   EXPECT_EQ(FormatHostPort("::1", 80), "[::1]:80");
   EXPECT_EQ(FormatHostPort("node-1", 80), "node-1:80");
-  for (const char* bad : {"", "host", ":80", "h:", "h:65536", "h:-1", "h:1x", "::1:80", "[::1]",
-                          "[::1]80"}) {
+  for (const char* bad :
+       {"", "host", ":80", "h:", "h:65536", "h:-1", "h:1x", "::1:80", "[::1]", "[::1]80"}) {
     EXPECT_FALSE(ParseHostPort(bad).ok()) << bad;
   }
 }

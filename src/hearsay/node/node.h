@@ -99,8 +99,8 @@ struct NodeStats {
   uint64_t served = 0;            // requests this node's engine produced a first token for
   uint64_t served_prompt_tokens = 0;
   uint64_t served_cached_tokens = 0;
-  uint64_t rejected = 0;  // invalid requests
-  uint64_t failed = 0;    // requests that ended in OnError for the client
+  uint64_t rejected = 0;   // invalid requests
+  uint64_t failed = 0;     // requests that ended in OnError for the client
   uint64_t cancelled = 0;  // requests dropped by Cancel (their client went away)
   // Client requests whose first token came from this node's engine (the route decision "local").
   uint64_t served_local = 0;
