@@ -8,6 +8,7 @@
 //
 // Exit status: 0 after a run in which some request succeeded, 1 for bad flags or a setup error,
 // 3 when no request succeeded (so scripts notice a dead target).
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -115,7 +116,7 @@ int RunBench(const BenchFlags& f) {
   const loadgen::BenchSummary summary =
       loadgen::Summarize(out->results, out->elapsed, targets->size());
   const std::string mode = closed ? "closed loop, concurrency " + std::to_string(f.concurrency)
-                                  : "open loop, " + std::to_string(rate) + " req/s";
+                                  : fmt::format("open loop, {:g} req/s", rate);
   if (f.json) {
     nlohmann::json j = loadgen::ToJson(summary);
     j["config"] = {{"targets", *targets},
