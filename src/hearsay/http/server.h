@@ -16,12 +16,18 @@
 //   max_connections get 503 and are closed. A slowloris client cannot hold a connection past
 //   header_timeout: the timeout is a deadline from the first byte, not an inactivity timer.
 //
+// A client that closes (or half-closes) its connection while its response is unfinished counts
+// as gone: the response is dropped and the Responder's OnClose callback runs, so the request can
+// be cancelled.
+//
 // Thread-safety: Start, StopAccepting, Close, port, open_connections and stats may be called from
 // any thread. Each connection runs on its own strand of the io_context, so the server works with
-// any number of threads running it. The Handler runs on an I/O thread and must not block.
-// A Responder may be used from any thread (it posts onto its connection's strand).
-// Ownership: the Server must outlive nothing in particular: connections keep the state they need
-// alive, and destroying the Server closes the listener and every connection.
+// any number of threads running it. The Handler runs on an I/O thread and must not block. A
+// Responder may be used from any thread (it posts onto its connection's strand); a handler that
+// drops its last reference to an unfinished Responder ends that request (500, or a cut stream).
+// Ownership: connections keep the state they need alive, so the Server may be destroyed while
+// the io_context still runs (destroying it closes the listener and every connection); it must be
+// destroyed before the io_context.
 #pragma once
 
 #include <atomic>
