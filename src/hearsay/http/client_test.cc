@@ -151,6 +151,51 @@ TEST_F(ClientTest, ConcurrentRequestsOpenSeveralConnectionsAndPoolThem) {
   EXPECT_EQ(client_->stats().idle_connections, 3u);
 }
 
+TEST_F(ClientTest, PoolKeepsAtMostMaxIdlePerHost) {
+  client_ = std::make_unique<Client>(io_.io(), ClientOptions{.max_idle_per_host = 1});
+  std::atomic<int> held{0};
+  std::mutex mu;
+  std::vector<std::shared_ptr<Responder>> responders;
+  StartServer([&](Request, std::shared_ptr<Responder> r) {
+    std::lock_guard lock(mu);
+    responders.push_back(std::move(r));
+    held++;
+  });
+  std::vector<std::unique_ptr<Outcome>> outs;
+  for (int i = 0; i < 3; ++i) {
+    outs.push_back(std::make_unique<Outcome>());
+    client_->Send(Get(server_->port(), "/"), outs.back()->Handlers());
+  }
+  for (int i = 0; i < 200 && held.load() < 3; ++i) std::this_thread::sleep_for(10ms);
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(responders.size(), 3u);
+    for (auto& r : responders) r->Respond(200, {}, "x");
+  }
+  for (auto& o : outs) ASSERT_TRUE(o->Wait().ok());
+  EXPECT_EQ(client_->stats().idle_connections, 1u);
+  for (int i = 0; i < 200 && server_->open_connections() > 1; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(server_->open_connections(), 1u) << "connections beyond the cap are closed";
+}
+
+TEST_F(ClientTest, ExpiredIdleConnectionsAreClosed) {
+  client_ = std::make_unique<Client>(io_.io(), ClientOptions{.idle_expiry = 100ms});
+  StartServer(Echo());
+  Outcome a;
+  client_->Send(Get(server_->port(), "/"), a.Handlers());
+  ASSERT_TRUE(a.Wait().ok());
+  EXPECT_EQ(client_->stats().idle_connections, 1u);
+  for (int i = 0; i < 200 && server_->open_connections() != 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(server_->open_connections(), 0u) << "the pool's sweep closed it";
+  EXPECT_EQ(client_->stats().idle_connections, 0u);
+  Outcome b;
+  client_->Send(Get(server_->port(), "/"), b.Handlers());
+  ASSERT_TRUE(b.Wait().ok());
+  EXPECT_EQ(client_->stats().connections_opened, 2u);
+}
+
 TEST_F(ClientTest, StreamedBodyIsDeliveredAsItArrives) {
   std::promise<std::shared_ptr<Responder>> got;
   StartServer([&](Request, std::shared_ptr<Responder> r) {
