@@ -51,13 +51,15 @@ class Loops {
     io_thread_ = std::thread([this] { io.run(); });
     core_thread_ = std::thread([this] { core.run(); });
   }
-  ~Loops() {
+  ~Loops() { Stop(); }
+  // Stops both loops; transports may be destroyed after this (their contract).
+  void Stop() {
     io_guard_.reset();
     core_guard_.reset();
     io.stop();
     core.stop();
-    io_thread_.join();
-    core_thread_.join();
+    if (io_thread_.joinable()) io_thread_.join();
+    if (core_thread_.joinable()) core_thread_.join();
   }
   asio::io_context io;
   asio::io_context core;
@@ -90,8 +92,9 @@ class TransportTest : public ::testing::Test {
   void TearDown() override {
     if (a_) a_->Close();
     if (b_) b_->Close();
-    // Let the closes run before the loops stop.
+    // Let the closes run, then stop the loops before the transports are destroyed.
     std::this_thread::sleep_for(20ms);
+    loops_.Stop();
   }
 
   Loops loops_;
@@ -205,6 +208,7 @@ TEST_F(TransportTest, UnreachablePeerCountsASendError) {
   // A port nobody listens on (bound then released).
   std::string dead;
   {
+    // Never started, so nothing of it runs on the loops: safe to destroy here.
     auto t = UdpTcpTransport::Open(loops_.io, loops_.core, Local());
     ASSERT_TRUE(t.ok());
     dead = (*t)->local_address();
@@ -228,10 +232,11 @@ TEST(TransportStandaloneTest, HostnamesResolveAndIpv6Works) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].bytes, (std::vector<uint8_t>{7}));
 
+  RecordingSink sink6;
   auto v6 = UdpTcpTransport::Open(loops.io, loops.core, Local("[::1]:0"));
+  Result<std::unique_ptr<UdpTcpTransport>> v6b = InvalidArgumentError("unused");
   if (v6.ok()) {  // hosts without IPv6 loopback skip this half
-    RecordingSink sink6;
-    auto v6b = UdpTcpTransport::Open(loops.io, loops.core, Local("[::1]:0"));
+    v6b = UdpTcpTransport::Open(loops.io, loops.core, Local("[::1]:0"));
     ASSERT_TRUE(v6b.ok());
     (*v6)->Start(nullptr);
     (*v6b)->Start(&sink6);
@@ -246,6 +251,7 @@ TEST(TransportStandaloneTest, HostnamesResolveAndIpv6Works) {
   (*a)->Close();
   (*b)->Close();
   std::this_thread::sleep_for(20ms);
+  loops.Stop();
 }
 
 TEST(TransportOpenTest, RejectsBadAddresses) {
