@@ -1,0 +1,237 @@
+// CacheTracker: see cache_tracker.h.
+#include "hearsay/upstream/cache_tracker.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace hearsay::upstream {
+
+using prefix::BlockEvent;
+using prefix::BlockKey;
+
+CacheTracker::CacheTracker(prefix::BlockKeyer keyer, CacheTrackerOptions options)
+    : keyer_(std::move(keyer)), options_(options), block_tokens_(keyer_.tokens_per_block()) {}
+
+size_t CacheTracker::Predict(uint64_t request, std::span<const prefix::TokenId> prompt,
+                             std::string text, TimePoint now) {
+  Pending p;
+  p.keys = keyer_.Keys(prompt);
+  p.text = std::move(text);
+  p.estimate_blocks = HeldPrefixBlocks(p.keys);
+  if (!p.keys.empty()) {
+    p.entry = Upsert(p.keys, p.text);
+    Entry& e = entries_.at(p.entry);
+    ++e.inflight;
+    if (!e.confirmed) e.lease_end = std::max(e.lease_end, now + options_.prediction_lease);
+  }
+  const size_t estimate = p.estimate_blocks * block_tokens_;
+  pending_[request] = std::move(p);
+  return estimate;
+}
+
+EvidenceOutcome CacheTracker::ApplyEvidence(uint64_t request, size_t reported_tokens,
+                                            size_t tolerance_tokens) {
+  EvidenceOutcome out;
+  auto it = pending_.find(request);
+  if (it == pending_.end()) return out;
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  Release(p);
+  if (p.keys.empty()) return out;
+
+  const size_t reported_blocks =
+      std::min((reported_tokens + tolerance_tokens) / block_tokens_, p.keys.size());
+  if (reported_blocks < p.estimate_blocks) {
+    out.overestimated = true;
+    // The engine lacked block j (and so every block after it): every tracked chain through
+    // block j is stale from there on.
+    const size_t j = reported_blocks;
+    const BlockKey missing = p.keys[j];
+    std::vector<uint64_t> stale;
+    for (const auto& [id, e] : entries_) {
+      if (e.keys.size() > j && e.keys[j] == missing) stale.push_back(id);
+    }
+    for (uint64_t id : stale) Truncate(id, j);
+    out.stale_entries_cut = stale.size();
+  } else if (reported_blocks > p.estimate_blocks) {
+    out.underestimated = true;
+  }
+  // The engine has just computed the whole prompt: it is cached now.
+  const uint64_t id = Upsert(p.keys, p.text);
+  Entry& e = entries_.at(id);
+  e.confirmed = true;
+  return out;
+}
+
+void CacheTracker::Abandon(uint64_t request) {
+  auto it = pending_.find(request);
+  if (it == pending_.end()) return;
+  Release(it->second);
+  pending_.erase(it);
+}
+
+void CacheTracker::Release(const Pending& p) {
+  if (p.entry == 0) return;
+  auto e = entries_.find(p.entry);
+  if (e != entries_.end() && e->second.inflight > 0) --e->second.inflight;
+}
+
+void CacheTracker::ExpireLeases(TimePoint now) {
+  std::vector<uint64_t> expired;
+  for (const auto& [id, e] : entries_) {
+    if (!e.confirmed && e.inflight == 0 && e.lease_end <= now) expired.push_back(id);
+  }
+  for (uint64_t id : expired) Remove(id);
+}
+
+ReconcileOutcome CacheTracker::Reconcile(const std::function<bool(const std::string&)>& resident,
+                                         bool authoritative, TimePoint now) {
+  ReconcileOutcome out;
+  std::vector<uint64_t> gone;
+  for (auto& [id, e] : entries_) {
+    if (e.text.empty() || e.inflight > 0) continue;
+    if (!e.confirmed && e.lease_end > now) continue;  // a fresh prediction: not judged yet
+    if (resident(e.text)) {
+      e.confirmed = true;
+      Touch(id, e);
+      ++out.confirmed;
+    } else if (authoritative) {
+      gone.push_back(id);
+    }
+  }
+  for (uint64_t id : gone) Remove(id);
+  out.removed = gone.size();
+  return out;
+}
+
+void CacheTracker::Clear() {
+  std::vector<uint64_t> ids;
+  ids.reserve(entries_.size());
+  for (const auto& [id, e] : entries_) ids.push_back(id);
+  for (uint64_t id : ids) Remove(id);
+  for (auto& [req, p] : pending_) p.entry = 0;
+}
+
+size_t CacheTracker::CachedPrefixTokens(std::span<const prefix::TokenId> prompt) const {
+  if (refs_.empty()) return 0;
+  return HeldPrefixBlocks(keyer_.Keys(prompt)) * block_tokens_;
+}
+
+void CacheTracker::DrainEvents(std::vector<BlockEvent>& out) {
+  out.insert(out.end(), events_.begin(), events_.end());
+  events_.clear();
+}
+
+void CacheTracker::AppendSnapshot(std::vector<BlockEvent>& out) const {
+  // Sorting by block index puts parents before children.
+  std::vector<BlockEvent> held;
+  held.reserve(refs_.size());
+  for (const auto& [key, ref] : refs_) held.push_back({BlockEvent::Kind::kAdded, key, ref.index});
+  std::sort(held.begin(), held.end(), [](const BlockEvent& a, const BlockEvent& b) {
+    return a.block_index != b.block_index ? a.block_index < b.block_index : a.key < b.key;
+  });
+  out.insert(out.end(), held.begin(), held.end());
+}
+
+uint64_t CacheTracker::Upsert(const std::vector<BlockKey>& keys, const std::string& text) {
+  if (auto it = by_last_key_.find(keys.back()); it != by_last_key_.end()) {
+    Entry& e = entries_.at(it->second);
+    if (e.text.empty()) e.text = text;
+    Touch(it->second, e);
+    return it->second;
+  }
+  const uint64_t id = next_id_++;
+  Entry& e = entries_[id];
+  e.keys = keys;
+  e.text = text;
+  e.last_use = ++tick_;
+  lru_.insert({e.last_use, id});
+  by_last_key_[keys.back()] = id;
+  AddKeys(keys, 0);
+  EvictToCapacity(id);
+  return id;
+}
+
+void CacheTracker::Touch(uint64_t id, Entry& e) {
+  lru_.erase({e.last_use, id});
+  e.last_use = ++tick_;
+  lru_.insert({e.last_use, id});
+}
+
+void CacheTracker::Remove(uint64_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  Entry& e = it->second;
+  if (!e.keys.empty()) {
+    if (auto b = by_last_key_.find(e.keys.back()); b != by_last_key_.end() && b->second == id) {
+      by_last_key_.erase(b);
+    }
+    DropKeys(e.keys, 0);
+  }
+  lru_.erase({e.last_use, id});
+  entries_.erase(it);
+}
+
+void CacheTracker::Truncate(uint64_t id, size_t blocks) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  Entry& e = it->second;
+  if (blocks == 0 || e.keys.empty()) {
+    Remove(id);
+    return;
+  }
+  if (blocks >= e.keys.size()) return;
+  if (auto b = by_last_key_.find(e.keys.back()); b != by_last_key_.end() && b->second == id) {
+    by_last_key_.erase(b);
+  }
+  DropKeys(std::span<const BlockKey>(e.keys).subspan(blocks), blocks);
+  e.keys.resize(blocks);
+  // The shorter chain no longer matches its text; keep the text out of reconciliation.
+  e.text.clear();
+  if (by_last_key_.contains(e.keys.back())) {
+    Remove(id);  // another entry already tracks exactly this chain
+  } else {
+    by_last_key_[e.keys.back()] = id;
+  }
+}
+
+void CacheTracker::AddKeys(std::span<const BlockKey> keys, size_t first_index) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Ref& r = refs_[keys[i]];
+    if (r.count++ == 0) {
+      r.index = static_cast<uint32_t>(first_index + i);
+      events_.push_back({BlockEvent::Kind::kAdded, keys[i], r.index});
+    }
+  }
+}
+
+void CacheTracker::DropKeys(std::span<const BlockKey> keys, size_t first_index) {
+  for (size_t i = keys.size(); i-- > 0;) {
+    auto it = refs_.find(keys[i]);
+    if (it == refs_.end()) continue;
+    if (--it->second.count == 0) {
+      events_.push_back(
+          {BlockEvent::Kind::kRemoved, keys[i], static_cast<uint32_t>(first_index + i)});
+      refs_.erase(it);
+    }
+  }
+}
+
+void CacheTracker::EvictToCapacity(uint64_t keep) {
+  auto it = lru_.begin();
+  while (used_tokens() > options_.capacity_tokens && it != lru_.end()) {
+    const uint64_t id = it->second;
+    ++it;
+    const Entry& e = entries_.at(id);
+    if (id == keep || e.inflight > 0) continue;  // running requests pin their KV
+    Remove(id);  // erases only id's lru node; `it` already points past it
+  }
+}
+
+size_t CacheTracker::HeldPrefixBlocks(std::span<const BlockKey> keys) const {
+  size_t n = 0;
+  while (n < keys.size() && refs_.contains(keys[n])) ++n;
+  return n;
+}
+
+}  // namespace hearsay::upstream

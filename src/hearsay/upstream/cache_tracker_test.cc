@@ -1,0 +1,236 @@
+// CacheTracker tests: predictions with leases, evidence that confirms and that cuts stale
+// entries, reconciliation, capacity, and events that replay to the held set.
+#include "hearsay/upstream/cache_tracker.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <set>
+
+namespace hearsay::upstream {
+namespace {
+
+using namespace std::chrono_literals;
+using prefix::BlockEvent;
+using prefix::TokenId;
+
+prefix::BlockKeyer Keyer() {
+  return prefix::BlockKeyer::Create("upstream-test-secret-0123456789", "m", "t",
+                                    {.tokens_per_block = 4, .bytes_per_block = 64})
+      .value();
+}
+
+// A prompt: `shared` tokens of a common prefix (ids from 1), then `own` tokens unique to `tag`.
+std::vector<TokenId> Prompt(size_t shared, size_t own, TokenId tag) {
+  std::vector<TokenId> p(shared);
+  std::iota(p.begin(), p.end(), 1);
+  for (size_t i = 0; i < own; ++i) p.push_back(1000 * tag + static_cast<TokenId>(i));
+  return p;
+}
+
+TimePoint At(Duration d) { return TimePoint(d); }
+
+// Replays events into a set and checks it equals the snapshot.
+void ExpectEventsMatchSnapshot(CacheTracker& t, std::set<prefix::BlockKey>& held) {
+  std::vector<BlockEvent> ev;
+  t.DrainEvents(ev);
+  for (const BlockEvent& e : ev) {
+    if (e.kind == BlockEvent::Kind::kAdded) {
+      EXPECT_TRUE(held.insert(e.key).second) << "added twice";
+    } else {
+      EXPECT_EQ(held.erase(e.key), 1u) << "removed unheld";
+    }
+  }
+  std::vector<BlockEvent> snap;
+  t.AppendSnapshot(snap);
+  std::set<prefix::BlockKey> snap_keys;
+  for (const BlockEvent& e : snap) snap_keys.insert(e.key);
+  EXPECT_EQ(held, snap_keys);
+  EXPECT_EQ(t.used_tokens(), held.size() * t.block_tokens());
+}
+
+TEST(CacheTrackerTest, PredictionCountsUntilItsLeaseEnds) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000, .prediction_lease = 5s});
+  auto p = Prompt(16, 0, 1);
+  EXPECT_EQ(t.Predict(1, p, "", At(0s)), 0u);
+  EXPECT_EQ(t.CachedPrefixTokens(p), 16u);
+  t.Abandon(1);  // failed without evidence: the lease still runs
+  t.ExpireLeases(At(4s));
+  EXPECT_EQ(t.CachedPrefixTokens(p), 16u);
+  t.ExpireLeases(At(5s));
+  EXPECT_EQ(t.CachedPrefixTokens(p), 0u);
+  EXPECT_EQ(t.entries(), 0u);
+}
+
+TEST(CacheTrackerTest, InflightPredictionDoesNotExpire) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000, .prediction_lease = 1s});
+  auto p = Prompt(8, 0, 1);
+  t.Predict(1, p, "", At(0s));
+  t.ExpireLeases(At(10s));
+  EXPECT_EQ(t.CachedPrefixTokens(p), 8u);
+  t.ApplyEvidence(1, 0, 0);
+  t.ExpireLeases(At(20s));  // confirmed: leases no longer apply
+  EXPECT_EQ(t.CachedPrefixTokens(p), 8u);
+}
+
+TEST(CacheTrackerTest, EstimateIsWhatWasHeldBeforeTheSend) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000});
+  auto a = Prompt(12, 4, 1);
+  auto b = Prompt(12, 4, 2);
+  EXPECT_EQ(t.Predict(1, a, "", At(0s)), 0u);
+  EXPECT_FALSE(t.ApplyEvidence(1, 0, 0).overestimated);
+  EXPECT_EQ(t.Predict(2, b, "", At(1s)), 12u);  // shares 3 blocks with a
+  EvidenceOutcome o = t.ApplyEvidence(2, 12, 0);
+  EXPECT_FALSE(o.overestimated);
+  EXPECT_FALSE(o.underestimated);
+}
+
+TEST(CacheTrackerTest, ReportedMissCutsEveryStaleChainAtTheMissingBlock) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000});
+  std::set<prefix::BlockKey> held;
+  auto a = Prompt(12, 8, 1);
+  auto b = Prompt(12, 8, 2);
+  auto c = Prompt(12, 8, 3);
+  t.Predict(1, a, "", At(0s));
+  t.ApplyEvidence(1, 0, 0);
+  t.Predict(2, b, "", At(0s));
+  t.ApplyEvidence(2, 12, 0);
+  ExpectEventsMatchSnapshot(t, held);
+  EXPECT_EQ(t.CachedPrefixTokens(a), 20u);
+  // The engine evicted everything past block 1 of the shared prefix: c hit only 4 tokens.
+  EXPECT_EQ(t.Predict(3, c, "", At(1s)), 12u);
+  EvidenceOutcome o = t.ApplyEvidence(3, 4, 0);
+  EXPECT_TRUE(o.overestimated);
+  EXPECT_EQ(o.stale_entries_cut, 3u);  // a, b, and c's own prediction
+  // a's and b's own blocks are gone (they were cut at block 1); the shared prefix is held again
+  // only because c has just been computed whole.
+  EXPECT_EQ(t.CachedPrefixTokens(a), 12u);
+  EXPECT_EQ(t.CachedPrefixTokens(b), 12u);
+  EXPECT_EQ(t.CachedPrefixTokens(c), 20u);
+  EXPECT_EQ(t.used_tokens(), 20u);  // exactly c's five blocks
+  ExpectEventsMatchSnapshot(t, held);
+}
+
+TEST(CacheTrackerTest, ToleranceAbsorbsTheRecomputedLastToken) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000});
+  auto p = Prompt(16, 0, 1);
+  t.Predict(1, p, "", At(0s));
+  t.ApplyEvidence(1, 0, 0);
+  t.Predict(2, p, "", At(0s));
+  // The engine reports 15 of 16: it always recomputes the last token.
+  EXPECT_FALSE(t.ApplyEvidence(2, 15, 1).overestimated);
+  EXPECT_EQ(t.CachedPrefixTokens(p), 16u);
+}
+
+TEST(CacheTrackerTest, CapacityEvictsLeastRecentlyUsedPrompts) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 16});
+  std::set<prefix::BlockKey> held;
+  auto a = Prompt(0, 8, 1);
+  auto b = Prompt(0, 8, 2);
+  auto c = Prompt(0, 8, 3);
+  for (auto [id, p] : {std::pair{1, &a}, {2, &b}}) {
+    t.Predict(id, *p, "", At(0s));
+    t.ApplyEvidence(id, 0, 0);
+  }
+  t.Predict(10, a, "", At(1s));  // touch a
+  t.ApplyEvidence(10, 8, 0);
+  t.Predict(3, c, "", At(2s));
+  t.ApplyEvidence(3, 0, 0);
+  EXPECT_EQ(t.CachedPrefixTokens(b), 0u);  // b was least recently used
+  EXPECT_EQ(t.CachedPrefixTokens(a), 8u);
+  EXPECT_EQ(t.CachedPrefixTokens(c), 8u);
+  EXPECT_LE(t.used_tokens(), 16u);
+  ExpectEventsMatchSnapshot(t, held);
+}
+
+TEST(CacheTrackerTest, ReconcileConfirmsAndAuthoritativeListingPrunes) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000, .prediction_lease = 1s});
+  auto a = Prompt(0, 8, 1);
+  auto b = Prompt(0, 8, 2);
+  t.Predict(1, a, "alpha", At(0s));
+  t.ApplyEvidence(1, 0, 0);
+  t.Predict(2, b, "beta", At(0s));
+  t.ApplyEvidence(2, 0, 0);
+  auto only_alpha = [](const std::string& text) { return text == "alpha"; };
+  ReconcileOutcome o = t.Reconcile(only_alpha, /*authoritative=*/false, At(2s));
+  EXPECT_EQ(o.confirmed, 1u);
+  EXPECT_EQ(o.removed, 0u);
+  EXPECT_EQ(t.CachedPrefixTokens(b), 8u);
+  o = t.Reconcile(only_alpha, /*authoritative=*/true, At(2s));
+  EXPECT_EQ(o.removed, 1u);
+  EXPECT_EQ(t.CachedPrefixTokens(b), 0u);
+  EXPECT_EQ(t.CachedPrefixTokens(a), 8u);
+}
+
+TEST(CacheTrackerTest, FreshPredictionsAndInflightRequestsSurviveReconcile) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000, .prediction_lease = 5s});
+  auto a = Prompt(0, 8, 1);
+  t.Predict(1, a, "alpha", At(0s));
+  auto none = [](const std::string&) { return false; };
+  EXPECT_EQ(t.Reconcile(none, true, At(1s)).removed, 0u);
+  t.Abandon(1);
+  EXPECT_EQ(t.Reconcile(none, true, At(1s)).removed, 0u);  // lease still running
+  EXPECT_EQ(t.Reconcile(none, true, At(6s)).removed, 1u);
+}
+
+TEST(CacheTrackerTest, ClearRemovesEverythingWithEvents) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000});
+  std::set<prefix::BlockKey> held;
+  t.Predict(1, Prompt(8, 8, 1), "", At(0s));
+  t.Predict(2, Prompt(8, 8, 2), "", At(0s));
+  ExpectEventsMatchSnapshot(t, held);
+  t.Clear();
+  ExpectEventsMatchSnapshot(t, held);
+  EXPECT_TRUE(held.empty());
+  // Evidence for a request pending across the clear still works.
+  t.ApplyEvidence(1, 0, 0);
+  EXPECT_EQ(t.CachedPrefixTokens(Prompt(8, 8, 1)), 16u);
+}
+
+TEST(CacheTrackerTest, RandomOperationsKeepEventsConsistent) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    CacheTracker t(Keyer(), {.capacity_tokens = 64, .prediction_lease = 2s});
+    std::set<prefix::BlockKey> held;
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull;
+    auto next = [&x] {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      return x;
+    };
+    std::vector<uint64_t> pending;
+    for (int step = 0; step < 300; ++step) {
+      const TimePoint now = At(std::chrono::milliseconds(step * 100));
+      switch (next() % 5) {
+        case 0:
+        case 1: {
+          const uint64_t id = 1000 + step;
+          t.Predict(id, Prompt(next() % 24, next() % 12, next() % 6), "", now);
+          pending.push_back(id);
+          break;
+        }
+        case 2:
+          if (!pending.empty()) {
+            const size_t i = next() % pending.size();
+            t.ApplyEvidence(pending[i], next() % 30, next() % 3);
+            pending.erase(pending.begin() + i);
+          }
+          break;
+        case 3:
+          if (!pending.empty()) {
+            t.Abandon(pending.back());
+            pending.pop_back();
+          }
+          break;
+        case 4:
+          t.ExpireLeases(now);
+          break;
+      }
+      ExpectEventsMatchSnapshot(t, held);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hearsay::upstream

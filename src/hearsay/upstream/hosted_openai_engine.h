@@ -1,0 +1,63 @@
+// HostedOpenAiEngine: the `openai` engine as the daemon runs it: an OpenAiEngine together with the
+// http::Client and HttpUpstreamTransport it talks through, owned as one engine::Engine.
+//
+// The daemon's engine factory calls MakeHostedOpenAiEngine with its core scheduler, its I/O
+// io_context and its post-to-core hook; everything else is configuration.
+//
+// Ownership: owns the client, the transport and the engine (destroyed engine first, so no call
+// outlives its transport). The scheduler, io_context and post hook are borrowed and must outlive
+// it. Thread-safety: as OpenAiEngine (core thread only).
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "hearsay/common/status.h"
+#include "hearsay/engine/engine.h"
+#include "hearsay/env/scheduler.h"
+#include "hearsay/http/client.h"
+#include "hearsay/prefix/block_keys.h"
+#include "hearsay/upstream/http_upstream_transport.h"
+#include "hearsay/upstream/openai_engine.h"
+
+namespace hearsay::upstream {
+
+class HostedOpenAiEngine final : public engine::Engine {
+ public:
+  HostedOpenAiEngine(std::unique_ptr<http::Client> client,
+                     std::unique_ptr<HttpUpstreamTransport> transport,
+                     std::unique_ptr<OpenAiEngine> engine)
+      : client_(std::move(client)), transport_(std::move(transport)), engine_(std::move(engine)) {}
+  ~HostedOpenAiEngine() override { engine_.reset(); }
+
+  Status Submit(engine::EngineRequest request, engine::EngineObserver* observer) override {
+    return engine_->Submit(std::move(request), observer);
+  }
+  bool Cancel(engine::RequestId id) override { return engine_->Cancel(id); }
+  engine::EngineLoad Load() const override { return engine_->Load(); }
+  size_t CachedPrefixTokens(std::span<const engine::TokenId> prompt) const override {
+    return engine_->CachedPrefixTokens(prompt);
+  }
+  void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override {
+    engine_->DrainCacheEvents(out);
+  }
+  void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const override {
+    engine_->AppendCacheSnapshot(out);
+  }
+
+  // The engine itself: health, estimate-vs-evidence counters for /metrics.
+  const OpenAiEngine& openai() const { return *engine_; }
+
+ private:
+  std::unique_ptr<http::Client> client_;
+  std::unique_ptr<HttpUpstreamTransport> transport_;
+  std::unique_ptr<OpenAiEngine> engine_;
+};
+
+// Builds the hosted engine for `upstream_url` ("http://host:port"). INVALID_ARGUMENT for a bad
+// URL or bad options.
+Result<std::unique_ptr<HostedOpenAiEngine>> MakeHostedOpenAiEngine(
+    Scheduler& scheduler, boost::asio::io_context& io, HttpUpstreamTransport::PostToCore post,
+    prefix::BlockKeyer keyer, std::string_view upstream_url, OpenAiEngineOptions options);
+
+}  // namespace hearsay::upstream

@@ -1,0 +1,521 @@
+// OpenAiEngine: see openai_engine.h.
+#include "hearsay/upstream/openai_engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "hearsay/upstream/upstream_response.h"
+
+namespace hearsay::upstream {
+namespace {
+
+using engine::RequestId;
+
+constexpr double kPrefillEwmaWeight = 0.2;
+// What an unhealthy engine reports as its queue, so gossip's overload flag (high-water mark 64
+// by default) is raised and cost-based policies price the node out.
+constexpr uint32_t kUnhealthyQueueDepth = 1u << 16;
+
+bool SupportedPath(const std::string& path) {
+  return path == "/v1/completions" || path == "/v1/chat/completions";
+}
+
+// Strips what llama.cpp's detokenizer adds in front of a prompt (BOS text, one space).
+std::string_view NormalizeSlotText(std::string_view s) {
+  if (s.starts_with("<s>")) s.remove_prefix(3);
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  return s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<OpenAiEngine>> OpenAiEngine::Create(Scheduler& scheduler,
+                                                           UpstreamTransport& transport,
+                                                           prefix::BlockKeyer keyer,
+                                                           OpenAiEngineOptions options) {
+  if (Status s = ValidateOpenAiEngineOptions(options); !s.ok()) return s;
+  auto engine = std::unique_ptr<OpenAiEngine>(
+      new OpenAiEngine(scheduler, transport, std::move(keyer), std::move(options)));
+  engine->tick_timer_ = scheduler.RunAfter(Duration::zero(), [e = engine.get()] { e->Tick(); });
+  return engine;
+}
+
+OpenAiEngine::OpenAiEngine(Scheduler& scheduler, UpstreamTransport& transport,
+                           prefix::BlockKeyer keyer, OpenAiEngineOptions options)
+    : scheduler_(scheduler),
+      transport_(transport),
+      options_(std::move(options)),
+      tracker_(std::move(keyer),
+               CacheTrackerOptions{options_.capacity_tokens, options_.prediction_lease}) {}
+
+OpenAiEngine::~OpenAiEngine() {
+  if (tick_timer_ != kNoTimer) scheduler_.Cancel(tick_timer_);
+  for (auto& [id, r] : live_) {
+    if (r->first_token_timer != kNoTimer) scheduler_.Cancel(r->first_token_timer);
+    if (r->call) r->call->Cancel();
+  }
+  if (probe_call_) probe_call_->Cancel();
+  if (slots_call_) slots_call_->Cancel();
+}
+
+Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserver* observer) {
+  if (observer == nullptr) return InvalidArgumentError("observer is null");
+  if (request.prompt.empty()) return InvalidArgumentError("empty prompt");
+  if (request.max_output_tokens == 0) return InvalidArgumentError("max_output_tokens must be >= 1");
+  if (!SupportedPath(request.api_path)) {
+    return InvalidArgumentError(
+        "the openai engine serves /v1/completions and "
+        "/v1/chat/completions, not '" +
+        request.api_path + "'");
+  }
+  if (options_.max_context_tokens > 0 &&
+      request.prompt.size() + request.max_output_tokens > options_.max_context_tokens) {
+    return InvalidArgumentError("prompt plus max_tokens exceeds the context limit of " +
+                                std::to_string(options_.max_context_tokens) + " tokens");
+  }
+  if (live_.contains(request.id)) return AlreadyExistsError("request id is live");
+  if (!healthy_) {
+    ++stats_.rejected_unhealthy;
+    return UnavailableError("upstream engine unavailable: " + unhealthy_reason_);
+  }
+  if (live_.size() >= options_.max_in_flight) {
+    ++stats_.rejected_busy;
+    return ResourceExhaustedError("upstream engine at its limit of " +
+                                  std::to_string(options_.max_in_flight) + " requests in flight");
+  }
+  Result<std::string> body = RewriteRequestBody(
+      request.api_body, options_.flavor == UpstreamFlavor::kLlamaCpp, options_.model);
+  if (!body.ok()) return body.status();
+
+  const RequestId id = request.id;
+  auto r = std::make_unique<Live>();
+  r->observer = observer;
+  r->prompt_len = static_cast<uint32_t>(request.prompt.size());
+  r->submitted = scheduler_.clock().Now();
+  r->estimate = tracker_.Predict(id, request.prompt, PromptText(request.api_body), r->submitted);
+  Live& live = *r;
+  live_.emplace(id, std::move(r));
+  ++waiting_;
+  ++stats_.requests;
+
+  UpstreamHttpRequest http;
+  http.method = "POST";
+  http.target = request.api_path;
+  http.body = std::move(body).value();
+  http.connect_timeout = options_.connect_timeout;
+  http.response_timeout = options_.first_token_timeout;
+  http.idle_timeout = options_.idle_timeout;
+  UpstreamCallbacks cb;
+  cb.on_headers = [this, id](int status) { OnHeaders(id, status); };
+  cb.on_body = [this, id](std::string_view chunk) { OnBody(id, chunk); };
+  cb.on_done = [this, id](Status s) { OnDone(id, std::move(s)); };
+  live.first_token_timer = scheduler_.RunAfter(options_.first_token_timeout, [this, id] {
+    auto it = live_.find(id);
+    if (it == live_.end()) return;
+    it->second->first_token_timer = kNoTimer;
+    ++stats_.timeouts;
+    Fail(id,
+         DeadlineExceededError("upstream engine sent no output within " +
+                               std::to_string(ToMillis(options_.first_token_timeout)) + " ms"),
+         true);
+  });
+  live.call = transport_.Send(std::move(http), std::move(cb));
+  return OkStatus();
+}
+
+bool OpenAiEngine::Cancel(RequestId id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return false;
+  tracker_.Abandon(id);
+  Erase(id);
+  return true;
+}
+
+void OpenAiEngine::Erase(RequestId id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  std::unique_ptr<Live> r = std::move(it->second);
+  live_.erase(it);
+  if (!r->first_sent) --waiting_;
+  if (r->first_token_timer != kNoTimer) scheduler_.Cancel(r->first_token_timer);
+  if (r->call) {
+    r->call->Cancel();
+    // We may be inside one of this call's callbacks: destroy it once that has returned.
+    scheduler_.Post([call = std::shared_ptr<UpstreamCall>(std::move(r->call))] {});
+  }
+}
+
+void OpenAiEngine::OnHeaders(RequestId id, int status) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  it->second->http_status = status;
+}
+
+void OpenAiEngine::OnBody(RequestId id, std::string_view chunk) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  Live& r = *it->second;
+  if (r.http_status != 200) {
+    const size_t room = options_.max_error_body_bytes -
+                        std::min(options_.max_error_body_bytes, r.error_body.size());
+    r.error_body.append(chunk.substr(0, room));
+    return;
+  }
+  // Events are collected first: handling one may end the request and destroy its parser.
+  std::vector<std::string> events;
+  r.parser.Feed(chunk, [&](std::string_view data) { events.emplace_back(data); });
+  for (const std::string& data : events) {
+    if (!OnEvent(id, data)) return;
+  }
+  it = live_.find(id);
+  if (it != live_.end() && !it->second->parser.ok()) {
+    ++stats_.malformed;
+    Fail(id, DataLossError("upstream stream: " + it->second->parser.status().message()), true);
+  }
+}
+
+bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
+  Result<UpstreamChunk> parsed = ParseUpstreamChunk(data);
+  if (!parsed.ok()) {
+    ++stats_.malformed;
+    Fail(id, DataLossError("upstream sent a malformed event: " + parsed.status().message()), true);
+    return false;
+  }
+  const UpstreamChunk& c = parsed.value();
+  if (c.error) {
+    ++stats_.error_events;
+    Fail(id, UnavailableError("upstream engine error: " + *c.error), true);
+    return false;
+  }
+  Live& r = *live_.at(id);
+  if (c.done) {
+    r.done_seen = true;
+    return true;
+  }
+  if (c.prompt_tokens) {
+    r.usage.prompt_tokens = *c.prompt_tokens;
+    r.have_usage_prompt = true;
+  }
+  if (c.completion_tokens) r.usage.completion_tokens = *c.completion_tokens;
+  if (c.cached_tokens) r.usage.cached_tokens = *c.cached_tokens;
+  if (c.prompt_ms && c.prompt_computed_tokens && *c.prompt_computed_tokens > 0 && !r.first_sent) {
+    const double per_token = *c.prompt_ms / *c.prompt_computed_tokens;
+    prefill_ms_per_token_ =
+        prefill_ms_per_token_ == 0
+            ? per_token
+            : (1 - kPrefillEwmaWeight) * prefill_ms_per_token_ + kPrefillEwmaWeight * per_token;
+  }
+  if (c.cached_tokens && !r.evidence_applied) {
+    ApplyEvidence(r, id, *c.cached_tokens, c.prompt_tokens.value_or(0));
+  }
+  if (!c.text.empty()) {
+    if (!EnsureFirstToken(id)) return false;
+    auto it = live_.find(id);
+    if (it == live_.end()) return false;
+    it->second->observer->OnText(id, c.text);
+    if (!live_.contains(id)) return false;
+  }
+  return true;
+}
+
+bool OpenAiEngine::EnsureFirstToken(RequestId id) {
+  Live& r = *live_.at(id);
+  if (r.first_sent) return true;
+  r.first_sent = true;
+  --waiting_;
+  if (r.first_token_timer != kNoTimer) {
+    scheduler_.Cancel(r.first_token_timer);
+    r.first_token_timer = kNoTimer;
+  }
+  RecordSuccess();
+  const uint32_t prompt = r.have_usage_prompt ? r.usage.prompt_tokens : r.prompt_len;
+  const uint32_t cached =
+      r.evidence_applied ? r.usage.cached_tokens : static_cast<uint32_t>(r.estimate);
+  engine::Admission adm{prompt, cached, scheduler_.clock().Now() - r.submitted};
+  engine::EngineObserver* obs = r.observer;
+  obs->OnAdmitted(id, adm);
+  if (!live_.contains(id)) return false;
+  obs->OnFirstToken(id, engine::FirstToken{prompt, cached, 0});
+  return live_.contains(id);
+}
+
+void OpenAiEngine::ApplyEvidence(Live& r, RequestId id, uint32_t upstream_cached,
+                                 uint32_t upstream_prompt) {
+  r.evidence_applied = true;
+  // Convert to node tokens: exact when both sides tokenize alike, proportional otherwise.
+  size_t reported = upstream_cached;
+  if (upstream_prompt > 0 && upstream_prompt != r.prompt_len) {
+    reported =
+        static_cast<size_t>(static_cast<double>(upstream_cached) * r.prompt_len / upstream_prompt);
+  }
+  reported = std::min<size_t>(reported, r.prompt_len);
+  // Engines recompute the last prompt token; ratio conversion adds noise of a few percent.
+  const size_t tolerance = 1 + r.prompt_len / 50;
+  const EvidenceOutcome o = tracker_.ApplyEvidence(id, reported, tolerance);
+  ++stats_.evidence;
+  stats_.estimated_cached_tokens += r.estimate;
+  stats_.reported_cached_tokens += reported;
+  stats_.upstream_reported_cached_tokens += upstream_cached;
+  stats_.upstream_prompt_tokens += upstream_prompt;
+  if (o.overestimated) ++stats_.overestimates;
+  if (o.underestimated) ++stats_.underestimates;
+  stats_.stale_entries_cut += o.stale_entries_cut;
+  NoteDrift(o.overestimated);
+}
+
+void OpenAiEngine::NoteDrift(bool overestimated) {
+  drift_.push_back(overestimated);
+  drift_over_ += overestimated;
+  if (drift_.size() > options_.drift_window) {
+    drift_over_ -= drift_.front();
+    drift_.pop_front();
+  }
+  const double fraction = static_cast<double>(drift_over_) / options_.drift_window;
+  if (!unreliable_ && drift_.size() == options_.drift_window &&
+      fraction >= options_.drift_alarm_fraction) {
+    unreliable_ = true;
+    ++stats_.drift_alarms;
+    spdlog::error(
+        "openai engine: cache estimates are persistently wrong: {} of the last {} responses had "
+        "fewer cached tokens than estimated. Routing on them sends requests to caches that do "
+        "not hold them. Check capacity_tokens (too large?), block size and tokenization, or the "
+        "engine's eviction (estimated {} vs reported {} cached tokens so far).",
+        drift_over_, drift_.size(), stats_.estimated_cached_tokens, stats_.reported_cached_tokens);
+  } else if (unreliable_ && fraction < options_.drift_alarm_fraction / 2) {
+    unreliable_ = false;
+    spdlog::warn("openai engine: cache estimates agree with the engine's evidence again");
+  }
+}
+
+void OpenAiEngine::OnDone(RequestId id, Status status) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  Live& r = *it->second;
+  if (r.http_status != 0 && r.http_status != 200) {
+    const std::string msg = "upstream engine answered HTTP " + std::to_string(r.http_status) +
+                            ": " + UpstreamErrorMessage(r.error_body);
+    if (r.http_status >= 500) {
+      ++stats_.http_5xx;
+      Fail(id, UnavailableError(msg), true);
+    } else if (r.http_status == 429) {
+      Fail(id, ResourceExhaustedError(msg), false);
+    } else {
+      ++stats_.http_4xx;
+      Fail(id, InvalidArgumentError(msg), false);
+    }
+    return;
+  }
+  if (!status.ok()) {
+    if (status.code() == StatusCode::kDeadlineExceeded) {
+      ++stats_.timeouts;
+    } else if (r.http_status == 0) {
+      ++stats_.connect_failures;
+    }
+    Fail(id, Status(status.code(), "upstream engine: " + status.message()), true);
+    return;
+  }
+  if (!r.done_seen && !r.first_sent && r.usage.completion_tokens == 0) {
+    ++stats_.malformed;
+    Fail(id, DataLossError("upstream stream ended without output or [DONE]"), true);
+    return;
+  }
+  Finish(id);
+}
+
+void OpenAiEngine::Finish(RequestId id) {
+  if (!EnsureFirstToken(id)) return;
+  Live& r = *live_.at(id);
+  if (!r.evidence_applied) {
+    // No count reported (a generic server without cached_tokens): the prompt is cached now,
+    // and there is nothing to correct the estimate with.
+    tracker_.ApplyEvidence(id, r.estimate, 0);
+  }
+  engine::Usage usage = r.usage;
+  if (!r.have_usage_prompt) usage.prompt_tokens = r.prompt_len;
+  engine::EngineObserver* obs = r.observer;
+  ++stats_.completed;
+  Erase(id);
+  obs->OnComplete(id, usage);
+}
+
+void OpenAiEngine::Fail(RequestId id, Status status, bool upstream_fault) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  engine::EngineObserver* obs = it->second->observer;
+  tracker_.Abandon(id);
+  Erase(id);
+  ++stats_.failed;
+  if (upstream_fault) RecordFailure(status.message());
+  obs->OnError(id, status);
+}
+
+void OpenAiEngine::RecordFailure(const std::string& reason) {
+  ++consecutive_failures_;
+  if (healthy_ && consecutive_failures_ >= options_.failures_to_unhealthy) {
+    SetHealthy(false, reason);
+  } else if (!healthy_) {
+    unhealthy_reason_ = reason;
+  }
+}
+
+void OpenAiEngine::RecordSuccess() { consecutive_failures_ = 0; }
+
+void OpenAiEngine::SetHealthy(bool healthy, const std::string& reason) {
+  if (healthy == healthy_) return;
+  healthy_ = healthy;
+  if (healthy) {
+    ++stats_.became_healthy;
+    unhealthy_reason_.clear();
+    consecutive_failures_ = 0;
+    spdlog::warn("openai engine: upstream healthy again; accepting requests");
+  } else {
+    ++stats_.became_unhealthy;
+    unhealthy_reason_ = reason;
+    spdlog::error(
+        "openai engine: upstream unhealthy ({}); refusing requests and advertising "
+        "overload until a health probe succeeds",
+        reason);
+  }
+}
+
+void OpenAiEngine::Tick() {
+  tick_timer_ = kNoTimer;
+  const TimePoint now = scheduler_.clock().Now();
+  tracker_.ExpireLeases(now);
+  if (now >= next_probe_) {
+    next_probe_ = now + options_.health_interval;
+    Probe();
+  }
+  if (options_.flavor == UpstreamFlavor::kLlamaCpp &&
+      options_.reconcile_interval > Duration::zero() && now >= next_reconcile_) {
+    next_reconcile_ = now + options_.reconcile_interval;
+    Reconcile();
+  }
+  Duration next = options_.health_interval;
+  if (options_.reconcile_interval > Duration::zero()) {
+    next = std::min(next, options_.reconcile_interval);
+  }
+  next = std::min(next, options_.prediction_lease / 2);
+  tick_timer_ = scheduler_.RunAfter(next, [this] { Tick(); });
+}
+
+void OpenAiEngine::Probe() {
+  if (probe_call_) return;  // the previous probe is still out
+  ++stats_.health_probes;
+  UpstreamHttpRequest req;
+  req.method = "GET";
+  req.target = options_.health_path;
+  req.connect_timeout = options_.connect_timeout;
+  req.response_timeout = std::max(options_.health_interval, options_.connect_timeout);
+  req.idle_timeout = req.response_timeout;
+  auto status = std::make_shared<int>(0);
+  probe_body_.clear();
+  UpstreamCallbacks cb;
+  cb.on_headers = [status](int s) { *status = s; };
+  cb.on_body = [this](std::string_view chunk) {
+    if (probe_body_.size() < 512) probe_body_.append(chunk.substr(0, 512));
+  };
+  cb.on_done = [this, status](Status s) {
+    scheduler_.Post([call = std::shared_ptr<UpstreamCall>(std::move(probe_call_))] {});
+    if (s.ok() && *status == 200) {
+      if (!healthy_)
+        SetHealthy(true, "");
+      else
+        RecordSuccess();
+      return;
+    }
+    ++stats_.health_probe_failures;
+    RecordFailure(s.ok() ? "health probe answered HTTP " + std::to_string(*status) + ": " +
+                               UpstreamErrorMessage(probe_body_)
+                         : "health probe failed: " + s.message());
+  };
+  probe_call_ = transport_.Send(std::move(req), std::move(cb));
+}
+
+void OpenAiEngine::Reconcile() {
+  if (slots_call_ || !healthy_) return;
+  UpstreamHttpRequest req;
+  req.method = "GET";
+  req.target = "/slots";
+  req.connect_timeout = options_.connect_timeout;
+  req.response_timeout = std::max(options_.reconcile_interval, options_.connect_timeout);
+  req.idle_timeout = req.response_timeout;
+  auto status = std::make_shared<int>(0);
+  slots_body_.clear();
+  UpstreamCallbacks cb;
+  cb.on_headers = [status](int s) { *status = s; };
+  cb.on_body = [this](std::string_view chunk) {
+    constexpr size_t kMaxSlotsBody = 64 << 20;
+    if (slots_body_.size() + chunk.size() <= kMaxSlotsBody) slots_body_.append(chunk);
+  };
+  cb.on_done = [this, status](Status s) {
+    scheduler_.Post([call = std::shared_ptr<UpstreamCall>(std::move(slots_call_))] {});
+    Result<std::vector<SlotState>> slots =
+        s.ok() && *status == 200 ? ParseSlots(slots_body_)
+                                 : Result<std::vector<SlotState>>(UnavailableError(
+                                       s.ok() ? "HTTP " + std::to_string(*status) : s.message()));
+    if (!slots.ok()) {
+      // Not a health signal: /slots may be disabled (llama-server --no-slots).
+      if (stats_.reconcile_failures++ == 0) {
+        spdlog::warn(
+            "openai engine: GET /slots failed ({}); cache reconciliation is off until "
+            "it works (start llama-server with --slots)",
+            slots.status().message());
+      }
+      return;
+    }
+    std::vector<std::string> held;
+    for (const SlotState& slot : slots.value()) {
+      held.push_back(std::string(NormalizeSlotText(slot.prompt)) + slot.generated);
+    }
+    auto resident = [&held](const std::string& text) {
+      const std::string_view t = NormalizeSlotText(text);
+      return std::any_of(held.begin(), held.end(),
+                         [t](const std::string& h) { return std::string_view(h).starts_with(t); });
+    };
+    const ReconcileOutcome o =
+        tracker_.Reconcile(resident, options_.slots_authoritative, scheduler_.clock().Now());
+    ++stats_.reconciles;
+    stats_.reconcile_confirmed += o.confirmed;
+    stats_.reconcile_removed += o.removed;
+  };
+  slots_call_ = transport_.Send(std::move(req), std::move(cb));
+}
+
+engine::EngineLoad OpenAiEngine::Load() const {
+  engine::EngineLoad l;
+  l.waiting_requests = waiting_;
+  l.running_requests = static_cast<uint32_t>(live_.size()) - waiting_;
+  l.kv_capacity_tokens = options_.capacity_tokens;
+  l.kv_used_tokens = std::min(tracker_.used_tokens(), options_.capacity_tokens);
+  uint64_t pending_prefill = 0;
+  for (const auto& [id, r] : live_) {
+    if (!r->first_sent)
+      pending_prefill += r->prompt_len - std::min<size_t>(r->estimate, r->prompt_len);
+  }
+  l.waiting_prefill_tokens = pending_prefill;
+  l.prefill_ms_per_token = prefill_ms_per_token_;
+  l.estimated_queue_wait = FromMillis(prefill_ms_per_token_ * static_cast<double>(pending_prefill));
+  if (!healthy_) {
+    l.waiting_requests = std::max(l.waiting_requests, kUnhealthyQueueDepth);
+    l.kv_used_tokens = l.kv_capacity_tokens;
+    l.estimated_queue_wait = std::chrono::hours(1);
+  }
+  return l;
+}
+
+size_t OpenAiEngine::CachedPrefixTokens(std::span<const engine::TokenId> prompt) const {
+  return tracker_.CachedPrefixTokens(prompt);
+}
+
+void OpenAiEngine::DrainCacheEvents(std::vector<prefix::BlockEvent>& out) {
+  tracker_.DrainEvents(out);
+}
+
+void OpenAiEngine::AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const {
+  tracker_.AppendSnapshot(out);
+}
+
+}  // namespace hearsay::upstream

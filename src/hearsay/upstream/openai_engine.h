@@ -1,0 +1,181 @@
+// OpenAiEngine: the `openai` engine. It fronts an OpenAI-compatible inference server (llama.cpp
+// server, vLLM, SGLang), passes each request's OpenAI body through, streams the answer back as
+// text, and keeps an estimate of the server's prefix cache that routing and gossip use.
+//
+// One request. Submit() rewrites the client's body (stream on, usage in the stream, llama.cpp's
+// per-token timings), records a prediction in the CacheTracker (what was sent, with a lease) and
+// sends it through the UpstreamTransport. The upstream's server-sent events are decoded; the first
+// output text gives OnAdmitted + OnFirstToken, every text piece OnText, the end OnComplete with
+// the upstream's own usage. Counts reported to observers are the upstream's (its tokenizer); the
+// cache estimate is kept in node tokens, and evidence is converted by the ratio of the two prompt
+// lengths (exact when the node tokenizes with the engine's tokenizer).
+//
+// Cache evidence (see cache_tracker.h): the first chunk that reports cached tokens
+// (timings.cache_n or usage.prompt_tokens_details.cached_tokens) confirms or corrects the
+// estimate; llama.cpp's /slots is polled to confirm (or, when authoritative, prune) entries.
+// Estimates are compared with evidence: the totals, and an alarm when most recent evidence shows
+// overestimates (estimates_unreliable(), logged loudly on each transition).
+//
+// Faults. A connection failure, a timeout (connect, first token, stream idle), a 5xx, an error
+// event or an undecodable stream fail the request with a clear status (before the first token:
+// the node retries elsewhere or tells the client; after it: the stream ends with an error) and
+// count as upstream failures. After failures_to_unhealthy consecutive failures (health probes
+// included), the engine is unhealthy: Submit() answers UNAVAILABLE at once and Load() reports a
+// saturated engine, so gossip raises the node's overload flag and peers route around it. Health
+// probes (GET health_path) run every health_interval; the first 200 makes it healthy again. A
+// 4xx is the client's fault: passed on as INVALID_ARGUMENT, not a failure of the upstream.
+//
+// Ownership: the scheduler and transport are borrowed and must outlive the engine. Destroying the
+// engine cancels its timers and calls; no callback runs afterwards.
+// Thread-safety: none; the core thread only (the transport delivers its callbacks there).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hearsay/api/sse_parser.h"
+#include "hearsay/common/status.h"
+#include "hearsay/engine/engine.h"
+#include "hearsay/env/scheduler.h"
+#include "hearsay/prefix/block_keys.h"
+#include "hearsay/upstream/cache_tracker.h"
+#include "hearsay/upstream/openai_engine_options.h"
+#include "hearsay/upstream/upstream_transport.h"
+
+namespace hearsay::upstream {
+
+// Counters for /metrics. Token counts in node tokens unless named upstream_.
+struct OpenAiEngineStats {
+  uint64_t requests = 0;  // accepted by Submit
+  uint64_t completed = 0;
+  uint64_t failed = 0;              // OnError delivered
+  uint64_t rejected_unhealthy = 0;  // Submit refused while unhealthy
+  uint64_t rejected_busy = 0;       // Submit refused at max_in_flight
+  uint64_t connect_failures = 0;    // transport errors before any response
+  uint64_t timeouts = 0;            // connect, first-token and idle timeouts
+  uint64_t http_5xx = 0;
+  uint64_t http_4xx = 0;
+  uint64_t malformed = 0;     // undecodable stream or missing end
+  uint64_t error_events = 0;  // {"error": ...} inside a stream
+  uint64_t health_probes = 0;
+  uint64_t health_probe_failures = 0;
+  uint64_t became_unhealthy = 0;
+  uint64_t became_healthy = 0;
+  // Evidence against estimates.
+  uint64_t evidence = 0;
+  uint64_t estimated_cached_tokens = 0;          // sum of estimates for requests with evidence
+  uint64_t reported_cached_tokens = 0;           // sum of evidence, converted to node tokens
+  uint64_t upstream_reported_cached_tokens = 0;  // the same in the upstream's tokens
+  uint64_t upstream_prompt_tokens = 0;           // prompt tokens the upstream reported
+  uint64_t overestimates = 0;
+  uint64_t underestimates = 0;
+  uint64_t stale_entries_cut = 0;
+  uint64_t drift_alarms = 0;  // transitions into estimates_unreliable
+  uint64_t reconciles = 0;
+  uint64_t reconcile_failures = 0;
+  uint64_t reconcile_confirmed = 0;
+  uint64_t reconcile_removed = 0;
+};
+
+class OpenAiEngine final : public engine::Engine {
+ public:
+  // INVALID_ARGUMENT for bad options. The engine starts healthy and probes at once.
+  static Result<std::unique_ptr<OpenAiEngine>> Create(Scheduler& scheduler,
+                                                      UpstreamTransport& transport,
+                                                      prefix::BlockKeyer keyer,
+                                                      OpenAiEngineOptions options);
+  ~OpenAiEngine() override;
+  OpenAiEngine(const OpenAiEngine&) = delete;
+  OpenAiEngine& operator=(const OpenAiEngine&) = delete;
+
+  // engine::Engine. Submit also returns INVALID_ARGUMENT for a missing or unsupported api_path
+  // or a body that is not a JSON object, UNAVAILABLE while unhealthy, RESOURCE_EXHAUSTED at
+  // max_in_flight.
+  Status Submit(engine::EngineRequest request, engine::EngineObserver* observer) override;
+  bool Cancel(engine::RequestId id) override;
+  engine::EngineLoad Load() const override;
+  size_t CachedPrefixTokens(std::span<const engine::TokenId> prompt) const override;
+  void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override;
+  void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const override;
+
+  bool healthy() const { return healthy_; }
+  // Why the upstream is unhealthy (the last failure), empty while healthy.
+  const std::string& unhealthy_reason() const { return unhealthy_reason_; }
+  // True while evidence shows the cache estimates are persistently too high.
+  bool estimates_unreliable() const { return unreliable_; }
+  const OpenAiEngineStats& stats() const { return stats_; }
+  const CacheTracker& tracker() const { return tracker_; }
+  const OpenAiEngineOptions& options() const { return options_; }
+
+ private:
+  struct Live {
+    engine::EngineObserver* observer = nullptr;
+    std::unique_ptr<UpstreamCall> call;
+    api::SseParser parser;
+    uint32_t prompt_len = 0;  // node tokens
+    size_t estimate = 0;      // node tokens believed cached at send
+    TimePoint submitted{};
+    TimerId first_token_timer = kNoTimer;
+    int http_status = 0;
+    std::string error_body;
+    bool first_sent = false;
+    bool evidence_applied = false;
+    bool done_seen = false;
+    engine::Usage usage;  // upstream's counts as they arrive
+    bool have_usage_prompt = false;
+  };
+
+  OpenAiEngine(Scheduler& scheduler, UpstreamTransport& transport, prefix::BlockKeyer keyer,
+               OpenAiEngineOptions options);
+
+  void OnHeaders(engine::RequestId id, int status);
+  void OnBody(engine::RequestId id, std::string_view chunk);
+  void OnDone(engine::RequestId id, Status status);
+  // Handles one decoded event; false when the request ended inside (error or cancel).
+  bool OnEvent(engine::RequestId id, std::string_view data);
+  // Reports the first token if not done yet; false when the observer cancelled the request.
+  bool EnsureFirstToken(engine::RequestId id);
+  void ApplyEvidence(Live& r, engine::RequestId id, uint32_t upstream_cached,
+                     uint32_t upstream_prompt);
+  // Ends a request with an error; `upstream_fault` counts against health.
+  void Fail(engine::RequestId id, Status status, bool upstream_fault);
+  void Finish(engine::RequestId id);
+  void Erase(engine::RequestId id);
+
+  void RecordFailure(const std::string& reason);
+  void RecordSuccess();
+  void SetHealthy(bool healthy, const std::string& reason);
+  void Tick();
+  void Probe();
+  void Reconcile();
+  void NoteDrift(bool overestimated);
+
+  Scheduler& scheduler_;
+  UpstreamTransport& transport_;
+  OpenAiEngineOptions options_;
+  CacheTracker tracker_;
+  std::unordered_map<engine::RequestId, std::unique_ptr<Live>> live_;
+  uint32_t waiting_ = 0;  // live requests without first token
+  bool healthy_ = true;
+  std::string unhealthy_reason_;
+  uint32_t consecutive_failures_ = 0;
+  std::unique_ptr<UpstreamCall> probe_call_;
+  std::unique_ptr<UpstreamCall> slots_call_;
+  std::string probe_body_;
+  std::string slots_body_;
+  TimerId tick_timer_ = kNoTimer;
+  TimePoint next_probe_{};
+  TimePoint next_reconcile_{};
+  double prefill_ms_per_token_ = 0;
+  std::deque<bool> drift_;  // last drift_window evidence: true = overestimate
+  uint32_t drift_over_ = 0;
+  bool unreliable_ = false;
+  OpenAiEngineStats stats_;
+};
+
+}  // namespace hearsay::upstream

@@ -1,0 +1,68 @@
+// Options of the `openai` upstream engine (OpenAiEngine), and their validation.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "hearsay/common/status.h"
+#include "hearsay/env/time.h"
+
+namespace hearsay::upstream {
+
+// Which server is upstream: decides which evidence to ask for and which endpoints exist.
+enum class UpstreamFlavor : uint8_t {
+  kGeneric = 0,   // any OpenAI-compatible server: usage.prompt_tokens_details.cached_tokens only
+  kLlamaCpp = 1,  // llama.cpp server: timings.cache_n on every chunk, GET /slots
+  kVllm = 2,      // vLLM: cached_tokens with --enable-prompt-tokens-details (KV events: later)
+  kSglang = 3,    // SGLang: cached_tokens in usage
+};
+
+// "generic", "llamacpp", "vllm", "sglang".
+std::string_view UpstreamFlavorName(UpstreamFlavor flavor);
+// INVALID_ARGUMENT for an unknown name.
+Result<UpstreamFlavor> ParseUpstreamFlavor(std::string_view name);
+
+struct OpenAiEngineOptions {
+  UpstreamFlavor flavor = UpstreamFlavor::kGeneric;
+  // When not empty, replaces the request's "model" (the upstream may serve another name).
+  std::string model;
+  // The upstream's prefix-cache capacity in (node) tokens: configuration, the engine cannot ask.
+  uint64_t capacity_tokens = 65536;
+  // Longest prompt + max_tokens, in node tokens; 0 = no limit checked here (the upstream checks).
+  uint32_t max_context_tokens = 0;
+  // Most requests in flight at once; more get RESOURCE_EXHAUSTED (the node retries elsewhere).
+  uint32_t max_in_flight = 64;
+  // How long an unconfirmed prediction of what was sent counts as cached.
+  Duration prediction_lease = std::chrono::seconds(5);
+  Duration connect_timeout = std::chrono::seconds(2);
+  // From the send to the first output text; past it the request fails (DEADLINE_EXCEEDED).
+  Duration first_token_timeout = std::chrono::seconds(30);
+  // Longest silence inside a streaming response.
+  Duration idle_timeout = std::chrono::seconds(30);
+  // Consecutive failures (requests or health probes) that mark the upstream unhealthy.
+  uint32_t failures_to_unhealthy = 2;
+  // Period of GET health_path probes (also while healthy: detects a dead upstream without
+  // traffic). An unhealthy upstream becomes healthy again on the first probe answered 200.
+  Duration health_interval = std::chrono::seconds(1);
+  std::string health_path = "/health";
+  // Period of GET /slots reconciliation (llama.cpp only); 0 disables it.
+  Duration reconcile_interval = std::chrono::seconds(2);
+  // True when /slots lists everything the engine caches (llama-server --cache-ram 0): entries no
+  // slot holds are then removed. Otherwise /slots only confirms.
+  bool slots_authoritative = false;
+  // Evidence drift alarm: over the last drift_window evidence reports, when at least
+  // drift_alarm_fraction of them show an overestimate, the estimates are declared unreliable
+  // (loud log, metric) until the fraction falls below half of it.
+  uint32_t drift_window = 32;
+  double drift_alarm_fraction = 0.5;
+  // Bytes of an error response body kept for the error message.
+  size_t max_error_body_bytes = 4096;
+};
+
+// INVALID_ARGUMENT naming the first bad field.
+Status ValidateOpenAiEngineOptions(const OpenAiEngineOptions& options);
+
+}  // namespace hearsay::upstream

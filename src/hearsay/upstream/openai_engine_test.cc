@@ -1,0 +1,446 @@
+// OpenAiEngine tests in virtual time against a scripted upstream: pass-through and streaming,
+// cache evidence and drift, reconciliation, and every upstream fault (down, slow, 5xx, 4xx,
+// garbage, mid-stream break), including the health state that gossip advertises.
+#include "hearsay/upstream/openai_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/upstream/fake_transport_test_util.h"
+
+namespace hearsay::upstream {
+namespace {
+
+using namespace std::chrono_literals;
+using engine::RequestId;
+using testing::FakeTransport;
+
+struct Recorder final : engine::EngineObserver {
+  struct Rec {
+    bool admitted = false;
+    bool first = false;
+    engine::FirstToken first_token;
+    std::string text;
+    bool complete = false;
+    engine::Usage usage;
+    bool error = false;
+    Status status;
+    bool text_before_first = false;
+  };
+  std::map<RequestId, Rec> recs;
+  engine::Engine* cancel_on_first = nullptr;
+
+  void OnAdmitted(RequestId id, const engine::Admission&) override { recs[id].admitted = true; }
+  void OnFirstToken(RequestId id, const engine::FirstToken& f) override {
+    recs[id].first = true;
+    recs[id].first_token = f;
+    if (cancel_on_first) cancel_on_first->Cancel(id);
+  }
+  void OnText(RequestId id, std::string_view t) override {
+    if (!recs[id].first) recs[id].text_before_first = true;
+    recs[id].text += t;
+  }
+  void OnComplete(RequestId id, const engine::Usage& u) override {
+    recs[id].complete = true;
+    recs[id].usage = u;
+  }
+  void OnError(RequestId id, const Status& s) override {
+    recs[id].error = true;
+    recs[id].status = s;
+  }
+};
+
+std::string Chunk(std::string_view text, int cache_n = -1, int prompt_n = -1) {
+  nlohmann::json j = {{"object", "text_completion"},
+                      {"choices", {{{"index", 0}, {"text", text}, {"finish_reason", nullptr}}}}};
+  if (cache_n >= 0)
+    j["timings"] = {{"cache_n", cache_n}, {"prompt_n", prompt_n}, {"prompt_ms", 2.5}};
+  return "data: " + j.dump() + "\n\n";
+}
+
+std::string UsageChunk(int prompt, int completion, int cached) {
+  nlohmann::json j = {{"choices", nlohmann::json::array()},
+                      {"usage",
+                       {{"prompt_tokens", prompt},
+                        {"completion_tokens", completion},
+                        {"prompt_tokens_details", {{"cached_tokens", cached}}}}}};
+  return "data: " + j.dump() + "\n\n";
+}
+
+class OpenAiEngineTest : public ::testing::Test {
+ protected:
+  void Make(OpenAiEngineOptions o = {}) {
+    o.capacity_tokens = o.capacity_tokens == 65536 ? 4096 : o.capacity_tokens;
+    auto keyer = prefix::BlockKeyer::Create("upstream-test-secret-0123456789", "m", "t",
+                                            {.tokens_per_block = 4, .bytes_per_block = 64});
+    auto e = OpenAiEngine::Create(sched_, transport_, keyer.value(), o);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+    sched_.RunFor(0ms);
+    AnswerProbes(200);
+  }
+  // Answers every open health probe.
+  void AnswerProbes(int status) {
+    for (auto& c : transport_.Open("/health")) {
+      if (status == 0) {
+        c->Done(UnavailableError("connection refused"));
+      } else {
+        c->Respond(status, status == 200 ? "{\"status\":\"ok\"}" : "{\"error\":\"loading\"}");
+      }
+    }
+  }
+  using TokenIdBase = engine::TokenId;
+  engine::EngineRequest Req(RequestId id, size_t tokens, TokenIdBase base = 1) {
+    engine::EngineRequest r;
+    r.id = id;
+    for (size_t i = 0; i < tokens; ++i) r.prompt.push_back(static_cast<engine::TokenId>(base + i));
+    r.max_output_tokens = 4;
+    r.api_path = "/v1/completions";
+    r.api_body = R"({"model":"m","prompt":"hello world","max_tokens":4})";
+    return r;
+  }
+  std::shared_ptr<FakeTransport::Call> LastCompletion() {
+    auto open = transport_.Open("/v1/completions");
+    return open.empty() ? nullptr : open.back();
+  }
+
+  sim::VirtualScheduler sched_;
+  FakeTransport transport_;
+  Recorder rec_;
+  std::unique_ptr<OpenAiEngine> engine_;
+};
+
+TEST_F(OpenAiEngineTest, PassesThroughStreamsTextAndReportsUpstreamUsage) {
+  OpenAiEngineOptions o;
+  o.flavor = UpstreamFlavor::kLlamaCpp;
+  o.model = "served-name";
+  Make(o);
+  ASSERT_TRUE(engine_->Submit(Req(1, 16), &rec_).ok());
+  auto call = LastCompletion();
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->request.method, "POST");
+  auto body = nlohmann::json::parse(call->request.body);
+  EXPECT_EQ(body["stream"], true);
+  EXPECT_EQ(body["stream_options"]["include_usage"], true);
+  EXPECT_EQ(body["timings_per_token"], true);
+  EXPECT_EQ(body["model"], "served-name");
+  EXPECT_EQ(body["prompt"], "hello world");
+  EXPECT_EQ(engine_->Load().waiting_requests, 1u);
+
+  call->Headers(200);
+  call->Body(Chunk("Hel", 0, 5));
+  EXPECT_TRUE(rec_.recs[1].first);
+  EXPECT_FALSE(rec_.recs[1].text_before_first);
+  EXPECT_EQ(engine_->Load().running_requests, 1u);
+  call->Body(Chunk("lo"));
+  call->Body(UsageChunk(5, 2, 0));
+  call->Body("data: [DONE]\n\n");
+  call->Done();
+  const auto& r = rec_.recs[1];
+  EXPECT_EQ(r.text, "Hello");
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.usage, (engine::Usage{5, 2, 0}));
+  EXPECT_EQ(engine_->Load().running_requests + engine_->Load().waiting_requests, 0u);
+  EXPECT_GT(engine_->Load().prefill_ms_per_token, 0);
+}
+
+TEST_F(OpenAiEngineTest, EvidenceAtFirstTokenConfirmsAndFeedsTheIndex) {
+  OpenAiEngineOptions o;
+  o.flavor = UpstreamFlavor::kLlamaCpp;
+  Make(o);
+  std::vector<prefix::BlockEvent> ev;
+  ASSERT_TRUE(engine_->Submit(Req(1, 16), &rec_).ok());
+  // The prediction is in the index at once, before any evidence.
+  auto req = Req(9, 16);
+  EXPECT_EQ(engine_->CachedPrefixTokens(req.prompt), 16u);
+  engine_->DrainCacheEvents(ev);
+  EXPECT_EQ(ev.size(), 4u);
+  auto c1 = LastCompletion();
+  c1->Headers(200);
+  c1->Body(Chunk("a", 0, 16));
+  c1->Body("data: [DONE]\n\n");
+  c1->Done();
+  // Same prompt again: estimated 16 cached, the engine reports 15 (last token recomputed).
+  ASSERT_TRUE(engine_->Submit(Req(2, 16), &rec_).ok());
+  auto c2 = LastCompletion();
+  c2->Headers(200);
+  c2->Body(Chunk("b", 15, 1));
+  EXPECT_EQ(rec_.recs[2].first_token.cached_tokens, 15u);  // the engine's own count
+  EXPECT_EQ(rec_.recs[2].first_token.prompt_tokens, 16u);
+  c2->Body("data: [DONE]\n\n");
+  c2->Done();
+  const auto& s = engine_->stats();
+  EXPECT_EQ(s.evidence, 2u);
+  EXPECT_EQ(s.estimated_cached_tokens, 16u);
+  EXPECT_EQ(s.reported_cached_tokens, 15u);
+  EXPECT_EQ(s.overestimates, 0u);
+  EXPECT_FALSE(engine_->estimates_unreliable());
+}
+
+TEST_F(OpenAiEngineTest, ReportedMissRemovesStaleEntryAndPersistentDriftRaisesTheAlarm) {
+  OpenAiEngineOptions o;
+  o.drift_window = 4;
+  o.drift_alarm_fraction = 0.5;
+  Make(o);
+  std::vector<prefix::BlockEvent> ev;
+  auto serve = [&](RequestId id, int cached) {
+    ASSERT_TRUE(engine_->Submit(Req(id, 32), &rec_).ok());
+    auto c = LastCompletion();
+    c->Headers(200);
+    c->Body(Chunk("x"));
+    c->Body(UsageChunk(32, 1, cached));
+    c->Body("data: [DONE]\n\n");
+    c->Done();
+  };
+  serve(1, 0);
+  for (RequestId id = 2; id <= 4; ++id) serve(id, 0);  // the engine keeps missing: it evicts
+  EXPECT_EQ(engine_->stats().overestimates, 3u);
+  EXPECT_GE(engine_->stats().stale_entries_cut, 3u);
+  EXPECT_TRUE(engine_->estimates_unreliable());
+  EXPECT_EQ(engine_->stats().drift_alarms, 1u);
+  // The evidence agrees again: the alarm clears once the overestimates leave the window.
+  for (RequestId id = 5; id <= 8; ++id) serve(id, 32);
+  EXPECT_FALSE(engine_->estimates_unreliable());
+}
+
+TEST_F(OpenAiEngineTest, UpstreamDownFailsBeforeFirstTokenThenMarksUnhealthyAndRecovers) {
+  OpenAiEngineOptions o;
+  o.failures_to_unhealthy = 2;
+  o.health_interval = 1s;
+  Make(o);
+  ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  LastCompletion()->Done(UnavailableError("connect: connection refused"));
+  ASSERT_TRUE(rec_.recs[1].error);
+  EXPECT_FALSE(rec_.recs[1].first);
+  EXPECT_EQ(rec_.recs[1].status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(rec_.recs[1].status.message().find("connection refused"), std::string::npos);
+  EXPECT_TRUE(engine_->healthy());  // one failure is not yet a verdict
+  // The next health probe fails too: unhealthy.
+  sched_.RunFor(1s);
+  AnswerProbes(0);
+  EXPECT_FALSE(engine_->healthy());
+  EXPECT_EQ(engine_->stats().became_unhealthy, 1u);
+  Status s = engine_->Submit(Req(2, 8), &rec_);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("unavailable"), std::string::npos);
+  // Gossip sees a saturated engine (the overload flag's high-water marks).
+  engine::EngineLoad l = engine_->Load();
+  EXPECT_GE(l.waiting_requests, 64u);
+  EXPECT_EQ(l.kv_used_tokens, l.kv_capacity_tokens);
+  // The upstream comes back: the next probe answers 200.
+  sched_.RunFor(1s);
+  AnswerProbes(200);
+  EXPECT_TRUE(engine_->healthy());
+  EXPECT_LT(engine_->Load().waiting_requests, 64u);
+  EXPECT_TRUE(engine_->Submit(Req(3, 8), &rec_).ok());
+}
+
+TEST_F(OpenAiEngineTest, LoadingUpstream503ProbeKeepsItUnhealthy) {
+  OpenAiEngineOptions o;
+  o.failures_to_unhealthy = 1;
+  Make(o);
+  sched_.RunFor(1s);
+  AnswerProbes(503);
+  EXPECT_FALSE(engine_->healthy());
+  EXPECT_NE(engine_->unhealthy_reason().find("503"), std::string::npos);
+}
+
+TEST_F(OpenAiEngineTest, ServerErrorGivesItsMessageAndCountsAgainstHealth) {
+  OpenAiEngineOptions o;
+  o.failures_to_unhealthy = 1;
+  Make(o);
+  ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  LastCompletion()->Respond(
+      500, R"({"error":{"code":500,"message":"KV cache full","type":"server_error"}})");
+  ASSERT_TRUE(rec_.recs[1].error);
+  EXPECT_EQ(rec_.recs[1].status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(rec_.recs[1].status.message().find("HTTP 500: KV cache full"), std::string::npos);
+  EXPECT_FALSE(engine_->healthy());
+  EXPECT_EQ(engine_->stats().http_5xx, 1u);
+}
+
+TEST_F(OpenAiEngineTest, ClientErrorIsPassedOnAndLeavesHealthAlone) {
+  OpenAiEngineOptions o;
+  o.failures_to_unhealthy = 1;
+  Make(o);
+  ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  LastCompletion()->Respond(400, R"({"error":{"message":"the request exceeds the context"}})");
+  EXPECT_EQ(rec_.recs[1].status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(rec_.recs[1].status.message().find("exceeds the context"), std::string::npos);
+  EXPECT_TRUE(engine_->healthy());
+}
+
+TEST_F(OpenAiEngineTest, GarbageStreamIsAClearError) {
+  Make();
+  ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  auto c = LastCompletion();
+  c->Headers(200);
+  c->Body("data: {this is not json\n\n");
+  ASSERT_TRUE(rec_.recs[1].error);
+  EXPECT_EQ(rec_.recs[1].status.code(), StatusCode::kDataLoss);
+  EXPECT_NE(rec_.recs[1].status.message().find("malformed"), std::string::npos);
+  EXPECT_TRUE(c->cancelled);  // the engine hung up
+  // A 200 that ends with nothing at all is garbage too.
+  ASSERT_TRUE(engine_->Submit(Req(2, 8), &rec_).ok());
+  LastCompletion()->Respond(200, "<html>hello</html>");
+  EXPECT_EQ(rec_.recs[2].status.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(engine_->stats().malformed, 2u);
+}
+
+TEST_F(OpenAiEngineTest, ErrorEventInsideTheStreamEndsTheRequest) {
+  Make();
+  ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  auto c = LastCompletion();
+  c->Headers(200);
+  c->Body(Chunk("partial"));
+  c->Body("data: {\"error\":{\"message\":\"out of memory\"}}\n\n");
+  const auto& r = rec_.recs[1];
+  EXPECT_TRUE(r.first);
+  EXPECT_EQ(r.text, "partial");
+  ASSERT_TRUE(r.error);
+  EXPECT_NE(r.status.message().find("out of memory"), std::string::npos);
+}
+
+TEST_F(OpenAiEngineTest, SlowUpstreamTimesOutAtTheFirstTokenDeadline) {
+  OpenAiEngineOptions o;
+  o.first_token_timeout = 3s;
+  o.health_interval = 10s;
+  Make(o);
+  ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  auto c = LastCompletion();
+  c->Headers(200);  // headers, but no output
+  sched_.RunFor(2999ms);
+  EXPECT_FALSE(rec_.recs[1].error);
+  sched_.RunFor(1ms);
+  ASSERT_TRUE(rec_.recs[1].error);
+  EXPECT_EQ(rec_.recs[1].status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(c->cancelled);
+  EXPECT_EQ(engine_->stats().timeouts, 1u);
+}
+
+TEST_F(OpenAiEngineTest, MidStreamBreakEndsWithErrorAfterText) {
+  Make();
+  ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  auto c = LastCompletion();
+  c->Headers(200);
+  c->Body(Chunk("abc"));
+  c->Done(UnavailableError("connection reset"));
+  const auto& r = rec_.recs[1];
+  EXPECT_TRUE(r.first);
+  EXPECT_EQ(r.text, "abc");
+  EXPECT_TRUE(r.error);
+  EXPECT_FALSE(r.complete);
+}
+
+TEST_F(OpenAiEngineTest, CancelStopsCallbacksAndHangsUp) {
+  Make();
+  ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  auto c = LastCompletion();
+  EXPECT_TRUE(engine_->Cancel(1));
+  EXPECT_FALSE(engine_->Cancel(1));
+  EXPECT_TRUE(c->cancelled);
+  c->Headers(200);
+  c->Body(Chunk("late"));
+  c->Done();
+  EXPECT_FALSE(rec_.recs[1].first);
+  EXPECT_FALSE(rec_.recs[1].complete);
+  EXPECT_FALSE(rec_.recs[1].error);
+  // Cancelling from inside OnFirstToken is safe too.
+  rec_.cancel_on_first = engine_.get();
+  ASSERT_TRUE(engine_->Submit(Req(2, 8), &rec_).ok());
+  auto c2 = LastCompletion();
+  c2->Headers(200);
+  c2->Body(Chunk("x") + Chunk("y") + "data: [DONE]\n\n");
+  EXPECT_TRUE(rec_.recs[2].first);
+  EXPECT_EQ(rec_.recs[2].text, "");
+  EXPECT_FALSE(rec_.recs[2].complete);
+  sched_.RunFor(1ms);
+}
+
+TEST_F(OpenAiEngineTest, BadSubmissionsAreRejectedWithoutCallbacks) {
+  OpenAiEngineOptions o;
+  o.max_in_flight = 1;
+  o.max_context_tokens = 20;
+  Make(o);
+  auto r = Req(1, 8);
+  r.api_path = "/v1/embeddings";
+  EXPECT_EQ(engine_->Submit(r, &rec_).code(), StatusCode::kInvalidArgument);
+  r = Req(1, 8);
+  r.api_body = "[1,2]";
+  EXPECT_EQ(engine_->Submit(r, &rec_).code(), StatusCode::kInvalidArgument);
+  r = Req(1, 0);
+  EXPECT_EQ(engine_->Submit(r, &rec_).code(), StatusCode::kInvalidArgument);
+  r = Req(1, 18);
+  EXPECT_EQ(engine_->Submit(r, &rec_).code(), StatusCode::kInvalidArgument);  // 18 + 4 > 20
+  EXPECT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  EXPECT_EQ(engine_->Submit(Req(1, 8), &rec_).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(engine_->Submit(Req(2, 8), &rec_).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(rec_.recs.size(), 0u);
+}
+
+TEST_F(OpenAiEngineTest, SlotsReconciliationPrunesWhatNoSlotHolds) {
+  OpenAiEngineOptions o;
+  o.flavor = UpstreamFlavor::kLlamaCpp;
+  o.slots_authoritative = true;
+  o.prediction_lease = 1s;
+  o.reconcile_interval = 2s;
+  o.health_interval = 1s;
+  Make(o);
+  auto serve = [&](RequestId id, engine::TokenId base, const char* prompt) {
+    auto r = Req(id, 16, base);
+    r.api_body = std::string(R"({"prompt":")") + prompt + R"(","max_tokens":2})";
+    ASSERT_TRUE(engine_->Submit(r, &rec_).ok());
+    auto c = LastCompletion();
+    c->Headers(200);
+    c->Body(Chunk("z", 0, 16) + "data: [DONE]\n\n");
+    c->Done();
+  };
+  serve(1, 100, "alpha prompt");
+  serve(2, 200, "beta prompt");
+  sched_.RunFor(2s);
+  AnswerProbes(200);
+  auto slots = transport_.Open("/slots");
+  ASSERT_EQ(slots.size(), 1u);
+  slots[0]->Respond(200,
+                    R"([{"id":0,"is_processing":false,"prompt":"<s> alpha prompt","generated":"z"},
+                             {"id":1,"is_processing":false}])");
+  EXPECT_EQ(engine_->stats().reconciles, 1u);
+  EXPECT_EQ(engine_->stats().reconcile_confirmed, 1u);
+  EXPECT_EQ(engine_->stats().reconcile_removed, 1u);
+  EXPECT_EQ(engine_->CachedPrefixTokens(Req(0, 16, 100).prompt), 16u);
+  EXPECT_EQ(engine_->CachedPrefixTokens(Req(0, 16, 200).prompt), 0u);
+}
+
+TEST_F(OpenAiEngineTest, DestroyingTheEngineCancelsEverything) {
+  Make();
+  ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());
+  auto c = LastCompletion();
+  engine_.reset();
+  EXPECT_TRUE(c->cancelled);
+  sched_.RunFor(10s);  // no timer of the dead engine fires
+  EXPECT_TRUE(rec_.recs.empty());
+}
+
+TEST(OpenAiEngineOptionsTest, RejectsBadOptions) {
+  OpenAiEngineOptions o;
+  EXPECT_TRUE(ValidateOpenAiEngineOptions(o).ok());
+  o.capacity_tokens = 0;
+  EXPECT_FALSE(ValidateOpenAiEngineOptions(o).ok());
+  o = {};
+  o.health_path = "health";
+  EXPECT_FALSE(ValidateOpenAiEngineOptions(o).ok());
+  o = {};
+  o.drift_alarm_fraction = 0;
+  EXPECT_FALSE(ValidateOpenAiEngineOptions(o).ok());
+  EXPECT_EQ(ParseUpstreamFlavor("llamacpp").value(), UpstreamFlavor::kLlamaCpp);
+  EXPECT_FALSE(ParseUpstreamFlavor("tgi").ok());
+}
+
+}  // namespace
+}  // namespace hearsay::upstream

@@ -1,0 +1,124 @@
+// Tests of the upstream decoders: real chunk shapes of llama.cpp, vLLM/OpenAI, errors, /slots,
+// and rejection of malformed input.
+#include "hearsay/upstream/upstream_response.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "hearsay/upstream/upstream_url.h"
+
+namespace hearsay::upstream {
+namespace {
+
+TEST(UpstreamResponseTest, LlamaCppChunkWithTimings) {
+  auto c = ParseUpstreamChunk(
+      R"({"choices":[{"text":"Hi","index":0,"finish_reason":null}],"object":"text_completion",
+          "timings":{"cache_n":96,"prompt_n":4,"prompt_ms":1.5,"predicted_n":1}})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c.value().text, "Hi");
+  EXPECT_EQ(c.value().cached_tokens, 96u);
+  EXPECT_EQ(c.value().prompt_tokens, 100u);
+  EXPECT_EQ(c.value().prompt_computed_tokens, 4u);
+  EXPECT_DOUBLE_EQ(*c.value().prompt_ms, 1.5);
+}
+
+TEST(UpstreamResponseTest, ChatDeltaAndUsageChunk) {
+  auto c = ParseUpstreamChunk(R"({"choices":[{"delta":{"role":"assistant","content":"Yo"}}]})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value().text, "Yo");
+  EXPECT_FALSE(c.value().cached_tokens);
+  auto u = ParseUpstreamChunk(
+      R"({"choices":[],"usage":{"prompt_tokens":50,"completion_tokens":7,
+          "prompt_tokens_details":{"cached_tokens":32}}})");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u.value().prompt_tokens, 50u);
+  EXPECT_EQ(u.value().completion_tokens, 7u);
+  EXPECT_EQ(u.value().cached_tokens, 32u);
+  auto f = ParseUpstreamChunk(R"({"choices":[{"delta":{},"finish_reason":"length"}]})");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f.value().finish_reason, "length");
+}
+
+TEST(UpstreamResponseTest, DoneAndErrors) {
+  EXPECT_TRUE(ParseUpstreamChunk("[DONE]").value().done);
+  auto e = ParseUpstreamChunk(R"({"error":{"message":"context full","code":500}})");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e.value().error, "context full");
+  EXPECT_EQ(UpstreamErrorMessage(R"({"error":{"message":"bad"}})"), "bad");
+  EXPECT_EQ(UpstreamErrorMessage(R"({"detail":"Not Found"})"), "Not Found");
+  EXPECT_EQ(UpstreamErrorMessage("plain text"), "plain text");
+  EXPECT_EQ(UpstreamErrorMessage(std::string(1000, 'x')).size(), 303u);
+}
+
+TEST(UpstreamResponseTest, MalformedChunksAreErrorsNotCrashes) {
+  for (const char* bad :
+       {"", "{", "[1,2]", "42", R"({"foo":1})", R"({"choices":5})", R"({"choices":[{"text":5}]})",
+        R"({"usage":{"prompt_tokens":-1}})", R"({"usage":{"prompt_tokens":99999999999}})",
+        R"({"timings":{"cache_n":"many"}})", R"({"usage":[]})"}) {
+    EXPECT_EQ(ParseUpstreamChunk(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  std::string deep(10000, '[');
+  EXPECT_FALSE(ParseUpstreamChunk(deep).ok());
+}
+
+TEST(UpstreamResponseTest, Slots) {
+  auto s = ParseSlots(R"([{"id":0,"n_ctx":4096,"is_processing":true,"prompt":"abc",
+                           "generated":"def","n_prompt_tokens":3},{"id":1,"is_processing":false}])");
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s.value().size(), 2u);
+  EXPECT_TRUE(s.value()[0].is_processing);
+  EXPECT_EQ(s.value()[0].prompt, "abc");
+  EXPECT_EQ(s.value()[0].generated, "def");
+  EXPECT_EQ(s.value()[0].tokens, 3u);
+  EXPECT_FALSE(s.value()[1].tokens);
+  EXPECT_FALSE(ParseSlots("{}").ok());
+  EXPECT_FALSE(ParseSlots("[1]").ok());
+}
+
+TEST(UpstreamResponseTest, RewriteForcesStreamingAndEvidence) {
+  auto r = RewriteRequestBody(R"({"prompt":"p","stream":false,"stream_options":null})", true, "");
+  ASSERT_TRUE(r.ok());
+  auto j = nlohmann::json::parse(r.value());
+  EXPECT_EQ(j["stream"], true);
+  EXPECT_EQ(j["stream_options"]["include_usage"], true);
+  EXPECT_EQ(j["timings_per_token"], true);
+  EXPECT_EQ(j["cache_prompt"], true);
+  EXPECT_FALSE(j.contains("model"));
+  auto g = nlohmann::json::parse(RewriteRequestBody(R"({"prompt":"p"})", false, "x").value());
+  EXPECT_FALSE(g.contains("timings_per_token"));
+  EXPECT_EQ(g["model"], "x");
+  EXPECT_FALSE(RewriteRequestBody("nope", false, "").ok());
+}
+
+TEST(UpstreamResponseTest, PromptText) {
+  EXPECT_EQ(PromptText(R"({"prompt":"abc"})"), "abc");
+  EXPECT_EQ(PromptText(R"({"prompt":["x","y"]})"), "x");
+  EXPECT_EQ(
+      PromptText(R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}]})"),
+      "s\nu");
+  EXPECT_EQ(PromptText("garbage"), "");
+}
+
+TEST(UpstreamUrlTest, ParsesAndRejects) {
+  auto u = ParseUpstreamUrl("http://127.0.0.1:8000");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u.value().host_port, "127.0.0.1:8000");
+  EXPECT_EQ(u.value().base_path, "");
+  u = ParseUpstreamUrl("http://gpu-box/v1/");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u.value().host_port, "gpu-box:80");
+  EXPECT_EQ(u.value().base_path, "");
+  u = ParseUpstreamUrl("http://[::1]:9000/proxy");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u.value().host_port, "[::1]:9000");
+  EXPECT_EQ(u.value().base_path, "/proxy");
+  for (const char* bad :
+       {"https://x:1", "ftp://x", "127.0.0.1:8000", "http://", "http://:80", "http://x:0",
+        "http://x:70000", "http://x:8a", "http://x:1?q=1", "http://u:p@x:1", "http://[::1"}) {
+    EXPECT_EQ(ParseUpstreamUrl(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace hearsay::upstream
