@@ -45,12 +45,12 @@ uint64_t TensorFloats(const Llama2cConfig& c) {
   const uint64_t dim = c.dim, hidden = c.hidden_dim, layers = c.n_layers, vocab = c.vocab_size;
   const uint64_t kv_dim = dim * c.n_kv_heads / c.n_heads;
   const uint64_t head = dim / c.n_heads;
-  uint64_t n = vocab * dim;                           // token embedding
-  n += 2 * layers * dim;                              // rms_att, rms_ffn
-  n += 2 * layers * dim * dim;                        // wq, wo
-  n += 2 * layers * dim * kv_dim;                     // wk, wv
-  n += 3 * layers * hidden * dim;                     // w1, w2, w3
-  n += dim;                                           // rms_final
+  uint64_t n = vocab * dim;                              // token embedding
+  n += 2 * layers * dim;                                 // rms_att, rms_ffn
+  n += 2 * layers * dim * dim;                           // wq, wo
+  n += 2 * layers * dim * kv_dim;                        // wk, wv
+  n += 3 * layers * hidden * dim;                        // w1, w2, w3
+  n += dim;                                              // rms_final
   n += 2 * static_cast<uint64_t>(c.seq_len) * head / 2;  // freq_cis real, imag
   if (!c.shared_classifier) n += vocab * dim;
   return n;
@@ -118,17 +118,17 @@ Status WriteLlama2cCheckpoint(const Llama2cConfig& c, const std::string& path) {
     for (uint64_t i = 0; i < n; ++i) out.Put(1.0f);
   };
 
-  random(vocab * dim);            // token_embedding
-  ones(layers * dim);             // rms_att
-  random(layers * dim * dim);     // wq
-  random(layers * dim * kv_dim);  // wk
-  random(layers * dim * kv_dim);  // wv
-  random(layers * dim * dim);     // wo
-  ones(layers * dim);             // rms_ffn
-  random(layers * hidden * dim);  // w1
-  random(layers * dim * hidden);  // w2
-  random(layers * hidden * dim);  // w3
-  ones(dim);                      // rms_final
+  random(vocab * dim);                    // token_embedding
+  ones(layers * dim);                     // rms_att
+  random(layers * dim * dim);             // wq
+  random(layers * dim * kv_dim);          // wk
+  random(layers * dim * kv_dim);          // wv
+  random(layers * dim * dim);             // wo
+  ones(layers * dim);                     // rms_ffn
+  random(layers * hidden * dim);          // w1
+  random(layers * dim * hidden);          // w2
+  random(layers * hidden * dim);          // w3
+  ones(dim);                              // rms_final
   for (int part = 0; part < 2; ++part) {  // freq_cis_real, then freq_cis_imag
     for (int32_t pos = 0; pos < c.seq_len; ++pos) {
       for (uint64_t i = 0; i < head / 2; ++i) {

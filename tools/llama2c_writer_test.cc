@@ -1,17 +1,17 @@
 // Tests of the llama2.c checkpoint writer: exact layout, determinism, config validation.
 #include "tools/llama2c_writer.h"
 
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace hearsay::tools {
 namespace {

@@ -3,10 +3,9 @@
 //
 //   make_llama2c_model --out model.bin [--dim 256 --hidden-dim 768 --layers 4 --heads 8
 //                      --kv-heads 8 --vocab 32000 --seq-len 2048 --seed 1 --unshared-classifier]
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "tools/llama2c_writer.h"
 
@@ -25,8 +24,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seq-len", config.seq_len, "max sequence length")->capture_default_str();
   app.add_option("--seed", config.seed, "weight seed")->capture_default_str();
-  app.add_option("--init-std", config.init_std, "weight standard deviation")
-      ->capture_default_str();
+  app.add_option("--init-std", config.init_std, "weight standard deviation")->capture_default_str();
   app.add_flag("--unshared-classifier", unshared, "write a separate classifier matrix");
   CLI11_PARSE(app, argc, argv);
   config.shared_classifier = !unshared;
