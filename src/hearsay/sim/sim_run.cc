@@ -15,6 +15,7 @@
 #include "hearsay/sim/mmlu_workload.h"
 #include "hearsay/sim/sim_cluster.h"
 #include "hearsay/sim/sim_metrics.h"
+#include "hearsay/sim/specialist_drift.h"
 #include "hearsay/sim/trace_workload.h"
 
 namespace hearsay::sim {
@@ -112,6 +113,7 @@ class ClientSink final : public ResponseSink {
     rec.entry_node = r.entry_node;
     rec.subject = r.subject >= 0 ? r.subject : r.variant;
     rec.prompt_tokens = static_cast<uint32_t>(r.prompt.size());
+    rec.shareable_prefix_tokens = r.shareable_prefix_tokens;
   }
   void OnFirstToken(uint64_t id, const PeerFirstToken& first) override {
     const double ttft = ToMillis(s_.Now() - arrival_[id]);
@@ -168,18 +170,23 @@ nlohmann::json ToJson(const SimSummary& s) {
   j["arrival_rate_per_s"] = s.arrival_rate_per_s;
   j["sim_requests_per_wall_s"] = s.sim_requests_per_wall_s;
   j["wall_seconds"] = s.wall_seconds;
+  if (!s.records.empty()) {
+    j["specialist_drift"] = s.specialist_drift;
+    j["specialist_share"] = s.specialist_share;
+  }
   return j;
 }
 
 Status WriteRecordsCsv(const std::vector<RequestRecord>& records, const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return InternalError("cannot write request records to " + path);
-  std::fprintf(f, "id,arrival_ms,entry_node,served_node,subject,prompt_tokens,cached_tokens,"
-                  "ttft_ms\n");
+  std::fprintf(f,
+               "id,arrival_ms,entry_node,served_node,subject,prompt_tokens,"
+               "shareable_prefix_tokens,cached_tokens,ttft_ms\n");
   for (const RequestRecord& r : records) {
-    std::fprintf(f, "%llu,%.3f,%u,%d,%d,%u,%u,%.3f\n", static_cast<unsigned long long>(r.id),
+    std::fprintf(f, "%llu,%.3f,%u,%d,%d,%u,%u,%u,%.3f\n", static_cast<unsigned long long>(r.id),
                  r.arrival_ms, r.entry_node, r.served_node, r.subject, r.prompt_tokens,
-                 r.cached_tokens, r.ttft_ms);
+                 r.shareable_prefix_tokens, r.cached_tokens, r.ttft_ms);
   }
   const bool ok = std::ferror(f) == 0;
   if (std::fclose(f) != 0 || !ok) return InternalError("cannot write request records to " + path);
@@ -325,6 +332,11 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   s.sim_requests_per_wall_s =
       s.wall_seconds > 0 ? static_cast<double>(s.requests) / s.wall_seconds : 0;
   s.records = std::move(sink.records_);
+  if (config.record_requests) {
+    const DriftStats d = SpecialistDrift(s.records, kDriftWindowMs, kDriftMinRequests);
+    s.specialist_drift = d.drift;
+    s.specialist_share = d.specialist_share;
+  }
   return s;
 }
 

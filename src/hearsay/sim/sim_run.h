@@ -36,11 +36,18 @@ struct RequestRecord {
   // MMLU subject, chat system prompt (or -1), as in sim::Request.
   int32_t subject = -1;
   uint32_t prompt_tokens = 0;
+  // Request::shareable_prefix_tokens: what an unbounded cache that saw every earlier request
+  // would hold.
+  uint32_t shareable_prefix_tokens = 0;
   // Prompt tokens the serving engine found cached.
   uint32_t cached_tokens = 0;
   // Time to first token at the client; < 0 if it failed.
   double ttft_ms = -1;
 };
+
+// Windows of the specialist-drift figures in SimSummary.
+inline constexpr double kDriftWindowMs = 2000;
+inline constexpr uint32_t kDriftMinRequests = 3;
 
 // The figures of one run. Times are in virtual milliseconds, measured at the client: from the
 // request's arrival at its entry node to the first token (or the last) back at the entry node.
@@ -75,6 +82,10 @@ struct SimSummary {
   // Wall-clock speed of the simulation; not deterministic, keep it out of comparisons.
   double sim_requests_per_wall_s = 0;
   double wall_seconds = 0;
+  // Specialist drift (specialist_drift.h) over windows of kDriftWindowMs with at least
+  // kDriftMinRequests requests of a subject; only with SimConfig::record_requests, else 0.
+  double specialist_drift = 0;
+  double specialist_share = 0;
   // One record per request, by id (only with SimConfig::record_requests; not in ToJson).
   std::vector<RequestRecord> records;
 };
