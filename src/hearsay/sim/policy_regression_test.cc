@@ -10,16 +10,17 @@
 namespace hearsay::sim {
 namespace {
 
-// The demo's cluster (8 nodes, Zipf 1.0, 1 ms), shortened: a small cache fills within the first
-// seconds, which is when the old hotspot appeared.
+// The demo's cluster (8 nodes, Zipf 1.0, 1 ms, 64k-token caches), shortened to 6,000 requests
+// (~24 s simulated): the old hotspot appeared at ~12 s, when the first caches filled up while
+// others still had room.
 SimConfig DemoLike(const std::string& policy) {
   SimConfig c;
   c.nodes = 8;
   c.policy = policy;
   c.zipf = 1.0;
   c.delay_ms = 1.0;
-  c.requests = 4000;
-  c.capacity_tokens = 16384;
+  c.requests = 6000;
+  c.capacity_tokens = 65536;
   c.warmup_ms = 2000;
   c.seed = 1;
   c.record_requests = true;
