@@ -59,10 +59,9 @@ class OverloadTracker {
 
   // Feeds one report; returns the flag after it.
   bool Update(const LoadReport& r) {
-    const double kv = r.kv_capacity_tokens == 0
-                          ? 0.0
-                          : static_cast<double>(r.running_context_tokens) /
-                                static_cast<double>(r.kv_capacity_tokens);
+    const double kv = r.kv_capacity_tokens == 0 ? 0.0
+                                                : static_cast<double>(r.running_context_tokens) /
+                                                      static_cast<double>(r.kv_capacity_tokens);
     if (!overloaded_) {
       overloaded_ = r.queue_depth >= t_.enter_queue_depth || kv >= t_.enter_kv_fraction;
     } else {

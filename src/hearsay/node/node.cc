@@ -356,7 +356,7 @@ void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
     policy_->OnOutcome(o);
   }
   p.sink->OnFirstToken(p.client_id,
-                      PeerFirstToken{first.prompt_tokens, first.cached_tokens, options_.id});
+                       PeerFirstToken{first.prompt_tokens, first.cached_tokens, options_.id});
   const uint32_t token = first.token;
   p.sink->OnOutput(p.client_id, PeerOutput{std::span<const uint32_t>(&token, 1), {}});
 }

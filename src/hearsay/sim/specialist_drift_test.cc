@@ -46,7 +46,8 @@ TEST(SpecialistDriftTest, CountsChangesOfTheMajorityServer) {
 }
 
 TEST(SpecialistDriftTest, SparseWindowsAndUnknownsAreSkipped) {
-  std::vector<RequestRecord> rs = {Rec(0, 0, 1), Rec(5, 0, 1), Rec(1000, 0, 3),  // too few
+  // Window 1 has too few requests; the last two have no subject or no serving node.
+  std::vector<RequestRecord> rs = {Rec(0, 0, 1),    Rec(5, 0, 1),    Rec(1000, 0, 3),
                                    Rec(2000, 0, 2), Rec(2001, 0, 2), Rec(3000, -1, 1),
                                    Rec(3001, 0, -1)};
   const DriftStats d = SpecialistDrift(rs, 1000, 2);
