@@ -32,6 +32,7 @@ void DrawProgress(uint64_t done, uint64_t total) {
 void AddSimCommand(CLI::App& app, int& exit_code) {
   auto config = std::make_shared<sim::SimConfig>();
   auto json = std::make_shared<bool>(false);
+  auto records = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("sim", "Simulate a cluster in virtual time and print its figures");
   sim::SimConfig& c = *config;
   cmd->add_option("--workload", c.workload, "mmlu, trace or chat")->capture_default_str();
@@ -58,11 +59,13 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--landmark-stride", c.landmark_stride, "Gossip landmark stride, blocks")
       ->capture_default_str();
   cmd->add_flag("--json", *json, "Print one JSON object");
+  cmd->add_option("--records", *records,
+                  "Write one CSV line per request (who served it, when, TTFT) to this file");
   auto experiment = std::make_shared<ExperimentCliFlags>();
   AddExperimentFlags(cmd, experiment.get());
   CLI::App* gossip = AddSimGossipCommand(*cmd, exit_code);
   CLI::App* demo = AddSimDemoCommand(*cmd, exit_code);
-  cmd->callback([config, json, experiment, gossip, demo, &exit_code] {
+  cmd->callback([config, json, records, experiment, gossip, demo, &exit_code] {
     // `hearsay sim gossip` and `hearsay sim demo` ran their own callbacks.
     if (gossip->parsed() || demo->parsed()) return;
     if (!experiment->experiment.empty()) {
@@ -71,6 +74,7 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
     }
     sim::ProgressFn progress;
     if (isatty(STDERR_FILENO)) progress = DrawProgress;
+    config->record_requests = !records->empty();
     Result<sim::SimSummary> r = sim::RunSim(*config, progress);
     if (!r.ok()) {
       std::fprintf(stderr, "hearsay sim: %s\n", r.status().ToString().c_str());
@@ -78,6 +82,13 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
       return;
     }
     const sim::SimSummary& s = *r;
+    if (!records->empty()) {
+      if (Status w = sim::WriteRecordsCsv(s.records, *records); !w.ok()) {
+        std::fprintf(stderr, "hearsay sim: %s\n", w.ToString().c_str());
+        exit_code = 2;
+        return;
+      }
+    }
     if (*json) {
       std::printf("%s\n", sim::ToJson(s).dump().c_str());
       return;

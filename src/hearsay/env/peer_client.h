@@ -49,6 +49,8 @@ struct PeerFirstToken {
   uint32_t prompt_tokens = 0;
   // Prompt tokens the serving engine found cached.
   uint32_t cached_tokens = 0;
+  // The node whose engine served the request (set by that node; relayed unchanged by a forward).
+  NodeId served_by;
 };
 
 // Final accounting (OpenAI `usage`).

@@ -169,6 +169,9 @@ TEST(NodeTest, LoadAndCacheEventsReachEveryPeer) {
   load.kv_used_tokens = 100;
   load.kv_capacity_tokens = 1000;
   load.prefill_ms_per_token = 0.25;
+  load.waiting_prefill_tokens = 5000;
+  load.running_context_tokens = 12000;
+  load.queue_wait_us = 42000;
   c.node(2).SetLoad(load);
   const auto events = Chain(1000, 10);  // landmarks at 0, 4, 8
   c.node(2).PublishCacheEvents(events);
@@ -182,6 +185,9 @@ TEST(NodeTest, LoadAndCacheEventsReachEveryPeer) {
     EXPECT_TRUE(v->has_load);
     EXPECT_EQ(v->load.queue_depth, 7u);
     EXPECT_EQ(v->load.prefill_ms_per_token, 0.25);
+    EXPECT_EQ(v->load.waiting_prefill_tokens, 5000u);
+    EXPECT_EQ(v->load.running_context_tokens, 12000u);
+    EXPECT_EQ(v->load.queue_wait_us, 42000u);
     EXPECT_EQ(c.listener(i).caches["n2"], (std::set<prefix::BlockKey>{1000, 1004, 1008}));
     EXPECT_EQ(c.node(i).EstimateMatchedBlocks("n2", chain), 9u);
     EXPECT_EQ(c.node(i).EstimateMatchedBlocks("n2", std::span(chain).first(4)), 1u);
@@ -236,6 +242,27 @@ TEST(NodeTest, OverloadFlagHasHysteresis) {
   EXPECT_FALSE(c.node(0).overloaded());
   c.Run(3s);
   EXPECT_FALSE(c.node(1).Member("n0")->load.overloaded);
+}
+
+TEST(NodeTest, FullPrefixCacheIsNotOverloadButPinnedKvIs) {
+  Cluster c(2, 4);
+  c.StartAll();
+  c.Run(1s);
+  LoadReport l;
+  l.kv_capacity_tokens = 1000;
+  l.kv_used_tokens = 1000;  // an LRU cache full of evictable prefixes: normal
+  l.running_context_tokens = 500;
+  c.node(0).SetLoad(l);
+  EXPECT_FALSE(c.node(0).overloaded());
+  l.running_context_tokens = 970;  // running requests hold nearly all of it
+  c.node(0).SetLoad(l);
+  EXPECT_TRUE(c.node(0).overloaded());
+  l.running_context_tokens = 950;  // between the marks: stays overloaded
+  c.node(0).SetLoad(l);
+  EXPECT_TRUE(c.node(0).overloaded());
+  l.running_context_tokens = 900;
+  c.node(0).SetLoad(l);
+  EXPECT_FALSE(c.node(0).overloaded());
 }
 
 TEST(NodeTest, CrashedNodeIsDeclaredDeadByAll) {

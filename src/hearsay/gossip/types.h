@@ -29,13 +29,21 @@ struct LoadReport {
   uint64_t kv_capacity_tokens = 0;  // KV cache capacity, in tokens (0 = unknown)
   double prefill_ms_per_token = 0;  // measured prefill cost per uncached token
   bool overloaded = false;          // computed by the gossip node (hysteresis); ignored by SetLoad
+  // Prompt tokens still to prefill (queued and running, net of cache hits): the backlog a count
+  // of requests cannot show, since one queued prompt may be 30 tokens or 30,000.
+  uint64_t waiting_prefill_tokens = 0;
+  uint64_t running_context_tokens = 0;  // KV tokens the running batch holds (its decode cost)
+  uint32_t queue_wait_us = 0;           // the engine's own estimate of a new request's queue wait
 
   friend bool operator==(const LoadReport&, const LoadReport&) = default;
 };
 
 // High- and low-water marks of the overload flag. A node enters overload when its queue depth or
-// its KV fill reaches the high mark, and leaves only when both are at or below the low marks, so
-// the flag does not flap around a single threshold.
+// its pinned KV (running_context_tokens over kv_capacity_tokens) reaches the high mark, and leaves
+// only when both are at or below the low marks, so the flag does not flap around a single
+// threshold. Pinned KV, not used KV: an LRU prefix cache runs full by design (evictable cached
+// prefixes are what routing is after), so a full cache is not overload; KV that running requests
+// hold, which no eviction can free, is.
 struct OverloadThresholds {
   uint32_t enter_queue_depth = 64;
   uint32_t exit_queue_depth = 32;
@@ -52,7 +60,7 @@ class OverloadTracker {
   // Feeds one report; returns the flag after it.
   bool Update(const LoadReport& r) {
     const double kv = r.kv_capacity_tokens == 0 ? 0.0
-                                                : static_cast<double>(r.kv_used_tokens) /
+                                                : static_cast<double>(r.running_context_tokens) /
                                                       static_cast<double>(r.kv_capacity_tokens);
     if (!overloaded_) {
       overloaded_ = r.queue_depth >= t_.enter_queue_depth || kv >= t_.enter_kv_fraction;

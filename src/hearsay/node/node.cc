@@ -78,6 +78,11 @@ void Node::PublishTick() {
   r.kv_used_tokens = l.kv_used_tokens;
   r.kv_capacity_tokens = l.kv_capacity_tokens;
   r.prefill_ms_per_token = l.prefill_ms_per_token;
+  r.waiting_prefill_tokens = l.waiting_prefill_tokens;
+  r.running_context_tokens = l.kv_pinned_tokens;
+  r.queue_wait_us = static_cast<uint32_t>(std::clamp<int64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(l.estimated_queue_wait).count(), 0,
+      int64_t{UINT32_MAX}));
   // Only a change is worth a new version (and its gossip bytes); heartbeats cover the rest.
   if (!last_load_ || !(r == *last_load_)) {
     gossip_->SetLoad(r);
@@ -280,6 +285,9 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
         c.load.running = peer.load.running;
         c.load.kv_used_tokens = peer.load.kv_used_tokens;
         c.load.kv_capacity_tokens = peer.load.kv_capacity_tokens;
+        c.load.queued_prefill_tokens = peer.load.waiting_prefill_tokens;
+        c.load.running_context_tokens = peer.load.running_context_tokens;
+        c.load.queue_wait = std::chrono::microseconds(peer.load.queue_wait_us);
         c.load.overloaded = peer.load.overloaded;
         c.load.age = now - peer.load_at;
       }
@@ -369,7 +377,8 @@ void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
     stats_.estimated_cached_tokens += p.estimated_cached;
     stats_.actual_cached_tokens += first.cached_tokens;
   }
-  p.sink->OnFirstToken(p.client_id, PeerFirstToken{first.prompt_tokens, first.cached_tokens});
+  p.sink->OnFirstToken(p.client_id,
+                       PeerFirstToken{first.prompt_tokens, first.cached_tokens, options_.id});
   const uint32_t token = first.token;
   p.sink->OnOutput(p.client_id, PeerOutput{std::span<const uint32_t>(&token, 1), {}});
 }

@@ -112,6 +112,10 @@ std::optional<Request> ChatWorkload::TryEmit(Conversation& c) {
   r.prompt = c.prompt;
   r.output_tokens = DrawLogNormal(options_.answer_mean_tokens, options_.answer_sigma,
                                   options_.answer_min_tokens, options_.answer_max_tokens);
+  // The engine answers with exactly the tokens the next turn's prompt repeats, so that turn can
+  // hit the answer in the cache of whichever engine served this one.
+  AppendContentTokens(MixIds(kAnswerStream, turn_content), 0, r.output_tokens, options_.vocab,
+                      r.scripted_output);
   r.shareable_prefix_tokens = shareable;
   r.variant = static_cast<int32_t>(c.system);
   r.conversation = c.id;

@@ -62,6 +62,10 @@ TEST(ChatWorkloadTest, EachTurnExtendsThePreviousPromptAndAnswer) {
       EXPECT_EQ(r.shareable_prefix_tokens, prev.prompt.size() + prev.output_tokens);
       ASSERT_GT(r.prompt.size(), r.shareable_prefix_tokens);
       EXPECT_TRUE(std::equal(prev.prompt.begin(), prev.prompt.end(), r.prompt.begin()));
+      // The previous answer in this prompt is exactly what the engine was scripted to answer.
+      ASSERT_EQ(prev.scripted_output.size(), prev.output_tokens);
+      EXPECT_TRUE(std::equal(prev.scripted_output.begin(), prev.scripted_output.end(),
+                             r.prompt.begin() + static_cast<std::ptrdiff_t>(prev.prompt.size())));
       // Think time: at least think_min after the previous turn.
       EXPECT_GE(r.arrival - prev.arrival, FromSeconds(2));
     }

@@ -67,6 +67,8 @@ SimConfig PaperBaseConfig(const ExperimentOptions& options) {
   c.capacity_tokens = 16384;
   c.gossip_ms = 200;
   c.seed = options.base_seed;
+  // Per-request records, for the specialist-drift figures of claim 4.
+  c.record_requests = true;
   return c;
 }
 

@@ -29,6 +29,8 @@ enum class Metric : size_t {
   kForwardedFrac,
   kLoadCov,
   kGossipBytes,
+  kSpecialistDrift,
+  kSpecialistShare,
   kCount,
 };
 inline constexpr size_t kMetricCount = static_cast<size_t>(Metric::kCount);

@@ -63,6 +63,9 @@ struct SimConfig {
   uint32_t block_tokens = 16;
   // Virtual time to warm up membership before the first request, in ms (>= 0).
   double warmup_ms = 3000;
+  // Keep one RequestRecord per request in SimSummary::records (sim_run.h), for analyses that
+  // need to know who served what when (specialist drift, load over time).
+  bool record_requests = false;
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its allowed range.

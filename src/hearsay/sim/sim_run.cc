@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 
 #include "hearsay/engine/cost_model.h"
@@ -13,6 +15,7 @@
 #include "hearsay/sim/mmlu_workload.h"
 #include "hearsay/sim/sim_cluster.h"
 #include "hearsay/sim/sim_metrics.h"
+#include "hearsay/sim/specialist_drift.h"
 #include "hearsay/sim/trace_workload.h"
 
 namespace hearsay::sim {
@@ -92,16 +95,35 @@ double ServiceMs(const engine::CostParams& p, double prompt, double output, doub
 // Receives every client request's events (at its entry node).
 class ClientSink final : public ResponseSink {
  public:
-  ClientSink(VirtualScheduler& s, size_t expected) : s_(s) {
+  ClientSink(VirtualScheduler& s, size_t expected, bool record,
+             std::unordered_map<NodeId, int32_t> node_index)
+      : s_(s), record_(record), node_index_(std::move(node_index)) {
     arrival_.reserve(expected);
     ttft_ms_.reserve(expected);
+    if (record_) records_.reserve(expected);
   }
-  void Arrived(uint64_t id) {
-    if (id >= arrival_.size()) arrival_.resize(id + 1);
-    arrival_[id] = s_.Now();
+  void Arrived(const Request& r, TimePoint origin) {
+    if (r.id >= arrival_.size()) arrival_.resize(r.id + 1);
+    arrival_[r.id] = s_.Now();
+    if (!record_) return;
+    if (r.id >= records_.size()) records_.resize(r.id + 1);
+    RequestRecord& rec = records_[r.id];
+    rec.id = r.id;
+    rec.arrival_ms = ToMillis(s_.Now() - origin);
+    rec.entry_node = r.entry_node;
+    rec.subject = r.subject >= 0 ? r.subject : r.variant;
+    rec.prompt_tokens = static_cast<uint32_t>(r.prompt.size());
+    rec.shareable_prefix_tokens = r.shareable_prefix_tokens;
   }
-  void OnFirstToken(uint64_t id, const PeerFirstToken&) override {
-    ttft_ms_.push_back(ToMillis(s_.Now() - arrival_[id]));
+  void OnFirstToken(uint64_t id, const PeerFirstToken& first) override {
+    const double ttft = ToMillis(s_.Now() - arrival_[id]);
+    ttft_ms_.push_back(ttft);
+    if (!record_ || id >= records_.size()) return;
+    RequestRecord& rec = records_[id];
+    rec.ttft_ms = ttft;
+    rec.cached_tokens = first.cached_tokens;
+    const auto it = node_index_.find(first.served_by);
+    rec.served_node = it == node_index_.end() ? -1 : it->second;
   }
   void OnComplete(uint64_t id, const PeerUsage&) override {
     e2e_sum_ms_ += ToMillis(s_.Now() - arrival_[id]);
@@ -115,8 +137,11 @@ class ClientSink final : public ResponseSink {
   uint64_t finished() const { return done_ + failed_; }
 
   VirtualScheduler& s_;
+  bool record_;
+  std::unordered_map<NodeId, int32_t> node_index_;
   std::vector<TimePoint> arrival_;
   std::vector<double> ttft_ms_;
+  std::vector<RequestRecord> records_;
   double e2e_sum_ms_ = 0;
   uint64_t done_ = 0;
   uint64_t failed_ = 0;
@@ -145,7 +170,27 @@ nlohmann::json ToJson(const SimSummary& s) {
   j["arrival_rate_per_s"] = s.arrival_rate_per_s;
   j["sim_requests_per_wall_s"] = s.sim_requests_per_wall_s;
   j["wall_seconds"] = s.wall_seconds;
+  if (!s.records.empty()) {
+    j["specialist_drift"] = s.specialist_drift;
+    j["specialist_share"] = s.specialist_share;
+  }
   return j;
+}
+
+Status WriteRecordsCsv(const std::vector<RequestRecord>& records, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return InternalError("cannot write request records to " + path);
+  std::fprintf(f,
+               "id,arrival_ms,entry_node,served_node,subject,prompt_tokens,"
+               "shareable_prefix_tokens,cached_tokens,ttft_ms\n");
+  for (const RequestRecord& r : records) {
+    std::fprintf(f, "%llu,%.3f,%u,%d,%d,%u,%u,%u,%.3f\n", static_cast<unsigned long long>(r.id),
+                 r.arrival_ms, r.entry_node, r.served_node, r.subject, r.prompt_tokens,
+                 r.shareable_prefix_tokens, r.cached_tokens, r.ttft_ms);
+  }
+  const bool ok = std::ferror(f) == 0;
+  if (std::fclose(f) != 0 || !ok) return InternalError("cannot write request records to " + path);
+  return OkStatus();
 }
 
 Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
@@ -214,7 +259,9 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   const TimePoint start = sched.Now();
   const uint64_t bytes_at_start = cluster->gossip_bytes_sent();
 
-  ClientSink sink(sched, total);
+  std::unordered_map<NodeId, int32_t> node_index;
+  for (int i = 0; i < cluster->size(); ++i) node_index.emplace(SimCluster::Name(i), i);
+  ClientSink sink(sched, total, config.record_requests, std::move(node_index));
   std::optional<Request> next = workload->Next();
   uint64_t issued = 0;
   // Each arrival schedules the next one, so only one arrival timer is pending at a time.
@@ -225,11 +272,12 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
       next = workload->Next();
       if (issued + 1 >= total) next.reset();
       ++issued;
-      sink.Arrived(r.id);
+      sink.Arrived(r, start);
       PeerRequest pr;
       pr.id = r.id;
       pr.prompt = std::move(r.prompt);
       pr.max_output_tokens = std::max<uint32_t>(1, r.output_tokens);
+      pr.scripted_output = std::move(r.scripted_output);
       cluster->node(static_cast<int>(r.entry_node) % cluster->size()).Submit(std::move(pr), &sink);
       arm();
     });
@@ -283,6 +331,12 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   s.sim_requests_per_wall_s =
       s.wall_seconds > 0 ? static_cast<double>(s.requests) / s.wall_seconds : 0;
+  s.records = std::move(sink.records_);
+  if (config.record_requests) {
+    const DriftStats d = SpecialistDrift(s.records, kDriftWindowMs, kDriftMinRequests);
+    s.specialist_drift = d.drift;
+    s.specialist_share = d.specialist_share;
+  }
   return s;
 }
 

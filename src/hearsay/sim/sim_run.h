@@ -25,6 +25,30 @@
 
 namespace hearsay::sim {
 
+// One client request as the simulation saw it (kept when SimConfig::record_requests is set).
+struct RequestRecord {
+  uint64_t id = 0;
+  // Arrival at the entry node, in virtual ms from the first arrival's time origin.
+  double arrival_ms = 0;
+  uint32_t entry_node = 0;
+  // The node whose engine served it; -1 if it failed.
+  int32_t served_node = -1;
+  // MMLU subject, chat system prompt (or -1), as in sim::Request.
+  int32_t subject = -1;
+  uint32_t prompt_tokens = 0;
+  // Request::shareable_prefix_tokens: what an unbounded cache that saw every earlier request
+  // would hold.
+  uint32_t shareable_prefix_tokens = 0;
+  // Prompt tokens the serving engine found cached.
+  uint32_t cached_tokens = 0;
+  // Time to first token at the client; < 0 if it failed.
+  double ttft_ms = -1;
+};
+
+// Windows of the specialist-drift figures in SimSummary.
+inline constexpr double kDriftWindowMs = 2000;
+inline constexpr uint32_t kDriftMinRequests = 3;
+
 // The figures of one run. Times are in virtual milliseconds, measured at the client: from the
 // request's arrival at its entry node to the first token (or the last) back at the entry node.
 struct SimSummary {
@@ -58,10 +82,20 @@ struct SimSummary {
   // Wall-clock speed of the simulation; not deterministic, keep it out of comparisons.
   double sim_requests_per_wall_s = 0;
   double wall_seconds = 0;
+  // Specialist drift (specialist_drift.h) over windows of kDriftWindowMs with at least
+  // kDriftMinRequests requests of a subject; only with SimConfig::record_requests, else 0.
+  double specialist_drift = 0;
+  double specialist_share = 0;
+  // One record per request, by id (only with SimConfig::record_requests; not in ToJson).
+  std::vector<RequestRecord> records;
 };
 
 // The summary as one JSON object (field names as above).
 nlohmann::json ToJson(const SimSummary& summary);
+
+// Writes `records` as CSV (a header line, then one line per record, fields as in RequestRecord)
+// to `path`. INTERNAL naming the path if it cannot be written.
+Status WriteRecordsCsv(const std::vector<RequestRecord>& records, const std::string& path);
 
 // Called now and then during a run with (requests completed, requests expected).
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;

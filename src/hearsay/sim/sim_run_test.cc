@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "hearsay/sim/sim_metrics.h"
 
@@ -55,6 +56,70 @@ TEST(SimRunTest, SummarySanity) {
   EXPECT_GT(oracle->forwarded_frac, 0.2);
   EXPECT_GT(oracle->hit_rate, local->hit_rate);
   EXPECT_LT(oracle->mean_ttft_ms, local->mean_ttft_ms);
+}
+
+TEST(SimRunTest, RecordsMatchTheSummary) {
+  SimConfig c = Small("hearsay");
+  c.record_requests = true;
+  auto s = RunSim(c);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->records.size(), 1500u);
+  uint64_t forwarded = 0, prompt = 0, cached = 0;
+  std::vector<uint64_t> served(4, 0);
+  for (size_t i = 0; i < s->records.size(); ++i) {
+    const RequestRecord& r = s->records[i];
+    EXPECT_EQ(r.id, i);
+    ASSERT_GE(r.served_node, 0);
+    ASSERT_LT(r.served_node, 4);
+    EXPECT_GE(r.subject, 0);
+    EXPECT_GT(r.ttft_ms, 0);
+    EXPECT_LE(r.cached_tokens, r.prompt_tokens);
+    if (i > 0) {
+      EXPECT_GE(r.arrival_ms, s->records[i - 1].arrival_ms);
+    }
+    forwarded += static_cast<uint32_t>(r.served_node) != r.entry_node ? 1 : 0;
+    prompt += r.prompt_tokens;
+    cached += r.cached_tokens;
+    ++served[r.served_node];
+  }
+  EXPECT_DOUBLE_EQ(s->forwarded_frac, static_cast<double>(forwarded) / 1500);
+  EXPECT_DOUBLE_EQ(s->hit_rate, static_cast<double>(cached) / static_cast<double>(prompt));
+  EXPECT_EQ(std::vector<uint64_t>(s->per_node_served.begin(), s->per_node_served.end()), served);
+  EXPECT_GT(s->specialist_share, 0.25);
+  EXPECT_LE(s->specialist_share, 1.0);
+  EXPECT_GE(s->specialist_drift, 0.0);
+  EXPECT_LE(s->specialist_drift, 1.0);
+  // Without the flag, no records and no drift figures.
+  auto plain = RunSim(Small("hearsay"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->records.empty());
+  EXPECT_EQ(plain->specialist_share, 0.0);
+  EXPECT_EQ(plain->mean_ttft_ms, s->mean_ttft_ms);
+}
+
+// Each chat turn's prompt repeats the previous turn's answer; the engine is scripted to answer
+// exactly that, so on one node with room for everything a later turn hits the whole previous
+// prompt and answer (before scripted answers, it missed from the answer on).
+TEST(SimRunTest, ChatTurnsHitThePreviousAnswer) {
+  SimConfig c;
+  c.workload = "chat";
+  c.nodes = 1;
+  c.policy = "local";
+  c.requests = 300;
+  c.rho = 0.3;
+  c.capacity_tokens = 1 << 22;
+  c.warmup_ms = 100;
+  c.record_requests = true;
+  auto s = RunSim(c);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_GT(s->records.size(), 100u);
+  uint64_t full = 0;
+  for (const RequestRecord& r : s->records) {
+    full += r.cached_tokens >= r.shareable_prefix_tokens ? 1 : 0;
+  }
+  // Misses: a system prompt's first use (8 of them), and a turn sent while its previous answer
+  // (up to 2,000 tokens) was still decoding. Without scripted answers every later turn missed.
+  EXPECT_GE(static_cast<double>(full), 0.95 * static_cast<double>(s->records.size()));
 }
 
 TEST(SimRunTest, ConfigValidation) {

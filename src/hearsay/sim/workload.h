@@ -54,6 +54,9 @@ struct Request {
   std::vector<TokenId> prompt;
   // Tokens the engine is asked to generate (max_tokens).
   uint32_t output_tokens = 0;
+  // The answer's tokens when the workload knows them (chat: the answer a later turn's prompt
+  // repeats), passed to the engine as PeerRequest::scripted_output; empty otherwise.
+  std::vector<TokenId> scripted_output;
   // Leading prompt tokens that other requests share by construction, for analysis (never for
   // routing): MMLU, header + subject shots; chat, the previous turn's prompt and answer (the
   // system prompt on turn 0); trace, the leading blocks an earlier request already carried
