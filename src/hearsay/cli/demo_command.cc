@@ -32,6 +32,7 @@
 #include "hearsay/loadgen/load_run.h"
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
+#include "hearsay/route/registry.h"
 
 namespace hearsay::cli {
 
@@ -90,6 +91,26 @@ Status EngineSetup(const DemoFlags& f, harness::LocalClusterOptions& o) {
   }
   return InvalidArgumentError("engine '" + f.engine +
                               "' is not supported by hearsay demo yet (supported: sim)");
+}
+
+// OK if every name is a policy the daemon can run (checked here so a typo fails at once, not after
+// a cluster has started and died).
+Status CheckPolicies(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    bool found = false;
+    for (const route::PolicyInfo& p : route::Policies()) {
+      if (p.name != name) continue;
+      if (p.simulator_only) {
+        return InvalidArgumentError("policy '" + name + "' exists only in the simulator");
+      }
+      found = true;
+    }
+    if (!found) {
+      return InvalidArgumentError("unknown policy '" + name +
+                                  "' (policies: " + route::PolicyNames() + ")");
+    }
+  }
+  return OkStatus();
 }
 
 // Cancels whatever the demo is doing when a signal arrives; the main thread then unwinds and the
@@ -186,6 +207,13 @@ int RunDemo(const DemoFlags& f) {
   const std::vector<std::string> policies = SplitCommas(f.policies);
   if (policies.empty()) {
     std::fprintf(stderr, "hearsay demo: --policies names no policy\n");
+    return 1;
+  }
+  harness::LocalClusterOptions probe;
+  Status valid = CheckPolicies(policies);
+  if (valid.ok()) valid = EngineSetup(f, probe);
+  if (!valid.ok()) {
+    std::fprintf(stderr, "hearsay demo: %s\n", valid.message().c_str());
     return 1;
   }
   const bool tty = isatty(STDERR_FILENO) != 0;
