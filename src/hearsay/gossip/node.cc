@@ -108,15 +108,31 @@ void Node::Start(std::span<const Address> seeds) {
 
 void Node::JoinTick() {
   if (left_) return;
-  if (live_member_count() == 0) {
-    for (const auto& seed : seeds_) {
-      Message m = NewMessage(MsgType::kPushPull);
-      m.reply_wanted = true;
-      m.members.push_back(SelfUpdate(MemberState::kAlive));
-      Send(seed, std::move(m));
-    }
+  // Every seed is contacted until it is a known member, not only until the first one answers:
+  // if the seeds' first messages to each other are lost and each joiner reaches only one seed,
+  // stopping early leaves two islands that never learn of each other (no member of one ever
+  // names a member of the other). Once joined, the retries back off, so an unreachable seed
+  // costs little.
+  bool contacted = false;
+  for (const auto& seed : seeds_) {
+    if (KnowsAddress(seed)) continue;
+    Message m = NewMessage(MsgType::kPushPull);
+    m.reply_wanted = true;
+    m.members.push_back(SelfUpdate(MemberState::kAlive));
+    Send(seed, std::move(m));
+    contacted = true;
   }
-  After(config_.join_retry_interval, &Node::JoinTick);
+  if (live_member_count() == 0 || !contacted) {
+    join_backoff_ = config_.join_retry_interval;
+  } else {
+    join_backoff_ = std::min(join_backoff_ * 2, config_.join_retry_max_interval);
+  }
+  After(join_backoff_, &Node::JoinTick);
+}
+
+bool Node::KnowsAddress(const Address& address) const {
+  return std::any_of(members_.begin(), members_.end(),
+                     [&](const auto& kv) { return kv.second.address == address; });
 }
 
 void Node::Leave() {

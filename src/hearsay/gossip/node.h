@@ -82,7 +82,8 @@ class Node final : public MessageSink {
   Node& operator=(const Node&) = delete;
 
   // Starts probing and gossip, and joins through `seeds` (addresses; its own is skipped). With no
-  // seeds it starts a cluster of one. Contacts the seeds again while it knows no other member.
+  // seeds it starts a cluster of one. Contacts every seed not yet known as a member again, each
+  // join_retry_interval until it knows a member, then with backoff (so split joins merge).
   void Start(std::span<const Address> seeds);
   // Leaves gracefully: tells up to 2 * fanout members (twice each), then stops all activity
   // except answering anyone who still writes to it with its "left" notice.
@@ -172,6 +173,7 @@ class Node final : public MessageSink {
   void ReconnectTick();
   void HeartbeatTick();
   void JoinTick();
+  bool KnowsAddress(const Address& address) const;
 
   // Probing.
   MemberRec* NextProbeTarget();
@@ -239,6 +241,7 @@ class Node final : public MessageSink {
   bool left_ = false;
   int local_health_ = 0;
   std::vector<Address> seeds_;
+  Duration join_backoff_{};  // current interval between contacts of still-unknown seeds
   std::map<NodeId, MemberRec> members_;
   int64_t live_count_ = 0;  // members in kAlive or kSuspect
   std::vector<NodeId> probe_order_;

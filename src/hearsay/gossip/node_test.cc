@@ -145,6 +145,34 @@ TEST(NodeTest, JoinsThroughSeedsAndEveryoneSeesEveryone) {
   }
 }
 
+// Regression (soak seed 1009): the two seeds' first messages to each other were lost and each
+// joiner reached only one seed, so two islands formed; a node stopped contacting seeds once it
+// knew any member, and no member of one island ever named a member of the other.
+TEST(NodeTest, JoinersSplitBetweenSeedsStillFormOneCluster) {
+  Cluster c(6, 3);
+  auto block_both = [&](int a, int b, bool blocked) {
+    c.net().Block(Cluster::Name(a), Cluster::Name(b), blocked);
+    c.net().Block(Cluster::Name(b), Cluster::Name(a), blocked);
+  };
+  // Islands at join time: {n0, n2, n3} reach only n0, {n1, n4, n5} only n1.
+  const std::vector<std::pair<int, int>> cuts = {{0, 1}, {2, 1}, {3, 1}, {4, 0}, {5, 0},
+                                                 {2, 4}, {2, 5}, {3, 4}, {3, 5}};
+  for (auto [a, b] : cuts) block_both(a, b, true);
+  c.StartAll();
+  c.Run(3s);
+  EXPECT_FALSE(c.Sees(0, 1, MemberState::kAlive));  // the split did happen
+  EXPECT_TRUE(c.Sees(0, 2, MemberState::kAlive));
+  EXPECT_TRUE(c.Sees(1, 4, MemberState::kAlive));
+  for (auto [a, b] : cuts) block_both(a, b, false);
+  c.Run(20s);
+  for (int i = 0; i < c.size(); ++i) {
+    for (int j = 0; j < c.size(); ++j) {
+      if (i == j) continue;
+      EXPECT_TRUE(c.Sees(i, j, MemberState::kAlive)) << i << " sees " << j;
+    }
+  }
+}
+
 TEST(NodeTest, SingleNodeWithoutSeedsStartsAlone) {
   sim::VirtualScheduler sched;
   testing::TestNetwork net(sched, 1);
