@@ -308,6 +308,8 @@ int Node::TransmitLimit() const {
 void Node::NewStore(MemberRec& m) {
   if (m.store) DropStore(m);
   m.store = std::make_unique<OriginStore>(m.id, m.generation, config_.min_tombstones);
+  m.pull_version = 0;
+  m.pull_until = TimePoint{};
   digest_hash_ ^= DigestTerm(m.id_hash, m.generation, 0);
   ++digest_count_;
 }
@@ -551,7 +553,10 @@ void Node::PublishCacheEvents(std::span<const prefix::BlockEvent> events) {
 
 void Node::GossipTick() {
   if (left_) return;
-  for (MemberRec* m : RandomLive(static_cast<size_t>(config_.gossip_fanout), {})) {
+  // The fanout's Syns are spread over the interval rather than sent at once: replies to
+  // simultaneous Syns would carry the same fresh writes.
+  const int fanout = std::max(config_.gossip_fanout, 1);
+  for (MemberRec* m : RandomLive(1, {})) {
     Message msg = NewMessage(MsgType::kSyn);
     msg.digest_hash = digest_hash_;
     msg.digest_size = digest_count_;
@@ -560,7 +565,7 @@ void Node::GossipTick() {
     m->syn_seq = msg.seq;
     Send(m->address, std::move(msg));
   }
-  After(config_.gossip_interval, &Node::GossipTick);
+  After(config_.gossip_interval / fanout, &Node::GossipTick);
 }
 
 void Node::PushPullTick() {
@@ -613,8 +618,64 @@ const OriginStore* Node::StoreFor(const NodeId& id) const {
   return it == members_.end() ? nullptr : it->second.store.get();
 }
 
-std::vector<OriginDelta> Node::BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed,
-                                           size_t budget) {
+size_t Node::DatagramDeltaRoom() const {
+  // What is left of a datagram after the header and a share for piggybacked updates.
+  const size_t reserve = EncodedHeaderBaseSize(NewMessage(MsgType::kDeltas).header) + 16 +
+                         std::min<size_t>(config_.piggyback_budget_bytes, 128);
+  const size_t body = BodyBudget(false);
+  return body > reserve ? body - reserve : 0;
+}
+
+size_t Node::StreamDeltaRoom() const {
+  const size_t reserve = config_.piggyback_budget_bytes + 256;
+  const size_t body = BodyBudget(true);
+  return body > reserve ? body - reserve : 0;
+}
+
+void Node::SendDeltas(const Address& to, Message first, std::vector<OriginDelta> deltas) {
+  if (deltas.empty() && first.digest.empty()) return;
+  // Fresh state is small: the deltas are packed into as few datagrams as they fill, the first
+  // also carrying `first`'s digest. A delta too large for one datagram (a peer far behind, a
+  // snapshot) goes on the stream. Each delta applies on its own, so losing one datagram loses
+  // only the origins it carried, and the next exchange resends them.
+  const size_t room = DatagramDeltaRoom();
+  size_t first_used = 0;
+  for (const auto& e : first.digest) first_used += EncodedSize(e);
+  std::vector<Message> datagrams;
+  std::vector<size_t> used;
+  Message stream = NewMessage(MsgType::kDeltas);
+  if (first_used > room) {
+    // A digest too large for a datagram: the first message goes on the stream anyway.
+    stream = std::move(first);
+  } else {
+    datagrams.push_back(std::move(first));
+    used.push_back(first_used);
+  }
+  for (auto& d : deltas) {
+    const size_t size = DeltaSize(d);
+    if (size > room) {
+      stream.deltas.push_back(std::move(d));
+      continue;
+    }
+    size_t bin = 0;
+    while (bin < datagrams.size() && used[bin] + size > room) ++bin;
+    if (bin == datagrams.size()) {
+      datagrams.push_back(NewMessage(MsgType::kDeltas));
+      used.push_back(0);
+    }
+    used[bin] += size;
+    datagrams[bin].deltas.push_back(std::move(d));
+  }
+  for (auto& m : datagrams) {
+    if (m.deltas.empty() && m.digest.empty()) continue;
+    Send(to, std::move(m));
+  }
+  if (!stream.deltas.empty() || !stream.digest.empty()) Send(to, std::move(stream));
+}
+
+std::vector<OriginDelta> Node::BuildDeltas(const std::vector<DigestEntry>& theirs,
+                                           bool only_listed) {
+  const size_t budget = StreamDeltaRoom();
   // (store, what they know) pairs, in random order so a tight budget starves no origin.
   std::vector<std::pair<const OriginStore*, uint64_t>> todo;
   if (only_listed) {
@@ -667,6 +728,12 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
     MemberRec& m = it->second;
     events.clear();
     const uint64_t old = m.store->max_version();
+    if (!d.snapshot) {
+      counters_.entries_received += d.entries.size();
+      counters_.entries_redundant += static_cast<uint64_t>(
+          std::count_if(d.entries.begin(), d.entries.end(),
+                        [old](const CacheEntry& e) { return e.version <= old; }));
+    }
     switch (m.store->Apply(d, &events)) {
       case OriginStore::ApplyResult::kStale:
         ++counters_.deltas_stale;
@@ -723,9 +790,11 @@ size_t Node::BodyBudget(bool stream) const {
 }
 
 void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
-  const size_t base = EncodedHeaderBaseSize(m.header) + 64;
+  // Piggybacked updates fill what is left of a datagram (so they never push a message onto the
+  // stream), or up to the piggyback budget on a message that goes on the stream anyway.
+  const size_t bare = Encode(m).size();
   const size_t dgram = BodyBudget(false);
-  const size_t room = dgram > base ? dgram - base : 0;
+  const size_t room = bare + 2 <= dgram ? dgram - bare - 2 : config_.piggyback_budget_bytes;
   m.header.updates = broadcasts_.Take(std::min(config_.piggyback_budget_bytes, room),
                                       TransmitLimit(), prefer_update);
   const std::vector<uint8_t> body = Encode(m);
@@ -739,7 +808,9 @@ void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
   }
   ++counters_.msgs_sent;
   counters_.bytes_sent += frame->size();
+  if (channel == Channel::kStream) ++counters_.stream_msgs_sent;
   ++counters_.sent_by_type[static_cast<size_t>(m.type)];
+  counters_.bytes_sent_by_type[static_cast<size_t>(m.type)] += frame->size();
   transport_.Send(to, channel, std::move(*frame));
 }
 
@@ -906,30 +977,34 @@ void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8
         SampleRtt(it->first, now - it->second.syn_sent_at);
       }
       Message reply = NewMessage(MsgType::kSyncDeltas);
-      for (const auto& e : m.digest) {
-        const OriginStore* s = StoreFor(e.id);
-        if (s != nullptr && s->generation() == e.generation && s->max_version() < e.max_version) {
-          reply.digest.push_back({e.id, e.generation, s->max_version()});
-        }
+      // How long a pull may take: a gossip interval, or a few round trips on a slow link.
+      Duration pull_window = config_.gossip_interval;
+      if (it != members_.end() && it->second.has_rtt) {
+        pull_window = std::max(pull_window, 3 * FromMillis(it->second.srtt_ms));
       }
-      size_t digest_bytes = 0;
-      for (const auto& e : reply.digest) digest_bytes += EncodedSize(e);
-      const size_t reserve = config_.piggyback_budget_bytes + 256 + digest_bytes;
-      const size_t budget = BodyBudget(true) > reserve ? BodyBudget(true) - reserve : 0;
-      reply.deltas = BuildDeltas(m.digest, false, budget);
-      if (reply.deltas.empty() && reply.digest.empty()) return;
-      Send(from, std::move(reply));
+      for (const auto& e : m.digest) {
+        if (e.id == id_) continue;
+        auto origin = members_.find(e.id);
+        if (origin == members_.end()) continue;
+        MemberRec& o = origin->second;
+        if (!o.store || o.generation != e.generation || o.store->max_version() >= e.max_version) {
+          continue;
+        }
+        if (now < o.pull_until && o.pull_version >= e.max_version) {
+          ++counters_.pulls_deduplicated;
+          continue;
+        }
+        o.pull_version = e.max_version;
+        o.pull_until = now + pull_window;
+        reply.digest.push_back({e.id, e.generation, o.store->max_version()});
+      }
+      SendDeltas(from, std::move(reply), BuildDeltas(m.digest, false));
       return;
     }
     case MsgType::kSyncDeltas: {
       ApplyDeltas(m.deltas);
       if (m.digest.empty()) return;
-      Message reply = NewMessage(MsgType::kDeltas);
-      const size_t reserve = config_.piggyback_budget_bytes + 256;
-      const size_t budget = BodyBudget(true) > reserve ? BodyBudget(true) - reserve : 0;
-      reply.deltas = BuildDeltas(m.digest, true, budget);
-      if (reply.deltas.empty()) return;
-      Send(from, std::move(reply));
+      SendDeltas(from, NewMessage(MsgType::kDeltas), BuildDeltas(m.digest, true));
       return;
     }
     case MsgType::kDeltas:

@@ -141,6 +141,11 @@ class Node final : public MessageSink {
     double srtt_ms = 0;
     TimePoint syn_sent_at{};
     uint64_t syn_seq = 0;  // seq of the last Syn sent to it; its SynAck gives an RTT sample
+    // Pull in flight for its state: up to this version, asked of some peer, until this time.
+    // Another peer's SynAck showing no more than that is not asked again meanwhile (fanout > 1
+    // would otherwise fetch every fresh write once per peer).
+    uint64_t pull_version = 0;
+    TimePoint pull_until{};
     // Best-known load (piggybacked or replicated).
     LoadRecord load;
     TimePoint load_at{};
@@ -205,8 +210,12 @@ class Node final : public MessageSink {
   uint64_t DigestTerm(uint64_t id_hash, Generation g, uint64_t version) const;
   void UpdateDigest(uint64_t id_hash, Generation g, uint64_t old_version, uint64_t new_version);
   std::vector<DigestEntry> FullDigest() const;
-  std::vector<OriginDelta> BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed,
-                                       size_t budget);
+  // What `theirs` lacks, within the stream budget.
+  std::vector<OriginDelta> BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed);
+  // Sends `first` (its digest, if any) and `deltas`, packed into datagrams where they fit.
+  void SendDeltas(const Address& to, Message first, std::vector<OriginDelta> deltas);
+  size_t DatagramDeltaRoom() const;
+  size_t StreamDeltaRoom() const;
   void ApplyDeltas(const std::vector<OriginDelta>& deltas);
   void NoteLoad(MemberRec& m, const LoadRecord& rec);
   void WriteOwnLoad();

@@ -228,6 +228,44 @@ TEST(NodeTest, LoadAndCacheEventsReachEveryPeer) {
   }
 }
 
+TEST(NodeTest, FreshSmallDeltasGoAsDatagramsAndABacklogOnTheStream) {
+  Config config;
+  config.landmark_stride = 1;
+  Cluster c(8, 5, config);
+  c.StartAll();
+  c.Run(3s);
+  auto streamed = [&] {
+    uint64_t n = 0;
+    for (int i = 0; i < c.size(); ++i) n += c.node(i).counters().stream_msgs_sent;
+    return n;
+  };
+  // Every node writes 30 fresh entries (~330 bytes): one exchange may carry several origins'
+  // deltas, over 1,400 bytes together, but each fits a datagram, so none goes on the stream.
+  const uint64_t before = streamed();
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < c.size(); ++i) {
+      c.node(i).PublishCacheEvents(Chain(100000 * (i + 1) + 1000 * round, 30));
+    }
+    c.Run(100ms);
+  }
+  c.Run(2s);
+  EXPECT_EQ(streamed(), before);
+  for (int i = 0; i < c.size(); ++i) {
+    for (int j = 0; j < c.size(); ++j) {
+      if (i == j) continue;
+      EXPECT_EQ(c.listener(i).caches[Cluster::Name(j)].size(), 150u) << i << " of " << j;
+    }
+  }
+  // A backlog far over 1,400 bytes (2,000 entries of ~11 bytes) travels on the stream.
+  c.node(2).PublishCacheEvents(Chain(9000000, 2000));
+  c.Run(2s);
+  EXPECT_GT(streamed(), before);
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == 2) continue;
+    EXPECT_EQ(c.listener(i).caches["n2"].size(), 2150u) << "node " << i;
+  }
+}
+
 TEST(NodeTest, LoadRidesOnProbeAcks) {
   Config config;
   config.gossip_interval = 1h;  // no anti-entropy: only piggybacked load

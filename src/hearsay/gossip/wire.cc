@@ -7,6 +7,30 @@
 #include "hearsay/common/bytes.h"
 
 namespace hearsay::gossip {
+
+std::string_view MsgTypeName(MsgType type) {
+  switch (type) {
+    case MsgType::kPing:
+      return "ping";
+    case MsgType::kAck:
+      return "ack";
+    case MsgType::kNack:
+      return "nack";
+    case MsgType::kPingReq:
+      return "ping_req";
+    case MsgType::kSyn:
+      return "syn";
+    case MsgType::kSynAck:
+      return "syn_ack";
+    case MsgType::kSyncDeltas:
+      return "sync_deltas";
+    case MsgType::kDeltas:
+      return "deltas";
+    case MsgType::kPushPull:
+      return "push_pull";
+  }
+  return "unknown";
+}
 namespace {
 
 constexpr uint8_t kFlagLive = 1;

@@ -23,6 +23,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hearsay/common/ids.h"
@@ -54,6 +55,8 @@ enum class MsgType : uint8_t {
   kPushPull = 9,    // full membership list; reply_wanted asks for the peer's list back (join)
 };
 inline constexpr uint8_t kMaxMsgType = 9;
+// Lower-case name of a message type ("syn", "deltas"), for figures and logs.
+std::string_view MsgTypeName(MsgType type);
 
 // The owner's load as a versioned record (one key in the origin's versioned state).
 struct LoadRecord {
