@@ -156,6 +156,18 @@ void Node::HeartbeatTick() {
 // Probing (SWIM + Lifeguard)
 
 Node::MemberRec* Node::NextProbeTarget() {
+  // A suspect we have not probed since its suspicion started goes first: our own probe either
+  // carries the suspicion to it (so it refutes sooner) or independently confirms it (so the
+  // suspicion timeout shrinks, Lifeguard-style, without waiting for our round-robin turn).
+  std::vector<MemberRec*> suspects;
+  for (auto& [id, m] : members_) {
+    if (m.state == MemberState::kSuspect && !m.probed_as_suspect) suspects.push_back(&m);
+  }
+  if (!suspects.empty()) {
+    MemberRec* m = suspects[rng_.Below(suspects.size())];
+    m->probed_as_suspect = true;
+    return m;
+  }
   for (int pass = 0; pass < 2; ++pass) {
     while (probe_pos_ < probe_order_.size()) {
       auto it = members_.find(probe_order_[probe_pos_++]);
@@ -341,6 +353,7 @@ void Node::StartSuspicion(MemberRec& m, const NodeId& accuser) {
   SetState(m, MemberState::kSuspect);
   m.suspect_start = scheduler_.clock().Now();
   m.accusers.assign(1, accuser);
+  m.probed_as_suspect = accuser == id_;
   RescheduleSuspicion(m);
 }
 

@@ -135,6 +135,7 @@ class Node final : public MessageSink {
     TimerId suspicion_timer = kNoTimer;
     TimePoint suspect_start{};
     std::vector<NodeId> accusers;
+    bool probed_as_suspect = false;  // probed by us since this suspicion started
     TimePoint last_notice_at{};  // last time we told it directly that we suspect it
     // Round-trip time, smoothed.
     bool has_rtt = false;
