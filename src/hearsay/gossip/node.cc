@@ -569,10 +569,22 @@ void Node::GossipTick() {
   // The fanout's Syns are spread over the interval rather than sent at once: replies to
   // simultaneous Syns would carry the same fresh writes.
   const int fanout = std::max(config_.gossip_fanout, 1);
+  // While our state keeps changing, the peer's summary will differ anyway: send the full digest
+  // along (if it fits a datagram), so the peer answers with deltas at once and the exchange
+  // takes one leg fewer, which matters most under loss. When idle, the summary alone.
+  std::vector<DigestEntry> digest;
+  if (digest_hash_ != last_syn_digest_hash_) {
+    digest = FullDigest();
+    size_t bytes = 0;
+    for (const auto& e : digest) bytes += EncodedSize(e);
+    if (bytes > DatagramDeltaRoom()) digest.clear();
+  }
+  last_syn_digest_hash_ = digest_hash_;
   for (MemberRec* m : RandomLive(1, {})) {
     Message msg = NewMessage(MsgType::kSyn);
     msg.digest_hash = digest_hash_;
     msg.digest_size = digest_count_;
+    msg.digest = std::move(digest);
     msg.seq = next_seq_++;
     m->syn_sent_at = scheduler_.clock().Now();
     m->syn_seq = msg.seq;
@@ -629,6 +641,35 @@ const OriginStore* Node::StoreFor(const NodeId& id) const {
   if (id == id_) return self_store_.get();
   auto it = members_.find(id);
   return it == members_.end() ? nullptr : it->second.store.get();
+}
+
+void Node::AnswerDigest(const Address& from, const NodeId& peer,
+                        const std::vector<DigestEntry>& theirs) {
+  const TimePoint now = scheduler_.clock().Now();
+  Message reply = NewMessage(MsgType::kSyncDeltas);
+  // How long a pull may take: a gossip interval, or a few round trips on a slow link.
+  Duration pull_window = config_.gossip_interval;
+  auto it = members_.find(peer);
+  if (it != members_.end() && it->second.has_rtt) {
+    pull_window = std::max(pull_window, 3 * FromMillis(it->second.srtt_ms));
+  }
+  for (const auto& e : theirs) {
+    if (e.id == id_) continue;
+    auto origin = members_.find(e.id);
+    if (origin == members_.end()) continue;
+    MemberRec& o = origin->second;
+    if (!o.store || o.generation != e.generation || o.store->max_version() >= e.max_version) {
+      continue;
+    }
+    if (now < o.pull_until && o.pull_version >= e.max_version) {
+      ++counters_.pulls_deduplicated;
+      continue;
+    }
+    o.pull_version = e.max_version;
+    o.pull_until = now + pull_window;
+    reply.digest.push_back({e.id, e.generation, o.store->max_version()});
+  }
+  SendDeltas(from, std::move(reply), BuildDeltas(theirs, false));
 }
 
 size_t Node::DatagramDeltaRoom() const {
@@ -977,6 +1018,11 @@ void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8
         ++counters_.syn_in_sync;
         return;
       }
+      if (!m.digest.empty()) {
+        // The initiator sent its digest along (its state is changing): skip the SynAck leg.
+        AnswerDigest(from, m.header.sender, m.digest);
+        return;
+      }
       Message reply = NewMessage(MsgType::kSynAck);
       reply.seq = m.seq;
       reply.digest = FullDigest();
@@ -989,29 +1035,7 @@ void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8
         it->second.syn_seq = 0;
         SampleRtt(it->first, now - it->second.syn_sent_at);
       }
-      Message reply = NewMessage(MsgType::kSyncDeltas);
-      // How long a pull may take: a gossip interval, or a few round trips on a slow link.
-      Duration pull_window = config_.gossip_interval;
-      if (it != members_.end() && it->second.has_rtt) {
-        pull_window = std::max(pull_window, 3 * FromMillis(it->second.srtt_ms));
-      }
-      for (const auto& e : m.digest) {
-        if (e.id == id_) continue;
-        auto origin = members_.find(e.id);
-        if (origin == members_.end()) continue;
-        MemberRec& o = origin->second;
-        if (!o.store || o.generation != e.generation || o.store->max_version() >= e.max_version) {
-          continue;
-        }
-        if (now < o.pull_until && o.pull_version >= e.max_version) {
-          ++counters_.pulls_deduplicated;
-          continue;
-        }
-        o.pull_version = e.max_version;
-        o.pull_until = now + pull_window;
-        reply.digest.push_back({e.id, e.generation, o.store->max_version()});
-      }
-      SendDeltas(from, std::move(reply), BuildDeltas(m.digest, false));
+      AnswerDigest(from, m.header.sender, m.digest);
       return;
     }
     case MsgType::kSyncDeltas: {

@@ -213,6 +213,8 @@ class Node final : public MessageSink {
   std::vector<DigestEntry> FullDigest() const;
   // What `theirs` lacks, within the stream budget.
   std::vector<OriginDelta> BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed);
+  // Answers a peer's full digest: what it lacks, plus a digest of what we lack (SyncDeltas).
+  void AnswerDigest(const Address& from, const NodeId& peer, const std::vector<DigestEntry>& theirs);
   // Sends `first` (its digest, if any) and `deltas`, packed into datagrams where they fit.
   void SendDeltas(const Address& to, Message first, std::vector<OriginDelta> deltas);
   size_t DatagramDeltaRoom() const;
@@ -264,6 +266,7 @@ class Node final : public MessageSink {
   uint64_t self_id_hash_ = 0;
   uint64_t digest_hash_ = 0;
   uint64_t digest_count_ = 0;
+  uint64_t last_syn_digest_hash_ = 0;  // digest_hash_ at the previous Syn
   LoadReport load_;
   uint64_t heartbeat_ = 0;
   TimePoint last_load_write_{};

@@ -322,6 +322,7 @@ std::vector<uint8_t> Encode(const Message& m) {
       w.PutU64(m.digest_hash);
       w.PutVarint(m.digest_size);
       w.PutVarint(m.seq);
+      PutDigest(w, m.digest);  // empty unless the sender's state is changing
       break;
     case MsgType::kSynAck:
       w.PutVarint(m.seq);
@@ -375,6 +376,7 @@ Result<Message> Decode(std::span<const uint8_t> body) {
       m.digest_hash = r.ReadU64();
       m.digest_size = r.ReadVarint();
       m.seq = r.ReadVarint();
+      m.digest = ReadDigest(r);
       break;
     case MsgType::kSynAck:
       m.seq = r.ReadVarint();
