@@ -39,7 +39,8 @@ struct Config {
   Duration push_pull_interval = 5s;         // full membership exchange with one random peer
   Duration reconnect_interval = 2s;         // push-pull to one dead member, to heal partitions
   Duration heartbeat_interval = 2s;         // republish load (heartbeat+1) if nothing changed
-  Duration join_retry_interval = 1s;        // re-contact seeds until another member is known
+  Duration join_retry_interval = 1s;        // re-contact seeds not yet known as members...
+  Duration join_retry_max_interval = 30s;   // ...backing off to this once any member is known
   size_t datagram_budget_bytes = 1400;      // body budget of one kDatagram message
   size_t stream_budget_bytes = 256 * 1024;  // body budget of one kStream message
   // Per origin, tombstones kept before the oldest are collected (peers behind them get a

@@ -10,10 +10,12 @@ namespace hearsay::gossip {
 struct Counters {
   uint64_t msgs_sent = 0;
   uint64_t bytes_sent = 0;  // sealed bytes handed to the transport
+  uint64_t stream_msgs_sent = 0;  // of msgs_sent, those too large for a datagram
   uint64_t msgs_received = 0;
   uint64_t bytes_received = 0;
   uint64_t send_failures = 0;               // the framer refused to seal (too large, no key)
   std::array<uint64_t, 16> sent_by_type{};  // indexed by MsgType
+  std::array<uint64_t, 16> bytes_sent_by_type{};
   std::array<uint64_t, 16> received_by_type{};
   // Dropped incoming messages.
   uint64_t dropped_envelope = 0;   // the framer refused it (forged, replayed, malformed frame)
@@ -27,8 +29,11 @@ struct Counters {
   uint64_t snapshots_applied = 0;
   uint64_t snapshots_sent = 0;
   uint64_t deltas_stale = 0;    // duplicate or older: ignored
+  uint64_t entries_received = 0;   // cache entries in received run deltas
+  uint64_t entries_redundant = 0;  // ... of which the replica already had (versions it knew)
   uint64_t deltas_gap = 0;      // base above what we know: refused
   uint64_t deltas_unknown = 0;  // origin not a live member of that generation: ignored
+  uint64_t pulls_deduplicated = 0;  // an origin not asked of a peer: a pull was in flight
   uint64_t syn_in_sync = 0;     // a Syn whose digest summary matched ours (no digest sent)
   // Membership.
   uint64_t probes = 0;

@@ -108,15 +108,31 @@ void Node::Start(std::span<const Address> seeds) {
 
 void Node::JoinTick() {
   if (left_) return;
-  if (live_member_count() == 0) {
-    for (const auto& seed : seeds_) {
-      Message m = NewMessage(MsgType::kPushPull);
-      m.reply_wanted = true;
-      m.members.push_back(SelfUpdate(MemberState::kAlive));
-      Send(seed, std::move(m));
-    }
+  // Every seed is contacted until it is a known member, not only until the first one answers:
+  // if the seeds' first messages to each other are lost and each joiner reaches only one seed,
+  // stopping early leaves two islands that never learn of each other (no member of one ever
+  // names a member of the other). Once joined, the retries back off, so an unreachable seed
+  // costs little.
+  bool contacted = false;
+  for (const auto& seed : seeds_) {
+    if (KnowsAddress(seed)) continue;
+    Message m = NewMessage(MsgType::kPushPull);
+    m.reply_wanted = true;
+    m.members.push_back(SelfUpdate(MemberState::kAlive));
+    Send(seed, std::move(m));
+    contacted = true;
   }
-  After(config_.join_retry_interval, &Node::JoinTick);
+  if (live_member_count() == 0 || !contacted) {
+    join_backoff_ = config_.join_retry_interval;
+  } else {
+    join_backoff_ = std::min(join_backoff_ * 2, config_.join_retry_max_interval);
+  }
+  After(join_backoff_, &Node::JoinTick);
+}
+
+bool Node::KnowsAddress(const Address& address) const {
+  return std::any_of(members_.begin(), members_.end(),
+                     [&](const auto& kv) { return kv.second.address == address; });
 }
 
 void Node::Leave() {
@@ -140,6 +156,18 @@ void Node::HeartbeatTick() {
 // Probing (SWIM + Lifeguard)
 
 Node::MemberRec* Node::NextProbeTarget() {
+  // A suspect we have not probed since its suspicion started goes first: our own probe either
+  // carries the suspicion to it (so it refutes sooner) or independently confirms it (so the
+  // suspicion timeout shrinks, Lifeguard-style, without waiting for our round-robin turn).
+  std::vector<MemberRec*> suspects;
+  for (auto& [id, m] : members_) {
+    if (m.state == MemberState::kSuspect && !m.probed_as_suspect) suspects.push_back(&m);
+  }
+  if (!suspects.empty()) {
+    MemberRec* m = suspects[rng_.Below(suspects.size())];
+    m->probed_as_suspect = true;
+    return m;
+  }
   for (int pass = 0; pass < 2; ++pass) {
     while (probe_pos_ < probe_order_.size()) {
       auto it = members_.find(probe_order_[probe_pos_++]);
@@ -292,6 +320,8 @@ int Node::TransmitLimit() const {
 void Node::NewStore(MemberRec& m) {
   if (m.store) DropStore(m);
   m.store = std::make_unique<OriginStore>(m.id, m.generation, config_.min_tombstones);
+  m.pull_version = 0;
+  m.pull_until = TimePoint{};
   digest_hash_ ^= DigestTerm(m.id_hash, m.generation, 0);
   ++digest_count_;
 }
@@ -323,6 +353,7 @@ void Node::StartSuspicion(MemberRec& m, const NodeId& accuser) {
   SetState(m, MemberState::kSuspect);
   m.suspect_start = scheduler_.clock().Now();
   m.accusers.assign(1, accuser);
+  m.probed_as_suspect = accuser == id_;
   RescheduleSuspicion(m);
 }
 
@@ -535,16 +566,31 @@ void Node::PublishCacheEvents(std::span<const prefix::BlockEvent> events) {
 
 void Node::GossipTick() {
   if (left_) return;
-  for (MemberRec* m : RandomLive(static_cast<size_t>(config_.gossip_fanout), {})) {
+  // The fanout's Syns are spread over the interval rather than sent at once: replies to
+  // simultaneous Syns would carry the same fresh writes.
+  const int fanout = std::max(config_.gossip_fanout, 1);
+  // While our state keeps changing, the peer's summary will differ anyway: send the full digest
+  // along (if it fits a datagram), so the peer answers with deltas at once and the exchange
+  // takes one leg fewer, which matters most under loss. When idle, the summary alone.
+  std::vector<DigestEntry> digest;
+  if (digest_hash_ != last_syn_digest_hash_) {
+    digest = FullDigest();
+    size_t bytes = 0;
+    for (const auto& e : digest) bytes += EncodedSize(e);
+    if (bytes > DatagramDeltaRoom()) digest.clear();
+  }
+  last_syn_digest_hash_ = digest_hash_;
+  for (MemberRec* m : RandomLive(1, {})) {
     Message msg = NewMessage(MsgType::kSyn);
     msg.digest_hash = digest_hash_;
     msg.digest_size = digest_count_;
+    msg.digest = std::move(digest);
     msg.seq = next_seq_++;
     m->syn_sent_at = scheduler_.clock().Now();
     m->syn_seq = msg.seq;
     Send(m->address, std::move(msg));
   }
-  After(config_.gossip_interval, &Node::GossipTick);
+  After(config_.gossip_interval / fanout, &Node::GossipTick);
 }
 
 void Node::PushPullTick() {
@@ -597,8 +643,93 @@ const OriginStore* Node::StoreFor(const NodeId& id) const {
   return it == members_.end() ? nullptr : it->second.store.get();
 }
 
-std::vector<OriginDelta> Node::BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed,
-                                           size_t budget) {
+void Node::AnswerDigest(const Address& from, const NodeId& peer,
+                        const std::vector<DigestEntry>& theirs) {
+  const TimePoint now = scheduler_.clock().Now();
+  Message reply = NewMessage(MsgType::kSyncDeltas);
+  // How long a pull may take: a gossip interval, or a few round trips on a slow link.
+  Duration pull_window = config_.gossip_interval;
+  auto it = members_.find(peer);
+  if (it != members_.end() && it->second.has_rtt) {
+    pull_window = std::max(pull_window, 3 * FromMillis(it->second.srtt_ms));
+  }
+  for (const auto& e : theirs) {
+    if (e.id == id_) continue;
+    auto origin = members_.find(e.id);
+    if (origin == members_.end()) continue;
+    MemberRec& o = origin->second;
+    if (!o.store || o.generation != e.generation || o.store->max_version() >= e.max_version) {
+      continue;
+    }
+    if (now < o.pull_until && o.pull_version >= e.max_version) {
+      ++counters_.pulls_deduplicated;
+      continue;
+    }
+    o.pull_version = e.max_version;
+    o.pull_until = now + pull_window;
+    reply.digest.push_back({e.id, e.generation, o.store->max_version()});
+  }
+  SendDeltas(from, std::move(reply), BuildDeltas(theirs, false));
+}
+
+size_t Node::DatagramDeltaRoom() const {
+  // What is left of a datagram after the header and a share for piggybacked updates.
+  const size_t reserve = EncodedHeaderBaseSize(NewMessage(MsgType::kDeltas).header) + 16 +
+                         std::min<size_t>(config_.piggyback_budget_bytes, 128);
+  const size_t body = BodyBudget(false);
+  return body > reserve ? body - reserve : 0;
+}
+
+size_t Node::StreamDeltaRoom() const {
+  const size_t reserve = config_.piggyback_budget_bytes + 256;
+  const size_t body = BodyBudget(true);
+  return body > reserve ? body - reserve : 0;
+}
+
+void Node::SendDeltas(const Address& to, Message first, std::vector<OriginDelta> deltas) {
+  if (deltas.empty() && first.digest.empty()) return;
+  // Fresh state is small: the deltas are packed into as few datagrams as they fill, the first
+  // also carrying `first`'s digest. A delta too large for one datagram (a peer far behind, a
+  // snapshot) goes on the stream. Each delta applies on its own, so losing one datagram loses
+  // only the origins it carried, and the next exchange resends them.
+  const size_t room = DatagramDeltaRoom();
+  size_t first_used = 0;
+  for (const auto& e : first.digest) first_used += EncodedSize(e);
+  std::vector<Message> datagrams;
+  std::vector<size_t> used;
+  Message stream = NewMessage(MsgType::kDeltas);
+  if (first_used > room) {
+    // A digest too large for a datagram: the first message goes on the stream anyway.
+    stream = std::move(first);
+  } else {
+    datagrams.push_back(std::move(first));
+    used.push_back(first_used);
+  }
+  for (auto& d : deltas) {
+    const size_t size = DeltaSize(d);
+    if (size > room) {
+      stream.deltas.push_back(std::move(d));
+      continue;
+    }
+    size_t bin = 0;
+    while (bin < datagrams.size() && used[bin] + size > room) ++bin;
+    if (bin == datagrams.size()) {
+      datagrams.push_back(NewMessage(MsgType::kDeltas));
+      used.push_back(0);
+    }
+    used[bin] += size;
+    datagrams[bin].deltas.push_back(std::move(d));
+  }
+  for (auto& m : datagrams) {
+    if (m.deltas.empty() && m.digest.empty()) continue;
+    Send(to, std::move(m));
+  }
+  if (!stream.deltas.empty() || !stream.digest.empty()) Send(to, std::move(stream));
+}
+
+std::vector<OriginDelta> Node::BuildDeltas(const std::vector<DigestEntry>& theirs,
+                                           bool only_listed) {
+  const size_t budget = StreamDeltaRoom();
   // (store, what they know) pairs, in random order so a tight budget starves no origin.
   std::vector<std::pair<const OriginStore*, uint64_t>> todo;
   if (only_listed) {
@@ -651,6 +782,12 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
     MemberRec& m = it->second;
     events.clear();
     const uint64_t old = m.store->max_version();
+    if (!d.snapshot) {
+      counters_.entries_received += d.entries.size();
+      counters_.entries_redundant += static_cast<uint64_t>(
+          std::count_if(d.entries.begin(), d.entries.end(),
+                        [old](const CacheEntry& e) { return e.version <= old; }));
+    }
     switch (m.store->Apply(d, &events)) {
       case OriginStore::ApplyResult::kStale:
         ++counters_.deltas_stale;
@@ -707,9 +844,11 @@ size_t Node::BodyBudget(bool stream) const {
 }
 
 void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
-  const size_t base = EncodedHeaderBaseSize(m.header) + 64;
+  // Piggybacked updates fill what is left of a datagram (so they never push a message onto the
+  // stream), or up to the piggyback budget on a message that goes on the stream anyway.
+  const size_t bare = Encode(m).size();
   const size_t dgram = BodyBudget(false);
-  const size_t room = dgram > base ? dgram - base : 0;
+  const size_t room = bare + 2 <= dgram ? dgram - bare - 2 : config_.piggyback_budget_bytes;
   m.header.updates = broadcasts_.Take(std::min(config_.piggyback_budget_bytes, room),
                                       TransmitLimit(), prefer_update);
   const std::vector<uint8_t> body = Encode(m);
@@ -723,7 +862,9 @@ void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
   }
   ++counters_.msgs_sent;
   counters_.bytes_sent += frame->size();
+  if (channel == Channel::kStream) ++counters_.stream_msgs_sent;
   ++counters_.sent_by_type[static_cast<size_t>(m.type)];
+  counters_.bytes_sent_by_type[static_cast<size_t>(m.type)] += frame->size();
   transport_.Send(to, channel, std::move(*frame));
 }
 
@@ -877,6 +1018,11 @@ void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8
         ++counters_.syn_in_sync;
         return;
       }
+      if (!m.digest.empty()) {
+        // The initiator sent its digest along (its state is changing): skip the SynAck leg.
+        AnswerDigest(from, m.header.sender, m.digest);
+        return;
+      }
       Message reply = NewMessage(MsgType::kSynAck);
       reply.seq = m.seq;
       reply.digest = FullDigest();
@@ -889,31 +1035,13 @@ void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8
         it->second.syn_seq = 0;
         SampleRtt(it->first, now - it->second.syn_sent_at);
       }
-      Message reply = NewMessage(MsgType::kSyncDeltas);
-      for (const auto& e : m.digest) {
-        const OriginStore* s = StoreFor(e.id);
-        if (s != nullptr && s->generation() == e.generation && s->max_version() < e.max_version) {
-          reply.digest.push_back({e.id, e.generation, s->max_version()});
-        }
-      }
-      size_t digest_bytes = 0;
-      for (const auto& e : reply.digest) digest_bytes += EncodedSize(e);
-      const size_t reserve = config_.piggyback_budget_bytes + 256 + digest_bytes;
-      const size_t budget = BodyBudget(true) > reserve ? BodyBudget(true) - reserve : 0;
-      reply.deltas = BuildDeltas(m.digest, false, budget);
-      if (reply.deltas.empty() && reply.digest.empty()) return;
-      Send(from, std::move(reply));
+      AnswerDigest(from, m.header.sender, m.digest);
       return;
     }
     case MsgType::kSyncDeltas: {
       ApplyDeltas(m.deltas);
       if (m.digest.empty()) return;
-      Message reply = NewMessage(MsgType::kDeltas);
-      const size_t reserve = config_.piggyback_budget_bytes + 256;
-      const size_t budget = BodyBudget(true) > reserve ? BodyBudget(true) - reserve : 0;
-      reply.deltas = BuildDeltas(m.digest, true, budget);
-      if (reply.deltas.empty()) return;
-      Send(from, std::move(reply));
+      SendDeltas(from, NewMessage(MsgType::kDeltas), BuildDeltas(m.digest, true));
       return;
     }
     case MsgType::kDeltas:

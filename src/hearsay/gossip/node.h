@@ -82,7 +82,8 @@ class Node final : public MessageSink {
   Node& operator=(const Node&) = delete;
 
   // Starts probing and gossip, and joins through `seeds` (addresses; its own is skipped). With no
-  // seeds it starts a cluster of one. Contacts the seeds again while it knows no other member.
+  // seeds it starts a cluster of one. Contacts every seed not yet known as a member again, each
+  // join_retry_interval until it knows a member, then with backoff (so split joins merge).
   void Start(std::span<const Address> seeds);
   // Leaves gracefully: tells up to 2 * fanout members (twice each), then stops all activity
   // except answering anyone who still writes to it with its "left" notice.
@@ -134,12 +135,18 @@ class Node final : public MessageSink {
     TimerId suspicion_timer = kNoTimer;
     TimePoint suspect_start{};
     std::vector<NodeId> accusers;
+    bool probed_as_suspect = false;  // probed by us since this suspicion started
     TimePoint last_notice_at{};  // last time we told it directly that we suspect it
     // Round-trip time, smoothed.
     bool has_rtt = false;
     double srtt_ms = 0;
     TimePoint syn_sent_at{};
     uint64_t syn_seq = 0;  // seq of the last Syn sent to it; its SynAck gives an RTT sample
+    // Pull in flight for its state: up to this version, asked of some peer, until this time.
+    // Another peer's SynAck showing no more than that is not asked again meanwhile (fanout > 1
+    // would otherwise fetch every fresh write once per peer).
+    uint64_t pull_version = 0;
+    TimePoint pull_until{};
     // Best-known load (piggybacked or replicated).
     LoadRecord load;
     TimePoint load_at{};
@@ -172,6 +179,7 @@ class Node final : public MessageSink {
   void ReconnectTick();
   void HeartbeatTick();
   void JoinTick();
+  bool KnowsAddress(const Address& address) const;
 
   // Probing.
   MemberRec* NextProbeTarget();
@@ -203,8 +211,14 @@ class Node final : public MessageSink {
   uint64_t DigestTerm(uint64_t id_hash, Generation g, uint64_t version) const;
   void UpdateDigest(uint64_t id_hash, Generation g, uint64_t old_version, uint64_t new_version);
   std::vector<DigestEntry> FullDigest() const;
-  std::vector<OriginDelta> BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed,
-                                       size_t budget);
+  // What `theirs` lacks, within the stream budget.
+  std::vector<OriginDelta> BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed);
+  // Answers a peer's full digest: what it lacks, plus a digest of what we lack (SyncDeltas).
+  void AnswerDigest(const Address& from, const NodeId& peer, const std::vector<DigestEntry>& theirs);
+  // Sends `first` (its digest, if any) and `deltas`, packed into datagrams where they fit.
+  void SendDeltas(const Address& to, Message first, std::vector<OriginDelta> deltas);
+  size_t DatagramDeltaRoom() const;
+  size_t StreamDeltaRoom() const;
   void ApplyDeltas(const std::vector<OriginDelta>& deltas);
   void NoteLoad(MemberRec& m, const LoadRecord& rec);
   void WriteOwnLoad();
@@ -239,6 +253,7 @@ class Node final : public MessageSink {
   bool left_ = false;
   int local_health_ = 0;
   std::vector<Address> seeds_;
+  Duration join_backoff_{};  // current interval between contacts of still-unknown seeds
   std::map<NodeId, MemberRec> members_;
   int64_t live_count_ = 0;  // members in kAlive or kSuspect
   std::vector<NodeId> probe_order_;
@@ -251,6 +266,7 @@ class Node final : public MessageSink {
   uint64_t self_id_hash_ = 0;
   uint64_t digest_hash_ = 0;
   uint64_t digest_count_ = 0;
+  uint64_t last_syn_digest_hash_ = 0;  // digest_hash_ at the previous Syn
   LoadReport load_;
   uint64_t heartbeat_ = 0;
   TimePoint last_load_write_{};

@@ -145,6 +145,34 @@ TEST(NodeTest, JoinsThroughSeedsAndEveryoneSeesEveryone) {
   }
 }
 
+// Regression (soak seed 1009): the two seeds' first messages to each other were lost and each
+// joiner reached only one seed, so two islands formed; a node stopped contacting seeds once it
+// knew any member, and no member of one island ever named a member of the other.
+TEST(NodeTest, JoinersSplitBetweenSeedsStillFormOneCluster) {
+  Cluster c(6, 3);
+  auto block_both = [&](int a, int b, bool blocked) {
+    c.net().Block(Cluster::Name(a), Cluster::Name(b), blocked);
+    c.net().Block(Cluster::Name(b), Cluster::Name(a), blocked);
+  };
+  // Islands at join time: {n0, n2, n3} reach only n0, {n1, n4, n5} only n1.
+  const std::vector<std::pair<int, int>> cuts = {{0, 1}, {2, 1}, {3, 1}, {4, 0}, {5, 0},
+                                                 {2, 4}, {2, 5}, {3, 4}, {3, 5}};
+  for (auto [a, b] : cuts) block_both(a, b, true);
+  c.StartAll();
+  c.Run(3s);
+  EXPECT_FALSE(c.Sees(0, 1, MemberState::kAlive));  // the split did happen
+  EXPECT_TRUE(c.Sees(0, 2, MemberState::kAlive));
+  EXPECT_TRUE(c.Sees(1, 4, MemberState::kAlive));
+  for (auto [a, b] : cuts) block_both(a, b, false);
+  c.Run(20s);
+  for (int i = 0; i < c.size(); ++i) {
+    for (int j = 0; j < c.size(); ++j) {
+      if (i == j) continue;
+      EXPECT_TRUE(c.Sees(i, j, MemberState::kAlive)) << i << " sees " << j;
+    }
+  }
+}
+
 TEST(NodeTest, SingleNodeWithoutSeedsStartsAlone) {
   sim::VirtualScheduler sched;
   testing::TestNetwork net(sched, 1);
@@ -203,6 +231,44 @@ TEST(NodeTest, LoadAndCacheEventsReachEveryPeer) {
     if (i == 2) continue;
     EXPECT_EQ(c.listener(i).caches["n2"], (std::set<prefix::BlockKey>{1000, 1004}));
     EXPECT_EQ(c.node(i).EstimateMatchedBlocks("n2", chain), 5u);
+  }
+}
+
+TEST(NodeTest, FreshSmallDeltasGoAsDatagramsAndABacklogOnTheStream) {
+  Config config;
+  config.landmark_stride = 1;
+  Cluster c(8, 5, config);
+  c.StartAll();
+  c.Run(3s);
+  auto streamed = [&] {
+    uint64_t n = 0;
+    for (int i = 0; i < c.size(); ++i) n += c.node(i).counters().stream_msgs_sent;
+    return n;
+  };
+  // Every node writes 30 fresh entries (~330 bytes): one exchange may carry several origins'
+  // deltas, over 1,400 bytes together, but each fits a datagram, so none goes on the stream.
+  const uint64_t before = streamed();
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < c.size(); ++i) {
+      c.node(i).PublishCacheEvents(Chain(100000 * (i + 1) + 1000 * round, 30));
+    }
+    c.Run(100ms);
+  }
+  c.Run(2s);
+  EXPECT_EQ(streamed(), before);
+  for (int i = 0; i < c.size(); ++i) {
+    for (int j = 0; j < c.size(); ++j) {
+      if (i == j) continue;
+      EXPECT_EQ(c.listener(i).caches[Cluster::Name(j)].size(), 150u) << i << " of " << j;
+    }
+  }
+  // A backlog far over 1,400 bytes (2,000 entries of ~11 bytes) travels on the stream.
+  c.node(2).PublishCacheEvents(Chain(9000000, 2000));
+  c.Run(2s);
+  EXPECT_GT(streamed(), before);
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == 2) continue;
+    EXPECT_EQ(c.listener(i).caches["n2"].size(), 2150u) << "node " << i;
   }
 }
 

@@ -7,6 +7,30 @@
 #include "hearsay/common/bytes.h"
 
 namespace hearsay::gossip {
+
+std::string_view MsgTypeName(MsgType type) {
+  switch (type) {
+    case MsgType::kPing:
+      return "ping";
+    case MsgType::kAck:
+      return "ack";
+    case MsgType::kNack:
+      return "nack";
+    case MsgType::kPingReq:
+      return "ping_req";
+    case MsgType::kSyn:
+      return "syn";
+    case MsgType::kSynAck:
+      return "syn_ack";
+    case MsgType::kSyncDeltas:
+      return "sync_deltas";
+    case MsgType::kDeltas:
+      return "deltas";
+    case MsgType::kPushPull:
+      return "push_pull";
+  }
+  return "unknown";
+}
 namespace {
 
 constexpr uint8_t kFlagLive = 1;
@@ -308,6 +332,7 @@ std::vector<uint8_t> Encode(const Message& m) {
       w.PutU64(m.digest_hash);
       w.PutVarint(m.digest_size);
       w.PutVarint(m.seq);
+      PutDigest(w, m.digest);  // empty unless the sender's state is changing
       break;
     case MsgType::kSynAck:
       w.PutVarint(m.seq);
@@ -361,6 +386,7 @@ Result<Message> Decode(std::span<const uint8_t> body) {
       m.digest_hash = r.ReadU64();
       m.digest_size = r.ReadVarint();
       m.seq = r.ReadVarint();
+      m.digest = ReadDigest(r);
       break;
     case MsgType::kSynAck:
       m.seq = r.ReadVarint();

@@ -23,6 +23,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hearsay/common/ids.h"
@@ -47,13 +48,15 @@ enum class MsgType : uint8_t {
   kAck = 2,         // seq: "yes" (also relayed by a ping-req helper)
   kNack = 3,        // seq: a ping-req helper got no ack from the target (Lifeguard)
   kPingReq = 4,     // seq, target id, target address: "probe this one for me"
-  kSyn = 5,         // digest hash and size, seq: "is your state the same as mine?"
+  kSyn = 5,         // digest hash and size, seq, full digest (maybe empty): "same as mine?"
   kSynAck = 6,      // seq (echoed), full digest: "no, here is what I have"
-  kSyncDeltas = 7,  // deltas the SynAck sender lacks, and a digest of what this side lacks
+  kSyncDeltas = 7,  // deltas the digest sender lacks, and a digest of what this side lacks
   kDeltas = 8,      // deltas only (the answer to kSyncDeltas's digest)
   kPushPull = 9,    // full membership list; reply_wanted asks for the peer's list back (join)
 };
 inline constexpr uint8_t kMaxMsgType = 9;
+// Lower-case name of a message type ("syn", "deltas"), for figures and logs.
+std::string_view MsgTypeName(MsgType type);
 
 // The owner's load as a versioned record (one key in the origin's versioned state).
 struct LoadRecord {
@@ -127,7 +130,7 @@ struct Message {
   Address target_address;             // ping-req
   uint64_t digest_hash = 0;           // syn
   uint64_t digest_size = 0;           // syn
-  std::vector<DigestEntry> digest;    // synack; syncdeltas (what the sender lacks)
+  std::vector<DigestEntry> digest;    // syn (optional), synack; syncdeltas (what sender lacks)
   std::vector<OriginDelta> deltas;    // syncdeltas, deltas
   std::vector<MemberUpdate> members;  // pushpull
   bool reply_wanted = false;          // pushpull

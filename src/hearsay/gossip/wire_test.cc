@@ -177,6 +177,23 @@ TEST(WireTest, HostileCountsDoNotAllocate) {
   EXPECT_FALSE(Decode(bytes).ok());
 }
 
+TEST(WireTest, SynWithFullDigestRoundTripsAndEveryTruncationIsRejected) {
+  Message m;
+  m.type = MsgType::kSyn;
+  m.header.sender = "gpu-01";
+  m.digest_hash = 0xfeedULL;
+  m.digest_size = 2;
+  m.seq = 9;
+  m.digest = {{"gpu-01", 1, 40}, {"gpu-02", 3, 7}};
+  const std::vector<uint8_t> bytes = Encode(m);
+  Result<Message> back = Decode(bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, m);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(Decode(std::span(bytes).first(n)).ok()) << n;
+  }
+}
+
 TEST(WireTest, RandomMutationsNeverCrash) {
   Rng rng(5);
   const auto samples = Samples();

@@ -1,6 +1,7 @@
 #include "hearsay/sim/gossip_experiment.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -347,12 +348,21 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   bytes_after = bytes_killed;
   msgs_after = msgs_killed;
   const double node_seconds = (n - 1) * o.duration_s + ToSeconds(kill_at - warmup);
-  uint64_t snapshots = 0, gaps = 0, stale = 0;
+  uint64_t snapshots = 0, gaps = 0, stale = 0, entries = 0, redundant = 0, streamed = 0, msgs = 0;
+  std::array<double, 16> bytes_by_type{};
   for (int i = 0; i < n; ++i) {
     if (!c.up(i)) continue;
-    snapshots += c.node(i).counters().snapshots_sent;
-    gaps += c.node(i).counters().deltas_gap;
-    stale += c.node(i).counters().deltas_stale;
+    const gossip::Counters& k = c.node(i).counters();
+    snapshots += k.snapshots_sent;
+    gaps += k.deltas_gap;
+    stale += k.deltas_stale;
+    entries += k.entries_received;
+    redundant += k.entries_redundant;
+    streamed += k.stream_msgs_sent;
+    msgs += k.msgs_sent;
+    for (size_t t = 0; t < bytes_by_type.size(); ++t) {
+      bytes_by_type[t] += static_cast<double>(k.bytes_sent_by_type[t]);
+    }
   }
   nlohmann::json j;
   j["nodes"] = n;
@@ -379,6 +389,20 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["snapshots_sent"] = snapshots;
   j["deltas_gap"] = gaps;
   j["deltas_stale"] = stale;
+  j["entries_received"] = entries;
+  j["entries_redundant"] = redundant;
+  j["stream_msg_share"] = msgs ? static_cast<double>(streamed) / static_cast<double>(msgs) : 0.0;
+  // Share of all bytes sent over the whole run (warm-up included), by message type.
+  nlohmann::json shares = nlohmann::json::object();
+  double all_bytes = 0;
+  for (double b : bytes_by_type) all_bytes += b;
+  for (uint8_t t = 1; t <= gossip::kMaxMsgType; ++t) {
+    if (bytes_by_type[t] > 0 && all_bytes > 0) {
+      shares[std::string(gossip::MsgTypeName(static_cast<gossip::MsgType>(t)))] =
+          std::round(1000 * bytes_by_type[t] / all_bytes) / 1000;
+    }
+  }
+  j["bytes_share_by_type"] = shares;
   return j;
 }
 
