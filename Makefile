@@ -3,7 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build demo test test-release test-asan test-tsan fuzz fuzz-smoke bench soak format clean
+.PHONY: all deps build demo test test-release test-asan test-tsan fuzz fuzz-smoke bench bench-forwarding soak format clean
 
 all: build
 
@@ -50,6 +50,14 @@ fuzz: fuzz-smoke
 bench: build
 	build/release/bench/hearsay_bench --benchmark_repetitions=5 \
 	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
+
+# The forwarding path against nginx (docs/benchmarks.md): wrk drives a fixed-response upstream
+# directly, through nginx and through one hearsay node, interleaved over rounds. Not part of
+# `make test`. BENCH_FORWARDING_ENV passes settings, e.g. "ROUNDS=9 MODES=json".
+bench-forwarding: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release --target hearsay hearsay_fixed_upstream hearsay_bench -j $(JOBS)
+	env $(BENCH_FORWARDING_ENV) scripts/bench-forwarding.sh build/release
 
 soak: build
 	ctest --test-dir build/release -L soak --output-on-failure

@@ -13,6 +13,7 @@ packages=(
   libboost-dev
   gnuplot-nox
   npm
+  nginx-light wrk
 )
 
 missing=()

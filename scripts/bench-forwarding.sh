@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# The forwarding-path benchmark (issue 5, section 8): one hearsay node's added latency and maximum
+# throughput against nginx, both proxying the same fixed-response upstream on loopback, with wrk
+# driving all three paths in one run:
+#   base     wrk -> hearsay_fixed_upstream
+#   nginx    wrk -> nginx (proxy_pass, keep-alive upstream pool) -> hearsay_fixed_upstream
+#   hearsay  wrk -> hearsay node --engine openai --upstream ... --insecure -> hearsay_fixed_upstream
+# The machine is shared and noisy, so the paths are interleaved (each round runs all three, in a
+# rotating order) and medians over rounds are quoted. Per round and path:
+#   - a latency run: 1 connection, closed loop (no queueing: the per-request time itself);
+#   - a throughput run: TPUT_CONNECTIONS connections (the path's maximum requests/s).
+# Added latency = the path's percentile minus the base's, in the same round; medians over rounds.
+# Prints a Markdown table (the one in docs/benchmarks.md) and writes raw results to RESULTS_FILE.
+#
+# Usage: scripts/bench-forwarding.sh [BUILD_DIR]    (make bench-forwarding builds and runs it)
+# Environment: ROUNDS (5), LAT_SECONDS (3), TPUT_SECONDS (4), TPUT_CONNECTIONS (32),
+#   WRK_THREADS (1), MODES ("json stream"), POLICY (hearsay), NGINX_WORKERS (1), IO_THREADS (1),
+#   UPSTREAM_THREADS (1), RESULTS_FILE (BUILD_DIR/bench-forwarding.tsv).
+# Everything it starts is stopped on exit, also when interrupted.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-${BUILD_DIR:-build/release}}
+ROUNDS=${ROUNDS:-5}
+LAT_SECONDS=${LAT_SECONDS:-3}
+TPUT_SECONDS=${TPUT_SECONDS:-4}
+TPUT_CONNECTIONS=${TPUT_CONNECTIONS:-32}
+WRK_THREADS=${WRK_THREADS:-1}
+MODES=${MODES:-json stream}
+POLICY=${POLICY:-hearsay}
+NGINX_WORKERS=${NGINX_WORKERS:-1}
+IO_THREADS=${IO_THREADS:-1}
+UPSTREAM_THREADS=${UPSTREAM_THREADS:-1}
+RESULTS_FILE=${RESULTS_FILE:-$BUILD_DIR/bench-forwarding.tsv}
+
+HEARSAY=$BUILD_DIR/hearsay
+UPSTREAM_BIN=$BUILD_DIR/bench/forwarding/hearsay_fixed_upstream
+ROUTE_BENCH=$BUILD_DIR/bench/hearsay_bench
+LUA=bench/forwarding/completions.lua
+
+die() {
+  echo "bench-forwarding: $*" >&2
+  exit 1
+}
+for tool in wrk nginx; do
+  command -v "$tool" >/dev/null || PATH=$PATH:/usr/sbin command -v "$tool" >/dev/null ||
+    die "$tool not found; run scripts/install-deps.sh"
+done
+NGINX=$(PATH=$PATH:/usr/sbin command -v nginx)
+[ -x "$HEARSAY" ] || die "$HEARSAY not built (make bench-forwarding builds it)"
+[ -x "$UPSTREAM_BIN" ] || die "$UPSTREAM_BIN not built (make bench-forwarding builds it)"
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer"
+
+WORK=$(mktemp -d /tmp/hearsay-bench-forwarding.XXXXXX)
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do
+    # Bounded: a process that ignores TERM for 5 s is killed.
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Waits up to 10 s for "listening http=HOST:PORT" in $1 and prints PORT.
+listening_port() {
+  local out=$1 pid=$2 line
+  for _ in $(seq 100); do
+    line=$(grep -m1 -o 'listening http=[^ ]*' "$out" 2>/dev/null || true)
+    if [ -n "$line" ]; then
+      echo "${line##*:}"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$out" "$out.err" >&2 2>/dev/null || true
+  die "no listening line in $out"
+}
+
+# Waits up to 10 s until something accepts connections on 127.0.0.1:$1.
+wait_port() {
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# --- start the three servers -------------------------------------------------------------------
+"$UPSTREAM_BIN" --listen 127.0.0.1:0 --threads "$UPSTREAM_THREADS" \
+  >"$WORK/upstream.out" 2>"$WORK/upstream.out.err" &
+PIDS+=($!)
+UP_PORT=$(listening_port "$WORK/upstream.out" "${PIDS[-1]}")
+
+"$HEARSAY" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id bench \
+  --engine openai --upstream "http://127.0.0.1:$UP_PORT" --model fixed --policy "$POLICY" \
+  --io-threads "$IO_THREADS" --log-level warn \
+  >"$WORK/hearsay.out" 2>"$WORK/hearsay.out.err" &
+PIDS+=($!)
+HS_PORT=$(listening_port "$WORK/hearsay.out" "${PIDS[-1]}")
+
+# nginx cannot report an ephemeral port, so pick a random free-looking one; retry on a clash.
+NG_PORT=
+for _ in $(seq 10); do
+  port=$((20000 + RANDOM % 40000))
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+  mkdir -p "$WORK/nginx"
+  sed -e "s|@WORKERS@|$NGINX_WORKERS|; s|@WORK_DIR@|$WORK/nginx|g" \
+    -e "s|@UPSTREAM_PORT@|$UP_PORT|; s|@LISTEN_PORT@|$port|" \
+    bench/forwarding/nginx.conf.in >"$WORK/nginx/nginx.conf"
+  "$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/nginx-error.log" \
+    >"$WORK/nginx.out" 2>&1 &
+  pid=$!
+  if wait_port "$port" && kill -0 "$pid" 2>/dev/null; then
+    PIDS+=("$pid")
+    NG_PORT=$port
+    break
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+done
+[ -n "$NG_PORT" ] || { cat "$WORK/nginx/nginx-error.log" >&2 || true; die "nginx did not start"; }
+
+declare -A URL_BASE=([base]="http://127.0.0.1:$UP_PORT" [nginx]="http://127.0.0.1:$NG_PORT"
+  [hearsay]="http://127.0.0.1:$HS_PORT")
+PATHS=(base nginx hearsay)
+echo "bench-forwarding: upstream :$UP_PORT, nginx :$NG_PORT ($NGINX_WORKERS worker(s)), hearsay" \
+  ":$HS_PORT (policy $POLICY, $IO_THREADS I/O thread(s) + core thread); $ROUNDS rounds" >&2
+
+# One wrk run; prints "rps p50 p90 p99" (µs) or dies on any failed or wrong response.
+run_wrk() {
+  local path=$1 mode=$2 connections=$3 seconds=$4 check=${5:-0} out
+  out=$(BENCH_STREAM=$([ "$mode" = stream ] && echo 1 || echo 0) BENCH_CHECK=$check \
+    wrk -t "$WRK_THREADS" -c "$connections" -d "${seconds}s" --latency -s "$LUA" \
+    "${URL_BASE[$path]}/v1/completions" 2>&1) || die "wrk failed on $path: $out"
+  local result
+  result=$(grep '^RESULT' <<<"$out") || die "no RESULT from wrk on $path: $out"
+  local errors non2xx bad
+  errors=$(sed -n 's/.* errors=\([0-9]*\).*/\1/p' <<<"$result")
+  non2xx=$(sed -n 's/.* non2xx=\([0-9]*\).*/\1/p' <<<"$result")
+  bad=$(sed -n 's/.* bad=\([0-9]*\).*/\1/p' <<<"$result")
+  if [ "$errors" != 0 ] || [ "$non2xx" != 0 ] || [ "$bad" != 0 ]; then
+    die "$path/$mode: errors=$errors non2xx=$non2xx bad=$bad: $(grep FIRST_BAD <<<"$out" || true)"
+  fi
+  sed -n 's/.* rps=\([0-9.]*\) p50_us=\([0-9]*\) p90_us=\([0-9]*\) p99_us=\([0-9]*\).*/\1 \2 \3 \4/p' \
+    <<<"$result"
+}
+
+# --- sanity: every path answers every request with the full canned text ---------------------
+for mode in $MODES; do
+  for path in "${PATHS[@]}"; do run_wrk "$path" "$mode" 2 1 1 >/dev/null; done
+done
+
+# --- the measured, interleaved rounds ----------------------------------------------------------
+printf 'round\tmode\tpath\tkind\trps\tp50_us\tp90_us\tp99_us\n' >"$RESULTS_FILE"
+for round in $(seq "$ROUNDS"); do
+  for mode in $MODES; do
+    # Rotate the order each round so no path always runs first (or after a particular one).
+    for i in 0 1 2; do
+      path=${PATHS[$(((i + round) % 3))]}
+      res=$(run_wrk "$path" "$mode" 1 "$LAT_SECONDS")
+      read -r rps p50 p90 p99 <<<"$res"
+      printf '%s\t%s\t%s\tlatency\t%s\t%s\t%s\t%s\n' "$round" "$mode" "$path" "$rps" "$p50" \
+        "$p90" "$p99" >>"$RESULTS_FILE"
+      res=$(run_wrk "$path" "$mode" "$TPUT_CONNECTIONS" "$TPUT_SECONDS")
+      read -r rps p50 p90 p99 <<<"$res"
+      printf '%s\t%s\t%s\tthroughput\t%s\t%s\t%s\t%s\n' "$round" "$mode" "$path" "$rps" "$p50" \
+        "$p90" "$p99" >>"$RESULTS_FILE"
+    done
+  done
+  echo "bench-forwarding: round $round/$ROUNDS done" >&2
+done
+
+# --- summary -----------------------------------------------------------------------------------
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan";
+  else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# Values of column $4 for (mode $1, path $2, kind $3), one per round.
+col() {
+  awk -F'\t' -v m="$1" -v p="$2" -v k="$3" -v c="$4" \
+    'NR == 1 { for (i = 1; i <= NF; i++) ix[$i] = i; next }
+     $2 == m && $3 == p && $4 == k { print $ix[c] }' "$RESULTS_FILE"
+}
+# Per-round difference path - base of column $3 (latency runs), one per round.
+added() {
+  awk -F'\t' -v m="$1" -v p="$2" -v c="$3" \
+    'NR == 1 { for (i = 1; i <= NF; i++) ix[$i] = i; next }
+     $2 == m && $4 == "latency" && $3 == "base" { b[$1] = $ix[c] }
+     $2 == m && $4 == "latency" && $3 == p { v[$1] = $ix[c] }
+     END { for (r in v) if (r in b) print v[r] - b[r] }' "$RESULTS_FILE"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+
+echo
+echo "| mode | path | p50 µs | p99 µs | added p50 µs | added p99 µs | max req/s ($TPUT_CONNECTIONS conn) |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+for mode in $MODES; do
+  for path in "${PATHS[@]}"; do
+    p50=$(col "$mode" "$path" latency p50_us | median)
+    p99=$(col "$mode" "$path" latency p99_us | median)
+    rps=$(col "$mode" "$path" throughput rps | median)
+    if [ "$path" = base ]; then a50="—"; a99="—"; else
+      a50=$(added "$mode" "$path" p50_us | median)
+      a99=$(added "$mode" "$path" p99_us | median)
+    fi
+    printf '| %s | %s | %s | %s | %s | %s | %.0f |\n' "$mode" "$path" "$p50" "$p99" "$a50" "$a99" \
+      "$rps"
+  done
+done
+echo
+for mode in $MODES; do
+  n50=$(added "$mode" nginx p50_us | median)
+  h50=$(added "$mode" hearsay p50_us | median)
+  n99=$(added "$mode" nginx p99_us | median)
+  h99=$(added "$mode" hearsay p99_us | median)
+  nr=$(col "$mode" nginx throughput rps | median)
+  hr=$(col "$mode" hearsay throughput rps | median)
+  r50=$(ratio "$h50" "$n50")
+  r99=$(ratio "$h99" "$n99")
+  rr=$(ratio "$hr" "$nr")
+  v50=$(awk -v r="$r50" 'BEGIN { print (r != "n/a" && r <= 1.2) ? "met" : "NOT met" }')
+  vr=$(awk -v r="$rr" 'BEGIN { print (r != "n/a" && r >= 0.8) ? "met" : "NOT met" }')
+  echo "- $mode: hearsay/nginx added latency p50 $r50× (goal ≤ 1.2×: $v50), p99 $r99×;" \
+    "throughput $rr× (goal ≥ 0.8×: $vr)"
+done
+
+# The routing decision's share of one request: Policy::Choose from the route micro-benchmark
+# (8 candidates and an 8192-token prompt, both more than this single-node run decides over, so an
+# upper bound) against hearsay's median per-request time.
+if [ -x "$ROUTE_BENCH" ]; then
+  ns=$("$ROUTE_BENCH" --benchmark_filter='^BM_RouteDecision/hearsay/8$' \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true --benchmark_format=csv \
+    2>/dev/null | awk -F, '$1 ~ /_median"?$/ { t = $3; u = $5; gsub(/"/, "", u);
+      print (u == "us" ? t * 1000 : (u == "ms" ? t * 1e6 : t)) }')
+  for mode in $MODES; do
+    h=$(col "$mode" hearsay latency p50_us | median)
+    [ -n "$ns" ] && awk -v ns="$ns" -v h="$h" -v m="$mode" 'BEGIN {
+      printf "- routing decision (BM_RouteDecision/hearsay/8, median): %.0f ns = %.3f%% of hearsay'"'"'s p50 per-request time (%s µs, %s)\n",
+        ns, 100 * ns / 1000 / h, h, m }'
+  done
+else
+  echo "- routing decision share: skipped ($ROUTE_BENCH not built)"
+fi
+echo
+echo "raw results: $RESULTS_FILE" >&2
