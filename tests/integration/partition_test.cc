@@ -4,12 +4,22 @@
 // the other.
 #include <gtest/gtest.h>
 
+#include "hearsay/gossip/config.h"
+#include "hearsay/gossip/suspicion.h"
 #include "integration_env.h"
 
 namespace hearsay::integration {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds PartitionDetectionBound(size_t n) {
+  const gossip::Config config;
+  const gossip::SuspicionBounds bounds = gossip::ComputeSuspicionBounds(
+      config.suspicion_mult, config.suspicion_max_mult, n, config.probe_interval);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      config.probe_interval * static_cast<int64_t>(n) + bounds.max + std::chrono::seconds(1));
+}
 
 // Every node of `side` sees every node of `other` as dead (or left), and its own side alive.
 Status HalfSeesOtherDead(LocalCluster& cluster, const std::vector<size_t>& side,
@@ -52,14 +62,16 @@ TEST(PartitionTest, HalvesSplitThenHealAndReconverge) {
   for (size_t i : left) ASSERT_TRUE(cluster->Block(i, right).ok());
   for (size_t i : right) ASSERT_TRUE(cluster->Block(i, left).ok());
 
-  // Each half declares the other dead. Bound: the failure-detection bound of the node-failure
-  // test (16.4 s for n = 4, see DetectionBound there), plus slack: both halves detect at once.
+  // Each half declares the other dead. Bound: n probe intervals to suspect, plus Lifeguard's
+  // longest suspicion timeout (24 s for n = 4): in a 2|2 split a node's suspicion is often
+  // started by its one same-side peer's accusation, and then no independent confirmation can
+  // arrive to shorten it; plus 1 s of slack.
   Status split = WaitFor(
       [&] {
         Status a = HalfSeesOtherDead(*cluster, left, right);
         return a.ok() ? HalfSeesOtherDead(*cluster, right, left) : a;
       },
-      25s);
+      PartitionDetectionBound(cluster->size()));
   ASSERT_TRUE(split.ok()) << "the partition did not split the views: " << split.ToString() << "\n"
                           << cluster->AllLogTails();
   // Both halves keep serving their own clients meanwhile.

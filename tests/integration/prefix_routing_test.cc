@@ -45,6 +45,19 @@ TEST(PrefixRoutingTest, SharedPrefixGoesToItsHolder) {
   ASSERT_TRUE(holder.ok()) << holder.status().ToString() << "\n" << cluster->AllLogTails();
   const size_t h = *holder;
   const std::string holder_address = cluster->node(h).http_address;
+  // And every entry has measured its delay to the holder (the policy prices the forward by it).
+  for (size_t e = 0; e < cluster->size(); ++e) {
+    if (e == h) continue;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    bool measured = false;
+    while (!measured && std::chrono::steady_clock::now() < deadline) {
+      Result<harness::ClusterView> view = cluster->View(e);
+      const harness::MemberInfo* m = view.ok() ? view->Find(cluster->node(h).node_id) : nullptr;
+      measured = m != nullptr && m->rtt_ms.has_value();
+      if (!measured) std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_TRUE(measured) << cluster->node(e).node_id << " never measured its RTT to the holder";
+  }
   const double served_before = ServedForPeers(holder_address);
 
   // 3. The same prefix with a different question, entering at every other node, is forwarded to

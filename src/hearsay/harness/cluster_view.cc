@@ -38,6 +38,9 @@ Result<MemberInfo> ParseMember(const json& m, bool is_self) {
   info.gossip_address = StringField(m, {"address", "gossip_address"});
   info.api_address = StringField(m, {"api_address"});
   info.cache_keys = CountField(m, {"cache_entries"});
+  if (const json* rtt = Field(m, {"rtt_ms"}); rtt != nullptr && rtt->is_number()) {
+    info.rtt_ms = rtt->get<double>();
+  }
   info.is_self = is_self;
   return info;
 }

@@ -24,6 +24,8 @@ struct MemberInfo {
   // Entries of the member's cache summary (landmark block keys) as this node has it: what the
   // node believes the member's engine holds. For the node itself, its own summary.
   uint64_t cache_keys = 0;
+  // The measured round-trip time to the member, once this node has one.
+  std::optional<double> rtt_ms;
   bool is_self = false;
 };
 

@@ -34,6 +34,8 @@ TEST(ClusterViewTest, ParsesSelfAndMembers) {
   EXPECT_FALSE(one->is_self);
   EXPECT_EQ(one->gossip_address, "127.0.0.1:3");
   EXPECT_EQ(one->api_address, "127.0.0.1:4");
+  EXPECT_EQ(one->rtt_ms, 0.4);
+  EXPECT_FALSE(v->Find("node-2")->rtt_ms.has_value());
   const MemberInfo* two = v->Find("node-2");
   ASSERT_NE(two, nullptr);
   EXPECT_EQ(two->state, "dead");
