@@ -3,7 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build demo test test-release test-asan test-tsan fuzz fuzz-smoke bench bench-forwarding soak format clean
+.PHONY: all deps build demo test test-release test-asan test-tsan test-llama fuzz fuzz-smoke bench bench-forwarding soak format clean
 
 all: build
 
@@ -58,6 +58,11 @@ bench-forwarding: deps
 	cmake --preset release >/dev/null
 	cmake --build --preset release --target hearsay hearsay_fixed_upstream hearsay_bench -j $(JOBS)
 	env $(BENCH_FORWARDING_ENV) scripts/bench-forwarding.sh build/release
+
+# The llama.cpp end-to-end test: builds llama.cpp once into ~/.cache/hearsay (minutes), then runs
+# 3 nodes in front of 3 real llama-servers.
+test-llama: build
+	ctest --test-dir build/release -L llama --output-on-failure
 
 soak: build
 	ctest --test-dir build/release -L soak --output-on-failure

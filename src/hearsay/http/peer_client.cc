@@ -147,8 +147,10 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
     fwd->http_status = status;
     if (status < 200 || status >= 300) return;
     fwd->accepted = true;
+    const std::optional<std::string_view> node = FindHeader(headers, "x-hearsay-node");
     PeerFirstToken first{HeaderCount(headers, "x-hearsay-prompt-tokens"),
-                         HeaderCount(headers, "x-hearsay-cached-tokens")};
+                         HeaderCount(headers, "x-hearsay-cached-tokens"),
+                         node ? NodeId(*node) : NodeId()};
     to_core([first](HttpPeerClient&, Forwarding& f) {
       f.first_token_delivered = true;
       f.sink->OnFirstToken(f.id, first);
