@@ -15,7 +15,8 @@
 # Usage: scripts/bench-forwarding.sh [BUILD_DIR]    (make bench-forwarding builds and runs it)
 # Environment: ROUNDS (5), LAT_SECONDS (3), TPUT_SECONDS (4), TPUT_CONNECTIONS (32),
 #   WRK_THREADS (1), MODES ("json stream"), POLICY (hearsay), NGINX_WORKERS (1), IO_THREADS (1),
-#   UPSTREAM_THREADS (1), RESULTS_FILE (BUILD_DIR/bench-forwarding.tsv).
+#   UPSTREAM_THREADS (1), RESULTS_FILE (BUILD_DIR/bench-forwarding.tsv), ROUTE_BENCH
+#   (BUILD_DIR/bench/hearsay_bench: the route micro-benchmark for the decision-time share).
 # Everything it starts is stopped on exit, also when interrupted.
 set -euo pipefail
 
@@ -35,7 +36,7 @@ RESULTS_FILE=${RESULTS_FILE:-$BUILD_DIR/bench-forwarding.tsv}
 
 HEARSAY=$BUILD_DIR/hearsay
 UPSTREAM_BIN=$BUILD_DIR/bench/forwarding/hearsay_fixed_upstream
-ROUTE_BENCH=$BUILD_DIR/bench/hearsay_bench
+ROUTE_BENCH=${ROUTE_BENCH:-$BUILD_DIR/bench/hearsay_bench}
 LUA=bench/forwarding/completions.lua
 
 die() {
@@ -235,12 +236,12 @@ done
 if [ -x "$ROUTE_BENCH" ]; then
   ns=$("$ROUTE_BENCH" --benchmark_filter='^BM_RouteDecision/hearsay/8$' \
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true --benchmark_format=csv \
-    2>/dev/null | awk -F, '$1 ~ /_median"?$/ { t = $3; u = $5; gsub(/"/, "", u);
+    2>/dev/null | awk -F, '$1 ~ /_median"?$/ { t = $4; u = $5; gsub(/"/, "", u);
       print (u == "us" ? t * 1000 : (u == "ms" ? t * 1e6 : t)) }')
   for mode in $MODES; do
     h=$(col "$mode" hearsay latency p50_us | median)
     [ -n "$ns" ] && awk -v ns="$ns" -v h="$h" -v m="$mode" 'BEGIN {
-      printf "- routing decision (BM_RouteDecision/hearsay/8, median): %.0f ns = %.3f%% of hearsay'"'"'s p50 per-request time (%s µs, %s)\n",
+      printf "- routing decision (BM_RouteDecision/hearsay/8, median CPU time): %.0f ns = %.3f%% of hearsay'"'"'s p50 per-request time (%s µs, %s)\n",
         ns, 100 * ns / 1000 / h, h, m }'
   done
 else
