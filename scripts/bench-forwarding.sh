@@ -56,6 +56,7 @@ WORK=$(mktemp -d /tmp/hearsay-bench-forwarding.XXXXXX)
 PIDS=()
 cleanup() {
   local pid
+  [ -n "${WRK_PID:-}" ] && PIDS+=("$WRK_PID")
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do
     # Bounded: a process that ignores TERM for 5 s is killed.
@@ -134,28 +135,33 @@ PATHS=(base nginx hearsay)
 echo "bench-forwarding: upstream :$UP_PORT, nginx :$NG_PORT ($NGINX_WORKERS worker(s)), hearsay" \
   ":$HS_PORT (policy $POLICY, $IO_THREADS I/O thread(s) + core thread); $ROUNDS rounds" >&2
 
-# One wrk run; prints "rps p50 p90 p99" (µs) or dies on any failed or wrong response.
+# One wrk run; sets RUN to "rps p50 p90 p99" (µs), or dies on any failed or wrong response. wrk
+# runs in the background and is waited for, so a signal interrupts the run at once (bash defers
+# traps while a foreground child runs); cleanup stops it.
+WRK_PID=
 run_wrk() {
-  local path=$1 mode=$2 connections=$3 seconds=$4 check=${5:-0} out
-  out=$(BENCH_STREAM=$([ "$mode" = stream ] && echo 1 || echo 0) BENCH_CHECK=$check \
+  local path=$1 mode=$2 connections=$3 seconds=$4 check=${5:-0} out result errors non2xx bad
+  BENCH_STREAM=$([ "$mode" = stream ] && echo 1 || echo 0) BENCH_CHECK=$check \
     wrk -t "$WRK_THREADS" -c "$connections" -d "${seconds}s" --latency -s "$LUA" \
-    "${URL_BASE[$path]}/v1/completions" 2>&1) || die "wrk failed on $path: $out"
-  local result
+    "${URL_BASE[$path]}/v1/completions" >"$WORK/wrk.out" 2>&1 &
+  WRK_PID=$!
+  wait "$WRK_PID" || die "wrk failed on $path: $(cat "$WORK/wrk.out")"
+  WRK_PID=
+  out=$(cat "$WORK/wrk.out")
   result=$(grep '^RESULT' <<<"$out") || die "no RESULT from wrk on $path: $out"
-  local errors non2xx bad
   errors=$(sed -n 's/.* errors=\([0-9]*\).*/\1/p' <<<"$result")
   non2xx=$(sed -n 's/.* non2xx=\([0-9]*\).*/\1/p' <<<"$result")
   bad=$(sed -n 's/.* bad=\([0-9]*\).*/\1/p' <<<"$result")
   if [ "$errors" != 0 ] || [ "$non2xx" != 0 ] || [ "$bad" != 0 ]; then
     die "$path/$mode: errors=$errors non2xx=$non2xx bad=$bad: $(grep FIRST_BAD <<<"$out" || true)"
   fi
-  sed -n 's/.* rps=\([0-9.]*\) p50_us=\([0-9]*\) p90_us=\([0-9]*\) p99_us=\([0-9]*\).*/\1 \2 \3 \4/p' \
-    <<<"$result"
+  RUN=$(sed -n 's/.* rps=\([0-9.]*\) p50_us=\([0-9]*\) p90_us=\([0-9]*\) p99_us=\([0-9]*\).*/\1 \2 \3 \4/p' \
+    <<<"$result")
 }
 
 # --- sanity: every path answers every request with the full canned text ---------------------
 for mode in $MODES; do
-  for path in "${PATHS[@]}"; do run_wrk "$path" "$mode" 2 1 1 >/dev/null; done
+  for path in "${PATHS[@]}"; do run_wrk "$path" "$mode" 2 1 1; done
 done
 
 # --- the measured, interleaved rounds ----------------------------------------------------------
@@ -165,12 +171,12 @@ for round in $(seq "$ROUNDS"); do
     # Rotate the order each round so no path always runs first (or after a particular one).
     for i in 0 1 2; do
       path=${PATHS[$(((i + round) % 3))]}
-      res=$(run_wrk "$path" "$mode" 1 "$LAT_SECONDS")
-      read -r rps p50 p90 p99 <<<"$res"
+      run_wrk "$path" "$mode" 1 "$LAT_SECONDS"
+      read -r rps p50 p90 p99 <<<"$RUN"
       printf '%s\t%s\t%s\tlatency\t%s\t%s\t%s\t%s\n' "$round" "$mode" "$path" "$rps" "$p50" \
         "$p90" "$p99" >>"$RESULTS_FILE"
-      res=$(run_wrk "$path" "$mode" "$TPUT_CONNECTIONS" "$TPUT_SECONDS")
-      read -r rps p50 p90 p99 <<<"$res"
+      run_wrk "$path" "$mode" "$TPUT_CONNECTIONS" "$TPUT_SECONDS"
+      read -r rps p50 p90 p99 <<<"$RUN"
       printf '%s\t%s\t%s\tthroughput\t%s\t%s\t%s\t%s\n' "$round" "$mode" "$path" "$rps" "$p50" \
         "$p90" "$p99" >>"$RESULTS_FILE"
     done
@@ -195,7 +201,8 @@ added() {
      $2 == m && $4 == "latency" && $3 == p { v[$1] = $ix[c] }
      END { for (r in v) if (r in b) print v[r] - b[r] }' "$RESULTS_FILE"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+# n/a when the reference is not positive (a negative added p99 is noise, not a speed-up).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "n/a"; else printf "%.2f", a / b }'; }
 
 echo
 echo "| mode | path | p50 µs | p99 µs | added p50 µs | added p99 µs | max req/s ($TPUT_CONNECTIONS conn) |"
