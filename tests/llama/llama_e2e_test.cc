@@ -58,8 +58,8 @@ Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& dir
   o.nodes = kNodes;
   o.policy = policy;
   o.capacity_tokens = kCapacityTokens;
-  o.extra_flags = {"--engine", "openai",           "--upstream-flavor",
-                   "llamacpp", "--context-tokens", "8192"};
+  o.engine = "openai";
+  o.extra_flags = {"--upstream-flavor", "llamacpp", "--context-tokens", "8192"};
   for (size_t i = 0; i < kNodes; ++i) {
     o.per_node_flags.push_back({"--upstream", "http://" + servers->addresses()[i]});
   }

@@ -28,7 +28,9 @@
 #include "hearsay/cli/commands.h"
 #include "hearsay/cli/interrupt_watcher.h"
 #include "hearsay/cli/progress_bar.h"
+#include "hearsay/harness/llama_servers.h"
 #include "hearsay/harness/local_cluster.h"
+#include "hearsay/harness/temp_dir.h"
 #include "hearsay/loadgen/load_run.h"
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
@@ -45,12 +47,14 @@ struct DemoFlags {
   double zipf = 1.0;
   uint64_t seed = 1;
   std::string policies = "hearsay,paper,least-loaded,random";
-  // The engine behind every node. Only "sim" (the embedded simulated engine) today; a real
-  // engine per node plugs in through EngineSetup below.
+  // The engine behind every node: "sim" (the embedded simulated engine) or "llama" (one real
+  // llama.cpp llama-server per node, built by scripts/setup-llama.sh; see docs/engines.md).
   std::string engine = "sim";
   std::string engine_preset = "consumer";
   uint64_t capacity_tokens = 8192;
   std::string hearsay_binary;
+  // --engine llama: path of scripts/setup-llama.sh (default: found from the binary's build dir).
+  std::string llama_setup;
   double startup_timeout_s = 30;
   bool json = false;
 };
@@ -81,6 +85,11 @@ Result<std::string> SelfPath() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+// llama: the host-memory prompt cache of each llama-server (MiB) and what it holds in tokens of
+// the demo's small model (4 KiB of KV per token).
+constexpr int kLlamaCacheRamMib = 64;
+constexpr uint64_t kLlamaCapacityTokens = 16384;
+
 // The engine part of the cluster's configuration: the one place that knows which engines the
 // demo can run.
 Status EngineSetup(const DemoFlags& f, harness::LocalClusterOptions& o) {
@@ -89,8 +98,15 @@ Status EngineSetup(const DemoFlags& f, harness::LocalClusterOptions& o) {
     o.capacity_tokens = f.capacity_tokens;
     return OkStatus();
   }
+  if (f.engine == "llama") {
+    // Each node's --upstream is added by RunPolicy once its llama-server runs.
+    o.capacity_tokens = kLlamaCapacityTokens;
+    o.engine = "openai";
+    o.extra_flags = {"--upstream-flavor", "llamacpp"};
+    return OkStatus();
+  }
   return InvalidArgumentError("engine '" + f.engine +
-                              "' is not supported by hearsay demo yet (supported: sim)");
+                              "' is not supported by hearsay demo (supported: sim, llama)");
 }
 
 // OK if every name is a policy the daemon can run (checked here so a typo fails at once, not after
@@ -148,6 +164,23 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   co.debug_faults = false;
   co.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout_s * 1000));
   HEARSAY_RETURN_IF_ERROR(EngineSetup(f, co));
+  // --engine llama: fresh llama-servers (empty caches) for every policy, one per node.
+  std::unique_ptr<harness::TempDir> llama_dir;
+  std::unique_ptr<harness::LlamaServers> llama;
+  if (f.engine == "llama") {
+    HEARSAY_ASSIGN_OR_RETURN(llama_dir, harness::TempDir::Create("hearsay-demo-llama"));
+    harness::LlamaServerOptions lo;
+    lo.servers = f.nodes;
+    lo.cache_ram_mib = kLlamaCacheRamMib;
+    lo.log_dir = llama_dir->path();
+    if (tty) {
+      std::fprintf(stderr, "\r  %-13s starting %zu llama-servers...", policy.c_str(), f.nodes);
+    }
+    HEARSAY_ASSIGN_OR_RETURN(llama, harness::LlamaServers::Start(lo));
+    for (const std::string& addr : llama->addresses()) {
+      co.per_node_flags.push_back({"--upstream", "http://" + addr});
+    }
+  }
   if (tty) std::fprintf(stderr, "\r  %-13s starting %zu nodes...", policy.c_str(), f.nodes);
   Result<std::unique_ptr<harness::LocalCluster>> cluster = harness::LocalCluster::Start(co);
   if (tty) std::fprintf(stderr, "\r%78s\r", "");
@@ -203,6 +236,17 @@ int RunDemo(const DemoFlags& f) {
       return 1;
     }
     binary = *self;
+  }
+  if (f.engine == "llama") {
+    // The build tree is <repo>/build/<dir>/hearsay; setup-llama.sh builds llama.cpp once (cached).
+    const std::string bin_dir = binary.substr(0, binary.rfind('/'));
+    const std::string setup =
+        f.llama_setup.empty() ? bin_dir + "/../../scripts/setup-llama.sh" : f.llama_setup;
+    if (Status s = harness::EnsureLlamaSetup(setup, bin_dir + "/tools/make_llama2c_model");
+        !s.ok()) {
+      std::fprintf(stderr, "hearsay demo: --engine llama: %s\n", s.ToString().c_str());
+      return 1;
+    }
   }
   const std::vector<std::string> policies = SplitCommas(f.policies);
   if (policies.empty()) {
@@ -298,7 +342,11 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--policies", f->policies, "Comma-separated policies to compare")
       ->capture_default_str();
-  cmd->add_option("--engine", f->engine, "Engine behind each node (sim)")->capture_default_str();
+  cmd->add_option("--engine", f->engine,
+                  "Engine behind each node: sim, or llama (a real llama.cpp server per node)")
+      ->capture_default_str();
+  cmd->add_option("--llama-setup", f->llama_setup,
+                  "--engine llama: path of scripts/setup-llama.sh (default: from the build dir)");
   cmd->add_option("--engine-preset", f->engine_preset, "Simulated engine's cost model preset")
       ->capture_default_str();
   cmd->add_option("--capacity-tokens", f->capacity_tokens, "KV cache per node, tokens")

@@ -65,7 +65,12 @@ Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptio
                                      "--cache-ram",
                                      std::to_string(o.cache_ram_mib),
                                      "--slots",
-                                     "--no-webui"};
+                                     "--no-webui",
+                                     // llama2c-converted models record a 128-token training
+                                     // context; the random weights do not care, so lift it.
+                                     "--override-kv",
+                                     "llama.context_length=int:" +
+                                         std::to_string(o.context_per_slot)};
     HEARSAY_ASSIGN_OR_RETURN(auto p, ChildProcess::Spawn(argv, log(i)));
     out->procs_.push_back(std::move(p));
     out->addresses_.push_back("127.0.0.1:" + std::to_string(ports[i]));

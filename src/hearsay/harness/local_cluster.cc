@@ -159,7 +159,7 @@ std::vector<std::string> LocalCluster::NodeArgv(size_t i) const {
                                    "--policy",
                                    options_.policy,
                                    "--engine",
-                                   "sim",
+                                   options_.engine,
                                    "--engine-preset",
                                    options_.engine_preset,
                                    "--capacity-tokens",

@@ -32,6 +32,9 @@ struct LocalClusterOptions {
   std::string hearsay_binary;  // path of the built `hearsay`
   size_t nodes = 4;
   std::string policy = "hearsay";
+  // The engine behind every node (--engine): "sim", or "openai" with each node's --upstream in
+  // per_node_flags.
+  std::string engine = "sim";
   std::string engine_preset = "h100-llama3-8b";
   uint64_t capacity_tokens = 200000;
   bool debug_faults = true;  // --debug-faults, needed by Block()
