@@ -1,6 +1,7 @@
 // HostedOpenAiEngine: see hosted_openai_engine.h.
 #include "hearsay/upstream/hosted_openai_engine.h"
 
+#include <chrono>
 #include <utility>
 
 namespace hearsay::upstream {
@@ -12,7 +13,12 @@ Result<std::unique_ptr<HostedOpenAiEngine>> MakeHostedOpenAiEngine(
   Result<UpstreamUrl> url = ParseUpstreamUrl(upstream_url);
   if (!url.ok()) return url.status();
   if (Status s = ValidateOpenAiEngineOptions(options); !s.ok()) return s;
-  auto client = std::make_unique<http::Client>(io);
+  // llama.cpp's server closes a keep-alive connection after 5 s idle. A pooled connection reused
+  // near that moment races its close, and a POST that may have reached the engine cannot be
+  // retried; so idle connections expire well before any common server keep-alive timeout.
+  http::ClientOptions client_options;
+  client_options.idle_expiry = std::chrono::seconds(2);
+  auto client = std::make_unique<http::Client>(io, client_options);
   auto transport =
       std::make_unique<HttpUpstreamTransport>(std::move(post), *client, std::move(url).value());
   Result<std::unique_ptr<OpenAiEngine>> engine =
