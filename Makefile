@@ -41,7 +41,7 @@ test-tsan: deps
 # Builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS.
 fuzz-smoke: deps
 	cmake --preset fuzz >/dev/null
-	cmake --build --preset fuzz -j $(JOBS)
+	cmake --build --preset fuzz --target hearsay_fuzzers -j $(JOBS)
 	scripts/run-fuzzers.sh build/fuzz $(FUZZ_SECONDS)
 
 fuzz: FUZZ_SECONDS = 600
