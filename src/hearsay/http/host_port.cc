@@ -30,4 +30,15 @@ Result<HostPort> ParseHostPort(std::string_view text) {
   return HostPort{std::string(host), static_cast<uint16_t>(value)};
 }
 
+std::string FormatHostPort(std::string_view host, uint16_t port) {
+  const bool v6 = host.find(':') != std::string_view::npos;
+  std::string out;
+  if (v6) out.push_back('[');
+  out.append(host);
+  if (v6) out.push_back(']');
+  out.push_back(':');
+  out.append(std::to_string(port));
+  return out;
+}
+
 }  // namespace hearsay::http

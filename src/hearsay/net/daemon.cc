@@ -16,11 +16,15 @@
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/net/engine_factory.h"
-#include "hearsay/net/host_port.h"
+#include "hearsay/http/host_port.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/prefix/block_keys.h"
 
 namespace hearsay::net {
+
+using http::FormatHostPort;
+using http::HostPort;
+using http::ParseHostPort;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 

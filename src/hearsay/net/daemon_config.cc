@@ -9,12 +9,16 @@
 #include <variant>
 
 #include "hearsay/engine/cost_model.h"
-#include "hearsay/net/host_port.h"
+#include "hearsay/http/host_port.h"
 #include "hearsay/route/registry.h"
 #include "hearsay/upstream/openai_engine_options.h"
 #include "hearsay/upstream/upstream_url.h"
 
 namespace hearsay::net {
+
+using http::FormatHostPort;
+using http::HostPort;
+using http::ParseHostPort;
 namespace {
 
 using Member = std::variant<std::string DaemonConfig::*, uint64_t DaemonConfig::*,

@@ -13,10 +13,14 @@
 
 #include "hearsay/http/client.h"
 #include "hearsay/http/test_util.h"
-#include "hearsay/net/host_port.h"
+#include "hearsay/http/host_port.h"
 #include "hearsay/net/peer_auth.h"
 
 namespace hearsay::net {
+
+using http::FormatHostPort;
+using http::HostPort;
+using http::ParseHostPort;
 namespace {
 
 using namespace std::chrono_literals;

@@ -9,9 +9,13 @@
 #include <chrono>
 #include <cstring>
 
-#include "hearsay/net/host_port.h"
+#include "hearsay/http/host_port.h"
 
 namespace hearsay::net {
+
+using http::FormatHostPort;
+using http::HostPort;
+using http::ParseHostPort;
 namespace asio = boost::asio;
 using boost::system::error_code;
 

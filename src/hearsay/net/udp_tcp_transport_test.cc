@@ -9,9 +9,13 @@
 #include <mutex>
 #include <thread>
 
-#include "hearsay/net/host_port.h"
+#include "hearsay/http/host_port.h"
 
 namespace hearsay::net {
+
+using http::FormatHostPort;
+using http::HostPort;
+using http::ParseHostPort;
 namespace {
 
 using namespace std::chrono_literals;
