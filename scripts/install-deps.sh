@@ -12,9 +12,12 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libboost-dev
   gnuplot-nox
-  npm
   nginx-light wrk
 )
+
+# npm may come with the machine's Node.js (NodeSource's nodejs package bundles it and conflicts
+# with Debian's npm package), so the command, not the Debian package, is what counts.
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
