@@ -13,6 +13,7 @@ packages=(
   libboost-dev
   gnuplot-nox
   nginx-light wrk
+  ccache
 )
 
 # npm may come with the machine's Node.js (NodeSource's nodejs package bundles it and conflicts
