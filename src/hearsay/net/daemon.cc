@@ -19,6 +19,7 @@
 #include "hearsay/http/host_port.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/prefix/block_keys.h"
+#include "hearsay/upstream/hosted_openai_engine.h"
 
 namespace hearsay::net {
 
@@ -155,7 +156,10 @@ Status Daemon::Init() {
   prefix::BlockKeyerOptions ko;
   ko.tokens_per_block = c.block_size;
   HEARSAY_ASSIGN_OR_RETURN(prefix::BlockKeyer keyer,
-                           prefix::BlockKeyer::Create(secret, c.model, "", ko));
+                           prefix::BlockKeyer::Create(secret, c.model, KeyNamespace(c), ko));
+  HEARSAY_ASSIGN_OR_RETURN(KeyingConfig keying, ResolveKeying(c));
+  HEARSAY_ASSIGN_OR_RETURN(prompt_tokenizer_, PromptTokenizer::Create(&io_, std::move(keying)));
+  keying_metrics_ = std::make_unique<KeyingMetrics>(metrics_.mutable_registry());
 
   // Forwarding.
   http_client_ = std::make_unique<http::Client>(io_);
@@ -175,6 +179,9 @@ Status Daemon::Init() {
   env.io = &io_;
   env.post_to_core = post_to_core;
   HEARSAY_ASSIGN_OR_RETURN(engine_, MakeEngine(c, std::move(env)));
+  if (auto* hosted = dynamic_cast<upstream::HostedOpenAiEngine*>(engine_.get())) {
+    openai_engine_ = &hosted->openai();
+  }
 
   node::NodeOptions no;
   no.id = node_id_;
@@ -288,6 +295,7 @@ void Daemon::StopThreads() {
   logging_peer_client_.reset();
   peer_client_.reset();
   http_client_.reset();
+  prompt_tokenizer_.reset();
   transport_.reset();
 }
 
@@ -384,7 +392,25 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
     in_flight_.fetch_sub(1);
     return RespondError(responder, api::TooManyRequests(), {{"retry-after", "1"}});
   }
-  std::vector<uint32_t> tokens = tokenizer_.Encode(req.prompt);
+  // Engine tokenization answers on an I/O thread later; bytes keying answers at once. The
+  // request lives on the heap meanwhile, so the views Tokenize reads stay valid.
+  auto parsed_completion = std::make_shared<ParsedCompletion>(
+      ParsedCompletion{endpoint, hop, std::move(req), std::move(request), std::move(responder),
+                       scheduler_->clock().Now()});
+  const ParsedCompletion& pc = *parsed_completion;
+  prompt_tokenizer_->Tokenize(endpoint, pc.req.prompt, pc.request.body,
+                              [this, c = std::move(parsed_completion)](PromptTokens tokens) {
+                                SubmitTokenized(*c, std::move(tokens));
+                              });
+}
+
+void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
+  const api::Endpoint endpoint = c.endpoint;
+  const bool hop = c.hop;
+  api::ApiRequest& req = c.req;
+  http::Request& request = c.request;
+  std::shared_ptr<http::Responder>& responder = c.responder;
+  std::vector<uint32_t> tokens = std::move(prompt_tokens.tokens);
   if (std::optional<api::ApiError> e = api::CheckContext(static_cast<uint32_t>(tokens.size()),
                                                          req.max_tokens, limits_, endpoint)) {
     in_flight_.fetch_sub(1);
@@ -416,7 +442,7 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
   pr.forwarded = hop;
   pr.api_path = request.path;
   pr.api_body = std::move(request.body);
-  const TimePoint arrived = scheduler_->clock().Now();
+  const TimePoint arrived = c.arrived;
   // Submit is posted before OnClose is registered, so a cancel always finds its request.
   asio::post(core_io_,
              [this, id, pr = std::move(pr), o = std::move(o), responder, arrived]() mutable {
@@ -468,6 +494,7 @@ void Daemon::RefreshTick() {
 void Daemon::RefreshMetrics() {
   metrics_.Refresh(*node_, engine_->Load(), transport_->counters(), server_->stats(),
                    server_->open_connections(), scheduler_->clock().Now());
+  keying_metrics_->Refresh(prompt_tokenizer_->stats(), openai_engine_);
 }
 
 void Daemon::LogMemberChanges() {

@@ -41,8 +41,10 @@
 #include "hearsay/net/completion_sink.h"
 #include "hearsay/net/daemon_config.h"
 #include "hearsay/net/daemon_metrics.h"
+#include "hearsay/net/keying_metrics.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/net/peer_auth.h"
+#include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/net/udp_tcp_transport.h"
 #include "hearsay/node/node.h"
 
@@ -83,6 +85,17 @@ class Daemon {
   void Handle(http::Request request, std::shared_ptr<http::Responder> responder);
   void HandleCompletion(api::Endpoint endpoint, http::Request request,
                         std::shared_ptr<http::Responder> responder);
+  // A completion request between parsing and tokenization.
+  struct ParsedCompletion {
+    api::Endpoint endpoint;
+    bool hop = false;
+    api::ApiRequest req;
+    http::Request request;
+    std::shared_ptr<http::Responder> responder;
+    TimePoint arrived{};  // TTFT counts from here, tokenization included
+  };
+  // The second half of HandleCompletion, once the prompt is tokenized (see PromptTokenizer).
+  void SubmitTokenized(ParsedCompletion& c, PromptTokens tokens);
   void HandleFaults(const http::Request& request, const std::shared_ptr<http::Responder>& r);
   void RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
                     http::Headers extra = {});
@@ -129,6 +142,10 @@ class Daemon {
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<http::Server> server_;
   DaemonMetrics metrics_;
+  // Keying: the prompt tokenizer (I/O threads) and its metrics; the openai engine if any.
+  std::unique_ptr<PromptTokenizer> prompt_tokenizer_;
+  std::unique_ptr<KeyingMetrics> keying_metrics_;
+  const upstream::OpenAiEngine* openai_engine_ = nullptr;
 
   // Core thread: live requests and their sinks.
   std::map<uint64_t, std::unique_ptr<CompletionSink>> sinks_;

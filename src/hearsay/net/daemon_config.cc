@@ -10,6 +10,7 @@
 
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/http/host_port.h"
+#include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/route/registry.h"
 #include "hearsay/upstream/openai_engine_options.h"
 #include "hearsay/upstream/upstream_url.h"
@@ -63,6 +64,18 @@ const std::vector<Setting>& Table() {
        &C::block_size,
        1,
        4096},
+      {{"node.tokenizer", "tokenizer", K::kString,
+        "how prompts become block keys: bytes (built-in tokenizer) or engine (the upstream's own "
+        "/tokenize; engine openai with flavor llamacpp, vllm or sglang). Every node must agree"},
+       &C::tokenizer},
+      {{"node.chat_template", "chat-template", K::kString,
+        "how chat messages become a prompt for keying: builtin (ChatML), engine (the upstream's "
+        "own template: llamacpp, vllm) or auto (engine when the tokenizer is engine and the "
+        "upstream can, else builtin)"},
+       &C::chat_template},
+      {{"node.key_namespace", "key-namespace", K::kString,
+        "extra seed mixed into every block key (nodes with different values never share keys)"},
+       &C::key_namespace},
       {{"engine.kind", "engine", K::kString,
         "inference engine: sim (embedded simulator) or openai (an OpenAI-compatible server at "
         "engine.upstream; docs/engines.md)"},
@@ -87,6 +100,12 @@ const std::vector<Setting>& Table() {
       {{"engine.upstream_slots_authoritative", "upstream-slots-authoritative", K::kBool,
         "llama.cpp's /slots lists its whole cache (llama-server --cache-ram 0)"},
        &C::upstream_slots_authoritative},
+      {{"engine.tokenize_timeout_ms", "tokenize-timeout-ms", K::kUInt,
+        "engine tokenizer: longest wait for the upstream's /tokenize before falling back to "
+        "bytes keying for that request"},
+       &C::tokenize_timeout_ms,
+       1,
+       kHour},
       {{"security.cluster_key_file", "cluster-key-file", K::kString,
         "cluster key file (hearsay keygen); required unless insecure"},
        &C::cluster_key_file},
@@ -419,6 +438,7 @@ Status DaemonConfig::Validate() const {
       !f.ok()) {
     return InvalidArgumentError("engine.upstream_flavor: " + f.status().message());
   }
+  HEARSAY_RETURN_IF_ERROR(ValidateKeying(*this));
   if (Result<engine::CostModel> cm = engine::CostModel::FromPreset(engine_preset); !cm.ok()) {
     return InvalidArgumentError("engine.preset: " + cm.status().message());
   }

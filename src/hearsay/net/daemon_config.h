@@ -32,6 +32,10 @@ struct DaemonConfig {
   std::string policy = "hearsay";
   std::string model = "hearsay-sim";
   uint64_t block_size = 16;  // tokens per prefix-cache block
+  // Keying (docs/engines.md): every node serving one model must share these and block_size.
+  std::string tokenizer = "bytes";     // bytes (built-in) or engine (the upstream's /tokenize)
+  std::string chat_template = "auto";  // builtin, engine, or auto (engine where possible)
+  std::string key_namespace;           // mixed into every block key (the hash seed)
   // --- Engine ---
   std::string engine = "sim";
   std::string engine_preset = "h100-llama3-8b";
@@ -40,6 +44,7 @@ struct DaemonConfig {
   std::string upstream_flavor = "generic";    // generic, llamacpp, vllm, sglang (docs/engines.md)
   std::string upstream_model;                 // model name sent upstream (default: the client's)
   bool upstream_slots_authoritative = false;  // llama.cpp /slots lists the whole cache
+  uint64_t tokenize_timeout_ms = 500;         // engine tokenizer: past it, bytes keying
   // --- Security ---
   std::string cluster_key_file;
   bool insecure = false;

@@ -2,6 +2,7 @@
 
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/engine/sim_engine.h"
+#include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
 
 namespace hearsay::net {
@@ -33,6 +34,7 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
     o.max_context_tokens = static_cast<uint32_t>(config.context_tokens);
     o.max_in_flight = static_cast<uint32_t>(config.max_concurrent_requests);
     o.slots_authoritative = config.upstream_slots_authoritative;
+    o.keying = KeyingDescription(config);
     HEARSAY_ASSIGN_OR_RETURN(
         std::unique_ptr<upstream::HostedOpenAiEngine> e,
         upstream::MakeHostedOpenAiEngine(*env.scheduler, *env.io, env.post_to_core, *env.keyer,

@@ -18,7 +18,7 @@ size_t CacheTracker::Predict(uint64_t request, std::span<const prefix::TokenId> 
   p.keys = keyer_.Keys(prompt);
   p.text = std::move(text);
   p.estimate_blocks = HeldPrefixBlocks(p.keys);
-  if (!p.keys.empty()) {
+  if (!p.keys.empty() && !evidence_only_) {
     p.entry = Upsert(p.keys, p.text);
     Entry& e = entries_.at(p.entry);
     ++e.inflight;
@@ -55,6 +55,14 @@ EvidenceOutcome CacheTracker::ApplyEvidence(uint64_t request, size_t reported_to
     out.stale_entries_cut = stale.size();
   } else if (reported_blocks > p.estimate_blocks) {
     out.underestimated = true;
+  }
+  if (evidence_only_) {
+    // Hold only what the engine itself reported: the estimates built on more have failed.
+    if (reported_blocks > 0) {
+      const std::vector<BlockKey> held(p.keys.begin(), p.keys.begin() + reported_blocks);
+      entries_.at(Upsert(held, reported_blocks == p.keys.size() ? p.text : "")).confirmed = true;
+    }
+    return out;
   }
   // The engine has just computed the whole prompt: it is cached now.
   const uint64_t id = Upsert(p.keys, p.text);
@@ -110,6 +118,12 @@ void CacheTracker::Clear() {
   for (const auto& [id, e] : entries_) ids.push_back(id);
   for (uint64_t id : ids) Remove(id);
   for (auto& [req, p] : pending_) p.entry = 0;
+}
+
+void CacheTracker::SetEvidenceOnly(bool on) {
+  if (on == evidence_only_) return;
+  evidence_only_ = on;
+  if (on) Clear();
 }
 
 size_t CacheTracker::CachedPrefixTokens(std::span<const prefix::TokenId> prompt) const {

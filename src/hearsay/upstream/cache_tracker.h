@@ -95,6 +95,13 @@ class CacheTracker {
   // Forgets everything (the engine restarted or was replaced): kRemoved for every held block.
   void Clear();
 
+  // Evidence-only mode, for when the estimates were found persistently wrong (drift): predictions
+  // are no longer held (neither routed on nor gossiped), and evidence holds only the prefix the
+  // engine reported cached, not the whole prompt. Turning it on forgets everything held, since
+  // it was built on the estimates that failed; turning it off resumes predictions.
+  void SetEvidenceOnly(bool on);
+  bool evidence_only() const { return evidence_only_; }
+
   // Leading tokens of `prompt` the tracker believes cached (a multiple of the block size).
   size_t CachedPrefixTokens(std::span<const prefix::TokenId> prompt) const;
 
@@ -155,6 +162,7 @@ class CacheTracker {
   std::set<std::pair<uint64_t, uint64_t>> lru_;
   std::unordered_map<uint64_t, Pending> pending_;
   std::vector<prefix::BlockEvent> events_;
+  bool evidence_only_ = false;
 };
 
 }  // namespace hearsay::upstream

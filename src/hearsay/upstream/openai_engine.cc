@@ -48,7 +48,8 @@ OpenAiEngine::OpenAiEngine(Scheduler& scheduler, UpstreamTransport& transport,
       transport_(transport),
       options_(std::move(options)),
       tracker_(std::move(keyer),
-               CacheTrackerOptions{options_.capacity_tokens, options_.prediction_lease}) {}
+               CacheTrackerOptions{options_.capacity_tokens, options_.prediction_lease}),
+      drift_(options_.drift) {}
 
 OpenAiEngine::~OpenAiEngine() {
   if (tick_timer_ != kNoTimer) scheduler_.Cancel(tick_timer_);
@@ -262,30 +263,34 @@ void OpenAiEngine::ApplyEvidence(Live& r, RequestId id, uint32_t upstream_cached
   if (o.overestimated) ++stats_.overestimates;
   if (o.underestimated) ++stats_.underestimates;
   stats_.stale_entries_cut += o.stale_entries_cut;
-  NoteDrift(o.overestimated);
+  NoteDrift(r.estimate, reported, r.prompt_len);
 }
 
-void OpenAiEngine::NoteDrift(bool overestimated) {
-  drift_.push_back(overestimated);
-  drift_over_ += overestimated;
-  if (drift_.size() > options_.drift_window) {
-    drift_over_ -= drift_.front();
-    drift_.pop_front();
-  }
-  const double fraction = static_cast<double>(drift_over_) / options_.drift_window;
-  if (!unreliable_ && drift_.size() == options_.drift_window &&
-      fraction >= options_.drift_alarm_fraction) {
-    unreliable_ = true;
-    ++stats_.drift_alarms;
-    spdlog::error(
-        "openai engine: cache estimates are persistently wrong: {} of the last {} responses had "
-        "fewer cached tokens than estimated. Routing on them sends requests to caches that do "
-        "not hold them. Check capacity_tokens (too large?), block size and tokenization, or the "
-        "engine's eviction (estimated {} vs reported {} cached tokens so far).",
-        drift_over_, drift_.size(), stats_.estimated_cached_tokens, stats_.reported_cached_tokens);
-  } else if (unreliable_ && fraction < options_.drift_alarm_fraction / 2) {
-    unreliable_ = false;
-    spdlog::warn("openai engine: cache estimates agree with the engine's evidence again");
+void OpenAiEngine::NoteDrift(size_t estimated, size_t reported, size_t prompt_tokens) {
+  switch (drift_.Add(estimated, reported, prompt_tokens, scheduler_.clock().Now())) {
+    case DriftDetector::Event::kNone:
+      return;
+    case DriftDetector::Event::kRaised:
+      ++stats_.drift_alarms;
+      tracker_.SetEvidenceOnly(true);
+      [[fallthrough]];
+    case DriftDetector::Event::kReminder:
+      spdlog::warn(
+          "event=cache_drift msg=\"cache estimates for the upstream engine are persistently "
+          "wrong: {:.0f}% of prompt tokens over the last {} responses (estimated {} too many, {} "
+          "too few). Likely cause: {}. Routing now trusts only what the engine reported cached "
+          "(predictions ignored) until the estimates agree again.\" keying=\"{}\"",
+          100 * drift_.ratio(), drift_.samples(), drift_.over_tokens(), drift_.under_tokens(),
+          drift_.LikelyCause(), options_.keying);
+      return;
+    case DriftDetector::Event::kCleared:
+      ++stats_.drift_cleared;
+      tracker_.SetEvidenceOnly(false);
+      spdlog::warn(
+          "event=cache_drift_cleared msg=\"cache estimates agree with the engine's evidence "
+          "again ({:.1f}% of prompt tokens off); predictions count again\"",
+          100 * drift_.ratio());
+      return;
   }
 }
 

@@ -13,8 +13,10 @@
 // Cache evidence (see cache_tracker.h): the first chunk that reports cached tokens
 // (timings.cache_n or usage.prompt_tokens_details.cached_tokens) confirms or corrects the
 // estimate; llama.cpp's /slots is polled to confirm (or, when authoritative, prune) entries.
-// Estimates are compared with evidence: the totals, and an alarm when most recent evidence shows
-// overestimates (estimates_unreliable(), logged loudly on each transition).
+// Estimates are compared with evidence: the totals, and a DriftDetector over recent evidence.
+// When it flags drift (estimates_unreliable()), a warning names the likely cause (repeated at most
+// once per drift.log_interval) and the tracker goes evidence-only: predictions stop counting for
+// routing and gossip until the evidence agrees again.
 //
 // Faults. A connection failure, a timeout (connect, first token, stream idle), a 5xx, an error
 // event or an undecodable stream fail the request with a clear status (before the first token:
@@ -44,6 +46,7 @@
 #include "hearsay/env/scheduler.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/upstream/cache_tracker.h"
+#include "hearsay/upstream/drift_detector.h"
 #include "hearsay/upstream/openai_engine_options.h"
 #include "hearsay/upstream/upstream_transport.h"
 
@@ -76,6 +79,7 @@ struct OpenAiEngineStats {
   uint64_t underestimates = 0;
   uint64_t stale_entries_cut = 0;
   uint64_t drift_alarms = 0;  // transitions into estimates_unreliable
+  uint64_t drift_cleared = 0;  // transitions out of it
   uint64_t reconciles = 0;
   uint64_t reconcile_failures = 0;
   uint64_t reconcile_confirmed = 0;
@@ -106,8 +110,9 @@ class OpenAiEngine final : public engine::Engine {
   bool healthy() const { return healthy_; }
   // Why the upstream is unhealthy (the last failure), empty while healthy.
   const std::string& unhealthy_reason() const { return unhealthy_reason_; }
-  // True while evidence shows the cache estimates are persistently too high.
-  bool estimates_unreliable() const { return unreliable_; }
+  // True while evidence shows the cache estimates are persistently wrong (see DriftDetector).
+  bool estimates_unreliable() const { return drift_.flagged(); }
+  const DriftDetector& drift() const { return drift_; }
   const OpenAiEngineStats& stats() const { return stats_; }
   const CacheTracker& tracker() const { return tracker_; }
   const OpenAiEngineOptions& options() const { return options_; }
@@ -153,7 +158,7 @@ class OpenAiEngine final : public engine::Engine {
   void Tick();
   void Probe();
   void Reconcile();
-  void NoteDrift(bool overestimated);
+  void NoteDrift(size_t estimated, size_t reported, size_t prompt_tokens);
 
   Scheduler& scheduler_;
   UpstreamTransport& transport_;
@@ -172,9 +177,7 @@ class OpenAiEngine final : public engine::Engine {
   TimePoint next_probe_{};
   TimePoint next_reconcile_{};
   double prefill_ms_per_token_ = 0;
-  std::deque<bool> drift_;  // last drift_window evidence: true = overestimate
-  uint32_t drift_over_ = 0;
-  bool unreliable_ = false;
+  DriftDetector drift_;
   OpenAiEngineStats stats_;
 };
 

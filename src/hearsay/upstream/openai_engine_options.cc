@@ -52,10 +52,7 @@ Status ValidateOpenAiEngineOptions(const OpenAiEngineOptions& o) {
       (o.reconcile_interval > Duration::zero() && o.reconcile_interval < milliseconds(10))) {
     return InvalidArgumentError("reconcile_interval must be 0 (off) or >= 10 ms");
   }
-  if (o.drift_window == 0) return InvalidArgumentError("drift_window must be >= 1");
-  if (!(o.drift_alarm_fraction > 0 && o.drift_alarm_fraction <= 1)) {
-    return InvalidArgumentError("drift_alarm_fraction must be in (0, 1]");
-  }
+  if (Status s = ValidateDriftOptions(o.drift); !s.ok()) return s;
   if (o.max_error_body_bytes == 0) {
     return InvalidArgumentError("max_error_body_bytes must be >= 1");
   }

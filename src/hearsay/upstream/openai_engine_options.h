@@ -9,6 +9,7 @@
 
 #include "hearsay/common/status.h"
 #include "hearsay/env/time.h"
+#include "hearsay/upstream/drift_detector.h"
 
 namespace hearsay::upstream {
 
@@ -53,11 +54,12 @@ struct OpenAiEngineOptions {
   // True when /slots lists everything the engine caches (llama-server --cache-ram 0): entries no
   // slot holds are then removed. Otherwise /slots only confirms.
   bool slots_authoritative = false;
-  // Evidence drift alarm: over the last drift_window evidence reports, when at least
-  // drift_alarm_fraction of them show an overestimate, the estimates are declared unreliable
-  // (loud log, metric) until the fraction falls below half of it.
-  uint32_t drift_window = 32;
-  double drift_alarm_fraction = 0.5;
+  // Evidence drift alarm (drift_detector.h): when the windowed share of prompt tokens the
+  // estimates got wrong reaches drift.threshold, the estimates are declared unreliable (a
+  // rate-limited warning, a metric) and the tracker goes evidence-only until it clears.
+  DriftOptions drift;
+  // How the node keys prompts ("tokenizer=bytes block_size=16"), named in the drift warning.
+  std::string keying;
   // Bytes of an error response body kept for the error message.
   size_t max_error_body_bytes = 4096;
 };

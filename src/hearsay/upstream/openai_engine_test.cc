@@ -185,8 +185,7 @@ TEST_F(OpenAiEngineTest, EvidenceAtFirstTokenConfirmsAndFeedsTheIndex) {
 
 TEST_F(OpenAiEngineTest, ReportedMissRemovesStaleEntryAndPersistentDriftRaisesTheAlarm) {
   OpenAiEngineOptions o;
-  o.drift_window = 4;
-  o.drift_alarm_fraction = 0.5;
+  o.drift = {.window = 4, .min_samples = 4, .threshold = 0.2, .clear_fraction = 0.5};
   Make(o);
   std::vector<prefix::BlockEvent> ev;
   auto serve = [&](RequestId id, int cached) {
@@ -204,9 +203,18 @@ TEST_F(OpenAiEngineTest, ReportedMissRemovesStaleEntryAndPersistentDriftRaisesTh
   EXPECT_GE(engine_->stats().stale_entries_cut, 3u);
   EXPECT_TRUE(engine_->estimates_unreliable());
   EXPECT_EQ(engine_->stats().drift_alarms, 1u);
-  // The evidence agrees again: the alarm clears once the overestimates leave the window.
-  for (RequestId id = 5; id <= 8; ++id) serve(id, 32);
+  EXPECT_DOUBLE_EQ(engine_->drift().ratio(), 96.0 / 128);
+  // Flagged: predictions no longer count; a request in flight is not in the index.
+  EXPECT_TRUE(engine_->tracker().evidence_only());
+  ASSERT_TRUE(engine_->Submit(Req(100, 32, 5000), &rec_).ok());
+  EXPECT_EQ(engine_->CachedPrefixTokens(Req(101, 32, 5000).prompt), 0u);
+  engine_->Cancel(100);
+  // The evidence agrees again: the first hit after the reset is underestimated (the tracker
+  // forgot everything), then estimates match; the alarm clears once the misses leave the window.
+  for (RequestId id = 5; id <= 9; ++id) serve(id, 32);
   EXPECT_FALSE(engine_->estimates_unreliable());
+  EXPECT_EQ(engine_->stats().drift_cleared, 1u);
+  EXPECT_FALSE(engine_->tracker().evidence_only());
 }
 
 TEST_F(OpenAiEngineTest, UpstreamDownFailsBeforeFirstTokenThenMarksUnhealthyAndRecovers) {
@@ -436,7 +444,7 @@ TEST(OpenAiEngineOptionsTest, RejectsBadOptions) {
   o.health_path = "health";
   EXPECT_FALSE(ValidateOpenAiEngineOptions(o).ok());
   o = {};
-  o.drift_alarm_fraction = 0;
+  o.drift.threshold = 0;
   EXPECT_FALSE(ValidateOpenAiEngineOptions(o).ok());
   EXPECT_EQ(ParseUpstreamFlavor("llamacpp").value(), UpstreamFlavor::kLlamaCpp);
   EXPECT_FALSE(ParseUpstreamFlavor("tgi").ok());

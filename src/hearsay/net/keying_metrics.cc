@@ -1,0 +1,74 @@
+// KeyingMetrics: see keying_metrics.h.
+#include "hearsay/net/keying_metrics.h"
+
+namespace hearsay::net {
+
+KeyingMetrics::KeyingMetrics(api::MetricsRegistry& r) {
+  const char* tok =
+      "Prompts tokenized for keying by the engine's /tokenize, or keyed with bytes "
+      "after it failed";
+  tokenize_engine_.counter = &r.AddCounter("hearsay_tokenize_total", tok, {{"result", "engine"}});
+  fallback_error_.counter =
+      &r.AddCounter("hearsay_tokenize_total", tok, {{"result", "fallback"}, {"reason", "error"}});
+  fallback_timeout_.counter =
+      &r.AddCounter("hearsay_tokenize_total", tok, {{"result", "fallback"}, {"reason", "timeout"}});
+  fallback_invalid_.counter =
+      &r.AddCounter("hearsay_tokenize_total", tok, {{"result", "fallback"}, {"reason", "invalid"}});
+  evidence_.counter = &r.AddCounter("hearsay_upstream_evidence_total",
+                                    "Upstream responses that reported cached tokens");
+  const char* cached =
+      "Cached prompt tokens of upstream responses with evidence, in node tokens: "
+      "what the node estimated at send time next to what the engine reported";
+  estimated_.counter =
+      &r.AddCounter("hearsay_upstream_cached_tokens_total", cached, {{"kind", "estimated"}});
+  reported_.counter =
+      &r.AddCounter("hearsay_upstream_cached_tokens_total", cached, {{"kind", "reported"}});
+  upstream_reported_.counter =
+      &r.AddCounter("hearsay_upstream_engine_cached_tokens_total",
+                    "Cached prompt tokens the engine reported, in its own tokens");
+  upstream_prompt_.counter = &r.AddCounter("hearsay_upstream_engine_prompt_tokens_total",
+                                           "Prompt tokens the engine reported, in its own tokens");
+  const char* mis = "Upstream responses whose cached tokens disagreed with the estimate";
+  overestimates_.counter =
+      &r.AddCounter("hearsay_upstream_cache_mismatches_total", mis, {{"direction", "over"}});
+  underestimates_.counter =
+      &r.AddCounter("hearsay_upstream_cache_mismatches_total", mis, {{"direction", "under"}});
+  stale_cut_.counter = &r.AddCounter("hearsay_upstream_stale_entries_cut_total",
+                                     "Tracked prompts cut because evidence proved them stale");
+  drift_alarms_.counter = &r.AddCounter("hearsay_upstream_cache_drift_alarms_total",
+                                        "Times the cache estimates were declared unreliable");
+  drift_ratio_ = &r.AddGauge("hearsay_upstream_cache_drift_ratio",
+                             "Windowed sum |estimated - reported| / prompt tokens");
+  unreliable_ = &r.AddGauge(
+      "hearsay_upstream_cache_estimates_unreliable",
+      "1 while drift is flagged: routing then trusts only what the engine reported cached");
+  const char* win = "Cached tokens over the drift window the estimate got wrong, by direction";
+  window_estimated_over_ =
+      &r.AddGauge("hearsay_upstream_cache_drift_tokens", win, {{"direction", "over"}});
+  window_estimated_under_ =
+      &r.AddGauge("hearsay_upstream_cache_drift_tokens", win, {{"direction", "under"}});
+}
+
+void KeyingMetrics::Refresh(const PromptTokenizerStats& t, const upstream::OpenAiEngine* engine) {
+  tokenize_engine_.Sync(t.engine.load(std::memory_order_relaxed));
+  fallback_error_.Sync(t.fallback_error.load(std::memory_order_relaxed));
+  fallback_timeout_.Sync(t.fallback_timeout.load(std::memory_order_relaxed));
+  fallback_invalid_.Sync(t.fallback_invalid.load(std::memory_order_relaxed));
+  if (engine == nullptr) return;
+  const upstream::OpenAiEngineStats& s = engine->stats();
+  evidence_.Sync(s.evidence);
+  estimated_.Sync(s.estimated_cached_tokens);
+  reported_.Sync(s.reported_cached_tokens);
+  upstream_reported_.Sync(s.upstream_reported_cached_tokens);
+  upstream_prompt_.Sync(s.upstream_prompt_tokens);
+  overestimates_.Sync(s.overestimates);
+  underestimates_.Sync(s.underestimates);
+  stale_cut_.Sync(s.stale_entries_cut);
+  drift_alarms_.Sync(s.drift_alarms);
+  drift_ratio_->Set(engine->drift().ratio());
+  unreliable_->Set(engine->estimates_unreliable() ? 1 : 0);
+  window_estimated_over_->Set(static_cast<double>(engine->drift().over_tokens()));
+  window_estimated_under_->Set(static_cast<double>(engine->drift().under_tokens()));
+}
+
+}  // namespace hearsay::net

@@ -1,0 +1,45 @@
+// KeyingMetrics: the /metrics view of how well the node's keying follows its engine: engine
+// tokenizer calls and their fallbacks, and, for an upstream engine, the cached tokens the node
+// estimated next to those the engine reported, with the drift flag (docs/engines.md).
+//
+// Registered into the daemon's registry at setup (before any thread renders it). Refresh() copies
+// the engine's counters (core thread: the engine lives there); the tokenizer's are atomics.
+//
+// Thread-safety: Refresh on the core thread only.
+#pragma once
+
+#include <cstdint>
+
+#include "hearsay/api/metrics.h"
+#include "hearsay/net/prompt_tokenizer.h"
+#include "hearsay/upstream/openai_engine.h"
+
+namespace hearsay::net {
+
+class KeyingMetrics {
+ public:
+  explicit KeyingMetrics(api::MetricsRegistry& registry);
+
+  // `engine` may be null (the simulated engine reports exact counts; nothing to compare).
+  void Refresh(const PromptTokenizerStats& tokenizer, const upstream::OpenAiEngine* engine);
+
+ private:
+  struct Mirror {
+    api::Counter* counter = nullptr;
+    uint64_t last = 0;
+    void Sync(uint64_t value) {
+      if (value > last) counter->Increment(value - last);
+      last = value;
+    }
+  };
+
+  Mirror tokenize_engine_, fallback_error_, fallback_timeout_, fallback_invalid_;
+  Mirror evidence_, estimated_, reported_, upstream_reported_, upstream_prompt_;
+  Mirror overestimates_, underestimates_, stale_cut_, drift_alarms_;
+  api::Gauge* drift_ratio_ = nullptr;
+  api::Gauge* unreliable_ = nullptr;
+  api::Gauge* window_estimated_over_ = nullptr;
+  api::Gauge* window_estimated_under_ = nullptr;
+};
+
+}  // namespace hearsay::net
