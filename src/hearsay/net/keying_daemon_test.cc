@@ -183,6 +183,9 @@ TEST(KeyingDaemonTest, AnEngineThatDisagreesWithTheEstimatesRaisesTheDriftAlarm)
   EXPECT_GE(drift, 0.2) << m;
   EXPECT_EQ(Metric(m, "hearsay_upstream_cache_estimates_unreliable"), 1) << m;
   EXPECT_EQ(Metric(m, "hearsay_upstream_cache_drift_alarms_total"), 1);
+  // Flagged, the node routes only on what the engine reported cached, which is nothing: the
+  // tracked cache (gossiped and used for local routing) is empty.
+  EXPECT_EQ(Metric(m, "hearsay_engine_kv_used_tokens"), 0) << m;
   std::printf("lying engine: estimated %.0f reported %.0f, drift ratio %.3f, flagged\n", est, rep,
               drift);
   EXPECT_TRUE(d->Shutdown());

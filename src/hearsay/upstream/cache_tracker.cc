@@ -57,10 +57,12 @@ EvidenceOutcome CacheTracker::ApplyEvidence(uint64_t request, size_t reported_to
     out.underestimated = true;
   }
   if (evidence_only_) {
-    // Hold only what the engine itself reported: the estimates built on more have failed.
-    if (reported_blocks > 0) {
-      const std::vector<BlockKey> held(p.keys.begin(), p.keys.begin() + reported_blocks);
-      entries_.at(Upsert(held, reported_blocks == p.keys.size() ? p.text : "")).confirmed = true;
+    // Hold only what the engine itself reported (no tolerance credit): the estimates built on
+    // more have failed.
+    const size_t held_blocks = std::min(reported_tokens / block_tokens_, p.keys.size());
+    if (held_blocks > 0) {
+      const std::vector<BlockKey> held(p.keys.begin(), p.keys.begin() + held_blocks);
+      entries_.at(Upsert(held, held_blocks == p.keys.size() ? p.text : "")).confirmed = true;
     }
     return out;
   }
