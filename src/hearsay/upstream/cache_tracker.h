@@ -95,6 +95,10 @@ class CacheTracker {
   // Forgets everything (the engine restarted or was replaced): kRemoved for every held block.
   void Clear();
 
+  // (d) The engine says it dropped block `key` (vLLM KV events, kv_events_tracking.h): every
+  // entry through that block is cut before it. Returns the entries cut.
+  size_t ForgetBlock(prefix::BlockKey key);
+
   // Leading tokens of `prompt` the tracker believes cached (a multiple of the block size).
   size_t CachedPrefixTokens(std::span<const prefix::TokenId> prompt) const;
 
