@@ -16,6 +16,7 @@
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/net/engine_factory.h"
+#include "hearsay/upstream/hosted_openai_engine.h"
 #include "hearsay/http/host_port.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/prefix/block_keys.h"
@@ -175,6 +176,9 @@ Status Daemon::Init() {
   env.io = &io_;
   env.post_to_core = post_to_core;
   HEARSAY_ASSIGN_OR_RETURN(engine_, MakeEngine(c, std::move(env)));
+  if (KvEventsEngine() != nullptr) {
+    kv_events_metrics_ = std::make_unique<KvEventsMetrics>(metrics_.mutable_registry());
+  }
 
   node::NodeOptions no;
   no.id = node_id_;
@@ -468,6 +472,14 @@ void Daemon::RefreshTick() {
 void Daemon::RefreshMetrics() {
   metrics_.Refresh(*node_, engine_->Load(), transport_->counters(), server_->stats(),
                    server_->open_connections(), scheduler_->clock().Now());
+  if (const upstream::HostedOpenAiEngine* e = KvEventsEngine(); e && kv_events_metrics_) {
+    kv_events_metrics_->Refresh(*e->kv_events(), e->kv_events_subscriber()->stats());
+  }
+}
+
+const upstream::HostedOpenAiEngine* Daemon::KvEventsEngine() const {
+  const auto* e = dynamic_cast<const upstream::HostedOpenAiEngine*>(engine_.get());
+  return e != nullptr && e->kv_events() != nullptr ? e : nullptr;
 }
 
 void Daemon::LogMemberChanges() {

@@ -41,10 +41,15 @@
 #include "hearsay/net/completion_sink.h"
 #include "hearsay/net/daemon_config.h"
 #include "hearsay/net/daemon_metrics.h"
+#include "hearsay/net/kv_events_metrics.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/net/udp_tcp_transport.h"
 #include "hearsay/node/node.h"
+
+namespace hearsay::upstream {
+class HostedOpenAiEngine;
+}  // namespace hearsay::upstream
 
 namespace hearsay::net {
 
@@ -93,6 +98,8 @@ class Daemon {
   void FinishRequest(uint64_t id);
   void RefreshTick();
   void RefreshMetrics();
+  // The engine when it consumes vLLM KV events, else nullptr.
+  const upstream::HostedOpenAiEngine* KvEventsEngine() const;
   void LogMemberChanges();
   std::string RenderCluster() const;
 
@@ -129,6 +136,7 @@ class Daemon {
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<http::Server> server_;
   DaemonMetrics metrics_;
+  std::unique_ptr<KvEventsMetrics> kv_events_metrics_;  // with --kv-events only
 
   // Core thread: live requests and their sinks.
   std::map<uint64_t, std::unique_ptr<CompletionSink>> sinks_;

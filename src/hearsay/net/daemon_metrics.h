@@ -43,6 +43,8 @@ class DaemonMetrics {
 
   std::string Render() const { return registry_.Render(); }
   const api::MetricsRegistry& registry() const { return registry_; }
+  // For series registered by optional parts (KvEventsMetrics). Setup only.
+  api::MetricsRegistry& mutable_registry() { return registry_; }
 
  private:
   // A Prometheus counter that follows a monotone core counter.
