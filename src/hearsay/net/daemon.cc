@@ -16,10 +16,10 @@
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/net/engine_factory.h"
-#include "hearsay/upstream/hosted_openai_engine.h"
 #include "hearsay/http/host_port.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/prefix/block_keys.h"
+#include "hearsay/upstream/hosted_openai_engine.h"
 
 namespace hearsay::net {
 
