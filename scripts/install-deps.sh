@@ -11,6 +11,7 @@ packages=(
   libxxhash-dev libsodium-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libboost-dev
+  libmsgpack-cxx-dev cppzmq-dev libzmq3-dev
   gnuplot-nox
   nginx-light wrk
   ccache

@@ -182,6 +182,9 @@ Status Daemon::Init() {
   if (auto* hosted = dynamic_cast<upstream::HostedOpenAiEngine*>(engine_.get())) {
     openai_engine_ = &hosted->openai();
   }
+  if (KvEventsEngine() != nullptr) {
+    kv_events_metrics_ = std::make_unique<KvEventsMetrics>(metrics_.mutable_registry());
+  }
 
   node::NodeOptions no;
   no.id = node_id_;
@@ -495,6 +498,14 @@ void Daemon::RefreshMetrics() {
   metrics_.Refresh(*node_, engine_->Load(), transport_->counters(), server_->stats(),
                    server_->open_connections(), scheduler_->clock().Now());
   keying_metrics_->Refresh(prompt_tokenizer_->stats(), openai_engine_);
+  if (const upstream::HostedOpenAiEngine* e = KvEventsEngine(); e && kv_events_metrics_) {
+    kv_events_metrics_->Refresh(*e->kv_events(), e->kv_events_subscriber()->stats());
+  }
+}
+
+const upstream::HostedOpenAiEngine* Daemon::KvEventsEngine() const {
+  const auto* e = dynamic_cast<const upstream::HostedOpenAiEngine*>(engine_.get());
+  return e != nullptr && e->kv_events() != nullptr ? e : nullptr;
 }
 
 void Daemon::LogMemberChanges() {

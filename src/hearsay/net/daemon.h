@@ -42,11 +42,16 @@
 #include "hearsay/net/daemon_config.h"
 #include "hearsay/net/daemon_metrics.h"
 #include "hearsay/net/keying_metrics.h"
+#include "hearsay/net/kv_events_metrics.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/net/udp_tcp_transport.h"
 #include "hearsay/node/node.h"
+
+namespace hearsay::upstream {
+class HostedOpenAiEngine;
+}  // namespace hearsay::upstream
 
 namespace hearsay::net {
 
@@ -106,6 +111,8 @@ class Daemon {
   void FinishRequest(uint64_t id);
   void RefreshTick();
   void RefreshMetrics();
+  // The engine when it consumes vLLM KV events, else nullptr.
+  const upstream::HostedOpenAiEngine* KvEventsEngine() const;
   void LogMemberChanges();
   std::string RenderCluster() const;
 
@@ -146,6 +153,7 @@ class Daemon {
   std::unique_ptr<PromptTokenizer> prompt_tokenizer_;
   std::unique_ptr<KeyingMetrics> keying_metrics_;
   const upstream::OpenAiEngine* openai_engine_ = nullptr;
+  std::unique_ptr<KvEventsMetrics> kv_events_metrics_;  // with --kv-events only
 
   // Core thread: live requests and their sinks.
   std::map<uint64_t, std::unique_ptr<CompletionSink>> sinks_;

@@ -12,6 +12,7 @@
 #include "hearsay/http/host_port.h"
 #include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/route/registry.h"
+#include "hearsay/upstream/kv_events_subscriber.h"
 #include "hearsay/upstream/openai_engine_options.h"
 #include "hearsay/upstream/upstream_url.h"
 
@@ -106,6 +107,15 @@ const std::vector<Setting>& Table() {
        &C::tokenize_timeout_ms,
        1,
        kHour},
+      {{"engine.kv_events", "kv-events", K::kString,
+        "vLLM's KV-cache event publisher, tcp://host:5557 (engine openai; docs/engines.md)"},
+       &C::kv_events},
+      {{"engine.kv_events_replay", "kv-events-replay", K::kString,
+        "vLLM's KV-event replay socket, tcp://host:5558 (without it a lost batch resets the view)"},
+       &C::kv_events_replay},
+      {{"engine.kv_events_topic", "kv-events-topic", K::kString,
+        "topic of vLLM's KV events (its kv-events-config topic; empty: every topic)"},
+       &C::kv_events_topic},
       {{"security.cluster_key_file", "cluster-key-file", K::kString,
         "cluster key file (hearsay keygen); required unless insecure"},
        &C::cluster_key_file},
@@ -432,6 +442,19 @@ Status DaemonConfig::Validate() const {
     }
     if (Result<upstream::UpstreamUrl> u = upstream::ParseUpstreamUrl(upstream); !u.ok()) {
       return InvalidArgumentError("engine.upstream: " + u.status().message());
+    }
+  }
+  if (!kv_events.empty() || !kv_events_replay.empty()) {
+    if (engine != "openai" || kv_events.empty()) {
+      return InvalidArgumentError(
+          "engine.kv_events: KV events need engine openai and the publisher's endpoint "
+          "(--kv-events tcp://host:5557)");
+    }
+    upstream::KvEventsSubscriberOptions ko;
+    ko.endpoint = kv_events;
+    ko.replay_endpoint = kv_events_replay;
+    if (Status s = upstream::ValidateKvEventsSubscriberOptions(ko); !s.ok()) {
+      return InvalidArgumentError("engine.kv_events: " + s.message());
     }
   }
   if (Result<upstream::UpstreamFlavor> f = upstream::ParseUpstreamFlavor(upstream_flavor);

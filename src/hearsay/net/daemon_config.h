@@ -45,6 +45,9 @@ struct DaemonConfig {
   std::string upstream_model;                 // model name sent upstream (default: the client's)
   bool upstream_slots_authoritative = false;  // llama.cpp /slots lists the whole cache
   uint64_t tokenize_timeout_ms = 500;         // engine tokenizer: past it, bytes keying
+  std::string kv_events;         // vLLM KV-event publisher, tcp://host:5557 (empty: not used)
+  std::string kv_events_replay;  // its replay socket, tcp://host:5558 (empty: gaps reset)
+  std::string kv_events_topic;   // its topic (empty: every topic)
   // --- Security ---
   std::string cluster_key_file;
   bool insecure = false;

@@ -43,7 +43,8 @@ class DaemonMetrics {
 
   std::string Render() const { return registry_.Render(); }
   const api::MetricsRegistry& registry() const { return registry_; }
-  // For metrics kept elsewhere (KeyingMetrics); register before any thread renders.
+  // For series kept elsewhere (KeyingMetrics, KvEventsMetrics); register before any thread
+  // renders.
   api::MetricsRegistry& mutable_registry() { return registry_; }
 
  private:

@@ -39,6 +39,14 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
         std::unique_ptr<upstream::HostedOpenAiEngine> e,
         upstream::MakeHostedOpenAiEngine(*env.scheduler, *env.io, env.post_to_core, *env.keyer,
                                          config.upstream, std::move(o)));
+    if (!config.kv_events.empty()) {
+      // vLLM's KV-cache events: the fourth source of cache knowledge (docs/engines.md).
+      upstream::KvEventsSubscriberOptions ko;
+      ko.endpoint = config.kv_events;
+      ko.replay_endpoint = config.kv_events_replay;
+      ko.topic = config.kv_events_topic;
+      HEARSAY_RETURN_IF_ERROR(e->StartKvEvents(std::move(ko), env.post_to_core, *env.keyer));
+    }
     return std::unique_ptr<engine::Engine>(std::move(e));
   }
   return InvalidArgumentError("engine.kind: unknown engine '" + config.engine +

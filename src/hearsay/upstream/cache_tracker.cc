@@ -128,6 +128,18 @@ void CacheTracker::SetEvidenceOnly(bool on) {
   if (on) Clear();
 }
 
+size_t CacheTracker::ForgetBlock(BlockKey key) {
+  auto ref = refs_.find(key);
+  if (ref == refs_.end()) return 0;
+  const size_t j = ref->second.index;
+  std::vector<uint64_t> cut;
+  for (const auto& [id, e] : entries_) {
+    if (e.keys.size() > j && e.keys[j] == key) cut.push_back(id);
+  }
+  for (uint64_t id : cut) Truncate(id, j);
+  return cut.size();
+}
+
 size_t CacheTracker::CachedPrefixTokens(std::span<const prefix::TokenId> prompt) const {
   if (refs_.empty()) return 0;
   return HeldPrefixBlocks(keyer_.Keys(prompt)) * block_tokens_;

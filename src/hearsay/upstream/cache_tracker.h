@@ -101,6 +101,9 @@ class CacheTracker {
   // it was built on the estimates that failed; turning it off resumes predictions.
   void SetEvidenceOnly(bool on);
   bool evidence_only() const { return evidence_only_; }
+  // (d) The engine says it dropped block `key` (vLLM KV events, kv_events_tracking.h): every
+  // entry through that block is cut before it. Returns the entries cut.
+  size_t ForgetBlock(prefix::BlockKey key);
 
   // Leading tokens of `prompt` the tracker believes cached (a multiple of the block size).
   size_t CachedPrefixTokens(std::span<const prefix::TokenId> prompt) const;

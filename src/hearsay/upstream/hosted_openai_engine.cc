@@ -28,4 +28,28 @@ Result<std::unique_ptr<HostedOpenAiEngine>> MakeHostedOpenAiEngine(
                                               std::move(engine).value());
 }
 
+Status HostedOpenAiEngine::StartKvEvents(KvEventsSubscriberOptions options,
+                                         KvEventsSubscriber::Post post, prefix::BlockKeyer keyer,
+                                         KvEventViewOptions view_options) {
+  if (kv_subscriber_) return FailedPreconditionError("kv events: already started");
+  auto tracking = std::make_shared<KvEventsTracking>(*engine_, std::move(keyer), view_options);
+  std::weak_ptr<KvEventsTracking> weak = tracking;
+  KvEventsSubscriber::Handlers handlers{[weak](KvEventBatch batch) {
+                                          if (auto t = weak.lock()) t->OnBatch(batch);
+                                        },
+                                        [weak](std::string reason) {
+                                          if (auto t = weak.lock()) t->OnReset(reason);
+                                        }};
+  // The union starts from the estimate as it is now, so it must exist before any batch arrives.
+  kv_tracking_ = std::move(tracking);
+  Result<std::unique_ptr<KvEventsSubscriber>> sub =
+      KvEventsSubscriber::Start(std::move(options), std::move(post), std::move(handlers));
+  if (!sub.ok()) {
+    kv_tracking_.reset();
+    return sub.status();
+  }
+  kv_subscriber_ = std::move(sub).value();
+  return OkStatus();
+}
+
 }  // namespace hearsay::upstream

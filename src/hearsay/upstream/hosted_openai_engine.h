@@ -18,6 +18,8 @@
 #include "hearsay/http/client.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/upstream/http_upstream_transport.h"
+#include "hearsay/upstream/kv_events_subscriber.h"
+#include "hearsay/upstream/kv_events_tracking.h"
 #include "hearsay/upstream/openai_engine.h"
 
 namespace hearsay::upstream {
@@ -28,22 +30,38 @@ class HostedOpenAiEngine final : public engine::Engine {
                      std::unique_ptr<HttpUpstreamTransport> transport,
                      std::unique_ptr<OpenAiEngine> engine)
       : client_(std::move(client)), transport_(std::move(transport)), engine_(std::move(engine)) {}
-  ~HostedOpenAiEngine() override { engine_.reset(); }
+  ~HostedOpenAiEngine() override {
+    kv_subscriber_.reset();  // stops its thread; tasks it posted find kv_tracking_ gone
+    kv_tracking_.reset();
+    engine_.reset();
+  }
 
   Status Submit(engine::EngineRequest request, engine::EngineObserver* observer) override {
     return engine_->Submit(std::move(request), observer);
   }
   bool Cancel(engine::RequestId id) override { return engine_->Cancel(id); }
   engine::EngineLoad Load() const override { return engine_->Load(); }
+  // With vLLM KV events, the cache methods answer from the union of the events and the estimate.
   size_t CachedPrefixTokens(std::span<const engine::TokenId> prompt) const override {
+    if (kv_tracking_) return kv_tracking_->CachedPrefixTokens(prompt);
     return engine_->CachedPrefixTokens(prompt);
   }
   void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override {
+    if (kv_tracking_) return kv_tracking_->DrainCacheEvents(out);
     engine_->DrainCacheEvents(out);
   }
   void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const override {
+    if (kv_tracking_) return kv_tracking_->AppendCacheSnapshot(out);
     engine_->AppendCacheSnapshot(out);
   }
+
+  // Starts consuming vLLM's KV-cache events (kv_events_subscriber.h): batches reach the engine's
+  // cache view through `post` (the core thread). Call once, on the core thread or before it runs.
+  Status StartKvEvents(KvEventsSubscriberOptions options, KvEventsSubscriber::Post post,
+                       prefix::BlockKeyer keyer, KvEventViewOptions view_options = {});
+  // nullptr unless StartKvEvents succeeded. The tracking: core thread only.
+  const KvEventsTracking* kv_events() const { return kv_tracking_.get(); }
+  const KvEventsSubscriber* kv_events_subscriber() const { return kv_subscriber_.get(); }
 
   // The engine itself: health, estimate-vs-evidence counters for /metrics.
   const OpenAiEngine& openai() const { return *engine_; }
@@ -52,6 +70,8 @@ class HostedOpenAiEngine final : public engine::Engine {
   std::unique_ptr<http::Client> client_;
   std::unique_ptr<HttpUpstreamTransport> transport_;
   std::unique_ptr<OpenAiEngine> engine_;
+  std::shared_ptr<KvEventsTracking> kv_tracking_;  // shared only for posted tasks' weak_ptrs
+  std::unique_ptr<KvEventsSubscriber> kv_subscriber_;
 };
 
 // Builds the hosted engine for `upstream_url` ("http://host:port"). INVALID_ARGUMENT for a bad

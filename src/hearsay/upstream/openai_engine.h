@@ -115,6 +115,9 @@ class OpenAiEngine final : public engine::Engine {
   const DriftDetector& drift() const { return drift_; }
   const OpenAiEngineStats& stats() const { return stats_; }
   const CacheTracker& tracker() const { return tracker_; }
+  // The estimate, for the vLLM KV-events source (kv_events_tracking.h), which cuts from it the
+  // blocks the engine reports dropped.
+  CacheTracker& mutable_tracker() { return tracker_; }
   const OpenAiEngineOptions& options() const { return options_; }
 
  private:
