@@ -279,6 +279,13 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
       const uint64_t blocks = m == 0 ? 0 : uint64_t{m - 1} * stride + 1;
       c.cached_tokens =
           static_cast<uint32_t>(std::min<uint64_t>(blocks * block_tokens, prompt.size()));
+      // Landmark m (the first not held) bounds the run from above; past the last landmark only
+      // the prompt does.
+      const uint64_t max_tokens = m == 0 ? 0
+                                  : m < landmarks_.size()
+                                      ? (uint64_t{m} * stride + 1) * block_tokens - 1
+                                      : prompt.size();
+      c.cached_tokens_max = static_cast<uint32_t>(std::min<uint64_t>(max_tokens, prompt.size()));
       c.cache_age = peer.has_load ? now - peer.load_at : Duration{0};
       if (peer.has_load) {
         c.load.queued = peer.load.queue_depth;

@@ -13,10 +13,15 @@ HearsayPolicy::HearsayPolicy(const PolicyOptions& options)
     : cost_(options.cost),
       params_(options.hearsay),
       horizon_(options.sent_horizon),
-      leases_(options.hearsay.lease_capacity_log2) {}
+      leases_(options.hearsay.lease_capacity_log2),
+      gaps_(kGaps) {}
 
 double HearsayPolicy::confidence(Slot slot) const {
   return slot < confidence_.size() ? confidence_[slot] : 1.0;
+}
+
+double HearsayPolicy::fill(Slot slot) const {
+  return slot < fill_.size() ? fill_[slot] : params_.initial_fill;
 }
 
 Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Candidate> candidates,
@@ -38,12 +43,20 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   double best = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
-    scratch_[i] = {kSkip, 0};
+    scratch_[i] = {kSkip, 0, 0};
     if (!eligible(c)) continue;
     const auto unsent =
         ledger_.Unreported(c.slot, request.now, c.load.age, c.one_way_delay, horizon_);
-    const double wait = WaitMs(cost_, c, unsent, params_.reported_wait_drain);
+    double wait = WaitMs(cost_, c, unsent, params_.reported_wait_drain);
+    if (!c.is_self && c.slot < kMaxTrackedSlots) {
+      wait = StaleWaitMs(c, wait - unsent.backlog_ms) + unsent.backlog_ms;
+    }
     double credit = std::min(prompt, double(c.cached_tokens));
+    if (!c.cache_exact && c.cached_tokens_max > c.cached_tokens) {
+      const double upper = std::min(prompt, double(c.cached_tokens_max));
+      credit += fill(c.slot) * std::max(0.0, upper - credit);
+    }
+    scratch_[i].estimate = credit;
     if (!c.cache_exact) {
       const double age_ratio = ToSeconds(c.cache_age) / ToSeconds(params_.stale_half_life);
       credit *= confidence(c.slot) / (1 + std::max(0.0, age_ratio));
@@ -51,7 +64,8 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     if (lease.slot == c.slot) credit = std::max(credit, leased_tokens * params_.lease_confidence);
     if (wait > params_.busy_wait_ms) credit *= params_.busy_wait_ms / wait;
     const double prefill = PrefillPartMs(cost_, c, prompt, credit);
-    scratch_[i] = {DelayMs(c, params_.forward_overhead_ms) + wait + prefill, prefill};
+    scratch_[i].cost = DelayMs(c, params_.forward_overhead_ms) + wait + prefill;
+    scratch_[i].prefill_ms = prefill;
     if (scratch_[i].cost < best) best = scratch_[i].cost;
   }
   // Only reachable if every price overflowed: nothing sensible to compare, so serve here.
@@ -67,7 +81,12 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   Decision d;
   d.slot = chosen.slot;
   d.expected_ttft_ms = scratch_[pick].cost;
-  d.estimated_cached_tokens = chosen.cached_tokens;
+  d.estimated_cached_tokens = static_cast<uint32_t>(scratch_[pick].estimate);
+  if (!chosen.cache_exact && chosen.cached_tokens_max > chosen.cached_tokens &&
+      chosen.slot < kMaxTrackedSlots) {
+    gaps_[request.request_id % kGaps] = {request.request_id, chosen.slot, chosen.cached_tokens,
+                                         std::min(request.prompt_tokens, chosen.cached_tokens_max)};
+  }
   if (lease.slot == chosen.slot) {
     d.estimated_cached_tokens = std::max(d.estimated_cached_tokens, uint32_t(leased_tokens));
   }
@@ -79,6 +98,21 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
       request.prompt_tokens - std::min(request.prompt_tokens, d.estimated_cached_tokens);
   last_service_ms_ = scratch_[pick].prefill_ms;
   return d;
+}
+
+double HearsayPolicy::StaleWaitMs(const Candidate& c, double drained_ms) {
+  if (c.slot >= waits_.size()) waits_.resize(c.slot + 1);
+  WaitMemory& w = waits_[c.slot];
+  if (!w.seen || c.load.age < w.age) {
+    const double reported = ReportedWaitMs(cost_, c);
+    // From 0: a member not yet seen busy is assumed mostly idle, as draining alone assumed.
+    w.mean_ms += params_.wait_mean_weight * (reported - w.mean_ms);
+    w.seen = true;
+  }
+  w.age = c.load.age;
+  const double elapsed = std::max(0.0, ToMillis(c.load.age + c.one_way_delay));
+  const double keep = std::exp(-elapsed / ToMillis(params_.queue_memory));
+  return w.mean_ms + (drained_ms - w.mean_ms) * keep;
 }
 
 void HearsayPolicy::OnSent(Slot slot, const RouteRequest& request) {
@@ -93,7 +127,17 @@ void HearsayPolicy::OnSent(Slot slot, const RouteRequest& request) {
 }
 
 void HearsayPolicy::OnOutcome(const Outcome& outcome) {
-  if (outcome.slot >= kMaxTrackedSlots || outcome.estimated_cached_tokens == 0) return;
+  if (outcome.slot >= kMaxTrackedSlots) return;
+  Gap& gap = gaps_[outcome.request_id % kGaps];
+  if (gap.request_id == outcome.request_id && gap.slot == outcome.slot && gap.upper > gap.lower) {
+    if (outcome.slot >= fill_.size()) fill_.resize(outcome.slot + 1, params_.initial_fill);
+    const double where = std::clamp(
+        (double(outcome.actual_cached_tokens) - gap.lower) / double(gap.upper - gap.lower), 0.0,
+        1.0);
+    fill_[outcome.slot] += params_.learning_rate * (where - fill_[outcome.slot]);
+    gap = Gap{};
+  }
+  if (outcome.estimated_cached_tokens == 0) return;
   if (outcome.slot >= confidence_.size()) confidence_.resize(outcome.slot + 1, 1.0);
   const double ratio =
       std::min(1.0, double(outcome.actual_cached_tokens) / outcome.estimated_cached_tokens);
@@ -106,6 +150,8 @@ void HearsayPolicy::OnMemberReset(Slot slot) {
   ledger_.Reset(slot);
   leases_.Revoke(slot);
   if (slot < confidence_.size()) confidence_[slot] = 1.0;
+  if (slot < fill_.size()) fill_[slot] = params_.initial_fill;
+  if (slot < waits_.size()) waits_[slot] = WaitMemory{};
 }
 
 }  // namespace hearsay::route

@@ -6,11 +6,15 @@
 // - delay: 0 for self, 2 × one-way delay + forward overhead for a peer (request out, first token
 //   back), so when the network is slow it serves locally rather than forward to a cache.
 // - queue_wait: from the member's last load report, drained for the report's age and the trip
-//   (reported_wait_drain), plus the backlog of what this node sent it since (SentLedger), so a
-//   stale view neither shuns a member that was briefly busy nor sends every request to the same
-//   "idle" one; queue wait is what breaks affinity hotspots.
+//   (reported_wait_drain) and, as it ages, blended into the member's long-run mean reported wait
+//   (queue_memory: a queue forgets its state within a few service times), plus the backlog of what
+//   this node sent it since (SentLedger), so a stale view neither shuns a member that was briefly
+//   busy nor sends every request to the same "idle" one; queue wait is what breaks affinity
+//   hotspots.
 // - credit(c): the tokens c is believed to hold, trusted by
-//     exact (self's own radix tree, confidence 1), or
+//     exact (self's own radix tree, confidence 1), or, for a gossiped view that proves
+//     cached_tokens and allows up to cached_tokens_max (landmark gaps), the point fill[c] of the
+//     way between them (learned per member from each answer's actual cached tokens),
 //     confidence[c] (EWMA of actual/estimated cached tokens from OnOutcome)
 //       × 1 / (1 + cache_age / stale_half_life)  (gossip staleness),
 //   raised to lease_confidence × the leased depth when this node recently sent a prompt with a
@@ -51,6 +55,8 @@ class HearsayPolicy final : public Policy {
 
   // The learned confidence in `slot`'s cache estimates, in [min_confidence, 1] (1 if unknown).
   double confidence(Slot slot) const;
+  // The learned fill of `slot`'s landmark gaps, in [0, 1] (initial_fill if unknown).
+  double fill(Slot slot) const;
 
  protected:
   Decision DoChoose(const RouteRequest& request, std::span<const Candidate> candidates, int self,
@@ -64,10 +70,37 @@ class HearsayPolicy final : public Policy {
   LeaseTable leases_;
   // Invariants: every value is in [params_.min_confidence, 1]; slots past the end have 1.
   std::vector<double> confidence_;
+  // Per member, where its cache ends between Candidate::cached_tokens (0) and
+  // cached_tokens_max (1): an EWMA of outcomes. Invariants: values in [0, 1]; slots past the end
+  // have params_.initial_fill.
+  std::vector<double> fill_;
+  // The landmark gap of recent forwards, so OnOutcome() can place the actual cached tokens in it.
+  // Direct-mapped by request id; a collision only loses one lesson.
+  struct Gap {
+    uint64_t request_id = 0;
+    Slot slot = kNoSlot;
+    uint32_t lower = 0;
+    uint32_t upper = 0;
+  };
+  static constexpr size_t kGaps = 1024;
+  std::vector<Gap> gaps_;
+  // Per member, the long-run mean of its reported queue waits and the age of the report last
+  // seen (a smaller age means a new report).
+  struct WaitMemory {
+    bool seen = false;
+    Duration age{0};
+    double mean_ms = 0;
+  };
+  std::vector<WaitMemory> waits_;
+
+  // The expected queue wait at peer `c` from a report that `drained_ms` prices as of now:
+  // blended into the member's mean wait as the report ages (HearsayParams::queue_memory).
+  double StaleWaitMs(const Candidate& c, double drained_ms);
   // Per-candidate prices of the current Choose() (infinite when skipped), reused across calls.
   struct Price {
     double cost;
     double prefill_ms;
+    double estimate;  // cached tokens believed held, before discounts
   };
   std::vector<Price> scratch_;
   // The last decision, so OnSent() can record the tokens expected to be computed there.

@@ -73,7 +73,8 @@ TEST_F(HearsayPolicyTest, AReportedQueueDrainsAsTheReportAges) {
   holder.load.age = FromMillis(70);  // by now, at most ~10 ms of it is left
   EXPECT_EQ(Choose({SelfCandidate(0), holder}).slot, 1u);
   PolicyOptions steady;
-  steady.hearsay.reported_wait_drain = 0;  // assume others keep it full
+  steady.hearsay.reported_wait_drain = 0;               // assume others keep it full
+  steady.hearsay.queue_memory = std::chrono::hours(1);  // and that the report stays true
   HearsayPolicy policy(steady);
   EXPECT_EQ(policy.Choose(MakeRequest(chain_), std::vector{SelfCandidate(0), holder}, rng_).slot,
             0u);
@@ -235,6 +236,68 @@ TEST_F(HearsayPolicyTest, PricesSlowHardware) {
   EXPECT_EQ(Choose({SelfCandidate(0), slow}).slot, 0u);
   slow.cost_scale = 1;
   EXPECT_EQ(Choose({SelfCandidate(0), slow}).slot, 1u);
+}
+
+TEST_F(HearsayPolicyTest, AnAgedQueueReportRevertsToTheMembersMeanWait) {
+  Candidate holder = PeerCandidate(1, 0.5, 1536);
+  // Many fresh reports of a 60 ms queue teach the policy that this member is usually busy.
+  for (int i = 0; i < 40; ++i) {
+    holder.load.queue_wait = FromMillis(60);
+    holder.load.age = FromMillis(40 - i);  // each younger than the last: a new report
+    Choose({SelfCandidate(0), holder}, 1 + i);
+  }
+  // A fresh report of an empty queue is believed: the holder's cache wins.
+  holder.load.queue_wait = FromMillis(0);
+  holder.load.age = FromMillis(0);
+  EXPECT_EQ(Choose({SelfCandidate(0), holder}, 100).slot, 1u);
+  // The same report a second later says little: the member's usual ~60 ms wait is expected,
+  // more than the ~48 ms its cache saves, where draining alone would still price it at zero.
+  holder.load.age = FromMillis(1000);
+  EXPECT_EQ(Choose({SelfCandidate(0), holder}, 101).slot, 0u);
+  PolicyOptions drain_only;
+  drain_only.hearsay.queue_memory = std::chrono::hours(1);
+  HearsayPolicy forgetful(drain_only);
+  EXPECT_EQ(
+      forgetful.Choose(MakeRequest(chain_, 102, At(0)), std::vector{SelfCandidate(0), holder}, rng_)
+          .slot,
+      1u);
+}
+
+TEST_F(HearsayPolicyTest, LearnsWhereAPeersCacheEndsBetweenLandmarks) {
+  // The landmarks prove 512 tokens and allow up to 2047: halfway is assumed at first.
+  Candidate peer = PeerCandidate(1, 1, 512);
+  peer.cached_tokens_max = 2047;
+  EXPECT_DOUBLE_EQ(policy_.fill(1), options_.hearsay.initial_fill);
+  Decision d = Choose({SelfCandidate(0), peer}, 1);
+  ASSERT_EQ(d.slot, 1u);
+  EXPECT_EQ(d.estimated_cached_tokens, 512u + uint32_t(0.5 * (2047 - 512)));
+  // Its engine keeps finding the whole gap cached: the estimate climbs to the upper bound.
+  for (uint64_t id = 1; id <= 30; ++id) {
+    d = Choose({SelfCandidate(0), peer}, id);
+    ASSERT_EQ(d.slot, 1u);
+    policy_.OnOutcome({.slot = 1,
+                       .request_id = id,
+                       .estimated_cached_tokens = d.estimated_cached_tokens,
+                       .actual_cached_tokens = 2047});
+  }
+  EXPECT_GT(policy_.fill(1), 0.99);
+  EXPECT_GE(Choose({SelfCandidate(0), peer}, 99).estimated_cached_tokens, 2030u);
+  // A lesson with a request id it did not send there teaches nothing.
+  policy_.OnOutcome({.slot = 1, .request_id = 500, .actual_cached_tokens = 0});
+  EXPECT_GT(policy_.fill(1), 0.99);
+  // Another peer that keeps proving only its landmarks is priced at them.
+  Candidate low = PeerCandidate(2, 1, 512);
+  low.cached_tokens_max = 2047;
+  for (uint64_t id = 200; id < 230; ++id) {
+    d = Choose({SelfCandidate(0), low}, id);
+    policy_.OnOutcome({.slot = 2,
+                       .request_id = id,
+                       .estimated_cached_tokens = d.estimated_cached_tokens,
+                       .actual_cached_tokens = 512});
+  }
+  EXPECT_LT(policy_.fill(2), 0.01);
+  policy_.OnMemberReset(2);
+  EXPECT_DOUBLE_EQ(policy_.fill(2), options_.hearsay.initial_fill);
 }
 
 }  // namespace

@@ -74,6 +74,10 @@ const LeaseTable::Entry* LeaseTable::Get(prefix::BlockKey key, TimePoint now) co
 void LeaseTable::Grant(std::span<const prefix::BlockKey> chain, Slot slot, TimePoint now,
                        TimePoint expiry) {
   if (chain.empty() || expiry <= now) return;
+  if (slot < kMaxTrackedSlots) {
+    if (slot >= leased_.size()) leased_.resize(slot + 1);
+    leased_[slot] = true;
+  }
   const size_t n = GridCount(chain.size());
   for (size_t i = 0; i < n; ++i) {
     const size_t p = GridPosition(i);
@@ -107,6 +111,11 @@ LeaseTable::Match LeaseTable::Find(std::span<const prefix::BlockKey> chain, Time
 }
 
 void LeaseTable::Revoke(Slot slot) {
+  // Every node revokes each peer it discovers; a slot that was never leased needs no scan.
+  if (slot < kMaxTrackedSlots) {
+    if (slot >= leased_.size() || !leased_[slot]) return;
+    leased_[slot] = false;
+  }
   for (Entry& e : entries_) {
     if (e.slot == slot) e = Entry{};
   }

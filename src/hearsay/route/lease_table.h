@@ -45,7 +45,8 @@ class LeaseTable {
   // The deepest live lease on a prefix of `chain` (an exact grid match; may undercount by 1/8).
   Match Find(std::span<const prefix::BlockKey> chain, TimePoint now) const;
 
-  // Drops every lease held by `slot`. O(capacity): for membership changes only.
+  // Drops every lease held by `slot`. O(capacity) if `slot` was granted a lease since its last
+  // Revoke (else O(1)): for membership changes only.
   void Revoke(Slot slot);
 
   // The number of grid positions below `blocks` (exposed for tests).
@@ -71,6 +72,8 @@ class LeaseTable {
   int shift_;
   size_t mask_;
   std::vector<Entry> entries_;
+  // Slots (< kMaxTrackedSlots) granted a lease since their last Revoke; others hold none.
+  std::vector<bool> leased_;
 };
 
 }  // namespace hearsay::route

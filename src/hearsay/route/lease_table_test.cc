@@ -61,6 +61,27 @@ TEST(LeaseTable, ExpiresRevokesAndTheNewestLeaseWins) {
   EXPECT_EQ(leases.Find({}, At(1)).slot, kNoSlot);
 }
 
+TEST(LeaseTable, RevokeDropsOnlyTheSlotsLeasesAndStillWorksAfterARegrant) {
+  LeaseTable leases;
+  const auto a = MakeChain(1, 0, 64, 64);
+  const auto b = MakeChain(2, 0, 64, 64);
+  leases.Revoke(5);  // never leased: nothing to drop
+  leases.Grant(a, 5, At(0), At(100));
+  leases.Grant(b, 6, At(0), At(100));
+  leases.Revoke(7);
+  EXPECT_EQ(leases.Find(a, At(1)).slot, 5u);
+  leases.Revoke(5);
+  EXPECT_EQ(leases.Find(a, At(1)).slot, kNoSlot);
+  EXPECT_EQ(leases.Find(b, At(1)).slot, 6u);
+  leases.Grant(a, 5, At(2), At(100));  // leased again after its revoke
+  EXPECT_EQ(leases.Find(a, At(3)).slot, 5u);
+  leases.Revoke(5);
+  EXPECT_EQ(leases.Find(a, At(3)).slot, kNoSlot);
+  leases.Grant(a, kMaxTrackedSlots + 1, At(4), At(100));  // untracked slots always scan
+  leases.Revoke(kMaxTrackedSlots + 1);
+  EXPECT_EQ(leases.Find(a, At(5)).slot, kNoSlot);
+}
+
 TEST(LeaseTable, SmallTableForgetsButNeverLies) {
   LeaseTable leases(4);  // 16 entries: far too small for the traffic
   for (uint64_t f = 0; f < 50; ++f) leases.Grant(MakeChain(f, 0, 64, 64), Slot(f), At(0), At(1e6));

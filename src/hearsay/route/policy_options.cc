@@ -25,10 +25,16 @@ Status PolicyOptions::Validate() const {
   HEARSAY_RETURN_IF_ERROR(NonNegative("learning_rate", h.learning_rate));
   HEARSAY_RETURN_IF_ERROR(NonNegative("min_confidence", h.min_confidence));
   HEARSAY_RETURN_IF_ERROR(NonNegative("lease_confidence", h.lease_confidence));
-  if (h.learning_rate > 1 || h.min_confidence > 1 || h.lease_confidence > 1 ||
-      h.reported_wait_drain > 1) {
+  HEARSAY_RETURN_IF_ERROR(NonNegative("initial_fill", h.initial_fill));
+  HEARSAY_RETURN_IF_ERROR(NonNegative("wait_mean_weight", h.wait_mean_weight));
+  if (h.queue_memory <= Duration::zero() || h.wait_mean_weight > 1) {
     return InvalidArgumentError(
-        "policy options: learning_rate, min_confidence, lease_confidence and "
+        "policy options: queue_memory must be > 0 and wait_mean_weight <= 1");
+  }
+  if (h.learning_rate > 1 || h.min_confidence > 1 || h.lease_confidence > 1 ||
+      h.reported_wait_drain > 1 || h.initial_fill > 1) {
+    return InvalidArgumentError(
+        "policy options: learning_rate, min_confidence, lease_confidence, initial_fill and "
         "reported_wait_drain must be <= 1");
   }
   if (h.lease_ttl < Duration::zero() || h.stale_half_life <= Duration::zero() ||

@@ -25,6 +25,13 @@ struct HearsayParams {
   // to it; 0 = steady state (others refill it as fast as it drains). The true figure is 1 minus
   // the member's utilization. Shared with `oracle`, whose exact view still ages in flight.
   double reported_wait_drain = 1.0;
+  // How long a member's reported queue wait stays informative: a report aged t (plus the trip)
+  // is blended into that member's long-run mean reported wait with weight exp(-t / queue_memory).
+  // A queue forgets its state within a few service times, so a report a gossip round old says
+  // little about now, and the mean (not zero, which draining alone tends to) is the best guess.
+  Duration queue_memory = FromMillis(50);
+  // EWMA weight of one new load report in a member's long-run mean reported wait.
+  double wait_mean_weight = 0.1;
   // Fixed cost of a forward on top of 2 × one-way delay (proxying, connection reuse), in ms.
   double forward_overhead_ms = 0.1;
   // How long a lease on a dispatched prompt lasts: a few gossip intervals.
@@ -40,6 +47,10 @@ struct HearsayParams {
   Duration stale_half_life = FromMillis(5000);
   // Learning rate of the per-member confidence in cache estimates (EWMA weight of one outcome).
   double learning_rate = 0.2;
+  // Where a peer's cache is first assumed to end between what its landmarks prove
+  // (Candidate::cached_tokens, 0) and what they allow (Candidate::cached_tokens_max, 1), before
+  // outcomes teach the policy where it really ends.
+  double initial_fill = 0.5;
   // Confidence never drops below this, so a member can earn back trust.
   double min_confidence = 0.1;
 };

@@ -42,20 +42,24 @@ inline double DelayMs(const Candidate& c, double forward_overhead_ms) {
   return c.is_self ? 0.0 : 2 * std::max(0.0, ToMillis(c.one_way_delay)) + forward_overhead_ms;
 }
 
+// The queue wait `c` reported (its own estimate, or the cost model's over its reported queue),
+// as of when it measured it, in ms.
+inline double ReportedWaitMs(const PrefillCostModel& m, const Candidate& c) {
+  const LoadView& l = c.load;
+  return l.queue_wait.has_value()
+             ? ToMillis(*l.queue_wait)
+             : CostScale(c) * m.QueueWaitMs(l.queued, double(l.queued_prefill_tokens), l.running,
+                                            double(l.running_context_tokens));
+}
+
 // The expected queue wait at `c`, in ms, when a request sent now would arrive: its reported
 // wait (the member's own estimate, or the cost model's over its reported queue), drained by
 // `drain` × (report age + one-way delay), then the remaining backlog of the `unsent` requests
 // missing from its report.
 inline double WaitMs(const PrefillCostModel& m, const Candidate& c,
                      const SentLedger::Pending& unsent, double drain) {
-  const LoadView& l = c.load;
-  const double reported =
-      l.queue_wait.has_value()
-          ? ToMillis(*l.queue_wait)
-          : CostScale(c) * m.QueueWaitMs(l.queued, double(l.queued_prefill_tokens), l.running,
-                                         double(l.running_context_tokens));
-  const double elapsed = std::max(0.0, ToMillis(l.age + c.one_way_delay));
-  return std::max(0.0, reported - drain * elapsed) + unsent.backlog_ms;
+  const double elapsed = std::max(0.0, ToMillis(c.load.age + c.one_way_delay));
+  return std::max(0.0, ReportedWaitMs(m, c) - drain * elapsed) + unsent.backlog_ms;
 }
 
 // The prefill part at `c`, in ms, for a prompt of `prompt_tokens` with `credit` tokens cached.
