@@ -9,7 +9,7 @@ namespace hearsay::gossip {
 
 struct Counters {
   uint64_t msgs_sent = 0;
-  uint64_t bytes_sent = 0;  // sealed bytes handed to the transport
+  uint64_t bytes_sent = 0;        // sealed bytes handed to the transport
   uint64_t stream_msgs_sent = 0;  // of msgs_sent, those too large for a datagram
   uint64_t msgs_received = 0;
   uint64_t bytes_received = 0;
@@ -28,17 +28,18 @@ struct Counters {
   uint64_t deltas_applied = 0;
   uint64_t snapshots_applied = 0;
   uint64_t snapshots_sent = 0;
-  uint64_t deltas_stale = 0;    // duplicate or older: ignored
-  uint64_t entries_received = 0;   // cache entries in received run deltas
-  uint64_t entries_redundant = 0;  // ... of which the replica already had (versions it knew)
-  uint64_t deltas_gap = 0;      // base above what we know: refused
-  uint64_t deltas_unknown = 0;  // origin not a live member of that generation: ignored
+  uint64_t deltas_stale = 0;        // duplicate or older: ignored
+  uint64_t entries_received = 0;    // cache entries in received run deltas
+  uint64_t entries_redundant = 0;   // ... of which the replica already had (versions it knew)
+  uint64_t deltas_gap = 0;          // base above what we know: refused
+  uint64_t deltas_unknown = 0;      // origin not a live member of that generation: ignored
   uint64_t pulls_deduplicated = 0;  // an origin not asked of a peer: a pull was in flight
-  uint64_t syn_in_sync = 0;     // a Syn whose digest summary matched ours (no digest sent)
+  uint64_t syn_in_sync = 0;         // a Syn whose digest summary matched ours (no digest sent)
   // Membership.
   uint64_t probes = 0;
   uint64_t probe_failures = 0;
-  uint64_t refutations = 0;  // times this node refuted a suspicion about itself
+  uint64_t probes_heard = 0;  // probes without an ack whose target was heard from meanwhile
+  uint64_t refutations = 0;   // times this node refuted a suspicion about itself
 };
 
 }  // namespace hearsay::gossip

@@ -136,7 +136,10 @@ class Node final : public MessageSink {
     TimePoint suspect_start{};
     std::vector<NodeId> accusers;
     bool probed_as_suspect = false;  // probed by us since this suspicion started
-    TimePoint last_notice_at{};  // last time we told it directly that we suspect it
+    TimePoint last_notice_at{};      // last time we told it directly that we suspect it
+    // When its last authenticated message (of this generation) arrived: a probe counts any
+    // message heard from its target after the probe started as an ack (see HeardSince).
+    TimePoint last_heard_at{};
     // Round-trip time, smoothed.
     bool has_rtt = false;
     double srtt_ms = 0;
@@ -162,6 +165,7 @@ class Node final : public MessageSink {
     TimePoint sent_at{};
     int sends = 0;
     bool acked = false;
+    bool heard = false;  // kProbe: the target spoke to us since sent_at (counts as an ack)
     int nacks = 0;
     int expected_nacks = 0;
     Address requester;                 // kRelay
@@ -187,6 +191,9 @@ class Node final : public MessageSink {
   void RetryPing(uint64_t seq);
   void SendNotice(const Address& to, const MemberUpdate& u);
   void ProbeEnd(uint64_t seq);
+  // True if the pending probe's target has spoken to us since the probe started (sets p.heard;
+  // p.acked stays for real acks, which still give RTT samples).
+  bool HeardSince(Pending& p);
   void AddHealth(int delta);
   void SampleRtt(const NodeId& id, Duration rtt);
   Duration Scaled(Duration d) const { return d * (local_health_ + 1); }
@@ -214,7 +221,8 @@ class Node final : public MessageSink {
   // What `theirs` lacks, within the stream budget.
   std::vector<OriginDelta> BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed);
   // Answers a peer's full digest: what it lacks, plus a digest of what we lack (SyncDeltas).
-  void AnswerDigest(const Address& from, const NodeId& peer, const std::vector<DigestEntry>& theirs);
+  void AnswerDigest(const Address& from, const NodeId& peer,
+                    const std::vector<DigestEntry>& theirs);
   // Sends `first` (its digest, if any) and `deltas`, packed into datagrams where they fit.
   void SendDeltas(const Address& to, Message first, std::vector<OriginDelta> deltas);
   size_t DatagramDeltaRoom() const;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -344,6 +345,41 @@ TEST(NodeTest, CrashedNodeIsDeclaredDeadByAll) {
     for (int j = 0; j < c.size(); ++j) {
       if (j != i && j != 3) {
         EXPECT_TRUE(c.Sees(i, j, MemberState::kAlive));
+      }
+    }
+  }
+}
+
+// Regression (issue 3): at 50% loss a probe's direct and indirect round trips all fail about a
+// third of the time, so healthy members were accused over and over; the accusations raised
+// every node's local health to its cap (probing at 9x its interval), and in a small cluster, with
+// few probers to confirm a suspicion, a real death took ~20 s to be declared by all. A probe now
+// counts any message heard from its target as an ack.
+TEST(NodeTest, SmallClusterAtHalfLossKeepsHealthAndDetectsDeathWithin15s) {
+  for (uint64_t seed : {21, 22, 23}) {
+    Cluster c(8, seed);
+    c.net().set_loss(0.5);
+    c.StartAll();
+    c.Run(30s);
+    int health = 0;
+    for (int i = 0; i < c.size(); ++i) health = std::max(health, c.node(i).local_health());
+    EXPECT_LE(health, 3) << "seed " << seed;
+    c.Crash(5);
+    Duration detect{};
+    for (; detect < 40s; detect += 100ms) {
+      bool all = true;
+      for (int i = 0; i < c.size() && all; ++i) {
+        if (i != 5) all = c.Sees(i, 5, MemberState::kDead);
+      }
+      if (all) break;
+      c.Run(100ms);
+    }
+    EXPECT_LE(detect, 15s) << "seed " << seed << ": " << ToSeconds(detect) << " s";
+    for (int i = 0; i < c.size(); ++i) {
+      for (int j = 0; j < c.size(); ++j) {
+        if (i != 5 && j != 5 && i != j) {
+          EXPECT_FALSE(c.Sees(i, j, MemberState::kDead)) << "seed " << seed;
+        }
       }
     }
   }

@@ -147,9 +147,11 @@ std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget
       d.to_version = load_.version;
       load_done = true;
     }
-    if (!Current(*it)) continue;
-    const Slot& slot = entries_.at(it->key);
-    CacheEntry e{it->key, slot.block_index, slot.live, it->version};
+    // One lookup serves both the staleness check and the entry (this loop is the hot path of
+    // every delta sent).
+    auto slot = entries_.find(it->key);
+    if (slot == entries_.end() || slot->second.version != it->version) continue;
+    CacheEntry e{it->key, slot->second.block_index, slot->second.live, it->version};
     const size_t need = EncodedRunEntrySize(e, prev);
     if (used + need > budget_bytes) {
       cut = true;

@@ -21,6 +21,7 @@ void ModelListener::OnMemberChanged(const NodeId& id, Generation g, MemberState 
 
 void ModelListener::OnPeerCacheEvents(const NodeId& id, Generation,
                                       std::span<const prefix::BlockEvent> events) {
+  if (!model_caches_) return;
   Peer& p = peers_[id];
   for (const auto& e : events) {
     const bool changed = e.kind == prefix::BlockEvent::Kind::kAdded ? p.cache.insert(e.key).second
@@ -31,6 +32,7 @@ void ModelListener::OnPeerCacheEvents(const NodeId& id, Generation,
 
 void ModelListener::OnPeerCacheSnapshot(const NodeId& id, Generation,
                                         std::span<const prefix::BlockEvent> live) {
+  if (!model_caches_) return;
   Peer& p = peers_[id];
   p.cache.clear();
   for (const auto& e : live) p.cache.insert(e.key);
@@ -105,7 +107,7 @@ void GossipCluster::Build(int i, Transport& transport) {
       options_.on_member_changed(i, id, g, st);
     };
   }
-  m.listener = std::make_unique<ModelListener>(std::move(hook));
+  m.listener = std::make_unique<ModelListener>(std::move(hook), options_.model_caches);
   gossip::Framer* framer = nullptr;
   if (options_.secure) {
     m.framer.reset();

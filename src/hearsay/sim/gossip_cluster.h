@@ -36,7 +36,9 @@ namespace hearsay::sim {
 class ModelListener final : public gossip::Listener {
  public:
   using MemberHook = std::function<void(const NodeId&, Generation, gossip::MemberState)>;
-  explicit ModelListener(MemberHook hook = nullptr) : hook_(std::move(hook)) {}
+  // With model_caches false, only membership changes are recorded (cache() stays empty).
+  explicit ModelListener(MemberHook hook = nullptr, bool model_caches = true)
+      : hook_(std::move(hook)), model_caches_(model_caches) {}
 
   void OnMemberChanged(const NodeId& id, Generation g, gossip::MemberState s) override;
   void OnPeerCacheEvents(const NodeId& id, Generation g,
@@ -58,6 +60,7 @@ class ModelListener final : public gossip::Listener {
     std::set<prefix::BlockKey> cache;
   };
   MemberHook hook_;
+  bool model_caches_ = true;
   std::map<NodeId, Peer> peers_;
   uint64_t inconsistent_ = 0;
 };
@@ -74,6 +77,10 @@ class GossipCluster {
     // Called on every membership change any node reports: (observer index, member, generation,
     // state). Optional; experiments count false deaths with it.
     std::function<void(int, const NodeId&, Generation, gossip::MemberState)> on_member_changed;
+    // Whether each node's ModelListener replays cache events into its naive model (the fault
+    // suite's invariants need it). Experiments that only read replicas turn it off: the model
+    // is a std::set per (node, peer), O(N^2) memory and a tenth of the CPU at N = 32.
+    bool model_caches = true;
   };
 
   explicit GossipCluster(Options options);

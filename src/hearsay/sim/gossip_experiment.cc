@@ -165,6 +165,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.faults.latency = LatencyModel::Uniform(500us, 2ms);
   co.faults.loss = o.loss;
   co.config.landmark_stride = o.landmark_stride;
+  co.model_caches = false;  // figures come from the replicas themselves
   co.on_member_changed = [&](int observer, const NodeId& id, Generation g, gossip::MemberState s) {
     if (s != gossip::MemberState::kDead || cluster_ptr == nullptr) return;
     const int j = IndexOf(id);
@@ -208,6 +209,9 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   uint64_t acc_total = 0, acc_ok = 0, acc_exact = 0, acc_nonzero = 0;
   double acc_abs_err = 0;
   const int query_rounds = 10;
+  double health_sum = 0;
+  uint64_t health_samples = 0;
+  int health_max = 0;
   int rounds_done = 0;
 
   auto sum_counters = [&](double* bytes, double* msgs) {
@@ -287,6 +291,14 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
       }
       if (all) detect_s = ToSeconds(t - kill_at);
     }
+    if (measuring) {
+      for (int i = 0; i < n; ++i) {
+        if (!c.up(i)) continue;
+        health_sum += c.node(i).local_health();
+        ++health_samples;
+        health_max = std::max(health_max, c.node(i).local_health());
+      }
+    }
     // Convergence of sampled entries.
     const int live = [&] {
       int k = 0;
@@ -349,6 +361,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   msgs_after = msgs_killed;
   const double node_seconds = (n - 1) * o.duration_s + ToSeconds(kill_at - warmup);
   uint64_t snapshots = 0, gaps = 0, stale = 0, entries = 0, redundant = 0, streamed = 0, msgs = 0;
+  uint64_t probes = 0, probe_failures = 0, probes_heard = 0, refutations = 0;
   std::array<double, 16> bytes_by_type{};
   for (int i = 0; i < n; ++i) {
     if (!c.up(i)) continue;
@@ -360,6 +373,10 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     redundant += k.entries_redundant;
     streamed += k.stream_msgs_sent;
     msgs += k.msgs_sent;
+    probes += k.probes;
+    probe_failures += k.probe_failures;
+    probes_heard += k.probes_heard;
+    refutations += k.refutations;
     for (size_t t = 0; t < bytes_by_type.size(); ++t) {
       bytes_by_type[t] += static_cast<double>(k.bytes_sent_by_type[t]);
     }
@@ -391,6 +408,14 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["deltas_stale"] = stale;
   j["entries_received"] = entries;
   j["entries_redundant"] = redundant;
+  // Failure-detector health (over the whole run, survivors only): the share of probes that
+  // failed, the share saved by hearing from the target, refutations per node, and the local
+  // health score (0..8, probe interval multiplier - 1) over the measured window.
+  j["probe_failure_share"] = probes ? static_cast<double>(probe_failures) / probes : 0.0;
+  j["probe_heard_share"] = probes ? static_cast<double>(probes_heard) / probes : 0.0;
+  j["refutations_per_node"] = static_cast<double>(refutations) / n;
+  j["local_health_mean"] = health_samples ? health_sum / static_cast<double>(health_samples) : 0.0;
+  j["local_health_max"] = health_max;
   j["stream_msg_share"] = msgs ? static_cast<double>(streamed) / static_cast<double>(msgs) : 0.0;
   // Share of all bytes sent over the whole run (warm-up included), by message type.
   nlohmann::json shares = nlohmann::json::object();

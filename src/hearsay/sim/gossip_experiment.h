@@ -37,6 +37,8 @@ struct GossipExperimentOptions {
 //   bytes_per_node_s, msgs_per_node_s   sent per node per second (sealed bytes)
 //   summary_accuracy      fraction of sampled queries with |estimate - truth| < stride blocks
 //   summary_exact         fraction with estimate == truth
+//   probe_failure_share, probe_heard_share   probes that failed / were saved by a message from
+//                         the target; local_health_mean/max over the measured window
 // and a few more diagnostics. Errors (bad options) come back as {"error": "..."}.
 nlohmann::json RunGossipExperiment(const GossipExperimentOptions& options);
 
