@@ -12,7 +12,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libboost-dev
   gnuplot-nox
-  nginx-light wrk
+  nginx-light wrk valgrind
   ccache
 )
 
