@@ -12,10 +12,14 @@
 # Added latency = the path's percentile minus the base's, in the same round; medians over rounds.
 # Prints a Markdown table (the one in docs/benchmarks.md) and writes raw results to RESULTS_FILE.
 #
+# Several node builds or settings can run side by side in the same rounds (a before/after
+# comparison): VARIANTS is a space-separated list of NAME:BINARY:IO_THREADS, each started as its own
+# node and measured as its own path (default: one, "hearsay:BUILD_DIR/hearsay:IO_THREADS").
+#
 # Usage: scripts/bench-forwarding.sh [BUILD_DIR]    (make bench-forwarding builds and runs it)
 # Environment: ROUNDS (5), LAT_SECONDS (3), TPUT_SECONDS (4), TPUT_CONNECTIONS (32),
-#   WRK_THREADS (1), MODES ("json stream"), POLICY (hearsay), NGINX_WORKERS (1), IO_THREADS (1),
-#   UPSTREAM_THREADS (1), RESULTS_FILE (BUILD_DIR/bench-forwarding.tsv), ROUTE_BENCH
+#   WRK_THREADS (1), MODES ("json stream"), POLICY (hearsay), NGINX_WORKERS (1), IO_THREADS (0),
+#   UPSTREAM_THREADS (1), VARIANTS (above), RESULTS_FILE (BUILD_DIR/bench-forwarding.tsv), ROUTE_BENCH
 #   (BUILD_DIR/bench/hearsay_bench: the route micro-benchmark for the decision-time share).
 # Everything it starts is stopped on exit, also when interrupted.
 set -euo pipefail
@@ -30,11 +34,11 @@ WRK_THREADS=${WRK_THREADS:-1}
 MODES=${MODES:-json stream}
 POLICY=${POLICY:-hearsay}
 NGINX_WORKERS=${NGINX_WORKERS:-1}
-IO_THREADS=${IO_THREADS:-1}
+IO_THREADS=${IO_THREADS:-0}
 UPSTREAM_THREADS=${UPSTREAM_THREADS:-1}
 RESULTS_FILE=${RESULTS_FILE:-$BUILD_DIR/bench-forwarding.tsv}
 
-HEARSAY=$BUILD_DIR/hearsay
+VARIANTS=${VARIANTS:-hearsay:$BUILD_DIR/hearsay:$IO_THREADS}
 UPSTREAM_BIN=$BUILD_DIR/bench/forwarding/hearsay_fixed_upstream
 ROUTE_BENCH=${ROUTE_BENCH:-$BUILD_DIR/bench/hearsay_bench}
 LUA=bench/forwarding/completions.lua
@@ -48,7 +52,13 @@ for tool in wrk nginx; do
     die "$tool not found; run scripts/install-deps.sh"
 done
 NGINX=$(PATH=$PATH:/usr/sbin command -v nginx)
-[ -x "$HEARSAY" ] || die "$HEARSAY not built (make bench-forwarding builds it)"
+for v in $VARIANTS; do
+  IFS=: read -r name bin threads <<<"$v"
+  [[ $name =~ ^[a-z][a-z0-9_-]*$ && $name != base && $name != nginx ]] ||
+    die "VARIANTS: bad name '$name' in '$v' (lowercase; not base or nginx)"
+  [[ $threads =~ ^[0-9]+$ ]] || die "VARIANTS: bad I/O thread count in '$v'"
+  [ -x "$bin" ] || die "$bin not built (make bench-forwarding builds it)"
+done
 [ -x "$UPSTREAM_BIN" ] || die "$UPSTREAM_BIN not built (make bench-forwarding builds it)"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer"
 
@@ -100,12 +110,18 @@ wait_port() {
 PIDS+=($!)
 UP_PORT=$(listening_port "$WORK/upstream.out" "${PIDS[-1]}")
 
-"$HEARSAY" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id bench \
-  --engine openai --upstream "http://127.0.0.1:$UP_PORT" --model fixed --policy "$POLICY" \
-  --io-threads "$IO_THREADS" --log-level warn \
-  >"$WORK/hearsay.out" 2>"$WORK/hearsay.out.err" &
-PIDS+=($!)
-HS_PORT=$(listening_port "$WORK/hearsay.out" "${PIDS[-1]}")
+declare -A URL_BASE=([base]="http://127.0.0.1:$UP_PORT")
+NODES=()
+for v in $VARIANTS; do
+  IFS=: read -r name bin threads <<<"$v"
+  "$bin" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id "bench-$name" \
+    --engine openai --upstream "http://127.0.0.1:$UP_PORT" --model fixed --policy "$POLICY" \
+    --io-threads "$threads" --log-level warn \
+    >"$WORK/$name.out" 2>"$WORK/$name.out.err" &
+  PIDS+=($!)
+  URL_BASE[$name]="http://127.0.0.1:$(listening_port "$WORK/$name.out" "${PIDS[-1]}")"
+  NODES+=("$name")
+done
 
 # nginx cannot report an ephemeral port, so pick a random free-looking one; retry on a clash.
 NG_PORT=
@@ -129,11 +145,11 @@ for _ in $(seq 10); do
 done
 [ -n "$NG_PORT" ] || { cat "$WORK/nginx/nginx-error.log" >&2 || true; die "nginx did not start"; }
 
-declare -A URL_BASE=([base]="http://127.0.0.1:$UP_PORT" [nginx]="http://127.0.0.1:$NG_PORT"
-  [hearsay]="http://127.0.0.1:$HS_PORT")
-PATHS=(base nginx hearsay)
-echo "bench-forwarding: upstream :$UP_PORT, nginx :$NG_PORT ($NGINX_WORKERS worker(s)), hearsay" \
-  ":$HS_PORT (policy $POLICY, $IO_THREADS I/O thread(s) + core thread); $ROUNDS rounds" >&2
+URL_BASE[nginx]="http://127.0.0.1:$NG_PORT"
+PATHS=(base nginx "${NODES[@]}")
+echo "bench-forwarding: upstream :$UP_PORT, nginx :$NG_PORT ($NGINX_WORKERS worker(s)), nodes" \
+  "$VARIANTS (NAME:BINARY:IO_THREADS; 0 = I/O on the core thread), policy $POLICY;" \
+  "$ROUNDS rounds" >&2
 
 # One wrk run; sets RUN to "rps p50 p90 p99" (µs), or dies on any failed or wrong response. wrk
 # runs in the background and is waited for, so a signal interrupts the run at once (bash defers
@@ -169,8 +185,8 @@ printf 'round\tmode\tpath\tkind\trps\tp50_us\tp90_us\tp99_us\n' >"$RESULTS_FILE"
 for round in $(seq "$ROUNDS"); do
   for mode in $MODES; do
     # Rotate the order each round so no path always runs first (or after a particular one).
-    for i in 0 1 2; do
-      path=${PATHS[$(((i + round) % 3))]}
+    for i in "${!PATHS[@]}"; do
+      path=${PATHS[$(((i + round) % ${#PATHS[@]}))]}
       run_wrk "$path" "$mode" 1 "$LAT_SECONDS"
       read -r rps p50 p90 p99 <<<"$RUN"
       printf '%s\t%s\t%s\tlatency\t%s\t%s\t%s\t%s\n' "$round" "$mode" "$path" "$rps" "$p50" \
@@ -223,18 +239,20 @@ done
 echo
 for mode in $MODES; do
   n50=$(added "$mode" nginx p50_us | median)
-  h50=$(added "$mode" hearsay p50_us | median)
   n99=$(added "$mode" nginx p99_us | median)
-  h99=$(added "$mode" hearsay p99_us | median)
   nr=$(col "$mode" nginx throughput rps | median)
-  hr=$(col "$mode" hearsay throughput rps | median)
-  r50=$(ratio "$h50" "$n50")
-  r99=$(ratio "$h99" "$n99")
-  rr=$(ratio "$hr" "$nr")
-  v50=$(awk -v r="$r50" 'BEGIN { print (r != "n/a" && r <= 1.2) ? "met" : "NOT met" }')
-  vr=$(awk -v r="$rr" 'BEGIN { print (r != "n/a" && r >= 0.8) ? "met" : "NOT met" }')
-  echo "- $mode: hearsay/nginx added latency p50 $r50× (goal ≤ 1.2×: $v50), p99 $r99×;" \
-    "throughput $rr× (goal ≥ 0.8×: $vr)"
+  for node in "${NODES[@]}"; do
+    h50=$(added "$mode" "$node" p50_us | median)
+    h99=$(added "$mode" "$node" p99_us | median)
+    hr=$(col "$mode" "$node" throughput rps | median)
+    r50=$(ratio "$h50" "$n50")
+    r99=$(ratio "$h99" "$n99")
+    rr=$(ratio "$hr" "$nr")
+    v50=$(awk -v r="$r50" 'BEGIN { print (r != "n/a" && r <= 1.2) ? "met" : "NOT met" }')
+    vr=$(awk -v r="$rr" 'BEGIN { print (r != "n/a" && r >= 0.8) ? "met" : "NOT met" }')
+    echo "- $mode: $node/nginx added latency p50 $r50× (goal ≤ 1.2×: $v50), p99 $r99×;" \
+      "throughput $rr× (goal ≥ 0.8×: $vr)"
+  done
 done
 
 # The routing decision's share of one request: Policy::Choose from the route micro-benchmark
@@ -246,10 +264,12 @@ if [ -x "$ROUTE_BENCH" ]; then
     2>/dev/null | awk -F, '$1 ~ /_median"?$/ { t = $4; u = $5; gsub(/"/, "", u);
       print (u == "us" ? t * 1000 : (u == "ms" ? t * 1e6 : t)) }')
   for mode in $MODES; do
-    h=$(col "$mode" hearsay latency p50_us | median)
-    [ -n "$ns" ] && awk -v ns="$ns" -v h="$h" -v m="$mode" 'BEGIN {
-      printf "- routing decision (BM_RouteDecision/hearsay/8, median CPU time): %.0f ns = %.3f%% of hearsay'"'"'s p50 per-request time (%s µs, %s)\n",
-        ns, 100 * ns / 1000 / h, h, m }'
+    for node in "${NODES[@]}"; do
+      h=$(col "$mode" "$node" latency p50_us | median)
+      [ -n "$ns" ] && awk -v ns="$ns" -v h="$h" -v m="$mode" -v n="$node" 'BEGIN {
+        printf "- routing decision (BM_RouteDecision/hearsay/8, median CPU time): %.0f ns = %.3f%% of %s'"'"'s p50 per-request time (%s µs, %s)\n",
+          ns, 100 * ns / 1000 / h, n, h, m }'
+    done
   done
 else
   echo "- routing decision share: skipped ($ROUTE_BENCH not built)"

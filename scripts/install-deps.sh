@@ -13,7 +13,7 @@ packages=(
   libboost-dev
   libmsgpack-cxx-dev cppzmq-dev libzmq3-dev
   gnuplot-nox
-  nginx-light wrk
+  nginx-light wrk valgrind
   ccache
 )
 

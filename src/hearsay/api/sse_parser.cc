@@ -50,8 +50,10 @@ void SseParser::FeedLines(std::string_view bytes,
     after_cr_ = false;
   }
   while (i < n && ok()) {
-    const size_t end = bytes.find_first_of("\r\n", i);
-    if (end == std::string_view::npos) {
+    // A plain loop: find_first_of with a two-byte set calls memchr once per input byte.
+    size_t end = i;
+    while (end < n && bytes[end] != '\n' && bytes[end] != '\r') ++end;
+    if (end == n) {
       if (!Fits(line_.size() + (n - i))) return;
       line_.append(bytes.substr(i));
       return;

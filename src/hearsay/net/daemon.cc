@@ -59,7 +59,13 @@ Result<gossip::Keyring> LoadKeyring(const std::string& path) {
 
 }  // namespace
 
-Daemon::Daemon(DaemonConfig config) : config_(std::move(config)) {
+// Concurrency hint 1 where one thread runs a context: asio then queues a post made on that thread
+// privately, instead of locking and waking the reactor with a syscall.
+Daemon::Daemon(DaemonConfig config)
+    : config_(std::move(config)),
+      core_io_(1),
+      io_context_(config_.io_threads == 1 ? 1 : BOOST_ASIO_CONCURRENCY_HINT_DEFAULT),
+      io_(config_.io_threads == 0 ? core_io_ : io_context_) {
   limits_.max_prompt_chars = config_.max_body_bytes;
   limits_.context_tokens = static_cast<uint32_t>(config_.context_tokens);
   limits_.max_output_tokens = static_cast<uint32_t>(config_.max_tokens);

@@ -3,9 +3,10 @@
 // It owns two io_contexts: the core one, run by one core thread, where the AsioScheduler, the
 // node::Node (with its gossip::Node, policy and engine) and every CompletionSink live; and the
 // I/O one, run by config.io_threads threads, for the HTTP server, the HTTP client that forwards to
-// peers, and the gossip sockets (UdpTcpTransport). I/O code reaches core state only by posting to
-// the core io_context, and the core answers by posting back (or through the thread-safe
-// http::Responder). See docs/daemon.md for the endpoints and the peer protocol.
+// peers, and the gossip sockets (UdpTcpTransport). With io_threads 0 the I/O work runs on the core
+// io_context instead (one thread for everything, as one nginx worker). I/O code reaches core state
+// only by posting to the core io_context, and the core answers by posting back (or through the
+// thread-safe http::Responder). See docs/daemon.md for the endpoints and the peer protocol.
 //
 // Lifecycle: Create() validates the configuration, loads the cluster key, binds every socket
 // (so a port in use is an error here) and starts the threads; the node joins the cluster at
@@ -127,7 +128,11 @@ class Daemon {
   int64_t created_unix_ = 0;
 
   boost::asio::io_context core_io_;
-  boost::asio::io_context io_;
+  // The I/O io_context: a second one, run by config.io_threads threads, or with io_threads 0 the
+  // core's own (sockets and core then share one thread, and a post between them is a queue push,
+  // not a wake-up of another thread).
+  boost::asio::io_context io_context_;
+  boost::asio::io_context& io_;
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
       core_work_, io_work_;
   std::thread core_thread_;

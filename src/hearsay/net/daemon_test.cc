@@ -346,6 +346,46 @@ TEST(DaemonTest, ClientDisconnectCancelsTheRequest) {
   EXPECT_TRUE(d->Shutdown());
 }
 
+// --io-threads 0: the sockets share the core thread. Same answers, streams and cancellation.
+TEST(DaemonTest, IoOnTheCoreThreadServesAndCancels) {
+  DaemonConfig c = Config(true);
+  c.io_threads = 0;
+  auto d = Start(c);
+  ASSERT_TRUE(d);
+  TestClient client;
+  const std::string hp = d->http_address();
+  const std::string prompt = Words("beta", 64);
+  Response r = client.Post(hp, "/v1/completions", Completion(prompt, 4));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["usage"]["completion_tokens"], 4);
+  r = client.Post(hp, "/v1/completions", Completion(prompt, 4, /*stream=*/true));
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<std::string> ev = Events(r.body);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  EXPECT_EQ(json::parse(ev[ev.size() - 2])["usage"]["prompt_tokens_details"]["cached_tokens"], 63);
+
+  Result<HostPort> port = ParseHostPort(hp);
+  ASSERT_TRUE(port.ok());
+  {
+    http::testing::RawClient raw(port->port);
+    ASSERT_TRUE(raw.connected());
+    const std::string body = Completion("long answer", 1000, true).dump();
+    ASSERT_TRUE(
+        raw.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 "application/json\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body));
+    ASSERT_TRUE(raw.ReadUntil("data: "));
+    EXPECT_EQ(d->in_flight(), 1);
+  }
+  EXPECT_TRUE(Eventually([&] { return d->in_flight() == 0; }, 5s));
+  r = client.Get(hp, "/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("hearsay_requests_total{decision=\"local\"} 3"), std::string::npos)
+      << r.body;
+  EXPECT_TRUE(d->Shutdown());
+}
+
 class ClusterTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {

@@ -95,7 +95,10 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   r->observer = observer;
   r->prompt_len = static_cast<uint32_t>(request.prompt.size());
   r->submitted = scheduler_.clock().Now();
-  r->estimate = tracker_.Predict(id, request.prompt, PromptText(request.api_body), r->submitted);
+  // The prompt text only serves /slots reconciliation (llama.cpp); other upstreams skip the parse.
+  const bool llamacpp = options_.flavor == UpstreamFlavor::kLlamaCpp;
+  r->estimate = tracker_.Predict(
+      id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(), r->submitted);
   Live& live = *r;
   live_.emplace(id, std::move(r));
   ++waiting_;

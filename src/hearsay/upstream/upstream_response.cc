@@ -4,6 +4,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "hearsay/upstream/body_rewriter.h"
+#include "hearsay/upstream/chunk_scanner.h"
+
 namespace hearsay::upstream {
 namespace {
 
@@ -53,6 +56,20 @@ std::string ErrorText(const json& err) {
 }  // namespace
 
 Result<UpstreamChunk> ParseUpstreamChunk(std::string_view data) {
+  std::string_view trimmed = data;
+  while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\n')) {
+    trimmed.remove_suffix(1);
+  }
+  if (trimmed == "[DONE]") {
+    UpstreamChunk c;
+    c.done = true;
+    return c;
+  }
+  if (std::optional<UpstreamChunk> fast = ScanUpstreamChunk(data)) return std::move(*fast);
+  return ParseUpstreamChunkTree(data);
+}
+
+Result<UpstreamChunk> ParseUpstreamChunkTree(std::string_view data) {
   UpstreamChunk c;
   std::string_view trimmed = data;
   while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\n')) {
@@ -177,6 +194,14 @@ Result<std::vector<SlotState>> ParseSlots(std::string_view body) {
 
 Result<std::string> RewriteRequestBody(std::string_view body, bool llamacpp,
                                        std::string_view model) {
+  if (std::optional<std::string> fast = RewriteRequestBodyByScan(body, llamacpp, model)) {
+    return std::move(*fast);
+  }
+  return RewriteRequestBodyTree(body, llamacpp, model);
+}
+
+Result<std::string> RewriteRequestBodyTree(std::string_view body, bool llamacpp,
+                                           std::string_view model) {
   json j = ParseJson(body);
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgumentError("request body is not a JSON object");

@@ -47,7 +47,11 @@ struct UpstreamChunk {
 };
 
 // Decodes one event's data. INVALID_ARGUMENT when it is neither "[DONE]", a chunk, nor an error.
+// Ordinary chunks take a one-pass scanner (chunk_scanner.h); anything it is unsure of takes
+// ParseUpstreamChunkTree, so the answers are the same.
 Result<UpstreamChunk> ParseUpstreamChunk(std::string_view data);
+// The same decoder over a JSON tree: slower, the reference for the scanner (and its fallback).
+Result<UpstreamChunk> ParseUpstreamChunkTree(std::string_view data);
 
 // The message of an error response body ({"error": {"message": ...}} or {"error": "..."} or
 // {"message": ...} or {"detail": ...}); the body itself, truncated, when it has no such field.
@@ -73,8 +77,12 @@ Result<std::vector<SlotState>> ParseSlots(std::string_view body);
 // chunk already carries cache_n) and "cache_prompt": true. `model`, when not empty, replaces the
 // request's model (the upstream may serve under another name). INVALID_ARGUMENT if `body` is not
 // a JSON object.
+// Ordinary bodies take a one-pass copy (body_rewriter.h); anything else RewriteRequestBodyTree.
 Result<std::string> RewriteRequestBody(std::string_view body, bool llamacpp,
                                        std::string_view model);
+// The same over a JSON tree: slower, the reference for the fast path (and its fallback).
+Result<std::string> RewriteRequestBodyTree(std::string_view body, bool llamacpp,
+                                           std::string_view model);
 
 // The prompt text of a request body, for matching against llama.cpp's /slots: "prompt" (string,
 // or the first string of an array) for completions, the messages' contents joined with "\n" for

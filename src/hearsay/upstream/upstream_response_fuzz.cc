@@ -1,10 +1,27 @@
 // Fuzz target: the decoders of untrusted upstream output (stream chunks, error bodies, /slots,
-// request rewriting) must never crash, whatever the bytes.
+// request rewriting) must never crash, whatever the bytes; and the fast chunk scanner and request
+// rewrite, whenever they answer, must answer exactly as their tree versions do.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "hearsay/upstream/body_rewriter.h"
+#include "hearsay/upstream/chunk_scanner.h"
 #include "hearsay/upstream/upstream_response.h"
+
+namespace {
+
+bool Same(const hearsay::upstream::UpstreamChunk& a, const hearsay::upstream::UpstreamChunk& b) {
+  return a.done == b.done && a.text == b.text && a.finish_reason == b.finish_reason &&
+         a.prompt_tokens == b.prompt_tokens && a.completion_tokens == b.completion_tokens &&
+         a.cached_tokens == b.cached_tokens &&
+         a.prompt_computed_tokens == b.prompt_computed_tokens && a.prompt_ms == b.prompt_ms &&
+         a.error == b.error;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -14,9 +31,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     volatile uint32_t sum = *chunk.value().cached_tokens + *chunk.value().prompt_tokens;
     (void)sum;
   }
+  if (auto fast = hearsay::upstream::ScanUpstreamChunk(text)) {
+    auto tree = hearsay::upstream::ParseUpstreamChunkTree(text);
+    if (!tree.ok() || !Same(*fast, tree.value())) std::abort();
+  }
   (void)hearsay::upstream::UpstreamErrorMessage(text);
   (void)hearsay::upstream::ParseSlots(text);
-  (void)hearsay::upstream::RewriteRequestBody(text, true, "m");
+  if (auto fast = hearsay::upstream::RewriteRequestBodyByScan(text, true, "m")) {
+    // The fast rewrite writes the tree's JSON value (members in any order).
+    auto tree = hearsay::upstream::RewriteRequestBodyTree(text, true, "m");
+    if (!tree.ok() ||
+        nlohmann::json::parse(*fast, nullptr, false) != nlohmann::json::parse(*tree)) {
+      std::abort();
+    }
+  }
   (void)hearsay::upstream::PromptText(text);
   return 0;
 }
