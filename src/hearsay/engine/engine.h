@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -70,7 +71,9 @@ struct FirstToken {
   uint32_t prompt_tokens = 0;
   // As Admission::cached_tokens: the evidence that corrects the router's cache estimates.
   uint32_t cached_tokens = 0;
-  TokenId token = 0;
+  // The first output token, from an engine that produces token ids (the simulated engine). An
+  // engine that produces text (an upstream) has none: its text follows through OnText.
+  std::optional<TokenId> token;
 };
 
 // Final accounting, in the shape of OpenAI's `usage`.

@@ -51,7 +51,7 @@ class Recorder : public EngineObserver {
     r.first = true;
     r.first_token = f;
     r.first_at = clock_.Now();
-    r.tokens.push_back(f.token);
+    r.tokens.push_back(f.token.value());
     r.token_times.push_back(clock_.Now());
     first_token_order.push_back(id);
     if (on_first) on_first(id);

@@ -191,5 +191,31 @@ TEST(KeyingDaemonTest, AnEngineThatDisagreesWithTheEstimatesRaisesTheDriftAlarm)
   EXPECT_TRUE(d->Shutdown());
 }
 
+// The engine's answer reaches the client unchanged: exactly its text, with nothing of the
+// simulated engine's placeholder tokens mixed in (an upstream reports no first token id).
+TEST(KeyingDaemonTest, TheEnginesTextReachesTheClientUnchanged) {
+  FakeTokenizingEngine engine;
+  auto d = StartNode(NodeConfig(engine.url(), "bytes"));
+  ASSERT_TRUE(d);
+  Caller c;
+  Reply r = c.Call("POST", d->http_address(), "/v1/completions", Completion(Prompt(0, 1)).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], "ok") << r.body;
+
+  json streamed = Completion(Prompt(0, 2));
+  streamed["stream"] = true;
+  r = c.Call("POST", d->http_address(), "/v1/completions", streamed.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::string text;
+  for (size_t pos = 0; (pos = r.body.find("data: {", pos)) != std::string::npos;) {
+    const size_t end = r.body.find("\n\n", pos);
+    const json chunk = json::parse(r.body.substr(pos + 6, end - pos - 6));
+    if (!chunk["choices"].empty()) text += chunk["choices"][0].value("text", "");
+    pos = end;
+  }
+  EXPECT_EQ(text, "ok") << r.body;
+  EXPECT_TRUE(d->Shutdown());
+}
+
 }  // namespace
 }  // namespace hearsay::net

@@ -386,8 +386,10 @@ void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
   }
   p.sink->OnFirstToken(p.client_id,
                        PeerFirstToken{first.prompt_tokens, first.cached_tokens, options_.id});
-  const uint32_t token = first.token;
-  p.sink->OnOutput(p.client_id, PeerOutput{std::span<const uint32_t>(&token, 1), {}});
+  if (first.token) {
+    const uint32_t token = *first.token;
+    p.sink->OnOutput(p.client_id, PeerOutput{std::span<const uint32_t>(&token, 1), {}});
+  }
 }
 
 void Node::OnTokens(engine::RequestId id, std::span<const engine::TokenId> tokens) {

@@ -241,7 +241,7 @@ bool OpenAiEngine::EnsureFirstToken(RequestId id) {
   engine::EngineObserver* obs = r.observer;
   obs->OnAdmitted(id, adm);
   if (!live_.contains(id)) return false;
-  obs->OnFirstToken(id, engine::FirstToken{prompt, cached, 0});
+  obs->OnFirstToken(id, engine::FirstToken{prompt, cached, std::nullopt});
   return live_.contains(id);
 }
 
