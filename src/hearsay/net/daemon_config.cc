@@ -87,6 +87,12 @@ const std::vector<Setting>& Table() {
       {{"engine.upstream_slots_authoritative", "upstream-slots-authoritative", K::kBool,
         "llama.cpp's /slots lists its whole cache (llama-server --cache-ram 0)"},
        &C::upstream_slots_authoritative},
+      {{"engine.upstream_first_token_timeout_ms", "upstream-first-token-timeout-ms", K::kUInt,
+        "the upstream's first output must come within this, else the request fails and counts "
+        "against its health (slow CPU engines with long prompts need more)"},
+       &C::upstream_first_token_timeout_ms,
+       1,
+       kHour},
       {{"security.cluster_key_file", "cluster-key-file", K::kString,
         "cluster key file (hearsay keygen); required unless insecure"},
        &C::cluster_key_file},

@@ -40,6 +40,7 @@ struct DaemonConfig {
   std::string upstream_flavor = "generic";    // generic, llamacpp, vllm, sglang (docs/engines.md)
   std::string upstream_model;                 // model name sent upstream (default: the client's)
   bool upstream_slots_authoritative = false;  // llama.cpp /slots lists the whole cache
+  uint64_t upstream_first_token_timeout_ms = 30000;  // the upstream's first output, from the send
   // --- Security ---
   std::string cluster_key_file;
   bool insecure = false;
