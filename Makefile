@@ -3,7 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build demo test test-release test-asan test-tsan test-llama fuzz fuzz-smoke bench bench-forwarding soak format clean
+.PHONY: all deps build llama demo test test-release test-asan test-tsan test-llama fuzz fuzz-smoke bench bench-forwarding soak format clean
 
 all: build
 
@@ -23,10 +23,21 @@ demo: deps
 
 test: deps test-release test-asan fuzz-smoke
 
-test-release: deps
+# The release suite includes the llama.cpp end-to-end test (label llama, run alone); `llama` has
+# built llama.cpp and the test model by then.
+test-release: deps llama
 	cmake --preset release >/dev/null
 	cmake --build --preset release -j $(JOBS)
 	ctest --preset release
+
+# llama.cpp's llama-server and the small random-weight test model, for the end-to-end test and
+# `hearsay demo --engine llama`: built once into ${HEARSAY_CACHE:-~/.cache/hearsay}/llama (about
+# 7 minutes on 2 idle cores), then reused at once. Exit code 3 means a build tool (npm, git,
+# cmake) is missing: the test then reports itself SKIPPED, loudly. Any other failure stops here.
+llama: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release --target make_llama2c_model -j $(JOBS)
+	scripts/setup-llama.sh --model-tool build/release/tools/make_llama2c_model || [ $$? -eq 3 ]
 
 test-asan: deps
 	cmake --preset asan >/dev/null
@@ -59,9 +70,9 @@ bench-forwarding: deps
 	cmake --build --preset release --target hearsay hearsay_fixed_upstream hearsay_bench -j $(JOBS)
 	env $(BENCH_FORWARDING_ENV) scripts/bench-forwarding.sh build/release
 
-# The llama.cpp end-to-end test: builds llama.cpp once into ~/.cache/hearsay (minutes), then runs
-# 3 nodes in front of 3 real llama-servers.
-test-llama: build
+# Only the llama.cpp end-to-end test (also part of test-release): 3 nodes in front of 3 real
+# llama-servers.
+test-llama: build llama
 	ctest --test-dir build/release -L llama --output-on-failure
 
 soak: build

@@ -89,6 +89,16 @@ Result<std::string> SelfPath() {
 // the demo's small model (4 KiB of KV per token).
 constexpr int kLlamaCacheRamMib = 64;
 constexpr uint64_t kLlamaCapacityTokens = 16384;
+// llama: defaults a CPU can serve. A first token is prefill of ~1,500 tokens on one core per
+// server (a second or more), so the sim's 12.5 req/s would only measure an ever-growing queue.
+constexpr double kLlamaRate = 2.0;
+constexpr uint64_t kLlamaRequests = 120;
+// llama: deadlines that fit the engine's real speed (as in tests/llama/llama_e2e_test.cc): a
+// peer's first token may take tens of seconds on a loaded machine, and is waited for rather than
+// abandoned mid-prefill and recomputed elsewhere.
+constexpr const char* kLlamaFirstTokenTimeoutMs = "120000";
+constexpr const char* kLlamaForwardTimeoutMs = "150000";
+constexpr auto kLlamaClientTimeout = std::chrono::seconds(180);
 
 // The engine part of the cluster's configuration: the one place that knows which engines the
 // demo can run.
@@ -103,6 +113,9 @@ Status EngineSetup(const DemoFlags& f, harness::LocalClusterOptions& o) {
     o.capacity_tokens = kLlamaCapacityTokens;
     o.engine = "openai";
     o.extra_flags = {"--upstream-flavor", "llamacpp"};
+    o.extra_flags.insert(o.extra_flags.end(),
+                         {"--upstream-first-token-timeout-ms", kLlamaFirstTokenTimeoutMs,
+                          "--forward-timeout-ms", kLlamaForwardTimeoutMs});
     return OkStatus();
   }
   return InvalidArgumentError("engine '" + f.engine +
@@ -202,8 +215,8 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   }
   lo.mode = loadgen::LoadMode::kOpenLoop;
   lo.max_requests = f.requests;
-  lo.response_timeout = std::chrono::seconds(60);
-  lo.idle_timeout = std::chrono::seconds(60);
+  lo.response_timeout = f.engine == "llama" ? kLlamaClientTimeout : std::chrono::seconds(60);
+  lo.idle_timeout = lo.response_timeout;
   ProgressBar bar(policy, tty);
   lo.progress = [&bar](const loadgen::Progress& p) { bar.Update(p); };
   loadgen::LoadRun run(std::move(lo), std::move(source));
@@ -262,13 +275,19 @@ int RunDemo(const DemoFlags& f) {
   }
   const bool tty = isatty(STDERR_FILENO) != 0;
   if (!f.json) {
+    const std::string engine =
+        f.engine == "llama"
+            ? "each in front of its own llama.cpp llama-server:\na small random-weight Llama, 1 "
+              "thread, " +
+                  std::to_string(kLlamaCacheRamMib) +
+                  " MiB prompt cache = " + std::to_string(kLlamaCapacityTokens) + " KV tokens"
+            : "sim engine, preset " + f.engine_preset + ", " + std::to_string(f.capacity_tokens) +
+                  " KV tokens each";
     std::printf(
-        "hearsay demo: %zu hearsay node processes on loopback (%s engine, preset %s, %llu KV "
-        "tokens each),\nMMLU-like workload (Zipf %.2f over 57 subjects), %llu requests per policy "
-        "at %.1f req/s\nspread over all entry points, seed %llu; a fresh cluster per policy\n\n",
-        f.nodes, f.engine.c_str(), f.engine_preset.c_str(),
-        static_cast<unsigned long long>(f.capacity_tokens), f.zipf,
-        static_cast<unsigned long long>(f.requests), f.rate,
+        "hearsay demo: %zu hearsay node processes on loopback (%s),\nMMLU-like workload (Zipf "
+        "%.2f over 57 subjects), %llu requests per policy at %.1f req/s\nspread over all entry "
+        "points, seed %llu; a fresh cluster per policy\n\n",
+        f.nodes, engine.c_str(), f.zipf, static_cast<unsigned long long>(f.requests), f.rate,
         static_cast<unsigned long long>(f.seed));
     std::fflush(stdout);
   }
@@ -329,10 +348,11 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--nodes", f->nodes, "Nodes in the cluster")
       ->check(CLI::Range(size_t{1}, size_t{32}))
       ->capture_default_str();
-  cmd->add_option("--requests", f->requests, "Requests per policy")
+  cmd->add_option("--requests", f->requests, "Requests per policy (--engine llama: 120)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000}))
       ->capture_default_str();
-  cmd->add_option("--rate", f->rate, "Poisson arrival rate over the whole cluster, requests/s")
+  cmd->add_option("--rate", f->rate,
+                  "Poisson arrival rate over the whole cluster, requests/s (--engine llama: 2)")
       ->check(CLI::Range(0.01, 100'000.0))
       ->capture_default_str();
   cmd->add_option("--zipf", f->zipf, "Zipf exponent of MMLU subject popularity")
@@ -360,7 +380,13 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--json", f->json,
                 "Print JSON: one object per policy (policy, mean_ttft_ms, p99_ttft_ms, hit_rate)");
-  cmd->callback([f, &exit_code] { exit_code = RunDemo(*f); });
+  cmd->callback([f, cmd, &exit_code] {
+    if (f->engine == "llama") {
+      if (cmd->count("--rate") == 0) f->rate = kLlamaRate;
+      if (cmd->count("--requests") == 0) f->requests = kLlamaRequests;
+    }
+    exit_code = RunDemo(*f);
+  });
 }
 
 }  // namespace hearsay::cli

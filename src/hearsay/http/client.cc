@@ -335,7 +335,7 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
       if (headers_seen_) ArmTimer(request_.idle_timeout, "response body stalled");
     }
     if (ec == asio::error::eof) {
-      if (!got_response_bytes_ && reused_ && !retried_ && IsIdempotent(request_.method)) {
+      if (!got_response_bytes_ && reused_ && !retried_ && Replayable()) {
         return Retry();
       }
       // A body delimited by the end of the connection ends here.
@@ -352,7 +352,7 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
                                      " closed before the response ended"));
     }
     if (ec) {
-      if (!got_response_bytes_ && reused_ && !retried_ && IsIdempotent(request_.method)) {
+      if (!got_response_bytes_ && reused_ && !retried_ && Replayable()) {
         return Retry();
       }
       return Fail(ec, "reading from " + request_.host_port);
@@ -397,6 +397,8 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
     }
     Finish(OkStatus());
   }
+
+  bool Replayable() const { return request_.replayable || IsIdempotent(request_.method); }
 
   void Retry() {
     retried_ = true;

@@ -7,9 +7,10 @@
 //
 // Retry: a pooled connection the server has since closed is detected before use and discarded.
 // If a reused connection still fails, the request is retried once on a fresh connection only when
-// no byte of it can have been processed: the write failed, or (for idempotent methods only:
-// GET, HEAD, OPTIONS, PUT, DELETE) the connection closed before any response byte. A POST whose
-// bytes were written is never replayed.
+// no byte of it can have been processed: the write failed, or (for idempotent methods: GET, HEAD,
+// OPTIONS, PUT, DELETE, and requests marked `replayable`) the connection was reset or closed
+// before any response byte, which is how a server closing an idle keep-alive connection just as
+// it is reused shows. Any other POST whose bytes were written is never replayed.
 //
 // Errors given to on_done: UNAVAILABLE (resolve/connect failure, reset, connection closed early,
 // malformed response), DEADLINE_EXCEEDED (connect, response-header or body-idle timeout),
@@ -59,6 +60,9 @@ struct ClientRequest {
   // Extra headers; Host, Content-Length and Connection are set by the client.
   Headers headers;
   std::string body;
+  // The caller vouches that sending the request twice is harmless (an LLM completion: its only
+  // side effect is the engine's cache), so it is retried like an idempotent method (see above).
+  bool replayable = false;
   Duration connect_timeout = 5s;
   // From the start of the write until the response header has arrived.
   Duration response_timeout = 30s;

@@ -399,49 +399,81 @@ class FlakyKeepAliveServer {
   std::unique_ptr<Server> server_;
 };
 
-TEST_F(ClientTest, IdempotentRequestIsRetriedWhenAReusedConnectionDies) {
-  // A raw listener gives precise control: connection 1 serves one response, then swallows the
-  // next request and closes; connection 2 serves normally.
-  boost::asio::ip::tcp::acceptor acceptor(io_.io(),
-                                          {boost::asio::ip::make_address("127.0.0.1"), 0});
-  uint16_t port = acceptor.local_endpoint().port();
-  std::thread peer([&] {
-    auto serve = [](boost::asio::ip::tcp::socket& s, int requests_to_answer) {
-      std::string data;
-      char buf[4096];
-      for (int answered = 0;;) {
-        boost::system::error_code ec;
-        size_t n = s.read_some(boost::asio::buffer(buf), ec);
-        if (ec) return;
-        data.append(buf, n);
-        size_t end;
-        while ((end = data.find("\r\n\r\n")) != std::string::npos) {
-          data.erase(0, end + 4);
-          if (answered == requests_to_answer) return;  // swallow it and close
-          answered++;
-          std::string resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-          boost::asio::write(s, boost::asio::buffer(resp), ec);
-        }
+// A raw listener gives precise control: connection 1 serves one response, then swallows the
+// next request and closes (a server closing an idle keep-alive connection as it is reused);
+// connection 2 serves normally.
+class DropsSecondRequestPeer {
+ public:
+  explicit DropsSecondRequestPeer(boost::asio::io_context& io)
+      : acceptor_(io, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    thread_ = std::thread([this] {
+      auto s1 = acceptor_.accept();
+      Serve(s1, 1);
+      s1.close();
+      auto s2 = acceptor_.accept();
+      Serve(s2, 100);
+    });
+  }
+  ~DropsSecondRequestPeer() { thread_.join(); }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  // Answers `requests_to_answer` requests (heads only; bodies are empty), then returns on the next.
+  static void Serve(boost::asio::ip::tcp::socket& s, int requests_to_answer) {
+    std::string data;
+    char buf[4096];
+    for (int answered = 0;;) {
+      boost::system::error_code ec;
+      size_t n = s.read_some(boost::asio::buffer(buf), ec);
+      if (ec) return;
+      data.append(buf, n);
+      size_t end;
+      while ((end = data.find("\r\n\r\n")) != std::string::npos) {
+        data.erase(0, end + 4);
+        if (answered == requests_to_answer) return;  // swallow it and close
+        answered++;
+        std::string resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        boost::asio::write(s, boost::asio::buffer(resp), ec);
       }
-    };
-    auto s1 = acceptor.accept();
-    serve(s1, 1);
-    s1.close();
-    auto s2 = acceptor.accept();
-    serve(s2, 100);
-  });
+    }
+  }
+
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+};
+
+TEST_F(ClientTest, IdempotentRequestIsRetriedWhenAReusedConnectionDies) {
+  DropsSecondRequestPeer peer(io_.io());
   Outcome a;
-  client_->Send(Get(port, "/a"), a.Handlers());
+  client_->Send(Get(peer.port(), "/a"), a.Handlers());
   ASSERT_TRUE(a.Wait().ok());
   Outcome b;
-  client_->Send(Get(port, "/b"), b.Handlers());
+  client_->Send(Get(peer.port(), "/b"), b.Handlers());
   Status st = b.Wait();
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(b.body, "ok");
   EXPECT_EQ(client_->stats().retries, 1u);
   EXPECT_EQ(client_->stats().connections_opened, 2u);
   client_.reset();
-  peer.join();
+}
+
+TEST_F(ClientTest, ReplayablePostIsRetriedWhenAReusedConnectionDies) {
+  DropsSecondRequestPeer peer(io_.io());
+  auto req = Get(peer.port(), "/v1/completions");
+  req.method = "POST";
+  req.replayable = true;
+  Outcome a;
+  client_->Send(req, a.Handlers());
+  ASSERT_TRUE(a.Wait().ok());
+  Outcome b;
+  client_->Send(req, b.Handlers());
+  Status st = b.Wait();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(b.body, "ok");
+  EXPECT_EQ(client_->stats().connections_reused, 1u);
+  EXPECT_EQ(client_->stats().retries, 1u);
+  EXPECT_EQ(client_->stats().connections_opened, 2u);
+  client_.reset();
 }
 
 TEST_F(ClientTest, PostIsNotReplayedAfterItWasWritten) {

@@ -204,6 +204,11 @@ Status Daemon::Init() {
     const engine::CostParams& p = cm.params();
     no.policy_options.cost = {p.t0_ms, p.a_ms_per_token, p.b_ms_per_token2, p.d1_ms_per_seq,
                               p.d2_ms_per_ctx_token};
+  } else {
+    // An upstream engine's speed is only known by measuring it (a CPU llama.cpp is ~100x slower
+    // per token than the default model): without this, cache savings would be priced at GPU speed
+    // against real queue waits, and routing would all but ignore the caches.
+    no.price_by_measured_prefill = true;
   }
   HEARSAY_ASSIGN_OR_RETURN(
       node_, node::Node::Create(std::move(no), *engine_, keyer, *scheduler_, *rng_, *transport_,

@@ -116,6 +116,12 @@ const std::vector<Setting>& Table() {
       {{"engine.kv_events_topic", "kv-events-topic", K::kString,
         "topic of vLLM's KV events (its kv-events-config topic; empty: every topic)"},
        &C::kv_events_topic},
+      {{"engine.upstream_first_token_timeout_ms", "upstream-first-token-timeout-ms", K::kUInt,
+        "the upstream's first output must come within this, else the request fails and counts "
+        "against its health (slow CPU engines with long prompts need more)"},
+       &C::upstream_first_token_timeout_ms,
+       1,
+       kHour},
       {{"security.cluster_key_file", "cluster-key-file", K::kString,
         "cluster key file (hearsay keygen); required unless insecure"},
        &C::cluster_key_file},

@@ -48,6 +48,7 @@ struct DaemonConfig {
   std::string kv_events;         // vLLM KV-event publisher, tcp://host:5557 (empty: not used)
   std::string kv_events_replay;  // its replay socket, tcp://host:5558 (empty: gaps reset)
   std::string kv_events_topic;   // its topic (empty: every topic)
+  uint64_t upstream_first_token_timeout_ms = 30000;  // the upstream's first output, from the send
   // --- Security ---
   std::string cluster_key_file;
   bool insecure = false;

@@ -107,6 +107,9 @@ TEST(DaemonConfigTest, FlagsOverrideTheFile) {
   ASSERT_TRUE(c.ApplyFlag("join", "a:1, b:2,,").ok());
   ASSERT_TRUE(c.ApplyFlag("insecure", "true").ok());
   ASSERT_TRUE(c.ApplyFlag("debug-faults", "").ok());
+  EXPECT_EQ(c.upstream_first_token_timeout_ms, 30000u);
+  ASSERT_TRUE(c.ApplyFlag("upstream-first-token-timeout-ms", "90000").ok());
+  EXPECT_EQ(c.upstream_first_token_timeout_ms, 90000u);
   EXPECT_EQ(c.http_listen, "127.0.0.1:2222");
   EXPECT_EQ(c.max_tokens, 100u);  // from the file
   EXPECT_EQ(c.join, (std::vector<std::string>{"a:1", "b:2"}));

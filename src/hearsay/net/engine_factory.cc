@@ -1,5 +1,7 @@
 #include "hearsay/net/engine_factory.h"
 
+#include <chrono>
+
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/engine/sim_engine.h"
 #include "hearsay/net/prompt_tokenizer.h"
@@ -35,6 +37,7 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
     o.max_in_flight = static_cast<uint32_t>(config.max_concurrent_requests);
     o.slots_authoritative = config.upstream_slots_authoritative;
     o.keying = KeyingDescription(config);
+    o.first_token_timeout = std::chrono::milliseconds(config.upstream_first_token_timeout_ms);
     HEARSAY_ASSIGN_OR_RETURN(
         std::unique_ptr<upstream::HostedOpenAiEngine> e,
         upstream::MakeHostedOpenAiEngine(*env.scheduler, *env.io, env.post_to_core, *env.keyer,

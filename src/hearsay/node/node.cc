@@ -244,6 +244,9 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   self.load.kv_capacity_tokens = l.kv_capacity_tokens;
   self.load.queue_wait = l.estimated_queue_wait;
   self.load.overloaded = gossip_->overloaded();
+  const route::PrefillCostModel& cost = options_.policy_options.cost;
+  const bool measured = options_.price_by_measured_prefill;
+  if (measured) self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
   candidates_.push_back(self);
 
   const uint32_t stride = options_.gossip.landmark_stride;
@@ -297,6 +300,10 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
         c.load.queue_wait = std::chrono::microseconds(peer.load.queue_wait_us);
         c.load.overloaded = peer.load.overloaded;
         c.load.age = now - peer.load_at;
+      }
+      if (measured) {
+        c.cost_scale = cost.ScaleFromMeasured(peer.has_load ? peer.load.prefill_ms_per_token : 0,
+                                              candidates_.front().cost_scale);
       }
     }
     candidates_.push_back(c);

@@ -88,6 +88,11 @@ struct NodeOptions {
   int max_forward_attempts = 2;
   // Peers the PeerIndex sizes itself for.
   size_t max_peers = 256;
+  // The engine's speed is unknown to policy_options.cost (an upstream engine, priced with the
+  // default model): price each member by its own measured prefill cost per token (its engine's
+  // EngineLoad::prefill_ms_per_token, gossiped), as Candidate::cost_scale. A member that has not
+  // measured yet is assumed as fast as this node (or the model, before this node has measured).
+  bool price_by_measured_prefill = false;
 };
 
 // Counters of one node (monotone).

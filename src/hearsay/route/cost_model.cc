@@ -45,4 +45,12 @@ double PrefillCostModel::QueueWaitMs(double queued, double queued_tokens, double
   return wait;
 }
 
+double PrefillCostModel::ScaleFromMeasured(double measured_ms_per_token, double fallback) const {
+  if (!std::isfinite(measured_ms_per_token) || measured_ms_per_token <= 0 ||
+      !std::isfinite(a_ms_per_token) || a_ms_per_token <= 0) {
+    return fallback;
+  }
+  return measured_ms_per_token / a_ms_per_token;
+}
+
 }  // namespace hearsay::route

@@ -48,6 +48,11 @@ struct PrefillCostModel {
   // plus half an iteration for the one in progress when anything runs.
   double QueueWaitMs(double queued, double queued_tokens, double running,
                      double context_tokens) const;
+
+  // The Candidate::cost_scale of a member whose engine measured `measured_ms_per_token` of
+  // prefill per computed token: that over a_ms_per_token. `fallback` when the member has not
+  // measured yet (0) or a figure is unusable (not finite, or a_ms_per_token is 0).
+  double ScaleFromMeasured(double measured_ms_per_token, double fallback) const;
 };
 
 }  // namespace hearsay::route

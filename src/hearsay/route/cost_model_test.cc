@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 namespace hearsay::route {
@@ -38,6 +39,19 @@ TEST(PrefillCostModel, ValidateRejectsNegativeAndNonFinite) {
   m = {};
   m.t0_ms = std::numeric_limits<double>::quiet_NaN();
   EXPECT_FALSE(m.Validate().ok());
+}
+
+TEST(PrefillCostModel, ScaleFromMeasuredComparesWithThePerTokenCost) {
+  PrefillCostModel m;
+  m.a_ms_per_token = 0.03;
+  EXPECT_DOUBLE_EQ(m.ScaleFromMeasured(3.0, 1.0), 100.0);
+  EXPECT_DOUBLE_EQ(m.ScaleFromMeasured(0.03, 7.0), 1.0);
+  // Not measured yet, or nonsense: the fallback.
+  EXPECT_DOUBLE_EQ(m.ScaleFromMeasured(0.0, 7.0), 7.0);
+  EXPECT_DOUBLE_EQ(m.ScaleFromMeasured(-1.0, 7.0), 7.0);
+  EXPECT_DOUBLE_EQ(m.ScaleFromMeasured(std::nan(""), 7.0), 7.0);
+  m.a_ms_per_token = 0;
+  EXPECT_DOUBLE_EQ(m.ScaleFromMeasured(3.0, 7.0), 7.0);
 }
 
 }  // namespace

@@ -62,7 +62,9 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
       credit *= confidence(c.slot) / (1 + std::max(0.0, age_ratio));
     }
     if (lease.slot == c.slot) credit = std::max(credit, leased_tokens * params_.lease_confidence);
-    if (wait > params_.busy_wait_ms) credit *= params_.busy_wait_ms / wait;
+    // busy_wait_ms is on the cost model's hardware: a member k times slower drains k times slower.
+    const double busy_ms = params_.busy_wait_ms * CostScale(c);
+    if (wait > busy_ms) credit *= busy_ms / wait;
     const double prefill = PrefillPartMs(cost_, c, prompt, credit);
     scratch_[i].cost = DelayMs(c, params_.forward_overhead_ms) + wait + prefill;
     scratch_[i].prefill_ms = prefill;

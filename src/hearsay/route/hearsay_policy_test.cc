@@ -108,6 +108,21 @@ TEST_F(HearsayPolicyTest, BusyHolderLosesCacheCredit) {
   EXPECT_EQ(lenient.Choose(request, std::vector{SelfCandidate(0), holder}, rng).slot, 1u);
 }
 
+TEST_F(HearsayPolicyTest, BusyWaitIsMeasuredAtTheMembersOwnSpeed) {
+  // A CPU cluster 100x slower than the cost model: every time is 100x longer, and so is the
+  // queue wait at which a holder starts to lose credit. The same decisions as on fast hardware.
+  for (const double scale : {1.0, 100.0}) {
+    Candidate self = SelfCandidate(0);
+    self.cost_scale = scale;
+    Candidate holder = PeerCandidate(1, 0.01, 1536);
+    holder.cost_scale = scale;
+    holder.load.queue_wait = FromMillis(12 * scale);  // a quarter of the ~48 (x scale) ms saving
+    EXPECT_EQ(Choose({self, holder}).slot, 1u) << "scale " << scale;
+    holder.load.queue_wait = FromMillis(60 * scale);  // more than the saving: serve here
+    EXPECT_EQ(Choose({self, holder}).slot, 0u) << "scale " << scale;
+  }
+}
+
 TEST_F(HearsayPolicyTest, SkipsOverloadedUnlessAllAre) {
   Candidate holder = PeerCandidate(1, 0.5, 2000);
   holder.load.overloaded = true;

@@ -41,7 +41,8 @@ struct HearsayParams {
   // Lease table size, log2 entries (a 512-block prompt takes 57).
   int lease_capacity_log2 = 14;
   // A holder whose expected queue wait exceeds this loses cache credit, in proportion: a busy
-  // LRU cache is likely to evict the prefix before the request reaches the front.
+  // LRU cache is likely to evict the prefix before the request reaches the front. In ms on the
+  // cost model's hardware (scaled by the member's Candidate::cost_scale).
   double busy_wait_ms = 250;
   // Cache credit from a view of this age is halved (gossip staleness).
   Duration stale_half_life = FromMillis(5000);

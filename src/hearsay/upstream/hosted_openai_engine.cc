@@ -14,8 +14,8 @@ Result<std::unique_ptr<HostedOpenAiEngine>> MakeHostedOpenAiEngine(
   if (!url.ok()) return url.status();
   if (Status s = ValidateOpenAiEngineOptions(options); !s.ok()) return s;
   // llama.cpp's server closes a keep-alive connection after 5 s idle. A pooled connection reused
-  // near that moment races its close, and a POST that may have reached the engine cannot be
-  // retried; so idle connections expire well before any common server keep-alive timeout.
+  // near that moment races its close (the transport then replays the request once on a fresh
+  // connection); idle connections expire well before that, so the race is rare to begin with.
   http::ClientOptions client_options;
   client_options.idle_expiry = std::chrono::seconds(2);
   auto client = std::make_unique<http::Client>(io, client_options);

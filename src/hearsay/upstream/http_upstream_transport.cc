@@ -45,6 +45,9 @@ std::unique_ptr<UpstreamCall> HttpUpstreamTransport::Send(UpstreamHttpRequest re
   if (!request.body.empty()) req.headers.push_back({"content-type", "application/json"});
   req.headers.push_back({"accept", "text/event-stream, application/json"});
   req.body = std::move(request.body);
+  // Completions, /health and /slots change nothing but the engine's cache: a request that met an
+  // idle keep-alive connection closing under it is replayed once on a fresh connection.
+  req.replayable = true;
   req.connect_timeout = request.connect_timeout;
   req.response_timeout = request.response_timeout;
   req.idle_timeout = request.idle_timeout;
