@@ -41,6 +41,7 @@
 #include "hearsay/net/completion_sink.h"
 #include "hearsay/net/daemon_config.h"
 #include "hearsay/net/daemon_metrics.h"
+#include "hearsay/net/key_admin.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/net/udp_tcp_transport.h"
@@ -84,6 +85,8 @@ class Daemon {
   void HandleCompletion(api::Endpoint endpoint, http::Request request,
                         std::shared_ptr<http::Responder> responder);
   void HandleFaults(const http::Request& request, const std::shared_ptr<http::Responder>& r);
+  // /admin/keys*: answered on the core thread, which owns the keyring (key_admin.h).
+  void HandleKeyAdmin(http::Request request, std::shared_ptr<http::Responder> responder);
   void RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
                     http::Headers extra = {});
   // Core thread.
@@ -125,6 +128,7 @@ class Daemon {
   std::unique_ptr<http::Client> http_client_;
   std::unique_ptr<http::HttpPeerClient> peer_client_;
   std::unique_ptr<LoggingPeerClient> logging_peer_client_;
+  std::unique_ptr<KeyAdmin> key_admin_;  // null in insecure mode
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<http::Server> server_;

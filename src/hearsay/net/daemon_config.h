@@ -42,6 +42,8 @@ struct DaemonConfig {
   bool upstream_slots_authoritative = false;  // llama.cpp /slots lists the whole cache
   // --- Security ---
   std::string cluster_key_file;
+  std::string keyring_file;         // runtime key changes persist here (key_admin.h)
+  bool admin_allow_remote = false;  // serve /admin/keys beyond loopback
   bool insecure = false;
   // --- Limits ---
   uint64_t max_body_bytes = 1 << 20;
