@@ -8,6 +8,8 @@
 namespace hearsay::cli {
 
 void AddKeygenCommand(CLI::App& app, int& exit_code);
+// `hearsay keys list|install|use|remove`: a running node's keys (keys_command.cc).
+void AddKeysCommand(CLI::App& app, int& exit_code);
 // `hearsay node`: one node daemon (node_command.cc).
 void AddNodeCommand(CLI::App& app, int& exit_code);
 // `hearsay sim`: one simulator run (sim_command.cc).

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   app.add_subcommand("version", "Print the version")->callback([] { std::puts("hearsay 0.1.0"); });
   hearsay::cli::AddKeygenCommand(app, exit_code);
+  hearsay::cli::AddKeysCommand(app, exit_code);
   hearsay::cli::AddNodeCommand(app, exit_code);
   hearsay::cli::AddSimCommand(app, exit_code);
   hearsay::cli::AddDemoCommand(app, exit_code);

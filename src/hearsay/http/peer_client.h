@@ -59,6 +59,9 @@ class HttpPeerClient final : public PeerClient {
   // its terminal callback OnError(ABORTED, before_first_token as it stands), posted, which the
   // caller ignores. No-op for an unknown or finished id.
   void Cancel(uint64_t id) override;
+  // Replaces the X-Hearsay-Peer-Auth token for forwards started from now on (a key rotation made
+  // another key primary). Core thread, like Forward.
+  void SetAuthToken(std::string token) { options_.auth_token = std::move(token); }
   // Forwards in flight (core thread).
   size_t in_flight() const { return forwards_.size(); }
 

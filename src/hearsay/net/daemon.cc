@@ -16,6 +16,7 @@
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/net/engine_factory.h"
+#include "hearsay/net/keyring_file.h"
 #include "hearsay/http/host_port.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/prefix/block_keys.h"
@@ -45,18 +46,6 @@ bool IsUnspecified(const std::string& host) {
   return !ec && a.is_unspecified();
 }
 
-Result<gossip::Keyring> LoadKeyring(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot read cluster key file " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  Result<gossip::Keyring> k = gossip::Keyring::ParseFile(text.str());
-  if (!k.ok()) {
-    return InvalidArgumentError("cluster key file " + path + ": " + k.status().message());
-  }
-  return k;
-}
-
 }  // namespace
 
 // Concurrency hint 1 where one thread runs a context: asio then queues a post made on that thread
@@ -83,9 +72,12 @@ Status Daemon::Init() {
   const DaemonConfig& c = config_;
 
   // Keys first: a bad key file must stop the node before anything binds.
+  std::string key_source = "none (insecure)";
   if (!c.insecure) {
-    HEARSAY_ASSIGN_OR_RETURN(gossip::Keyring k, LoadKeyring(c.cluster_key_file));
-    keyring_ = std::make_unique<gossip::Keyring>(std::move(k));
+    HEARSAY_ASSIGN_OR_RETURN(StartupKeyring k,
+                             LoadStartupKeyring(c.cluster_key_file, c.keyring_file));
+    keyring_ = std::make_unique<gossip::Keyring>(std::move(k.keyring));
+    key_source = std::move(k.source);
   }
 
   seed_ = OsRandomSeed();
@@ -176,6 +168,15 @@ Status Daemon::Init() {
   po.first_token_timeout = std::chrono::milliseconds(c.forward_timeout_ms);
   peer_client_ = std::make_unique<http::HttpPeerClient>(*http_client_, post_to_core, po);
   logging_peer_client_ = std::make_unique<LoggingPeerClient>(*peer_client_, node_id_);
+  if (!c.insecure) {
+    KeyAdminOptions ka{c.keyring_file, c.admin_allow_remote, node_id_};
+    // Runs on the core thread, where the peer client lives.
+    key_admin_ =
+        std::make_unique<KeyAdmin>(*keyring_, std::move(ka), [this](const gossip::Keyring& ring) {
+          auth_->Update(ring);
+          peer_client_->SetAuthToken(auth_->token());
+        });
+  }
 
   // Engine and node.
   EngineEnv env;
@@ -236,9 +237,9 @@ Status Daemon::Init() {
   }
   spdlog::info(
       "event=start node={} generation={} http={} gossip={} api_address={} seed={} "
-      "keys={} {}",
+      "keys={} key_source=\"{}\" {}",
       node_id_, generation_, http_address_, gossip_address_, api_address_, seed_,
-      keyring_ ? keyring_->size() : 0, c.Describe());
+      keyring_ ? keyring_->size() : 0, key_source, c.Describe());
   return OkStatus();
 }
 
@@ -361,6 +362,7 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
     });
     return;
   }
+  if (IsKeyAdminPath(path)) return HandleKeyAdmin(std::move(request), std::move(responder));
   if (path == "/debug/faults" && config_.debug_faults) {
     if (!post) return RespondError(responder, api::MethodNotAllowed(request.method, path));
     return HandleFaults(request, responder);
@@ -385,6 +387,14 @@ void Daemon::HandleFaults(const http::Request& request,
   spdlog::warn("event=debug_faults node={} blocked={}", node_id_, j["block"].dump());
   transport_->SetBlocked(blocked);
   responder->Respond(200, JsonHeaders(), nlohmann::json{{"blocked", j["block"]}}.dump());
+}
+
+void Daemon::HandleKeyAdmin(http::Request request, std::shared_ptr<http::Responder> responder) {
+  asio::post(core_io_, [this, request = std::move(request), responder = std::move(responder)] {
+    const KeyAdminResponse r = key_admin_ ? key_admin_->Handle(request) : KeyAdmin::InsecureNode();
+    if (r.status >= 400) metrics_.CountHttpError(r.status);
+    responder->Respond(r.status, JsonHeaders(), r.body);
+  });
 }
 
 void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,

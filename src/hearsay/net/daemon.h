@@ -42,6 +42,7 @@
 #include "hearsay/net/completion_sink.h"
 #include "hearsay/net/daemon_config.h"
 #include "hearsay/net/daemon_metrics.h"
+#include "hearsay/net/key_admin.h"
 #include "hearsay/net/keying_metrics.h"
 #include "hearsay/net/kv_events_metrics.h"
 #include "hearsay/net/logging_peer_client.h"
@@ -103,6 +104,8 @@ class Daemon {
   // The second half of HandleCompletion, once the prompt is tokenized (see PromptTokenizer).
   void SubmitTokenized(ParsedCompletion& c, PromptTokens tokens);
   void HandleFaults(const http::Request& request, const std::shared_ptr<http::Responder>& r);
+  // /admin/keys*: answered on the core thread, which owns the keyring (key_admin.h).
+  void HandleKeyAdmin(http::Request request, std::shared_ptr<http::Responder> responder);
   void RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
                     http::Headers extra = {});
   // Core thread.
@@ -150,6 +153,7 @@ class Daemon {
   std::unique_ptr<http::Client> http_client_;
   std::unique_ptr<http::HttpPeerClient> peer_client_;
   std::unique_ptr<LoggingPeerClient> logging_peer_client_;
+  std::unique_ptr<KeyAdmin> key_admin_;  // null in insecure mode
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<http::Server> server_;

@@ -125,6 +125,14 @@ const std::vector<Setting>& Table() {
       {{"security.cluster_key_file", "cluster-key-file", K::kString,
         "cluster key file (hearsay keygen); required unless insecure"},
        &C::cluster_key_file},
+      {{"security.keyring_file", "keyring-file", K::kString,
+        "this node's keyring state: keys installed, used or removed at runtime (hearsay keys) are "
+        "written here and read back at start; seeded from the cluster key file when missing"},
+       &C::keyring_file},
+      {{"security.admin_allow_remote", "admin-allow-remote", K::kBool,
+        "serve the key admin requests (/admin/keys) to non-loopback clients too; they still need "
+        "an admin token, but keys then cross the network in cleartext HTTP"},
+       &C::admin_allow_remote},
       {{"security.insecure", "insecure", K::kBool,
         "run without a cluster key: gossip and forwards are unauthenticated (testing only)"},
        &C::insecure},
@@ -486,13 +494,14 @@ Status DaemonConfig::Validate() const {
     return InvalidArgumentError("runtime.log_level: unknown level '" + log_level +
                                 "'; valid: trace, debug, info, warn, error, critical, off");
   }
-  if (cluster_key_file.empty() && !insecure) {
+  if (cluster_key_file.empty() && keyring_file.empty() && !insecure) {
     return FailedPreconditionError(
         "no cluster key: give --cluster-key-file (create one with `hearsay keygen`), or "
         "--insecure to run without authentication and encryption");
   }
-  if (!cluster_key_file.empty() && insecure) {
-    return InvalidArgumentError("security: give either a cluster key file or insecure, not both");
+  if ((!cluster_key_file.empty() || !keyring_file.empty()) && insecure) {
+    return InvalidArgumentError(
+        "security: give either a cluster key file (or keyring file) or insecure, not both");
   }
   return OkStatus();
 }

@@ -25,13 +25,29 @@ std::string PeerAuthToken(const gossip::ClusterKey& key) {
   return hex;
 }
 
-PeerAuthenticator::PeerAuthenticator(const gossip::Keyring& keyring) {
-  if (const gossip::ClusterKey* primary = keyring.primary()) token_ = PeerAuthToken(*primary);
-  for (const gossip::ClusterKey& k : keyring.installed()) accepted_.push_back(PeerAuthToken(k));
+PeerAuthenticator::PeerAuthenticator(const gossip::Keyring& keyring) { Update(keyring); }
+
+PeerAuthenticator::PeerAuthenticator(PeerAuthenticator&& other) noexcept
+    : insecure_(other.insecure_) {
+  std::lock_guard<std::mutex> lock(other.mu_);
+  token_ = std::move(other.token_);
+  accepted_ = std::move(other.accepted_);
+}
+
+void PeerAuthenticator::Update(const gossip::Keyring& keyring) {
+  if (insecure_) return;
+  std::string token;
+  if (const gossip::ClusterKey* primary = keyring.primary()) token = PeerAuthToken(*primary);
+  std::vector<std::string> accepted;
+  for (const gossip::ClusterKey& k : keyring.installed()) accepted.push_back(PeerAuthToken(k));
+  std::lock_guard<std::mutex> lock(mu_);
+  token_ = std::move(token);
+  accepted_ = std::move(accepted);
 }
 
 bool PeerAuthenticator::Check(std::string_view token) const {
   if (insecure_) return true;
+  std::lock_guard<std::mutex> lock(mu_);
   bool ok = false;
   for (const std::string& a : accepted_) {
     if (a.size() == token.size() && sodium_memcmp(a.data(), token.data(), a.size()) == 0) {
@@ -39,6 +55,11 @@ bool PeerAuthenticator::Check(std::string_view token) const {
     }
   }
   return ok;
+}
+
+std::string PeerAuthenticator::token() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return token_;
 }
 
 }  // namespace hearsay::net

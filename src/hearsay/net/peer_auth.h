@@ -6,9 +6,14 @@
 // installed key, so a key rotation does not break forwarding. The token is a bearer secret that
 // proves cluster membership; it is never logged.
 //
-// Thread-safety: immutable after construction; Check() may be called from any thread.
+// Keys change at runtime (`hearsay keys`, key_admin.h): Update() replaces the accepted tokens and
+// the token this node sends, atomically with respect to Check() and token().
+//
+// Thread-safety: every method may be called from any thread (a mutex guards the tokens; Check is
+// one short critical section per hop request).
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,19 +31,24 @@ class PeerAuthenticator {
   explicit PeerAuthenticator(const gossip::Keyring& keyring);
   // Insecure mode: sends no token and accepts any request.
   static PeerAuthenticator Insecure() { return PeerAuthenticator(); }
+  PeerAuthenticator(PeerAuthenticator&& other) noexcept;
 
+  // From now on accepts exactly the tokens of `keyring`'s keys and sends its primary's token.
+  // Ignored in insecure mode (an insecure node has no keyring to change).
+  void Update(const gossip::Keyring& keyring);
   // True if `token` is valid (always true in insecure mode). Constant time per key.
   bool Check(std::string_view token) const;
   // What this node sends (empty in insecure mode).
-  const std::string& token() const { return token_; }
+  std::string token() const;
   bool insecure() const { return insecure_; }
 
  private:
   PeerAuthenticator() : insecure_(true) {}
 
-  bool insecure_ = false;
-  std::string token_;
-  std::vector<std::string> accepted_;
+  const bool insecure_ = false;
+  mutable std::mutex mu_;
+  std::string token_;                  // guarded by mu_
+  std::vector<std::string> accepted_;  // guarded by mu_
 };
 
 }  // namespace hearsay::net
