@@ -3,7 +3,6 @@
 #include <sodium.h>
 #include <spdlog/spdlog.h>
 
-#include <array>
 #include <boost/asio/ip/address.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -11,6 +10,7 @@
 
 #include "hearsay/api/api_error.h"
 #include "hearsay/net/keyring_file.h"
+#include "hearsay/net/peer_auth.h"
 
 namespace hearsay::net {
 namespace {
@@ -93,20 +93,7 @@ bool IsKeyAdminPath(std::string_view path) {
           path[kBasePath.size()] == '/');
 }
 
-std::string AdminToken(const gossip::ClusterKey& key) {
-  std::array<uint8_t, 32> mac{};
-  crypto_generichash(mac.data(), mac.size(), reinterpret_cast<const uint8_t*>(kAdminContext.data()),
-                     kAdminContext.size(), key.bytes().data(), key.bytes().size());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(64);
-  for (uint8_t b : mac) {
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 15]);
-  }
-  sodium_memzero(mac.data(), mac.size());
-  return hex;
-}
+std::string AdminToken(const gossip::ClusterKey& key) { return DerivedToken(key, kAdminContext); }
 
 bool IsLoopbackRemote(std::string_view remote) {
   std::string_view host = remote;

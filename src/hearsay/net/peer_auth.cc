@@ -10,10 +10,10 @@ namespace {
 constexpr std::string_view kContext = "hearsay peer auth v1";
 }  // namespace
 
-std::string PeerAuthToken(const gossip::ClusterKey& key) {
+std::string DerivedToken(const gossip::ClusterKey& key, std::string_view context) {
   std::array<uint8_t, 32> mac{};
-  crypto_generichash(mac.data(), mac.size(), reinterpret_cast<const uint8_t*>(kContext.data()),
-                     kContext.size(), key.bytes().data(), key.bytes().size());
+  crypto_generichash(mac.data(), mac.size(), reinterpret_cast<const uint8_t*>(context.data()),
+                     context.size(), key.bytes().data(), key.bytes().size());
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(64);
@@ -24,6 +24,8 @@ std::string PeerAuthToken(const gossip::ClusterKey& key) {
   sodium_memzero(mac.data(), mac.size());
   return hex;
 }
+
+std::string PeerAuthToken(const gossip::ClusterKey& key) { return DerivedToken(key, kContext); }
 
 PeerAuthenticator::PeerAuthenticator(const gossip::Keyring& keyring) { Update(keyring); }
 

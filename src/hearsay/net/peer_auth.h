@@ -22,6 +22,10 @@
 
 namespace hearsay::net {
 
+// A token derived from a cluster key for one purpose (`context`): the hex of BLAKE2b-256 keyed
+// by the cluster key. Different contexts give unrelated tokens, so one cannot stand for another.
+std::string DerivedToken(const gossip::ClusterKey& key, std::string_view context);
+
 // The token for one cluster key.
 std::string PeerAuthToken(const gossip::ClusterKey& key);
 

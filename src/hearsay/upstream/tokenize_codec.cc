@@ -4,19 +4,12 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "hearsay/upstream/untrusted_json.h"
+
 namespace hearsay::upstream {
 namespace {
 
 using nlohmann::json;
-
-// Never throws; too-deep documents are cut by the callback and then fail the shape checks.
-json ParseJson(std::string_view text) {
-  constexpr int kMaxDepth = 64;
-  return json::parse(
-      text.begin(), text.end(),
-      [](int depth, json::parse_event_t, json&) { return depth <= kMaxDepth; },
-      /*allow_exceptions=*/false);
-}
 
 // A token id: an integer in [0, 2^32).
 bool ReadId(const json& v, uint32_t* out) {
@@ -68,7 +61,7 @@ Result<TokenizeCall> TokenizePromptCall(UpstreamFlavor flavor, std::string_view 
 
 Result<TokenizeCall> TokenizeMessagesCall(UpstreamFlavor flavor, std::string_view model,
                                           std::string_view messages_json) {
-  json messages = ParseJson(messages_json);
+  json messages = ParseUntrustedJson(messages_json);
   if (!messages.is_array()) return InvalidArgumentError("messages is not a JSON array");
   json body = json::object();
   if (flavor == UpstreamFlavor::kVllm) {
@@ -87,7 +80,7 @@ Result<TokenizeCall> TokenizeMessagesCall(UpstreamFlavor flavor, std::string_vie
 }
 
 Result<std::vector<uint32_t>> ParseTokenizeResponse(std::string_view body, size_t max_tokens) {
-  const json j = ParseJson(body);
+  const json j = ParseUntrustedJson(body);
   if (!j.is_object()) return InvalidArgumentError("tokenize response is not a JSON object");
   auto it = j.find("tokens");
   if (it == j.end() || !it->is_array()) {
@@ -123,7 +116,7 @@ Result<std::vector<uint32_t>> ParseTokenizeResponse(std::string_view body, size_
 }
 
 Result<std::string> ParseApplyTemplateResponse(std::string_view body, size_t max_bytes) {
-  const json j = ParseJson(body);
+  const json j = ParseUntrustedJson(body);
   if (!j.is_object()) return InvalidArgumentError("apply-template response is not a JSON object");
   auto it = j.find("prompt");
   if (it == j.end() || !it->is_string()) {
@@ -138,7 +131,7 @@ Result<std::string> ParseApplyTemplateResponse(std::string_view body, size_t max
 }
 
 Result<std::string> MessagesJson(std::string_view chat_body) {
-  const json j = ParseJson(chat_body);
+  const json j = ParseUntrustedJson(chat_body);
   if (!j.is_object()) return InvalidArgumentError("chat body is not a JSON object");
   auto it = j.find("messages");
   if (it == j.end() || !it->is_array()) return InvalidArgumentError("chat body has no messages");

@@ -6,20 +6,12 @@
 
 #include "hearsay/upstream/body_rewriter.h"
 #include "hearsay/upstream/chunk_scanner.h"
+#include "hearsay/upstream/untrusted_json.h"
 
 namespace hearsay::upstream {
 namespace {
 
 using nlohmann::json;
-
-// A parse that never throws: discarded (invalid) on bad input, with a depth-limited callback.
-json ParseJson(std::string_view text) {
-  constexpr int kMaxDepth = 64;
-  return json::parse(
-      text.begin(), text.end(),
-      [](int depth, json::parse_event_t, json&) { return depth <= kMaxDepth; },
-      /*allow_exceptions=*/false);
-}
 
 // Reads an optional non-negative integer field that must fit uint32.
 Status ReadCount(const json& obj, const char* name, std::optional<uint32_t>* out) {
@@ -79,7 +71,7 @@ Result<UpstreamChunk> ParseUpstreamChunkTree(std::string_view data) {
     c.done = true;
     return c;
   }
-  json j = ParseJson(data);
+  json j = ParseUntrustedJson(data);
   if (j.is_discarded()) return InvalidArgumentError("upstream chunk is not JSON");
   if (!j.is_object()) return InvalidArgumentError("upstream chunk is not a JSON object");
 
@@ -150,7 +142,7 @@ Result<UpstreamChunk> ParseUpstreamChunkTree(std::string_view data) {
 
 std::string UpstreamErrorMessage(std::string_view body) {
   constexpr size_t kMaxLen = 300;
-  json j = ParseJson(body);
+  json j = ParseUntrustedJson(body);
   if (!j.is_discarded() && j.is_object()) {
     for (const char* field : {"error", "message", "detail"}) {
       if (auto it = j.find(field); it != j.end() && !it->is_null()) {
@@ -165,7 +157,7 @@ std::string UpstreamErrorMessage(std::string_view body) {
 }
 
 Result<std::vector<SlotState>> ParseSlots(std::string_view body) {
-  json j = ParseJson(body);
+  json j = ParseUntrustedJson(body);
   if (j.is_discarded()) return InvalidArgumentError("/slots body is not JSON");
   if (!j.is_array()) return InvalidArgumentError("/slots body is not a JSON array");
   std::vector<SlotState> out;
@@ -202,7 +194,7 @@ Result<std::string> RewriteRequestBody(std::string_view body, bool llamacpp,
 
 Result<std::string> RewriteRequestBodyTree(std::string_view body, bool llamacpp,
                                            std::string_view model) {
-  json j = ParseJson(body);
+  json j = ParseUntrustedJson(body);
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgumentError("request body is not a JSON object");
   }
@@ -219,7 +211,7 @@ Result<std::string> RewriteRequestBodyTree(std::string_view body, bool llamacpp,
 }
 
 std::string PromptText(std::string_view body) {
-  json j = ParseJson(body);
+  json j = ParseUntrustedJson(body);
   if (j.is_discarded() || !j.is_object()) return {};
   if (auto p = j.find("prompt"); p != j.end()) {
     if (p->is_string()) return p->get<std::string>();
