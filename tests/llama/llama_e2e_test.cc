@@ -25,15 +25,12 @@
 #include "hearsay/loadgen/load_run.h"
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
+#include "llama_test_main.h"
 
 namespace hearsay {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string g_setup_script;
-std::string g_model_tool;
-std::string g_hearsay;
 
 constexpr size_t kNodes = 3;
 // Host-memory prompt cache per llama-server, MiB: small, so caches are capacity-limited and where
@@ -166,15 +163,3 @@ TEST(LlamaEndToEnd, HearsayBeatsRandomOnRealLlamaServers) {
 
 }  // namespace
 }  // namespace hearsay
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s <setup-llama.sh> <make_llama2c_model> <hearsay>\n", argv[0]);
-    return 2;
-  }
-  hearsay::g_setup_script = argv[1];
-  hearsay::g_model_tool = argv[2];
-  hearsay::g_hearsay = argv[3];
-  return RUN_ALL_TESTS();
-}

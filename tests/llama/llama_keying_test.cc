@@ -18,15 +18,12 @@
 #include "hearsay/harness/local_cluster.h"
 #include "hearsay/harness/metrics_text.h"
 #include "hearsay/harness/temp_dir.h"
+#include "llama_test_main.h"
 
 namespace hearsay {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string g_setup_script;
-std::string g_model_tool;
-std::string g_hearsay;
 
 constexpr int kRequests = 40;
 
@@ -150,15 +147,3 @@ TEST(LlamaKeying, EngineKeyingMakesEstimatesMatchLlamaServersCacheN) {
 
 }  // namespace
 }  // namespace hearsay
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s <setup-llama.sh> <make_llama2c_model> <hearsay>\n", argv[0]);
-    return 2;
-  }
-  hearsay::g_setup_script = argv[1];
-  hearsay::g_model_tool = argv[2];
-  hearsay::g_hearsay = argv[3];
-  return RUN_ALL_TESTS();
-}
