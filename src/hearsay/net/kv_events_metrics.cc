@@ -21,6 +21,9 @@ KvEventsMetrics::KvEventsMetrics(api::MetricsRegistry& r) {
       "Engine-event views dropped because events were lost (gap not replayed, restart)");
   restarts_.counter = &r.AddCounter("hearsay_kv_events_publisher_restarts_total",
                                     "KV-event publisher restarts seen (sequence went back)");
+  catch_ups_.counter =
+      &r.AddCounter("hearsay_kv_events_catch_ups_total",
+                    "Catch-ups at start that replayed the publisher's buffered batches");
   const char* blocks = "Engine blocks the KV events added to or dropped from the view";
   stored_.counter = &r.AddCounter("hearsay_kv_events_blocks_total", blocks, {{"change", "stored"}});
   removed_.counter =
@@ -67,6 +70,7 @@ void KvEventsMetrics::Refresh(const upstream::KvEventsTracking& tracking,
   replays_failed_.Sync(s.replay_failures);
   resets_.Sync(s.resets);
   restarts_.Sync(s.restarts);
+  catch_ups_.Sync(s.catch_ups);
   const upstream::KvEventViewStats& v = tracking.view().stats();
   stored_.Sync(v.stored_blocks);
   removed_.Sync(v.removed_blocks);

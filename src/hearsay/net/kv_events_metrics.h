@@ -31,7 +31,8 @@ class KvEventsMetrics {
     }
   };
 
-  Mirror messages_, batches_, malformed_, gaps_, replays_ok_, replays_failed_, resets_, restarts_;
+  Mirror messages_, batches_, malformed_, gaps_, replays_ok_, replays_failed_, resets_, restarts_,
+      catch_ups_;
   Mirror stored_, removed_, evicted_, cleared_;
   Mirror skipped_parent_, skipped_block_size_, skipped_unkeyable_, unknown_removed_,
       unknown_events_;

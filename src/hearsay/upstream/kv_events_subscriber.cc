@@ -55,7 +55,7 @@ struct KvEventsSubscriber::Impl {
   std::optional<uint64_t> expected;
 
   std::atomic<uint64_t> messages{0}, batches{0}, malformed{0}, gaps{0}, replays{0},
-      replayed_batches{0}, replay_failures{0}, resets{0}, restarts{0};
+      replayed_batches{0}, replay_failures{0}, resets{0}, restarts{0}, catch_ups{0};
 };
 
 KvEventsSubscriber::KvEventsSubscriber(KvEventsSubscriberOptions options, Post post,
@@ -104,6 +104,7 @@ KvEventsSubscriberStats KvEventsSubscriber::stats() const {
   s.replays = i.replays.load();
   s.replayed_batches = i.replayed_batches.load();
   s.replay_failures = i.replay_failures.load();
+  s.catch_ups = i.catch_ups.load();
   s.resets = i.resets.load();
   s.restarts = i.restarts.load();
   return s;
@@ -143,8 +144,11 @@ void KvEventsSubscriber::Run() {
     post_([h = handlers_.on_batch, b = std::move(batch).value()]() mutable { h(std::move(b)); });
     return true;
   };
-  // Asks for [from, to) and delivers it; false (nothing delivered) when the range is incomplete.
-  auto replay = [&](uint64_t from, uint64_t to) -> bool {
+  // Asks for [from, to) and delivers it. With `whole`, false (nothing delivered) unless the
+  // whole range came back; without it (the catch-up at start) the contiguous run of batches that
+  // ends at to - 1 is delivered, however short: older batches may have left the publisher's
+  // buffer, and the view skips blocks whose parents it never saw.
+  auto replay = [&](uint64_t from, uint64_t to, bool whole) -> bool {
     if (options_.replay_endpoint.empty()) return false;
     std::map<uint64_t, std::string> got;
     bool ended = false;
@@ -189,17 +193,20 @@ void KvEventsSubscriber::Run() {
       spdlog::warn("kv events: replay from {} failed: {}", options_.replay_endpoint, e.what());
       ended = false;
     }
-    if (!ended || got.size() != to - from) {
+    if (!ended || (whole && got.size() != to - from)) {
       // A late answer must not be read as the next replay's: start over with a fresh socket.
       impl.dealer.reset();
       impl.replay_failures.fetch_add(1);
       return false;
     }
-    for (const auto& [seq, payload] : got) {
+    // The contiguous run ending at to - 1 (all of `got` when the range is whole).
+    uint64_t first = to;
+    while (first > from && got.contains(first - 1)) --first;
+    for (auto it = got.lower_bound(first); it != got.end(); ++it) {
       impl.replayed_batches.fetch_add(1);
-      deliver(EncodeKvSeq(seq), payload);
+      deliver(EncodeKvSeq(it->first), it->second);
     }
-    impl.replays.fetch_add(1);
+    if (whole) impl.replays.fetch_add(1);
     return true;
   };
 
@@ -235,9 +242,23 @@ void KvEventsSubscriber::Run() {
             std::to_string(*impl.expected - 1) + ")");
       impl.expected = 0;
     }
+    if (!impl.expected && *seq > 0 && !options_.replay_endpoint.empty()) {
+      // The first batch since start: the engine may have cached blocks before this node
+      // subscribed. Its replay buffer holds the latest of them; catch up from there.
+      const uint64_t from =
+          *seq > options_.max_replay_batches ? *seq - options_.max_replay_batches : 0;
+      if (replay(from, *seq, /*whole=*/false)) {
+        impl.catch_ups.fetch_add(1);
+      } else {
+        spdlog::info(
+            "kv events ({}): no catch-up from the replay socket at start; the view starts "
+            "with batch {}",
+            options_.endpoint, *seq);
+      }
+    }
     if (impl.expected && *seq > *impl.expected) {
       impl.gaps.fetch_add(1);
-      if (!replay(*impl.expected, *seq)) {
+      if (!replay(*impl.expected, *seq, /*whole=*/true)) {
         reset("batches " + std::to_string(*impl.expected) + ".." + std::to_string(*seq - 1) +
               " lost" +
               (options_.replay_endpoint.empty() ? " (no replay endpoint)" : " and not replayed"));

@@ -13,7 +13,11 @@
 //  - a batch before it means the publisher restarted (its sequence starts at 0 again): reset, and
 //    expect 0 (so a restarted publisher's first batches, missed while reconnecting, are replayed).
 // ZMQ reconnects a SUB socket to a restarted publisher by itself. The first batch received sets
-// the sequence; nothing before it is asked for (the view starts empty).
+// the sequence. When it is not batch 0, the engine ran before this node subscribed and may hold
+// cached blocks: the subscriber asks the replay socket for everything before it once (at most
+// max_replay_batches) and delivers the contiguous run that ends just before it — the publisher
+// keeps only its latest batches, and the view skips blocks whose parents it never saw. Without a
+// replay endpoint, or when that catch-up fails, the view starts empty.
 //
 // Malformed messages (wrong frame count, a sequence frame that is not 8 bytes, an undecodable
 // payload) are counted, logged (rate-limited) and skipped; the subscriber keeps running.
@@ -63,6 +67,7 @@ struct KvEventsSubscriberStats {
   uint64_t replay_failures = 0;  // replay asked and failed (timeout, missing range, bad answer)
   uint64_t resets = 0;           // views dropped (gap not replayed, publisher restart)
   uint64_t restarts = 0;         // publisher restarts seen (sequence went back)
+  uint64_t catch_ups = 0;        // catch-ups at start that delivered the publisher's buffer
 };
 
 class KvEventsSubscriber {

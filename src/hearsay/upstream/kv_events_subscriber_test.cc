@@ -198,6 +198,52 @@ TEST_F(KvEventsSubscriberTest, ReplayMissingPartOfTheRangeResets) {
   EXPECT_EQ(core_.resets().size(), 1u);
 }
 
+TEST_F(KvEventsSubscriberTest, CatchesUpOnBatchesPublishedBeforeItSubscribed) {
+  TestPublisher pub(ctx_, /*with_replay=*/true);
+  // The engine ran before the node started: batches 0..2 are only in the replay buffer.
+  for (uint64_t s = 0; s < 3; ++s) pub.Keep(s, Payload(s));
+  auto sub = Subscribe(pub);
+  ASSERT_TRUE(pub.AwaitSubscriber());
+  pub.Publish(3, Payload(3));
+  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 4; }));
+  EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(core_.blocks(), 4u);
+  const KvEventsSubscriberStats st = sub->stats();
+  EXPECT_EQ(st.catch_ups, 1u);
+  EXPECT_EQ(st.gaps, 0u);
+  EXPECT_EQ(st.replays, 0u);
+  EXPECT_TRUE(core_.resets().empty());
+  EXPECT_EQ(pub.replay_requests(), 1);
+}
+
+TEST_F(KvEventsSubscriberTest, CatchUpTakesWhatIsLeftOfTheBuffer) {
+  TestPublisher pub(ctx_, /*with_replay=*/true);
+  // Batches 0 and 1 have left the publisher's buffer; 2 and 3 are still in it.
+  pub.Keep(2, Payload(2));
+  auto sub = Subscribe(pub);
+  ASSERT_TRUE(pub.AwaitSubscriber());
+  pub.Keep(3, Payload(3));
+  pub.Publish(4, Payload(4));
+  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 3; }));
+  EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{2, 3, 4}));
+  EXPECT_EQ(sub->stats().catch_ups, 1u);
+  EXPECT_TRUE(core_.resets().empty());
+}
+
+TEST_F(KvEventsSubscriberTest, FailedCatchUpStartsWithTheFirstBatch) {
+  TestPublisher pub(ctx_, /*with_replay=*/false);
+  auto sub = Subscribe(pub, /*replay=*/true, "tcp://127.0.0.1:1");
+  ASSERT_TRUE(pub.AwaitSubscriber());
+  pub.Publish(7, Payload(7));
+  pub.Publish(8, Payload(8));
+  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 2; }));
+  EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{7, 8}));
+  const KvEventsSubscriberStats st = sub->stats();
+  EXPECT_EQ(st.catch_ups, 0u);
+  EXPECT_EQ(st.replay_failures, 1u);
+  EXPECT_TRUE(core_.resets().empty());
+}
+
 TEST_F(KvEventsSubscriberTest, MalformedMessagesAreCountedAndSkipped) {
   TestPublisher pub(ctx_, /*with_replay=*/true);
   auto sub = Subscribe(pub);
