@@ -11,6 +11,7 @@
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "hearsay/engine/cost_model.h"
@@ -143,11 +144,22 @@ Status Daemon::Init() {
   auth_ = std::make_unique<PeerAuthenticator>(c.insecure ? PeerAuthenticator::Insecure()
                                                          : PeerAuthenticator(*keyring_));
 
-  // Block keys: the namespace secret comes from the cluster key (BlockKeyer derives its own
-  // keys from it with a distinct label), so clusters with different keys never share keys.
+  // Block keys: the namespace secret is the block-key secret file's key when given (it never
+  // rotates), else the primary cluster key at start (BlockKeyer derives its own keys from either
+  // with a distinct label), so clusters with different keys never share keys.
   std::string insecure_secret = "hearsay insecure namespace/" + c.cluster_name;
+  std::optional<gossip::Keyring> block_key_file;
+  if (!c.block_key_secret_file.empty()) {
+    Result<gossip::Keyring> read = ReadKeyFile(c.block_key_secret_file);
+    if (!read.ok()) {
+      return Status(read.status().code(),
+                    "security.block_key_secret_file: " + read.status().message());
+    }
+    block_key_file = std::move(read).value();
+  }
   std::span<const uint8_t> secret =
-      c.insecure
+      block_key_file ? std::span<const uint8_t>(block_key_file->primary()->bytes())
+      : c.insecure
           ? std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(insecure_secret.data()),
                                      insecure_secret.size())
           : std::span<const uint8_t>(keyring_->primary()->bytes());

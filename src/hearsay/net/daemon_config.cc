@@ -129,6 +129,11 @@ const std::vector<Setting>& Table() {
         "this node's keyring state: keys installed, used or removed at runtime (hearsay keys) are "
         "written here and read back at start; seeded from the cluster key file when missing"},
        &C::keyring_file},
+      {{"security.block_key_secret_file", "block-key-secret-file", K::kString,
+        "a key file (hearsay keygen) whose first key keys the prefix-cache block keys, the same "
+        "on every node; it never rotates, so block keys survive cluster-key rotations. Without "
+        "it they are keyed with the primary cluster key at start"},
+       &C::block_key_secret_file},
       {{"security.admin_allow_remote", "admin-allow-remote", K::kBool,
         "serve the key admin requests (/admin/keys) to non-loopback clients too; they still need "
         "an admin token, but keys then cross the network in cleartext HTTP"},

@@ -51,8 +51,9 @@ struct DaemonConfig {
   uint64_t upstream_first_token_timeout_ms = 30000;  // the upstream's first output, from the send
   // --- Security ---
   std::string cluster_key_file;
-  std::string keyring_file;         // runtime key changes persist here (key_admin.h)
-  bool admin_allow_remote = false;  // serve /admin/keys beyond loopback
+  std::string keyring_file;           // runtime key changes persist here (key_admin.h)
+  std::string block_key_secret_file;  // keys the block keys; empty: the primary key at start
+  bool admin_allow_remote = false;    // serve /admin/keys beyond loopback
   bool insecure = false;
   // --- Limits ---
   uint64_t max_body_bytes = 1 << 20;

@@ -164,6 +164,25 @@ TEST(DaemonTest, RefusesToStartWithoutKeyOrWithABadOne) {
   std::remove(bad.c_str());
 }
 
+TEST(DaemonTest, RefusesToStartWithABadBlockKeySecretFile) {
+  DaemonConfig c = Config(false);
+  c.block_key_secret_file = "/nonexistent/block.key";
+  Result<std::unique_ptr<Daemon>> d = Daemon::Create(c);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(d.status().message().find("block_key_secret_file"), std::string::npos)
+      << d.status().message();
+  const std::string bad = ::testing::TempDir() + "/hearsay_bad_block.key";
+  std::ofstream(bad) << "not-a-key\n";
+  c.block_key_secret_file = bad;
+  d = Daemon::Create(c);
+  EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(d.status().message().find(bad), std::string::npos) << d.status().message();
+  std::remove(bad.c_str());
+  c.block_key_secret_file = KeyFile();
+  EXPECT_TRUE(Daemon::Create(c).ok());
+}
+
 TEST(DaemonTest, PortInUseIsAnError) {
   auto a = Start(Config(true));
   ASSERT_TRUE(a);
