@@ -3,6 +3,8 @@
 //   - ParseRequest never crashes, for either endpoint; an accepted request satisfies the limits
 //     (non-empty prompt within max_prompt_chars, max_tokens in 1..max_output_tokens, at most four
 //     non-empty stop sequences); a refused one renders as valid error JSON with status 400;
+//   - whenever the one-pass request scanner (ScanRequest) answers, the tree parser accepts the
+//     body and returns the same request;
 //   - SseParser gives the same events whether the bytes come whole or split at any point, and its
 //     buffered bytes never exceed the bound;
 //   - ParseStreamEvent never crashes on any event, and agrees with a naive reference decoder
@@ -21,6 +23,7 @@
 
 #include "hearsay/api/openai_request.h"
 #include "hearsay/api/openai_response.h"
+#include "hearsay/api/request_scanner.h"
 #include "hearsay/api/sse_parser.h"
 #include "hearsay/api/tokenizer.h"
 #include "hearsay/common/check.h"
@@ -34,6 +37,11 @@ void CheckRequest(Endpoint endpoint, std::string_view body) {
   limits.max_output_tokens = 256;
   limits.default_max_tokens = 16;
   const auto result = ParseRequest(endpoint, body, limits);
+  if (const std::optional<ApiRequest> fast = ScanRequest(endpoint, body, limits)) {
+    const auto tree = ParseRequestTree(endpoint, body, limits);
+    HEARSAY_CHECK(std::holds_alternative<ApiRequest>(tree));
+    HEARSAY_CHECK(std::get<ApiRequest>(tree) == *fast);
+  }
   if (const auto* request = std::get_if<ApiRequest>(&result)) {
     HEARSAY_CHECK(request->endpoint == endpoint);
     HEARSAY_CHECK(!request->model.empty());

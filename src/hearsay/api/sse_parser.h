@@ -41,7 +41,8 @@ class SseParser {
   explicit SseParser(size_t max_event_bytes = kDefaultMaxEventBytes);
 
   // Parses `bytes`, calling `on_event` with each complete event's data, in order. `data` is valid
-  // only during the call. Does nothing once in the error state.
+  // only during the call (it may point into `bytes` or into the parser), and `on_event` must not
+  // destroy the parser. Does nothing once in the error state.
   void Feed(std::string_view bytes, const std::function<void(std::string_view data)>& on_event);
 
   // OK, or why the parser stopped (RESOURCE_EXHAUSTED for an oversize event).
