@@ -8,8 +8,9 @@
 //   - SseParser gives the same events whether the bytes come whole or split at any point, and its
 //     buffered bytes never exceed the bound;
 //   - ParseStreamEvent never crashes on any event, and agrees with a naive reference decoder
-//     built on a JSON tree (ReferenceDecode); a decoded chunk re-rendered and decoded again gives
-//     the same text and usage;
+//     built on a JSON tree (ReferenceDecode); whenever the one-pass scanner (ScanStreamEvent)
+//     answers, the SAX decoder returns the same event; a decoded chunk re-rendered and decoded
+//     again gives the same text and usage;
 //   - the tokenizer's pieces are non-empty and concatenate back to the input.
 // The seed corpus (fuzz/corpus/openai_request_fuzz/) holds valid and invalid request bodies and
 // event streams.
@@ -25,6 +26,7 @@
 #include "hearsay/api/openai_response.h"
 #include "hearsay/api/request_scanner.h"
 #include "hearsay/api/sse_parser.h"
+#include "hearsay/api/stream_event_scanner.h"
 #include "hearsay/api/tokenizer.h"
 #include "hearsay/common/check.h"
 
@@ -167,6 +169,13 @@ std::optional<StreamEvent> ReferenceDecode(std::string_view data) {
 
 void CheckEvent(std::string_view data) {
   const auto event = ParseStreamEvent(data);
+  if (const std::optional<StreamEvent> fast = ScanStreamEvent(data)) {
+    const auto sax = ParseStreamEventSax(data);
+    HEARSAY_CHECK(sax.ok());
+    HEARSAY_CHECK(sax->done == fast->done && sax->delta_text == fast->delta_text);
+    HEARSAY_CHECK(sax->finish_reason == fast->finish_reason && sax->usage == fast->usage);
+    HEARSAY_CHECK(!sax->error && !fast->error);
+  }
   const bool duplicate =
       !event.ok() && event.status().message().find("duplicate key") != std::string::npos;
   const bool too_deep =
