@@ -12,6 +12,12 @@
 # Added latency = the path's percentile minus the base's, in the same round; medians over rounds.
 # Prints a Markdown table (the one in docs/benchmarks.md) and writes raw results to RESULTS_FILE.
 #
+# The peer path (PEER=1, the default) is a fourth: wrk -> entry node -> peer node -> upstream. The
+# entry node's own engine points at a closed port, so once its health probes fail it is unhealthy
+# and routes every request to the one peer (policy POLICY), which serves it (policy local); the
+# script checks on the entry's /metrics that every request was forwarded. Its added latency is
+# two hops' worth: compare it with the one-node path, not with nginx.
+#
 # Several node builds or settings can run side by side in the same rounds (a before/after
 # comparison): VARIANTS is a space-separated list of NAME:BINARY:IO_THREADS, each started as its own
 # node and measured as its own path (default: one, "hearsay:BUILD_DIR/hearsay:IO_THREADS").
@@ -19,7 +25,7 @@
 # Usage: scripts/bench-forwarding.sh [BUILD_DIR]    (make bench-forwarding builds and runs it)
 # Environment: ROUNDS (5), LAT_SECONDS (3), TPUT_SECONDS (4), TPUT_CONNECTIONS (32),
 #   WRK_THREADS (1), MODES ("json stream"), POLICY (hearsay), NGINX_WORKERS (1), IO_THREADS (0),
-#   UPSTREAM_THREADS (1), VARIANTS (above), RESULTS_FILE (BUILD_DIR/bench-forwarding.tsv), ROUTE_BENCH
+#   UPSTREAM_THREADS (1), PEER (1), PEER_BIN (BUILD_DIR/hearsay), VARIANTS (above), RESULTS_FILE (BUILD_DIR/bench-forwarding.tsv), ROUTE_BENCH
 #   (BUILD_DIR/bench/hearsay_bench: the route micro-benchmark for the decision-time share).
 # Everything it starts is stopped on exit, also when interrupted.
 set -euo pipefail
@@ -37,6 +43,8 @@ NGINX_WORKERS=${NGINX_WORKERS:-1}
 IO_THREADS=${IO_THREADS:-0}
 UPSTREAM_THREADS=${UPSTREAM_THREADS:-1}
 RESULTS_FILE=${RESULTS_FILE:-$BUILD_DIR/bench-forwarding.tsv}
+PEER=${PEER:-1}
+PEER_BIN=${PEER_BIN:-$BUILD_DIR/hearsay}
 
 VARIANTS=${VARIANTS:-hearsay:$BUILD_DIR/hearsay:$IO_THREADS}
 UPSTREAM_BIN=$BUILD_DIR/bench/forwarding/hearsay_fixed_upstream
@@ -59,6 +67,7 @@ for v in $VARIANTS; do
   [[ $threads =~ ^[0-9]+$ ]] || die "VARIANTS: bad I/O thread count in '$v'"
   [ -x "$bin" ] || die "$bin not built (make bench-forwarding builds it)"
 done
+[ "$PEER" = 0 ] || [ -x "$PEER_BIN" ] || die "$PEER_BIN not built (make bench-forwarding builds it)"
 [ -x "$UPSTREAM_BIN" ] || die "$UPSTREAM_BIN not built (make bench-forwarding builds it)"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer"
 
@@ -123,6 +132,46 @@ for v in $VARIANTS; do
   NODES+=("$name")
 done
 
+# GET $2 from 127.0.0.1:$1 (no curl needed).
+http_get() {
+  local body
+  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$2" >&3
+  body=$(timeout 5 cat <&3) || true
+  exec 3<&-
+  printf '%s' "$body"
+}
+# The entry node's client requests by route decision $2 (local, forwarded, retried).
+decisions() {
+  http_get "$1" /metrics | awk -v d="$2" '$1 == "hearsay_requests_total{decision=\"" d "\"}" { print $2 }'
+}
+
+if [ "$PEER" != 0 ]; then
+  "$PEER_BIN" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id bench-peer-server \
+    --engine openai --upstream "http://127.0.0.1:$UP_PORT" --model fixed --policy local \
+    --io-threads "$IO_THREADS" --log-level warn >"$WORK/peer-server.out" 2>"$WORK/peer-server.out.err" &
+  PIDS+=($!)
+  listening_port "$WORK/peer-server.out" "${PIDS[-1]}" >/dev/null
+  PEER_GOSSIP=$(grep -m1 -o 'gossip=[^ ]*' "$WORK/peer-server.out")
+  # Port 1 on loopback is closed: the entry's engine fails its probes and routes everything away.
+  "$PEER_BIN" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id bench-peer-entry \
+    --engine openai --upstream "http://127.0.0.1:1" --model fixed --policy "$POLICY" \
+    --join "${PEER_GOSSIP#gossip=}" --io-threads "$IO_THREADS" --log-level error \
+    >"$WORK/peer-entry.out" 2>"$WORK/peer-entry.out.err" &
+  PIDS+=($!)
+  PEER_ENTRY_PORT=$(listening_port "$WORK/peer-entry.out" "${PIDS[-1]}")
+  URL_BASE[peer]="http://127.0.0.1:$PEER_ENTRY_PORT"
+  # Ready when the entry sees its peer alive and its own engine has failed two probes (1 s apart).
+  for _ in $(seq 100); do
+    http_get "$PEER_ENTRY_PORT" /metrics | grep -q '^hearsay_peers{state="alive"} 1$' && break
+    sleep 0.1
+  done
+  http_get "$PEER_ENTRY_PORT" /metrics | grep -q '^hearsay_peers{state="alive"} 1$' ||
+    die "the peer path's entry node never saw its peer alive"
+  sleep 3
+  NODES+=(peer)
+fi
+
 # nginx cannot report an ephemeral port, so pick a random free-looking one; retry on a clash.
 NG_PORT=
 for _ in $(seq 10); do
@@ -179,6 +228,13 @@ run_wrk() {
 for mode in $MODES; do
   for path in "${PATHS[@]}"; do run_wrk "$path" "$mode" 2 1 1; done
 done
+
+if [ "$PEER" != 0 ]; then
+  local_n=$(decisions "$PEER_ENTRY_PORT" local)
+  fwd_n=$(decisions "$PEER_ENTRY_PORT" forwarded)
+  [ "${local_n:-x}" = 0 ] && [ "${fwd_n:-0}" -gt 0 ] ||
+    die "the peer path did not forward every request (local=$local_n forwarded=$fwd_n)"
+fi
 
 # --- the measured, interleaved rounds ----------------------------------------------------------
 printf 'round\tmode\tpath\tkind\trps\tp50_us\tp90_us\tp99_us\n' >"$RESULTS_FILE"
@@ -248,6 +304,12 @@ for mode in $MODES; do
     r50=$(ratio "$h50" "$n50")
     r99=$(ratio "$h99" "$n99")
     rr=$(ratio "$hr" "$nr")
+    if [ "$node" = peer ]; then
+      # Two nodes in the path: not what the goal compares with nginx's one proxy.
+      echo "- $mode: peer path (entry node -> peer node) / nginx added latency p50 $r50×, p99" \
+        "$r99×; throughput $rr× (two hops; for comparison with the one-node path)"
+      continue
+    fi
     v50=$(awk -v r="$r50" 'BEGIN { print (r != "n/a" && r <= 1.2) ? "met" : "NOT met" }')
     vr=$(awk -v r="$rr" 'BEGIN { print (r != "n/a" && r >= 0.8) ? "met" : "NOT met" }')
     echo "- $mode: $node/nginx added latency p50 $r50× (goal ≤ 1.2×: $v50), p99 $r99×;" \
@@ -273,6 +335,10 @@ if [ -x "$ROUTE_BENCH" ]; then
   done
 else
   echo "- routing decision share: skipped ($ROUTE_BENCH not built)"
+fi
+if [ "$PEER" != 0 ]; then
+  echo "- peer path: the entry node routed $(decisions "$PEER_ENTRY_PORT" forwarded) requests to" \
+    "its peer, $(decisions "$PEER_ENTRY_PORT" local) locally, $(decisions "$PEER_ENTRY_PORT" retried) retried"
 fi
 echo
 echo "raw results: $RESULTS_FILE" >&2

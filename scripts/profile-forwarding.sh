@@ -7,9 +7,17 @@
 # largest inclusive share. wrk waits up to 60 s per response (the node runs ~50x slower under
 # valgrind).
 #
+#
+# PATH_KIND picks the path and the node measured:
+#   node         wrk -> node -> upstream (the default; the node of the one-node path);
+#   peer-entry   wrk -> entry node -> peer node -> upstream, measuring the entry node (its engine
+#                points at a closed port, so it forwards every request; checked on its /metrics);
+#   peer-server  the same path, measuring the peer node that serves the forwarded requests.
+#
 # Usage: scripts/profile-forwarding.sh [BUILD_DIR]
 # Environment: HEARSAY (BUILD_DIR/hearsay), MODE (json | stream; json), IO_THREADS (0),
-#   SECONDS_LOAD (10), CONNECTIONS (2), TOP (25), OUT (a kept callgrind file; default temporary).
+#   PATH_KIND (node), SECONDS_LOAD (10), CONNECTIONS (2), TOP (25), OUT (a kept callgrind file;
+#   default temporary).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -21,6 +29,7 @@ IO_THREADS=${IO_THREADS:-0}
 SECONDS_LOAD=${SECONDS_LOAD:-10}
 CONNECTIONS=${CONNECTIONS:-2}
 TOP=${TOP:-25}
+PATH_KIND=${PATH_KIND:-node}
 
 die() {
   echo "profile-forwarding: $*" >&2
@@ -31,6 +40,7 @@ for tool in wrk valgrind callgrind_control callgrind_annotate; do
 done
 [ -x "$HEARSAY" ] || die "$HEARSAY not built"
 [ -x "$UPSTREAM_BIN" ] || die "$UPSTREAM_BIN not built"
+case $PATH_KIND in node | peer-entry | peer-server) ;; *) die "PATH_KIND: node, peer-entry or peer-server" ;; esac
 
 WORK=$(mktemp -d /tmp/hearsay-profile-forwarding.XXXXXX)
 OUT=${OUT:-$WORK/callgrind.out}
@@ -68,13 +78,51 @@ listening_port() {
 PIDS+=($!)
 UP_PORT=$(listening_port "$WORK/upstream.out" "${PIDS[-1]}")
 
-valgrind --tool=callgrind --callgrind-out-file="$OUT" "$HEARSAY" node --insecure \
-  --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id profile --engine openai \
-  --upstream "http://127.0.0.1:$UP_PORT" --model fixed --io-threads "$IO_THREADS" \
-  --log-level warn >"$WORK/node.out" 2>"$WORK/node.out.err" &
-NODE_PID=$!
-PIDS+=("$NODE_PID")
-NODE_PORT=$(listening_port "$WORK/node.out" "$NODE_PID")
+# start_node NAME PROFILED(0|1) ARGS...: starts a node (under callgrind if PROFILED); sets
+# STARTED_PID and STARTED_PORT (its HTTP port).
+start_node() {
+  local name=$1 profiled=$2
+  shift 2
+  local cmd=("$HEARSAY" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id "$name"
+    --engine openai --model fixed --io-threads "$IO_THREADS" "$@")
+  [ "$profiled" = 1 ] && cmd=(valgrind --tool=callgrind --callgrind-out-file="$OUT" "${cmd[@]}")
+  "${cmd[@]}" >"$WORK/$name.out" 2>"$WORK/$name.out.err" &
+  STARTED_PID=$!
+  PIDS+=("$STARTED_PID")
+  STARTED_PORT=$(listening_port "$WORK/$name.out" "$STARTED_PID")
+}
+
+# GET $2 from 127.0.0.1:$1.
+http_get() {
+  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$2" >&3
+  timeout 60 cat <&3 || true
+  exec 3<&-
+}
+
+if [ "$PATH_KIND" = node ]; then
+  start_node profile 1 --upstream "http://127.0.0.1:$UP_PORT" --log-level warn
+  NODE_PID=$STARTED_PID
+  NODE_PORT=$STARTED_PORT
+else
+  start_node peer-server "$([ "$PATH_KIND" = peer-server ] && echo 1 || echo 0)" \
+    --upstream "http://127.0.0.1:$UP_PORT" --policy local --log-level warn
+  SERVER_PID=$STARTED_PID
+  gossip=$(grep -m1 -o 'gossip=[^ ]*' "$WORK/peer-server.out")
+  # Port 1 on loopback is closed: the entry's engine fails its probes and forwards everything.
+  start_node peer-entry "$([ "$PATH_KIND" = peer-entry ] && echo 1 || echo 0)" \
+    --upstream "http://127.0.0.1:1" --join "${gossip#gossip=}" --log-level error
+  ENTRY_PID=$STARTED_PID
+  NODE_PORT=$STARTED_PORT
+  NODE_PID=$([ "$PATH_KIND" = peer-entry ] && echo "$ENTRY_PID" || echo "$SERVER_PID")
+  for _ in $(seq 300); do
+    http_get "$NODE_PORT" /metrics | grep -q '^hearsay_peers{state="alive"} 1' && break
+    sleep 0.2
+  done
+  http_get "$NODE_PORT" /metrics | grep -q '^hearsay_peers{state="alive"} 1' ||
+    die "the entry node never saw its peer alive"
+  sleep 5  # two failed health probes, 1 s apart (slower under valgrind)
+fi
 
 # Warm up (connections, pools, first allocations), then count only the measured load.
 BENCH_STREAM=$([ "$MODE" = stream ] && echo 1 || echo 0) \
@@ -89,12 +137,18 @@ requests=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<<"$result")
 errors=$(sed -n 's/.* errors=\([0-9]*\) non2xx=\([0-9]*\).*/\1 \2/p' <<<"$result")
 [ "$errors" = "0 0" ] || die "failed requests under the profiler: $result"
 [ "$requests" -gt 0 ] || die "no requests completed: $result"
+if [ "$PATH_KIND" != node ]; then
+  decisions=$(http_get "$NODE_PORT" /metrics | grep '^hearsay_requests_total{decision=' | tr '\n' ' ')
+  grep -q 'decision="local"} 0 ' <<<"$decisions" ||
+    die "the entry node served requests itself: $decisions"
+  echo "entry node: $decisions"
+fi
 
 # callgrind_control -d writes OUT.N (N = dump number); take the newest.
 dump=$(ls -t "$OUT".* 2>/dev/null | head -1)
 [ -n "$dump" ] || die "no callgrind dump"
 total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
-echo "mode=$MODE io_threads=$IO_THREADS requests=$requests instructions=$total" \
+echo "path=$PATH_KIND mode=$MODE io_threads=$IO_THREADS requests=$requests instructions=$total" \
   "per_request=$((total / requests))"
 echo
 echo "inclusive instructions per request, top $TOP (thread entry points and asio plumbing omitted):"

@@ -41,6 +41,14 @@ void AppendJsonString(std::string_view text, std::string* out) {
   out->push_back('"');
   size_t i = 0;
   while (i < text.size()) {
+    // Bytes that need no escaping are copied a run at a time.
+    const char* run_end = PlainRunEnd(text.data() + i, text.data() + text.size());
+    if (run_end != text.data() + i) {
+      const auto len = static_cast<size_t>(run_end - (text.data() + i));
+      out->append(text.data() + i, len);
+      i += len;
+      if (i == text.size()) break;
+    }
     const auto c = static_cast<uint8_t>(text[i]);
     if (c >= 0x80) {
       const size_t len = Utf8SequenceLength(text, i);

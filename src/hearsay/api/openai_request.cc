@@ -1,4 +1,5 @@
-// ParseRequest: JSON parsing (the only place nlohmann may throw, caught here) and field validation.
+// ParseRequest: the scanner first; the tree (the only place nlohmann may throw, caught here) and
+// field validation for everything the scanner is not sure of.
 #include "hearsay/api/openai_request.h"
 
 #include <cmath>
@@ -6,6 +7,7 @@
 
 #include "hearsay/api/chat_template.h"
 #include "hearsay/api/json_type.h"
+#include "hearsay/api/request_scanner.h"
 
 namespace hearsay::api {
 namespace {
@@ -341,6 +343,12 @@ std::string_view EndpointPath(Endpoint endpoint) {
 
 std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,
                                                 const Limits& limits) {
+  if (std::optional<ApiRequest> fast = ScanRequest(endpoint, body, limits)) return std::move(*fast);
+  return ParseRequestTree(endpoint, body, limits);
+}
+
+std::variant<ApiRequest, ApiError> ParseRequestTree(Endpoint endpoint, std::string_view body,
+                                                    const Limits& limits) {
   if (NestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth) {
     return InvalidRequest({},
                           "We could not parse the JSON body of your request: it nests arrays "

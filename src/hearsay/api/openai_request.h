@@ -63,6 +63,8 @@ struct ApiRequest {
   std::optional<uint64_t> seed;
   // Stop sequences (at most kMaxStopSequences, none empty).
   std::vector<std::string> stop;
+
+  friend bool operator==(const ApiRequest&, const ApiRequest&) = default;
 };
 
 // Nesting deeper than this is refused before the JSON parser sees the body.
@@ -70,9 +72,15 @@ inline constexpr size_t kMaxJsonDepth = 64;
 // OpenAI's limit on `stop`.
 inline constexpr size_t kMaxStopSequences = 4;
 
-// Parses and validates `body` for `endpoint`. Errors are 400 invalid_request_error.
+// Parses and validates `body` for `endpoint`. Errors are 400 invalid_request_error. A valid body
+// is read in one pass without a JSON tree (ScanRequest, request_scanner.h); anything that pass is
+// not sure of, every invalid body included, goes to ParseRequestTree, so errors are the tree's.
 std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,
                                                 const Limits& limits);
+
+// The same through an nlohmann tree, always: the reference the fast path is checked against.
+std::variant<ApiRequest, ApiError> ParseRequestTree(Endpoint endpoint, std::string_view body,
+                                                    const Limits& limits);
 
 // The context check, done once the prompt is tokenized: nullopt if `prompt_tokens + max_tokens`
 // fits `limits.context_tokens`, else 400 context_length_exceeded in OpenAI's wording (the

@@ -3,11 +3,14 @@
 //   - ParseRequest never crashes, for either endpoint; an accepted request satisfies the limits
 //     (non-empty prompt within max_prompt_chars, max_tokens in 1..max_output_tokens, at most four
 //     non-empty stop sequences); a refused one renders as valid error JSON with status 400;
+//   - whenever the one-pass request scanner (ScanRequest) answers, the tree parser accepts the
+//     body and returns the same request;
 //   - SseParser gives the same events whether the bytes come whole or split at any point, and its
 //     buffered bytes never exceed the bound;
 //   - ParseStreamEvent never crashes on any event, and agrees with a naive reference decoder
-//     built on a JSON tree (ReferenceDecode); a decoded chunk re-rendered and decoded again gives
-//     the same text and usage;
+//     built on a JSON tree (ReferenceDecode); whenever the one-pass scanner (ScanStreamEvent)
+//     answers, the SAX decoder returns the same event; a decoded chunk re-rendered and decoded
+//     again gives the same text and usage;
 //   - the tokenizer's pieces are non-empty and concatenate back to the input.
 // The seed corpus (fuzz/corpus/openai_request_fuzz/) holds valid and invalid request bodies and
 // event streams.
@@ -21,7 +24,9 @@
 
 #include "hearsay/api/openai_request.h"
 #include "hearsay/api/openai_response.h"
+#include "hearsay/api/request_scanner.h"
 #include "hearsay/api/sse_parser.h"
+#include "hearsay/api/stream_event_scanner.h"
 #include "hearsay/api/tokenizer.h"
 #include "hearsay/common/check.h"
 
@@ -34,6 +39,11 @@ void CheckRequest(Endpoint endpoint, std::string_view body) {
   limits.max_output_tokens = 256;
   limits.default_max_tokens = 16;
   const auto result = ParseRequest(endpoint, body, limits);
+  if (const std::optional<ApiRequest> fast = ScanRequest(endpoint, body, limits)) {
+    const auto tree = ParseRequestTree(endpoint, body, limits);
+    HEARSAY_CHECK(std::holds_alternative<ApiRequest>(tree));
+    HEARSAY_CHECK(std::get<ApiRequest>(tree) == *fast);
+  }
   if (const auto* request = std::get_if<ApiRequest>(&result)) {
     HEARSAY_CHECK(request->endpoint == endpoint);
     HEARSAY_CHECK(!request->model.empty());
@@ -159,6 +169,13 @@ std::optional<StreamEvent> ReferenceDecode(std::string_view data) {
 
 void CheckEvent(std::string_view data) {
   const auto event = ParseStreamEvent(data);
+  if (const std::optional<StreamEvent> fast = ScanStreamEvent(data)) {
+    const auto sax = ParseStreamEventSax(data);
+    HEARSAY_CHECK(sax.ok());
+    HEARSAY_CHECK(sax->done == fast->done && sax->delta_text == fast->delta_text);
+    HEARSAY_CHECK(sax->finish_reason == fast->finish_reason && sax->usage == fast->usage);
+    HEARSAY_CHECK(!sax->error && !fast->error);
+  }
   const bool duplicate =
       !event.ok() && event.status().message().find("duplicate key") != std::string::npos;
   const bool too_deep =

@@ -1,12 +1,20 @@
 // Response rendering by appending JSON text: one chunk per generated token is the hot path.
 #include "hearsay/api/openai_response.h"
 
+#include <charconv>
 #include <string>
 
 #include "hearsay/api/json_text.h"
 
 namespace hearsay::api {
 namespace {
+
+// Appends an integer without a temporary string.
+void AppendInteger(int64_t v, std::string* out) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, end);
+}
 
 bool IsChat(const ResponseMeta& meta) { return meta.endpoint == Endpoint::kChatCompletions; }
 
@@ -17,7 +25,7 @@ void AppendHead(const ResponseMeta& meta, std::string_view object, std::string* 
   out->append(R"(,"object":")");
   out->append(object);
   out->append(R"(","created":)");
-  out->append(std::to_string(meta.created));
+  AppendInteger(meta.created, out);
   out->append(R"(,"model":)");
   AppendJsonString(meta.model, out);
   out->append(R"(,"system_fingerprint":)");

@@ -1,10 +1,20 @@
 // Incremental event-stream parsing, by the WHATWG rules for data lines.
 #include "hearsay/api/sse_parser.h"
 
+#include <cstring>
+
 namespace hearsay::api {
 
 namespace {
 constexpr std::string_view kBom = "\xEF\xBB\xBF";
+
+// The length of the line end at bytes[at] (a CR, LF or CRLF): 1 or 2, or 0 for a CR that ends the
+// buffer (whether an LF follows is not known yet).
+size_t LineEndLength(std::string_view bytes, size_t at) {
+  if (bytes[at] == '\n') return 1;
+  if (at + 1 == bytes.size()) return 0;
+  return bytes[at + 1] == '\n' ? 2 : 1;
+}
 }  // namespace
 
 SseParser::SseParser(size_t max_event_bytes) : max_event_bytes_(max_event_bytes) {
@@ -50,9 +60,13 @@ void SseParser::FeedLines(std::string_view bytes,
     after_cr_ = false;
   }
   while (i < n && ok()) {
-    // A plain loop: find_first_of with a two-byte set calls memchr once per input byte.
-    size_t end = i;
-    while (end < n && bytes[end] != '\n' && bytes[end] != '\r') ++end;
+    // Two memchr calls (the LF, then a CR before it) instead of a loop over every byte;
+    // find_first_of with a two-byte set would call memchr once per input byte.
+    const char* from = bytes.data() + i;
+    const auto* lf = static_cast<const char*>(std::memchr(from, '\n', n - i));
+    const size_t until_lf = lf == nullptr ? n - i : static_cast<size_t>(lf - from);
+    const auto* cr = static_cast<const char*>(std::memchr(from, '\r', until_lf));
+    const size_t end = i + (cr == nullptr ? until_lf : static_cast<size_t>(cr - from));
     if (end == n) {
       if (!Fits(line_.size() + (n - i))) return;
       line_.append(bytes.substr(i));
@@ -61,6 +75,23 @@ void SseParser::FeedLines(std::string_view bytes,
     const std::string_view piece = bytes.substr(i, end - i);
     if (line_.empty()) {
       if (!Fits(piece.size())) return;
+      // The common event, one data line and a blank one, both in this buffer: dispatched from
+      // the input itself, without copying it into data_.
+      const size_t next = LineEndLength(bytes, end) == 0 ? n : end + LineEndLength(bytes, end);
+      if (data_.empty() && next < n && (bytes[next] == '\n' || bytes[next] == '\r') &&
+          piece.starts_with("data:")) {
+        std::string_view value = piece.substr(5);
+        if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
+        if (!Fits(value.size() + 1)) return;
+        on_event(value);
+        const size_t blank_end = LineEndLength(bytes, next);
+        if (blank_end == 0) {
+          after_cr_ = true;  // a CR ends the buffer: an LF may follow in the next Feed()
+          return;
+        }
+        i = next + blank_end;
+        continue;
+      }
       ProcessLine(piece, on_event);
     } else {
       if (!Fits(line_.size() + piece.size())) return;
@@ -87,9 +118,8 @@ void SseParser::ProcessLine(std::string_view line,
   if (line.empty()) {
     if (data_.empty()) return;
     data_.pop_back();  // the '\n' after the last data line
-    std::string data = std::move(data_);
-    data_.clear();
-    on_event(data);
+    on_event(data_);
+    data_.clear();  // keeps its capacity for the next event
     return;
   }
   if (line[0] == ':') return;  // comment

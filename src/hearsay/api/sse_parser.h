@@ -15,7 +15,7 @@
 //
 // ParseStreamEvent() (stream_event.cc) decodes one event's data: an OpenAI chunk of either
 // endpoint, "[DONE]", or an error event, as rendered by openai_response.h. It runs once per
-// forwarded token, so it reads the JSON in one SAX pass without building a tree; a key it reads
+// forwarded token, so it reads the JSON in one pass without building a tree; a key it reads
 // that appears twice in one object, or nesting deeper than 64, is refused.
 //
 // Thread-safety: SseParser is not thread-safe (one per stream); ParseStreamEvent is pure.
@@ -41,7 +41,8 @@ class SseParser {
   explicit SseParser(size_t max_event_bytes = kDefaultMaxEventBytes);
 
   // Parses `bytes`, calling `on_event` with each complete event's data, in order. `data` is valid
-  // only during the call. Does nothing once in the error state.
+  // only during the call (it may point into `bytes` or into the parser), and `on_event` must not
+  // destroy the parser. Does nothing once in the error state.
   void Feed(std::string_view bytes, const std::function<void(std::string_view data)>& on_event);
 
   // OK, or why the parser stopped (RESOURCE_EXHAUSTED for an oversize event).
@@ -87,6 +88,11 @@ struct StreamEvent {
 };
 
 // Decodes one event's data. INVALID_ARGUMENT when it is neither [DONE], a chunk, nor an error.
+// Ordinary chunks take a one-pass scanner (ScanStreamEvent); the rest, errors included, the SAX
+// decoder below, whose answers the scanner's are checked against.
 Result<StreamEvent> ParseStreamEvent(std::string_view data);
+
+// The same through nlohmann's SAX parser, always: the reference for the fast path.
+Result<StreamEvent> ParseStreamEventSax(std::string_view data);
 
 }  // namespace hearsay::api

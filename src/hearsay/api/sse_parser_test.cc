@@ -98,6 +98,24 @@ TEST(SseParserTest, ChunkBoundariesAnywhere) {
   EXPECT_EQ(FeedAll(bytewise, bytes), expected);
 }
 
+// One data line and a blank one are dispatched straight from the input when both are in one
+// Feed(); every line ending, empty values and events split anywhere must give the same events.
+TEST(SseParserTest, SingleLineEventsAnySplit) {
+  const std::string stream =
+      "data: a\r\rdata: b\r\n\ndata:\n\ndata\n\ndata: c\r\n\r\ndata:d\n\r\n"
+      "data: e\ndata: f\n\n:c\n\ndata: g\r";
+  const std::vector<std::string> expected = {"a", "b", "", "", "c", "d", "e\nf"};
+  ASSERT_EQ(Parse(stream + "\n"), expected);
+  const std::string_view s = stream;
+  for (size_t a = 0; a <= s.size(); ++a) {
+    SseParser parser;
+    ASSERT_EQ(FeedAll(parser, {s.substr(0, a), s.substr(a), "\n"}), expected) << "split at " << a;
+    // The CR that ended the last buffer and the LF that starts this one are one line end: "g"
+    // waits for a blank line.
+    ASSERT_EQ(FeedAll(parser, {"\n"}), std::vector<std::string>{"g"}) << "split at " << a;
+  }
+}
+
 TEST(SseParserTest, OversizeEventEntersTheErrorState) {
   SseParser parser(16);
   std::vector<std::string> events;

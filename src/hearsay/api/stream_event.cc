@@ -1,4 +1,5 @@
-// ParseStreamEvent: decodes one OpenAI stream event with a SAX pass over its JSON.
+// ParseStreamEvent: decodes one OpenAI stream event; the one-pass scanner first
+// (stream_event_scanner.h), and a SAX pass over its JSON for everything the scanner leaves.
 //
 // The entry node of a forwarded request decodes one event per generated token, so this avoids
 // building a JSON tree (a map allocation per object): a SAX handler follows the path to the few
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "hearsay/api/sse_parser.h"
+#include "hearsay/api/stream_event_scanner.h"
 
 namespace hearsay::api {
 namespace {
@@ -272,6 +274,13 @@ Status Invalid(std::string message) {
 }  // namespace
 
 Result<StreamEvent> ParseStreamEvent(std::string_view data) {
+  if (data != "[DONE]") {
+    if (std::optional<StreamEvent> fast = ScanStreamEvent(data)) return std::move(*fast);
+  }
+  return ParseStreamEventSax(data);
+}
+
+Result<StreamEvent> ParseStreamEventSax(std::string_view data) {
   StreamEvent event;
   if (data == "[DONE]") {
     event.done = true;

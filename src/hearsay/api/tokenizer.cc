@@ -10,24 +10,46 @@
 namespace hearsay::api {
 namespace {
 
-bool IsAsciiWordByte(uint8_t c) {
-  return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
-}
+// Byte classes, one table lookup per byte (the prompt of every request is encoded).
+enum ByteClass : uint8_t { kOther = 0, kWord = 1, kSpace = 2, kHigh = 3 };
 
-bool IsSpaceByte(uint8_t c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+constexpr std::array<uint8_t, 256> kByteClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    if ((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {
+      t[c] = kWord;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+      t[c] = kSpace;
+    } else if (c >= 0x80) {
+      t[c] = kHigh;
+    }
+  }
+  return t;
+}();
+
+uint8_t ClassOf(char c) { return kByteClass[static_cast<uint8_t>(c)]; }
+
+bool IsSpaceByte(uint8_t c) { return kByteClass[c] == kSpace; }
 
 // The length of the word character at text[i] (an ASCII letter or digit, or a whole valid
 // multibyte UTF-8 sequence), or 0 if there is none.
 size_t WordCharLength(std::string_view text, size_t i) {
-  const auto c = static_cast<uint8_t>(text[i]);
-  if (c < 0x80) return IsAsciiWordByte(c) ? 1 : 0;
-  return Utf8SequenceLength(text, i);
+  switch (ClassOf(text[i])) {
+    case kWord:
+      return 1;
+    case kHigh:
+      return Utf8SequenceLength(text, i);
+    default:
+      return 0;
+  }
 }
 
 size_t WordRunEnd(std::string_view text, size_t i) {
   while (i < text.size()) {
+    if (ClassOf(text[i]) == kWord) {  // the common case, without the UTF-8 check
+      ++i;
+      continue;
+    }
     const size_t len = WordCharLength(text, i);
     if (len == 0) break;
     i += len;

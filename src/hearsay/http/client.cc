@@ -230,8 +230,10 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
     ArmTimer(request_.idle_timeout, "response body stalled");
     if (handlers_.on_headers) handlers_.on_headers(status, headers);
   }
+  // Body pieces of one Parse() (e.g. the chunks of a chunked stream that one read brought) are
+  // collected and handed on together: one on_body per read, not one per chunk.
   void OnResponseBody(std::string_view bytes) {
-    if (!done_ && handlers_.on_body && !bytes.empty()) handlers_.on_body(bytes);
+    if (!done_ && handlers_.on_body) pending_body_.append(bytes);
   }
 
  private:
@@ -361,13 +363,28 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
     if (!done_) Read();
   }
 
-  // Feeds the buffer to the parser; completes the exchange when the message ends.
+  // Hands the collected body bytes to on_body; false when the exchange ended (a callback
+  // cancelled it).
+  bool FlushBody() {
+    if (!pending_body_.empty() && !done_ && handlers_.on_body) handlers_.on_body(pending_body_);
+    pending_body_.clear();
+    return !done_;
+  }
+
+  // Feeds the buffer to the parser; completes the exchange when the message ends. The body
+  // parsed goes to on_body before anything else is reported.
   void Parse() {
+    ParseBuffer();
+    FlushBody();
+  }
+
+  void ParseBuffer() {
     while (!done_ && buffer_.size() > 0) {
       error_code ec;
       size_t used = parser_->put(buffer_.data(), ec);
       buffer_.consume(used);
       if (done_) return;  // a callback cancelled
+      if (ec && ec != bhttp::error::need_more && !FlushBody()) return;
       if (ec == bhttp::error::need_more) return;
       if (ec == bhttp::error::header_limit) {
         return Finish(
@@ -384,6 +401,7 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
           NewParser();
           continue;
         }
+        if (!FlushBody()) return;
         return Complete(parser_->keep_alive() && buffer_.size() == 0);
       }
       if (used == 0) return;
@@ -463,6 +481,7 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
   std::optional<tcp::socket> socket_;
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
+  std::string pending_body_;  // body bytes parsed but not yet handed to on_body
   uint64_t timer_epoch_ = 0;
   std::string timeout_message_;
   bool timed_out_ = false;

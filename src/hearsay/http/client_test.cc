@@ -7,6 +7,7 @@
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+#include <cstdio>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -441,6 +442,72 @@ class DropsSecondRequestPeer {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::thread thread_;
 };
+
+// A raw listener that answers one request with `response`, written in one piece, then closes.
+class OneResponsePeer {
+ public:
+  OneResponsePeer(boost::asio::io_context& io, std::string response)
+      : acceptor_(io, {boost::asio::ip::make_address("127.0.0.1"), 0}),
+        response_(std::move(response)) {
+    thread_ = std::thread([this] {
+      auto s = acceptor_.accept();
+      std::string data;
+      char buf[4096];
+      boost::system::error_code ec;
+      while (data.find("\r\n\r\n") == std::string::npos) {
+        const size_t n = s.read_some(boost::asio::buffer(buf), ec);
+        if (ec) return;
+        data.append(buf, n);
+      }
+      boost::asio::write(s, boost::asio::buffer(response_), ec);
+      s.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+      // Wait for the client to close, so the response is not cut by a reset.
+      while (!ec) s.read_some(boost::asio::buffer(buf), ec);
+    });
+  }
+  ~OneResponsePeer() { thread_.join(); }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::string response_;
+  std::thread thread_;
+};
+
+TEST_F(ClientTest, ChunksOfOneReadAreDeliveredTogether) {
+  std::string response = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string expected;
+  for (int i = 0; i < 20; ++i) {
+    const std::string piece = "data: event " + std::to_string(i) + "\n\n";
+    char size[16];
+    std::snprintf(size, sizeof(size), "%zx\r\n", piece.size());
+    response += size + piece + "\r\n";
+    expected += piece;
+  }
+  response += "0\r\n\r\n";
+  OneResponsePeer peer(io_.io(), response);
+  Outcome out;
+  client_->Send(Get(peer.port(), "/s"), out.Handlers());
+  ASSERT_TRUE(out.Wait().ok());
+  EXPECT_EQ(out.body, expected);
+  // One write of ~400 bytes arrives in one read or a few: far fewer calls than chunks.
+  EXPECT_LT(out.pieces.size(), 5u);
+  client_.reset();
+}
+
+TEST_F(ClientTest, BodyBeforeAMalformedChunkIsDeliveredBeforeTheError) {
+  OneResponsePeer peer(io_.io(),
+                       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       "5\r\nhello\r\nZZ\r\nnot a chunk\r\n");
+  Outcome out;
+  client_->Send(Get(peer.port(), "/s"), out.Handlers());
+  const Status st = out.Wait();
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find("malformed response"), std::string::npos) << st.ToString();
+  std::lock_guard lock(out.mu);
+  EXPECT_EQ(out.body, "hello");
+  client_.reset();
+}
 
 TEST_F(ClientTest, IdempotentRequestIsRetriedWhenAReusedConnectionDies) {
   DropsSecondRequestPeer peer(io_.io());

@@ -3,10 +3,12 @@
 
 #include <cstdint>
 
+#include "hearsay/api/json_scanner.h"
 #include "hearsay/api/json_text.h"
-#include "hearsay/upstream/json_scanner.h"
 
 namespace hearsay::upstream {
+
+using api::JsonScanner;
 
 std::optional<std::string> RewriteRequestBodyByScan(std::string_view body, bool llamacpp,
                                                     std::string_view model) {

@@ -9,9 +9,12 @@
 #include <limits>
 #include <string>
 
-#include "hearsay/upstream/json_scanner.h"
+#include "hearsay/api/json_scanner.h"
 
 namespace hearsay::upstream {
+
+using api::IsJsonDigit;
+using api::JsonScanner;
 namespace {
 
 // What a text field held.

@@ -167,17 +167,22 @@ void OpenAiEngine::OnBody(RequestId id, std::string_view chunk) {
     r.error_body.append(chunk.substr(0, room));
     return;
   }
-  // Events are collected first: handling one may end the request and destroy its parser.
-  std::vector<std::string> events;
-  r.parser.Feed(chunk, [&](std::string_view data) { events.emplace_back(data); });
-  for (const std::string& data : events) {
-    if (!OnEvent(id, data)) return;
-  }
+  // Handling an event may end the request and destroy its Live: the parser is moved out for the
+  // Feed (so it outlives that), and events after the end are dropped.
+  api::SseParser parser = std::move(r.parser);
+  bool live = true;
+  parser.Feed(chunk, [&](std::string_view data) {
+    if (live) live = OnEvent(id, data);
+  });
+  if (!live) return;
   it = live_.find(id);
-  if (it != live_.end() && !it->second->parser.ok()) {
+  if (it == live_.end()) return;
+  if (!parser.ok()) {
     ++stats_.malformed;
-    Fail(id, DataLossError("upstream stream: " + it->second->parser.status().message()), true);
+    Fail(id, DataLossError("upstream stream: " + parser.status().message()), true);
+    return;
   }
+  it->second->parser = std::move(parser);
 }
 
 bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {

@@ -1,7 +1,8 @@
-// JsonScanner: a strict one-pass JSON reader over a byte range, for the upstream fast paths
-// (chunk_scanner.cc, RewriteRequestBody). It validates as nlohmann does (RFC 8259: no comments,
-// no trailing commas, UTF-8 and surrogate pairs checked) and lets the caller read the few values
-// it needs while skipping the rest, without building a tree.
+// JsonScanner: a strict one-pass JSON reader over a byte range, for the fast paths of the request
+// parser (request_scanner.cc) and the upstream codecs (chunk_scanner.cc, RewriteRequestBody). It
+// validates as nlohmann does (RFC 8259: no comments, no trailing commas, UTF-8 and surrogate pairs
+// checked) and lets the caller read the few values it needs while skipping the rest, without
+// building a tree.
 //
 // Every method returns false on input it does not settle (invalid, or nested deeper than
 // kMaxScanDepth); callers then fall back to the nlohmann tree, so the scanner never has to
@@ -18,7 +19,7 @@
 
 #include "hearsay/api/json_text.h"
 
-namespace hearsay::upstream {
+namespace hearsay::api {
 
 // Real chunks and requests nest a few levels; deeper input goes to the tree.
 inline constexpr int kMaxScanDepth = 32;
@@ -79,11 +80,7 @@ class JsonScanner {
     if (out != nullptr) out->clear();
     while (true) {
       const char* run = p_;
-      while (p_ != end_) {
-        const auto c = static_cast<unsigned char>(*p_);
-        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
-        ++p_;
-      }
+      p_ = PlainRunEnd(p_, end_);
       if (out != nullptr) out->append(run, p_);
       if (p_ == end_) return false;
       const auto c = static_cast<unsigned char>(*p_);
@@ -93,7 +90,7 @@ class JsonScanner {
       }
       if (c < 0x20) return false;  // control characters must be escaped
       if (c >= 0x80) {
-        const size_t len = api::Utf8SequenceLength(std::string_view(p_, end_ - p_), 0);
+        const size_t len = Utf8SequenceLength(std::string_view(p_, end_ - p_), 0);
         if (len == 0) return false;
         if (out != nullptr) out->append(p_, len);
         p_ += len;
@@ -134,6 +131,22 @@ class JsonScanner {
       }
       if (out != nullptr) out->push_back(decoded);
     }
+  }
+
+  // A string, seen through *view: the input itself when it has no escapes (no copy), else its
+  // decoded value in *buf. *view is valid while the input and *buf are.
+  bool StringView(std::string_view* view, std::string* buf) {
+    if (Peek() != '"') return false;
+    const char* start = p_ + 1;
+    const char* q = PlainRunEnd(start, end_);
+    if (q != end_ && *q == '"') {
+      *view = std::string_view(start, static_cast<size_t>(q - start));
+      p_ = q + 1;
+      return true;
+    }
+    if (!String(buf)) return false;
+    *view = *buf;
+    return true;
   }
 
   // A number. *plain (if given) gets its value when it is an unsigned integer without fraction or
@@ -192,8 +205,8 @@ class JsonScanner {
   void RefuseDuplicateKeys() { refuse_duplicates_ = true; }
 
   // An object at `depth`: on_member(key) runs with the cursor at each member's value and must
-  // consume it. The key view is valid until the callback reads another key; member_start() is
-  // the offset of the member's key until then.
+  // consume it. The key view is valid until the callback reads another key (it may point into
+  // the input or into the scanner); member_start() is the offset of the member's key until then.
   template <typename F>
   bool Object(int depth, F&& on_member) {
     if (depth > kMaxScanDepth || !Consume('{')) return false;
@@ -205,15 +218,16 @@ class JsonScanner {
     while (true) {
       Peek();
       member_start_ = offset();
-      if (!String(&key_) || !Consume(':')) return false;
+      std::string_view key;
+      if (!StringView(&key, &key_) || !Consume(':')) return false;
       if (refuse_duplicates_) {
         std::vector<std::string>& seen = keys_[static_cast<size_t>(depth)];
         for (const std::string& k : seen) {
-          if (k == key_) return false;
+          if (k == key) return false;
         }
-        seen.push_back(key_);
+        seen.emplace_back(key);
       }
-      if (!on_member(std::string_view(key_))) return false;
+      if (!on_member(key)) return false;
       if (Consume(',')) continue;
       return Consume('}');
     }
@@ -298,4 +312,4 @@ class JsonScanner {
   std::vector<std::vector<std::string>> keys_;  // per depth, with refuse_duplicates_
 };
 
-}  // namespace hearsay::upstream
+}  // namespace hearsay::api
