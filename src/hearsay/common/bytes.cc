@@ -5,11 +5,19 @@
 namespace hearsay {
 
 void ByteWriter::PutVarint(uint64_t v) {
+  if (v < 0x80) {
+    out_.push_back(static_cast<uint8_t>(v));
+    return;
+  }
+  // One append instead of a push_back (and its capacity check) per byte.
+  uint8_t buf[10];
+  size_t n = 0;
   while (v >= 0x80) {
-    out_.push_back(static_cast<uint8_t>(v | 0x80));
+    buf[n++] = static_cast<uint8_t>(v | 0x80);
     v >>= 7;
   }
-  out_.push_back(static_cast<uint8_t>(v));
+  buf[n++] = static_cast<uint8_t>(v);
+  out_.insert(out_.end(), buf, buf + n);
 }
 
 void ByteWriter::PutDouble(double v) {

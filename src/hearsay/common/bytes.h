@@ -33,7 +33,9 @@ class ByteWriter {
   }
   void PutDouble(double v);
   // Raw bytes, no length prefix.
-  void PutRaw(std::span<const uint8_t> bytes) { out_.insert(out_.end(), bytes.begin(), bytes.end()); }
+  void PutRaw(std::span<const uint8_t> bytes) {
+    out_.insert(out_.end(), bytes.begin(), bytes.end());
+  }
   // Varint length, then the bytes.
   void PutBytes(std::span<const uint8_t> bytes) {
     PutVarint(bytes.size());
@@ -49,7 +51,9 @@ class ByteWriter {
 
  private:
   void PutFixed(uint64_t v, int width) {
-    for (int i = 0; i < width; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+    uint8_t buf[8];
+    for (int i = 0; i < width; ++i) buf[i] = static_cast<uint8_t>(v >> (8 * i));
+    out_.insert(out_.end(), buf, buf + width);
   }
 
   std::vector<uint8_t> out_;
