@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <string_view>
 #include <utility>
 
@@ -676,10 +677,14 @@ void Node::AnswerDigest(const Address& from, const NodeId& peer,
   if (it != members_.end() && it->second.has_rtt) {
     pull_window = std::max(pull_window, 3 * FromMillis(it->second.srtt_ms));
   }
+  // A digest lists its sender first, then its members in id order, as members_ is ordered here:
+  // a cursor that follows members_ finds most entries with one comparison instead of a search.
+  auto cursor = members_.begin();
   for (const auto& e : theirs) {
     if (e.id == id_) continue;
-    auto origin = members_.find(e.id);
+    auto origin = cursor != members_.end() && cursor->first == e.id ? cursor : members_.find(e.id);
     if (origin == members_.end()) continue;
+    cursor = std::next(origin);
     MemberRec& o = origin->second;
     if (!o.store || o.generation != e.generation || o.store->max_version() >= e.max_version) {
       continue;
