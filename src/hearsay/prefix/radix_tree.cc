@@ -62,12 +62,12 @@ void DestroyIteratively(std::unique_ptr<NodeT> root) {
 }
 
 // The length of the common prefix of a[0, n) and b[0, n). Edges are long (a shared prompt prefix
-// is hundreds of tokens) and usually match whole, so 16-token chunks are compared with memcmp
-// (vectorised) and only the chunk holding the first difference is scanned token by token.
+// is hundreds of tokens) and usually match whole, so 64-token chunks are compared with memcmp
+// (vectorised), then 8-token chunks, and only the last few tokens one by one.
 size_t CommonPrefix(const TokenId* a, const TokenId* b, size_t n) {
-  constexpr size_t kChunk = 16;
   size_t i = 0;
-  while (i + kChunk <= n && std::memcmp(a + i, b + i, kChunk * sizeof(TokenId)) == 0) i += kChunk;
+  while (i + 64 <= n && std::memcmp(a + i, b + i, 64 * sizeof(TokenId)) == 0) i += 64;
+  while (i + 8 <= n && std::memcmp(a + i, b + i, 8 * sizeof(TokenId)) == 0) i += 8;
   while (i < n && a[i] == b[i]) ++i;
   return i;
 }
