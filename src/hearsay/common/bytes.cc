@@ -4,14 +4,6 @@
 
 namespace hearsay {
 
-void ByteWriter::PutVarint(uint64_t v) {
-  while (v >= 0x80) {
-    out_.push_back(static_cast<uint8_t>(v | 0x80));
-    v >>= 7;
-  }
-  out_.push_back(static_cast<uint8_t>(v));
-}
-
 void ByteWriter::PutDouble(double v) {
   uint64_t bits;
   std::memcpy(&bits, &v, sizeof bits);
@@ -41,13 +33,33 @@ uint64_t ByteReader::ReadFixed(int width) {
     return 0;
   }
   uint64_t v = 0;
-  for (int i = 0; i < width; ++i) v |= static_cast<uint64_t>(in_[pos_ + i]) << (8 * i);
+  const uint8_t* p = in_.data() + pos_;
+  if (width == 8) {
+    // Eight byte loads and shifts fold into one load (the compiler recognises the pattern only
+    // for a constant width).
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  } else {
+    for (int i = 0; i < width; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  }
   pos_ += width;
   return v;
 }
 
-uint64_t ByteReader::ReadVarint() {
+uint64_t ByteReader::ReadVarintSlow() {
   if (!ok()) return 0;
+  if (in_.size() - pos_ >= 10) {
+    // Fast path: the terminator is within the first 9 bytes (no bound or overflow check needed
+    // there); a 10-byte varint falls through to the checked loop below.
+    const uint8_t* p = in_.data() + pos_;
+    uint64_t v = 0;
+    for (int i = 0; i < 9; ++i) {
+      v |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * i);
+      if (p[i] < 0x80) {
+        pos_ += static_cast<size_t>(i) + 1;
+        return v;
+      }
+    }
+  }
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
     if (pos_ >= in_.size()) {

@@ -203,6 +203,7 @@ class Node final : public MessageSink {
   void ApplyAboutSelf(const MemberUpdate& u);
   MemberUpdate SelfUpdate(MemberState state) const;
   MemberUpdate UpdateOf(const MemberRec& m) const;
+  static MemberView ViewOf(const MemberRec& m);
   void SetState(MemberRec& m, MemberState state);
   void StartSuspicion(MemberRec& m, const NodeId& accuser);
   void AddConfirmation(MemberRec& m, const NodeId& accuser);

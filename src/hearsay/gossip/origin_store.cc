@@ -16,8 +16,8 @@ uint64_t OriginStore::PutLoad(const LoadReport& load, uint64_t heartbeat) {
 }
 
 bool OriginStore::PutCache(BlockKey key, uint32_t block_index, bool live) {
-  auto it = entries_.find(key);
-  if (it == entries_.end() ? !live : it->second.live == live) return false;
+  const Slot* s = entries_.Find(key);
+  if (s == nullptr ? !live : s->live == live) return false;
   Write(key, block_index, live, ++max_version_, nullptr);
   MaybeCollect();
   return true;
@@ -25,11 +25,11 @@ bool OriginStore::PutCache(BlockKey key, uint32_t block_index, bool live) {
 
 void OriginStore::Write(BlockKey key, uint32_t block_index, bool live, uint64_t version,
                         std::vector<BlockEvent>* events) {
-  auto [it, inserted] = entries_.try_emplace(key, Slot{version, block_index, live});
-  const bool was_live = !inserted && it->second.live;
+  auto [slot, inserted] = entries_.TryEmplace(key, Slot{version, block_index, live});
+  const bool was_live = !inserted && slot->live;
   if (!inserted) {
-    if (!it->second.live) --tombstones_;
-    it->second = Slot{version, block_index, live};
+    if (!slot->live) --tombstones_;
+    *slot = Slot{version, block_index, live};
   }
   if (!live) ++tombstones_;
   log_.push_back({version, key});
@@ -42,28 +42,30 @@ void OriginStore::Write(BlockKey key, uint32_t block_index, bool live, uint64_t 
 OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<BlockEvent>* events) {
   if (d.to_version <= max_version_) return ApplyResult::kStale;
   if (d.snapshot) {
-    std::unordered_map<BlockKey, Slot> next;
-    next.reserve(d.entries.size());
-    for (const auto& e : d.entries) next[e.key] = Slot{d.to_version, e.block_index, true};
+    KeyTable<Slot> next;
+    next.Reserve(d.entries.size());
+    for (const auto& e : d.entries) {
+      *next.TryEmplace(e.key, Slot{}).first = Slot{d.to_version, e.block_index, true};
+    }
     if (events != nullptr) {
-      for (const auto& [key, slot] : entries_) {
-        if (slot.live && !next.contains(key)) {
+      entries_.ForEach([&](BlockKey key, const Slot& slot) {
+        if (slot.live && !next.Contains(key)) {
           events->push_back({BlockEvent::Kind::kRemoved, key, slot.block_index});
         }
-      }
-      for (const auto& [key, slot] : next) {
-        auto it = entries_.find(key);
-        if (it == entries_.end() || !it->second.live) {
+      });
+      next.ForEach([&](BlockKey key, const Slot& slot) {
+        const Slot* old = entries_.Find(key);
+        if (old == nullptr || !old->live) {
           events->push_back({BlockEvent::Kind::kAdded, key, slot.block_index});
         }
-      }
+      });
     }
     entries_ = std::move(next);
     tombstones_ = 0;
     log_.clear();
     head_ = 0;
     log_.reserve(entries_.size());
-    for (const auto& [key, slot] : entries_) log_.push_back({d.to_version, key});
+    entries_.ForEach([&](BlockKey key, const Slot&) { log_.push_back({d.to_version, key}); });
     max_version_ = d.to_version;
     gc_floor_ = d.to_version;
     if (d.load && d.load->version > load_.version) load_ = *d.load;
@@ -87,10 +89,10 @@ void OriginStore::MaybeCollect() {
     size_t drop = tombstones_ - keep / 2;
     for (size_t i = head_; i < log_.size() && drop > 0; ++i) {
       const LogItem& item = log_[i];
-      auto it = entries_.find(item.key);
-      if (it == entries_.end() || it->second.version != item.version || it->second.live) continue;
+      const Slot* slot = entries_.Find(item.key);
+      if (slot == nullptr || slot->version != item.version || slot->live) continue;
       gc_floor_ = std::max(gc_floor_, item.version);
-      entries_.erase(it);
+      entries_.Erase(item.key);
       --tombstones_;
       --drop;
     }
@@ -121,9 +123,9 @@ std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget
                          live_count() * kMaxSnapshotEntryBytes;
     if (bound > budget_bytes) return std::nullopt;
     d.entries.reserve(live_count());
-    for (const auto& [key, slot] : entries_) {
+    entries_.ForEach([&](BlockKey key, const Slot& slot) {
       if (slot.live) d.entries.push_back({key, slot.block_index, true, max_version_});
-    }
+    });
     return d;
   }
   d.from_version = known;
@@ -149,9 +151,9 @@ std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget
     }
     // One lookup serves both the staleness check and the entry (this loop is the hot path of
     // every delta sent).
-    auto slot = entries_.find(it->key);
-    if (slot == entries_.end() || slot->second.version != it->version) continue;
-    CacheEntry e{it->key, slot->second.block_index, slot->second.live, it->version};
+    const Slot* slot = entries_.Find(it->key);
+    if (slot == nullptr || slot->version != it->version) continue;
+    CacheEntry e{it->key, slot->block_index, slot->live, it->version};
     const size_t need = EncodedRunEntrySize(e, prev);
     if (used + need > budget_bytes) {
       cut = true;
@@ -180,9 +182,9 @@ std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget
 std::vector<BlockEvent> OriginStore::LiveKeys() const {
   std::vector<BlockEvent> out;
   out.reserve(live_count());
-  for (const auto& [key, slot] : entries_) {
+  entries_.ForEach([&](BlockKey key, const Slot& slot) {
     if (slot.live) out.push_back({BlockEvent::Kind::kAdded, key, slot.block_index});
-  }
+  });
   return out;
 }
 

@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "hearsay/common/ids.h"
+#include "hearsay/gossip/key_table.h"
 #include "hearsay/gossip/wire.h"
 #include "hearsay/prefix/block_event.h"
 
@@ -64,17 +64,17 @@ class OriginStore {
   size_t tombstone_count() const { return tombstones_; }
   // True if the origin is believed to hold `key`.
   bool Contains(prefix::BlockKey key) const {
-    auto it = entries_.find(key);
-    return it != entries_.end() && it->second.live;
+    const Slot* s = entries_.Find(key);
+    return s != nullptr && s->live;
   }
   // Every live key with its block index (unordered).
   std::vector<prefix::BlockEvent> LiveKeys() const;
 
  private:
   struct Slot {
-    uint64_t version;
-    uint32_t block_index;
-    bool live;
+    uint64_t version = 0;
+    uint32_t block_index = 0;
+    bool live = false;
   };
   struct LogItem {
     uint64_t version;
@@ -85,8 +85,8 @@ class OriginStore {
              std::vector<prefix::BlockEvent>* events);
   void MaybeCollect();
   bool Current(const LogItem& item) const {
-    auto it = entries_.find(item.key);
-    return it != entries_.end() && it->second.version == item.version;
+    const Slot* s = entries_.Find(item.key);
+    return s != nullptr && s->version == item.version;
   }
 
   // Invariants:
@@ -101,7 +101,7 @@ class OriginStore {
   uint64_t max_version_ = 0;
   uint64_t gc_floor_ = 0;
   LoadRecord load_;
-  std::unordered_map<prefix::BlockKey, Slot> entries_;
+  KeyTable<Slot> entries_;
   size_t tombstones_ = 0;
   std::vector<LogItem> log_;
   size_t head_ = 0;

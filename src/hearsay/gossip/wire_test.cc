@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hearsay/common/bytes.h"
 #include "hearsay/env/rng.h"
 
 namespace hearsay::gossip {
@@ -116,6 +117,17 @@ TEST(WireTest, EncodedSizeHelpersMatchEncoding) {
   const size_t actual = Encode(m).size();
   EXPECT_LE(actual, expected);
   EXPECT_GE(actual + 3, expected);
+}
+
+TEST(WireTest, VarintSizeMatchesTheWriterAtEveryLengthBoundary) {
+  for (int bits = 0; bits <= 64; ++bits) {
+    const uint64_t top = bits == 64 ? UINT64_MAX : (uint64_t{1} << bits) - 1;
+    for (uint64_t v : {top, top + 1, top / 2 + 1}) {
+      ByteWriter w;
+      w.PutVarint(v);
+      EXPECT_EQ(VarintSize(v), w.size()) << v;
+    }
+  }
 }
 
 TEST(WireTest, EveryTruncationIsRejected) {

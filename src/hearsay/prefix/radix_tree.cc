@@ -1,6 +1,7 @@
 #include "hearsay/prefix/radix_tree.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -60,6 +61,17 @@ void DestroyIteratively(std::unique_ptr<NodeT> root) {
   }
 }
 
+// The length of the common prefix of a[0, n) and b[0, n). Edges are long (a shared prompt prefix
+// is hundreds of tokens) and usually match whole, so 64-token chunks are compared with memcmp
+// (vectorised), then 8-token chunks, and only the last few tokens one by one.
+size_t CommonPrefix(const TokenId* a, const TokenId* b, size_t n) {
+  size_t i = 0;
+  while (i + 64 <= n && std::memcmp(a + i, b + i, 64 * sizeof(TokenId)) == 0) i += 64;
+  while (i + 8 <= n && std::memcmp(a + i, b + i, 8 * sizeof(TokenId)) == 0) i += 8;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
 void Emit(std::vector<BlockEvent>* events, BlockEvent::Kind kind, BlockKey key, size_t index) {
   if (events != nullptr) events->push_back({kind, key, static_cast<uint32_t>(index)});
 }
@@ -110,9 +122,7 @@ RadixTree::Cursor RadixTree::Walk(std::span<const TokenId> tokens) const {
     Node* child = node->FindChild(tokens[depth]);
     if (child == nullptr) break;
     const size_t limit = std::min(child->tokens.size(), tokens.size() - depth);
-    const auto mismatch =
-        std::mismatch(child->tokens.begin(), child->tokens.begin() + limit, tokens.begin() + depth);
-    const size_t k = static_cast<size_t>(mismatch.first - child->tokens.begin());
+    const size_t k = CommonPrefix(child->tokens.data(), tokens.data() + depth, limit);
     if (k < child->tokens.size()) return {node, depth, child, k};
     node = child;
     depth += k;
