@@ -48,6 +48,10 @@ struct PeerRequest {
   std::string api_body;
 };
 
+// The message of a bounce (PeerRequest::bounce_above_ms), so that hosts can tell a normal bounce
+// from a failure in their logs; it survives the HTTP peer path inside the 503's error message.
+inline constexpr std::string_view kBouncedMessage = "busy: sent back to the entry node";
+
 // The first token of an answer.
 struct PeerFirstToken {
   uint32_t prompt_tokens = 0;

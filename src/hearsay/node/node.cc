@@ -194,7 +194,7 @@ void Node::Bounce(uint64_t token) {
   std::weak_ptr<int> alive = alive_;
   scheduler_.Post([alive, sink, client_id] {
     if (alive.expired()) return;
-    sink->OnError(client_id, UnavailableError("busy: sent back to the entry node"), true);
+    sink->OnError(client_id, UnavailableError(std::string(kBouncedMessage)), true);
   });
 }
 
