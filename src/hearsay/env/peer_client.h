@@ -38,11 +38,19 @@ struct PeerRequest {
   std::vector<uint32_t> scripted_output;
   // The hop marker: set on a forwarded copy, which is never forwarded again.
   bool forwarded = false;
+  // On a forwarded copy: the serving node bounces it back unserved (OnError before the first
+  // token, RESOURCE_EXHAUSTED) when its own expected time to first token exceeds this many ms,
+  // because the sender's next choice would answer sooner. 0 = always serve.
+  double bounce_above_ms = 0;
   // Daemon only, opaque to the core: the API path and body the client sent (an OpenAI request),
   // which a forward replays unchanged to the serving node.
   std::string api_path;
   std::string api_body;
 };
+
+// The message of a bounce (PeerRequest::bounce_above_ms), so that hosts can tell a normal bounce
+// from a failure in their logs; it survives the HTTP peer path inside the 503's error message.
+inline constexpr std::string_view kBouncedMessage = "busy: sent back to the entry node";
 
 // The first token of an answer.
 struct PeerFirstToken {

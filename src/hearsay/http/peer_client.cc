@@ -8,6 +8,7 @@
 #include "hearsay/api/api_error.h"
 #include "hearsay/api/sse_parser.h"
 #include "hearsay/common/check.h"
+#include "hearsay/env/bounce_header.h"
 
 namespace hearsay::http {
 
@@ -138,6 +139,8 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
                  {"X-Hearsay-Origin", options_.origin_node_id}};
   if (!options_.auth_token.empty())
     req.headers.emplace_back("X-Hearsay-Peer-Auth", options_.auth_token);
+  if (request.bounce_above_ms > 0)
+    req.headers.emplace_back(kBounceAboveHeader, FormatBounceAboveMs(request.bounce_above_ms));
   req.connect_timeout = options_.connect_timeout;
   req.response_timeout = options_.first_token_timeout;
   req.idle_timeout = options_.idle_timeout;

@@ -157,12 +157,13 @@ class PeerClientTest : public ::testing::Test {
     peer_address_ = "127.0.0.1:" + std::to_string(server_->port());
   }
   // Calls Forward on the core thread, as the node does.
-  void Forward(RecordingSink& sink, std::string to = "") {
+  void Forward(RecordingSink& sink, std::string to = "", double bounce_above_ms = 0) {
     if (to.empty()) to = peer_address_;
-    boost::asio::post(core_.io(), [this, &sink, to] {
+    boost::asio::post(core_.io(), [this, &sink, to, bounce_above_ms] {
       PeerRequest req;
       req.id = sink.id;
       req.forwarded = true;
+      req.bounce_above_ms = bounce_above_ms;
       req.api_path = "/v1/completions";
       req.api_body = std::string(kBody);
       in_forward_ = true;
@@ -232,12 +233,24 @@ TEST_F(PeerClientTest, RelaysFirstTokenOutputAndUsage) {
   EXPECT_EQ(req.Header("x-hearsay-hop"), "1");
   EXPECT_EQ(req.Header("x-hearsay-peer-auth"), "tok123");
   EXPECT_EQ(req.Header("x-hearsay-origin"), "node-a");
+  EXPECT_FALSE(req.Header("x-hearsay-bounce-above-ms").has_value()) << "not asked: not sent";
 
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(sink.terminals(), 1);
   size_t in_flight = 1;
   OnCore([&] { in_flight = peer_client_->in_flight(); });
   EXPECT_EQ(in_flight, 0u);
+}
+
+TEST_F(PeerClientTest, SendsTheBounceThresholdTheCoreAsksFor) {
+  std::promise<Request> seen;
+  StartPeer(StreamingPeer(&seen));
+  RecordingSink sink(core_, in_forward_);
+  Forward(sink, "", 12.5);
+  ASSERT_TRUE(sink.WaitTerminal());
+  auto f = seen.get_future();
+  ASSERT_TRUE(Ready(f));
+  EXPECT_EQ(f.get().Header("x-hearsay-bounce-above-ms"), "12.500");
 }
 
 TEST_F(PeerClientTest, SecondForwardReusesThePooledConnection) {

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "hearsay/engine/cost_model.h"
+#include "hearsay/env/bounce_header.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/net/engine_factory.h"
 #include "hearsay/net/keyring_file.h"
@@ -476,6 +477,11 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
   pr.prompt = std::move(tokens);
   pr.max_output_tokens = req.max_tokens;
   pr.forwarded = hop;
+  if (hop) {  // peer-authenticated above; a bad value only means "serve it"
+    if (auto above = request.Header(kBounceAboveHeader)) {
+      pr.bounce_above_ms = ParseBounceAboveMs(*above).value_or(0);
+    }
+  }
   pr.api_path = request.path;
   pr.api_body = std::move(request.body);
   const TimePoint arrived = c.arrived;

@@ -37,8 +37,13 @@ void LoggingPeerClient::OnError(uint64_t id, const Status& status, bool before_f
   if (it == entries_.end()) return;  // cancelled: the caller no longer listens
   const Entry e = it->second;
   entries_.erase(it);
-  spdlog::warn("event=forward_failed node={} peer_api={} before_first_token={} error=\"{}\"",
-               node_id_, e.to, before_first_token, status.ToString());
+  if (status.message().find(kBouncedMessage) != std::string_view::npos) {
+    // A busy peer sent it back as asked (PeerRequest::bounce_above_ms): routine, not a failure.
+    spdlog::debug("event=forward_bounced node={} peer_api={}", node_id_, e.to);
+  } else {
+    spdlog::warn("event=forward_failed node={} peer_api={} before_first_token={} error=\"{}\"",
+                 node_id_, e.to, before_first_token, status.ToString());
+  }
   e.sink->OnError(id, status, before_first_token);
 }
 

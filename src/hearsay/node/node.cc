@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "hearsay/route/registry.h"
+#include "hearsay/route/ttft_estimate.h"
 
 namespace hearsay::node {
 
@@ -13,7 +14,9 @@ class Node::ForwardSink final : public ResponseSink {
   void OnFirstToken(uint64_t id, const PeerFirstToken& first) override {
     node_.OnForwardFirst(id, first);
   }
-  void OnOutput(uint64_t id, const PeerOutput& output) override { node_.OnForwardOutput(id, output); }
+  void OnOutput(uint64_t id, const PeerOutput& output) override {
+    node_.OnForwardOutput(id, output);
+  }
   void OnComplete(uint64_t id, const PeerUsage& usage) override {
     node_.OnForwardComplete(id, usage);
   }
@@ -163,6 +166,38 @@ void Node::OnPeerLoad(const NodeId& id, Generation generation, const gossip::Loa
   p->load_at = scheduler_.clock().Now();
 }
 
+bool Node::ShouldBounce(const PeerRequest& request) const {
+  // Priced like the self candidate the sender's policy compares against: this engine's own
+  // queue-wait estimate (exact here, stale there) plus the prefill of what it lacks.
+  const engine::EngineLoad l = engine_.Load();
+  route::Candidate self;
+  self.is_self = true;
+  self.load.running = l.running_requests;
+  self.load.running_context_tokens = l.kv_pinned_tokens;
+  const route::PrefillCostModel& cost = options_.policy_options.cost;
+  if (options_.price_by_measured_prefill) {
+    self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
+  }
+  const double prompt = static_cast<double>(request.prompt.size());
+  const double cached = static_cast<double>(engine_.CachedPrefixTokens(request.prompt));
+  const double mine =
+      ToMillis(l.estimated_queue_wait) + route::PrefillPartMs(cost, self, prompt, cached);
+  return mine > request.bounce_above_ms + options_.bounce_margin_ms;
+}
+
+void Node::Bounce(uint64_t token) {
+  auto it = pending_.find(token);
+  ResponseSink* sink = it->second.sink;
+  const uint64_t client_id = it->second.client_id;
+  pending_.erase(it);
+  ++stats_.bounced;
+  std::weak_ptr<int> alive = alive_;
+  scheduler_.Post([alive, sink, client_id] {
+    if (alive.expired()) return;
+    sink->OnError(client_id, UnavailableError(std::string(kBouncedMessage)), true);
+  });
+}
+
 uint32_t Node::EstimatePeerCachedTokens(const NodeId& peer,
                                         std::span<const uint32_t> prompt) const {
   std::optional<prefix::PeerSlot> s = peer_index_.FindSlot(peer);
@@ -200,6 +235,10 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
   p.request = std::move(request);
   p.arrived = scheduler_.clock().Now();
   if (p.request.forwarded) {
+    if (p.request.bounce_above_ms > 0 && ShouldBounce(p.request)) {
+      Bounce(token);
+      return;
+    }
     ServeHere(token);
     return;
   }
@@ -339,6 +378,11 @@ void Node::Route(uint64_t token) {
   copy.max_output_tokens = p.request.max_output_tokens;
   copy.scripted_output = p.request.scripted_output;
   copy.forwarded = true;
+  // The last forward allowed must be served: a bounce then would only land here anyway.
+  if (options_.bounce_margin_ms >= 0 && d.fallback_ttft_ms > 0 &&
+      p.attempts < options_.max_forward_attempts) {
+    copy.bounce_above_ms = d.fallback_ttft_ms;
+  }
   copy.api_path = p.request.api_path;
   copy.api_body = p.request.api_body;
   peer_client_.Forward(peers_[slot - 1].address, std::move(copy), forward_sink_.get());

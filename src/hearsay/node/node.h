@@ -11,9 +11,10 @@
 //      delay, its overload flag and the age of the view; dead and left peers are skipped;
 //   3. the policy picks; serve on the own engine or forward once through the PeerClient with the
 //      hop marker set;
-//   4. a forward that fails before the first token is retried on the next choice of the policy
-//      with the failed peer excluded (at most max_forward_attempts forwards), and then served
-//      here: the client never loses the request;
+//   4. a forward that fails before the first token, or that the peer bounces back because its
+//      queue is longer than the policy's next choice would take (NodeOptions::bounce_margin_ms),
+//      is retried on the next choice of the policy with that peer excluded (at most
+//      max_forward_attempts forwards), and then served here: the client never loses the request;
 //   5. the first token's cached-token count goes back to the policy (OnOutcome).
 //
 // Landmarks and granularity: gossip publishes only blocks whose index is a multiple of the
@@ -93,6 +94,14 @@ struct NodeOptions {
   // EngineLoad::prefill_ms_per_token, gossiped), as Candidate::cost_scale. A member that has not
   // measured yet is assumed as fast as this node (or the model, before this node has measured).
   bool price_by_measured_prefill = false;
+  // Late binding of forwards. Every forward but the last allowed carries the policy's expected
+  // time to first token at its best other choice (route::Decision::fallback_ttft_ms), and a node
+  // that receives one bounces it back unserved when its own expected time, from its exact queue,
+  // exceeds that by more than this margin; the entry node then routes it again without that
+  // peer. Load reports are a gossip round old while a queue turns over in a few service times,
+  // so the target is the only one who knows its queue now, when it matters. < 0 = never ask a
+  // peer to bounce (a node always honours what a sender asks).
+  double bounce_margin_ms = 1.0;
 };
 
 // Counters of one node (monotone).
@@ -107,6 +116,7 @@ struct NodeStats {
   uint64_t rejected = 0;   // invalid requests
   uint64_t failed = 0;     // requests that ended in OnError for the client
   uint64_t cancelled = 0;  // requests dropped by Cancel (their client went away)
+  uint64_t bounced = 0;    // forwarded requests this node sent back unserved (busy)
   // Client requests whose first token came from this node's engine (the route decision "local").
   uint64_t served_local = 0;
   // Over client requests at their first token (local or forwarded): the cached tokens the
@@ -212,6 +222,10 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void Finish(uint64_t token);
   // Forward events.
   void OnForwardFirst(uint64_t token, const PeerFirstToken& first);
+  // Whether this node would answer the forwarded `request` later than it asks (see
+  // NodeOptions::bounce_margin_ms), and sending it back unserved.
+  bool ShouldBounce(const PeerRequest& request) const;
+  void Bounce(uint64_t token);
   void OnForwardOutput(uint64_t token, const PeerOutput& output);
   void OnForwardComplete(uint64_t token, const PeerUsage& usage);
   void OnForwardError(uint64_t token, const Status& status, bool before_first_token);

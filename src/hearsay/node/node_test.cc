@@ -87,6 +87,47 @@ TEST(NodeTest, ForwardsToThePeerHoldingThePrefix) {
   EXPECT_GT(rec.by_id[2].cached, 1500u);
   EXPECT_EQ(c->node(0).stats().forwarded_out, 1u);
   EXPECT_EQ(c->node(1).stats().served, 2u);
+  EXPECT_EQ(c->node(1).stats().bounced, 0u);  // idle: it serves what it could have bounced
+}
+
+TEST(NodeTest, AForwardIsBouncedOnlyWhenTheTargetWouldBeSlowerThanAsked) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  // An idle node needs ~6 ms for a cold 40-token prompt: more than 0.001 ms + the 1 ms margin,
+  // less than 1000 ms.
+  PeerRequest fast = Req(1, Prompt(11, 0, 1, 40), true);
+  fast.bounce_above_ms = 1000;
+  c->node(1).Submit(std::move(fast), &rec);
+  PeerRequest impatient = Req(2, Prompt(11, 0, 2, 40), true);
+  impatient.bounce_above_ms = 0.001;
+  c->node(1).Submit(std::move(impatient), &rec);
+  c->scheduler().RunFor(FromSeconds(1));
+  EXPECT_TRUE(rec.by_id[1].complete);
+  EXPECT_TRUE(rec.by_id[2].error);
+  EXPECT_FALSE(rec.by_id[2].first);
+  EXPECT_EQ(c->node(1).stats().bounced, 1u);
+  EXPECT_EQ(c->node(1).stats().served, 1u);
+}
+
+TEST(NodeTest, ABusyHolderBouncesTheForwardAndTheRequestIsServedElsewhere) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  c->node(1).Submit(Req(1, Prompt(13, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_GT(c->node(0).EstimatePeerCachedTokens("n1", Prompt(13, 2048, 2, 40)), 1500u);
+  // B gets a burst of cold prompts (seconds of prefill) at the very moment A routes a sibling:
+  // A's view of B's load is still idle, so A forwards for the cache; B knows better.
+  for (uint64_t i = 0; i < 20; ++i) {
+    c->node(1).Submit(Req(100 + i, Prompt(1000 + uint32_t(i), 4000, 1, 10), true), &rec);
+  }
+  c->node(0).Submit(Req(2, Prompt(13, 2048, 2, 40)), &rec);
+  c->scheduler().RunFor(FromSeconds(10));
+  EXPECT_TRUE(rec.by_id[2].complete);
+  EXPECT_FALSE(rec.by_id[2].error);
+  EXPECT_EQ(c->node(1).stats().bounced, 1u);
+  EXPECT_EQ(c->node(0).stats().forward_failures, 1u);
+  EXPECT_EQ(c->node(0).stats().forwarded_out + c->node(0).stats().served_local, 1u);
+  for (uint64_t i = 0; i < 20; ++i) EXPECT_TRUE(rec.by_id[100 + i].complete);
 }
 
 TEST(NodeTest, HopMarkerPreventsASecondForward) {

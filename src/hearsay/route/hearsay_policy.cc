@@ -83,6 +83,12 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   Decision d;
   d.slot = chosen.slot;
   d.expected_ttft_ms = scratch_[pick].cost;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (int(i) == pick || !(scratch_[i].cost < std::numeric_limits<double>::infinity())) continue;
+    if (d.fallback_ttft_ms < 0 || scratch_[i].cost < d.fallback_ttft_ms) {
+      d.fallback_ttft_ms = scratch_[i].cost;
+    }
+  }
   d.estimated_cached_tokens = static_cast<uint32_t>(scratch_[pick].estimate);
   if (!chosen.cache_exact && chosen.cached_tokens_max > chosen.cached_tokens &&
       chosen.slot < kMaxTrackedSlots) {

@@ -23,8 +23,10 @@
 //
 // Members that advertise overload are skipped unless every usable member does. Among costs within
 // max(near_tie_fraction × best, near_tie_ms) of the best it draws uniformly with the Rng, so many
-// entry nodes with the same view do not herd. OnSent() records the dispatch (ledger and lease);
-// OnOutcome() updates the member's confidence.
+// entry nodes with the same view do not herd. The decision also carries the best other cost
+// (Decision::fallback_ttft_ms), which the node hands a peer it forwards to so that the peer can
+// bounce the request back when its exact queue makes it slower (node::NodeOptions). OnSent()
+// records the dispatch (ledger and lease); OnOutcome() updates the member's confidence.
 //
 // Cost: Choose() is O(candidates + log(chain)) and allocates only when the candidate count grows
 // past its previous maximum; OnSent() does O(log chain) lease writes (~57 for 512 blocks).

@@ -52,6 +52,17 @@ TEST_F(HearsayPolicyTest, ForwardsWhenTheSavingExceedsTwiceTheDelay) {
               20 + options_.hearsay.forward_overhead_ms + options_.cost.PrefillMs(512, 1536), 1e-9);
 }
 
+TEST_F(HearsayPolicyTest, TheDecisionCarriesTheBestOtherCostAsItsFallback) {
+  // Forwards to the holder; the best other choice is serving here cold (a far peer costs more).
+  Decision d = Choose({SelfCandidate(0), PeerCandidate(1, 10, 1536), PeerCandidate(2, 10, 0)});
+  EXPECT_EQ(d.slot, 1u);
+  EXPECT_NEAR(d.fallback_ttft_ms, options_.cost.PrefillMs(2048, 0), 1e-9);
+  EXPECT_GT(d.fallback_ttft_ms, d.expected_ttft_ms);
+  // Alone, there is no other choice.
+  d = Choose({SelfCandidate(0)});
+  EXPECT_LT(d.fallback_ttft_ms, 0);
+}
+
 TEST_F(HearsayPolicyTest, AvoidsABusyHolderWhoseQueueCostsMoreThanTheSaving) {
   Candidate holder = PeerCandidate(1, 0.5, 1536);
   holder.load.queued = 2;

@@ -141,6 +141,9 @@ struct Decision {
   Slot slot = kNoSlot;
   // The policy's expected time to first token at the chosen member, in ms; < 0 if it has none.
   double expected_ttft_ms = -1;
+  // The policy's expected time to first token at its best other choice, in ms; < 0 if none. A
+  // node may tell a peer it forwards to: "bounce it back if you would take longer than this".
+  double fallback_ttft_ms = -1;
   // The policy's raw estimate of the tokens the chosen member holds (before any discount).
   // Pass it back in Outcome so the policy can learn how good its estimates are.
   uint32_t estimated_cached_tokens = 0;

@@ -1,0 +1,23 @@
+#include "hearsay/env/bounce_header.h"
+
+#include <gtest/gtest.h>
+
+namespace hearsay {
+namespace {
+
+TEST(BounceHeaderTest, RoundTripsAtMicrosecondPrecision) {
+  EXPECT_EQ(FormatBounceAboveMs(12.3456), "12.346");
+  EXPECT_DOUBLE_EQ(ParseBounceAboveMs(FormatBounceAboveMs(12.3456)).value(), 12.346);
+  EXPECT_DOUBLE_EQ(ParseBounceAboveMs("7").value(), 7.0);
+}
+
+TEST(BounceHeaderTest, RejectsAnythingButAPlainPositiveDecimal) {
+  for (std::string_view bad : {"", ".", "-1", "+1", "1e3", "0", "0.000", "1.2.3", " 1", "1 ", "nan",
+                               "inf", "0x10", "1000000000", "123456789012345678901234567890123"}) {
+    EXPECT_FALSE(ParseBounceAboveMs(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(FormatBounceAboveMs(-3), "0.000");  // which a receiver then ignores
+}
+
+}  // namespace
+}  // namespace hearsay
