@@ -96,12 +96,13 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
     std::printf(
         "policy %s, %d nodes, %llu requests (%llu failed) in %.1f s simulated at %.1f req/s\n"
         "ttft ms: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f   e2e mean %.2f ms\n"
-        "hit rate %.3f  forwarded %.3f  load cov %.3f  retries %llu\n"
+        "hit rate %.3f  forwarded %.3f  load cov %.3f  retries %llu  bounces %llu\n"
         "gossip %.0f bytes/node/s   speed %.0f simulated requests per wall second\n",
         config->policy.c_str(), config->nodes, static_cast<unsigned long long>(s.requests),
         static_cast<unsigned long long>(s.failed), s.sim_seconds, s.arrival_rate_per_s,
         s.mean_ttft_ms, s.p50_ttft_ms, s.p90_ttft_ms, s.p99_ttft_ms, s.mean_e2e_ms, s.hit_rate,
         s.forwarded_frac, s.load_cov, static_cast<unsigned long long>(s.retries),
+        static_cast<unsigned long long>(s.bounces),
         s.gossip_bytes_per_node_s, s.sim_requests_per_wall_s);
   });
 }

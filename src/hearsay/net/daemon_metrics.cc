@@ -20,6 +20,14 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_requests_total", decisions, {{"decision", "forwarded"}});
   decision_retried_.counter =
       &r.AddCounter("hearsay_requests_total", decisions, {{"decision", "retried"}});
+  forwards_bounced_.counter =
+      &r.AddCounter("hearsay_forwards_bounced_total",
+                    "Forwards a busy peer sent back unserved (its queue would have made the "
+                    "request slower than this node's next choice); each was routed again");
+  peer_requests_bounced_.counter =
+      &r.AddCounter("hearsay_peer_requests_bounced_total",
+                    "Forwarded requests from peers this node sent back unserved, because its own "
+                    "queue would have made them slower than the sender's next choice");
   client_requests_.counter = &r.AddCounter("hearsay_client_requests_total",
                                            "Completion requests accepted from clients (not peers)");
   hop_served_.counter = &r.AddCounter("hearsay_peer_requests_served_total",
@@ -142,6 +150,8 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   decision_local_.Sync(s.served_local);
   decision_forwarded_.Sync(s.forwarded_out);
   decision_retried_.Sync(s.forward_failures);
+  forwards_bounced_.Sync(s.forwards_bounced);
+  peer_requests_bounced_.Sync(s.bounced);
   client_requests_.Sync(s.client_requests);
   hop_served_.Sync(s.served - s.served_local);
   failed_.Sync(s.failed);

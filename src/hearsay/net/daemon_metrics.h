@@ -61,6 +61,7 @@ class DaemonMetrics {
   api::MetricsRegistry registry_;
   // Requests.
   Mirror decision_local_, decision_forwarded_, decision_retried_, client_requests_;
+  Mirror forwards_bounced_, peer_requests_bounced_;
   Mirror hop_served_, failed_, cancelled_, rejected_;
   Mirror estimated_cached_, actual_cached_, served_prompt_tokens_, served_cached_tokens_;
   api::Histogram* ttft_ = nullptr;

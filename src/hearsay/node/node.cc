@@ -516,7 +516,11 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
   if (it == pending_.end() || it->second.slot == 0) return;
   Pending& p = it->second;
   if (before_first_token && !p.first_sent) {
-    ++stats_.forward_failures;
+    if (status.message().find(kBouncedMessage) != std::string::npos) {
+      ++stats_.forwards_bounced;
+    } else {
+      ++stats_.forward_failures;
+    }
     p.excluded.push_back(p.slot);
     if (p.attempts < options_.max_forward_attempts) {
       Route(token);

@@ -109,7 +109,8 @@ struct NodeStats {
   uint64_t client_requests = 0;   // Submit calls without the hop marker
   uint64_t forwarded_out = 0;     // client requests served by a peer (counted at first token)
   uint64_t forward_attempts = 0;  // forwards sent
-  uint64_t forward_failures = 0;  // forwards that failed before the first token
+  uint64_t forward_failures = 0;  // forwards that failed before the first token (not bounces)
+  uint64_t forwards_bounced = 0;  // forwards a busy peer sent back unserved; each routed again
   uint64_t served = 0;            // requests this node's engine produced a first token for
   uint64_t served_prompt_tokens = 0;
   uint64_t served_cached_tokens = 0;

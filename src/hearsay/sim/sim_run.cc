@@ -164,6 +164,7 @@ nlohmann::json ToJson(const SimSummary& s) {
   j["requests"] = s.requests;
   j["failed"] = s.failed;
   j["retries"] = s.retries;
+  j["bounces"] = s.bounces;
   j["sim_seconds"] = s.sim_seconds;
   j["per_node_work"] = s.per_node_work;
   j["per_node_served"] = s.per_node_served;
@@ -315,6 +316,7 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
     forwarded += st.forwarded_out;
     clients += st.client_requests;
     s.retries += st.forward_failures;
+    s.bounces += st.forwards_bounced;
     s.per_node_work.push_back(
         static_cast<double>(st.served_prompt_tokens - st.served_cached_tokens));
     s.per_node_served.push_back(st.served);

@@ -71,6 +71,8 @@ struct SimSummary {
   uint64_t failed = 0;
   // Forwards that failed before the first byte and were retried elsewhere.
   uint64_t retries = 0;
+  // Forwards a busy peer sent back unserved, each routed again (NodeStats::forwards_bounced).
+  uint64_t bounces = 0;
   // Virtual seconds from the first arrival to the last completion.
   double sim_seconds = 0;
   // Per node: prompt tokens it computed (prefilled, net of cache hits). load_cov is over these.
