@@ -3,7 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build llama demo test test-release test-asan test-tsan test-llama fuzz fuzz-smoke bench bench-forwarding soak format clean
+.PHONY: all deps build llama demo test test-release test-asan test-tsan test-tsan-integration test-llama fuzz fuzz-smoke bench bench-forwarding soak format clean
 
 all: build
 
@@ -44,10 +44,21 @@ test-asan: deps
 	cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan
 
+# ThreadSanitizer: the unit tests and the integration tests (real `hearsay node` processes, see
+# test-tsan-integration). Not part of `make test`.
 test-tsan: deps
 	cmake --preset tsan >/dev/null
 	cmake --build --preset tsan -j $(JOBS)
 	ctest --preset tsan
+
+# Only the integration tests (real `hearsay node` processes, `hearsay bench` and `hearsay demo`)
+# against a ThreadSanitizer-built hearsay: every process writes its reports into
+# build/tsan/sanitizer-reports, and the run fails if any appear (tests/sanitizer_reports.sh).
+# The tests take about 3 minutes on 2 loaded cores, after the tsan build.
+test-tsan-integration: deps
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan --target hearsay hearsay_integration_test hearsay_loadgen_cli_test -j $(JOBS)
+	ctest --preset tsan-integration
 
 # Builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS.
 fuzz-smoke: deps

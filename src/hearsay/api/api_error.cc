@@ -59,6 +59,14 @@ ApiError Unavailable(std::string message) {
   return Make(503, kServerError, {}, {}, std::move(message));
 }
 
+ApiError BadGateway(std::string message) {
+  return Make(502, kServerError, "upstream_error", {}, std::move(message));
+}
+
+ApiError GatewayTimeout(std::string message) {
+  return Make(504, kServerError, "upstream_timeout", {}, std::move(message));
+}
+
 ApiError Forbidden(std::string message) {
   return Make(403, "permission_error", "forbidden", {}, std::move(message));
 }

@@ -18,7 +18,7 @@
 namespace hearsay::api {
 
 struct ApiError {
-  // The HTTP status to answer with (400, 403, 404, 405, 413, 429, 500, 503).
+  // The HTTP status to answer with (400, 403, 404, 405, 413, 429, 500, 502, 503, 504).
   int http_status = 500;
   // OpenAI's error type, e.g. "invalid_request_error", "server_error".
   std::string type;
@@ -44,6 +44,12 @@ ApiError BodyTooLarge(size_t limit_bytes);
 ApiError Internal(std::string message);
 // 503 server_error: the node cannot serve now (draining, no engine, upstream down).
 ApiError Unavailable(std::string message);
+// 502 server_error, code upstream_error: the engine or peer behind this node answered with
+// something that is not a valid response (malformed events, a stream cut short).
+ApiError BadGateway(std::string message);
+// 504 server_error, code upstream_timeout: the engine or peer behind this node did not answer in
+// time.
+ApiError GatewayTimeout(std::string message);
 // 403 permission_error, e.g. a peer request without a valid cluster token.
 ApiError Forbidden(std::string message);
 // 404 invalid_request_error for a path no endpoint serves.

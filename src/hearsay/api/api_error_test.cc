@@ -24,6 +24,8 @@ TEST(ApiErrorTest, FactoriesFixStatusTypeAndCode) {
       {BodyTooLarge(1024), 413, "invalid_request_error", "request_too_large"},
       {Internal("boom"), 500, "server_error", ""},
       {Unavailable("draining"), 503, "server_error", ""},
+      {BadGateway("malformed event"), 502, "server_error", "upstream_error"},
+      {GatewayTimeout("no output"), 504, "server_error", "upstream_timeout"},
       {Forbidden("no token"), 403, "permission_error", "forbidden"},
       {NotFound("/v2/x"), 404, "invalid_request_error", "not_found"},
       {MethodNotAllowed("GET", "/v1/completions"), 405, "invalid_request_error",

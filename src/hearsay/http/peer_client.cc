@@ -43,6 +43,8 @@ StatusCode CodeForHttpStatus(int status) {
       return StatusCode::kResourceExhausted;
     case 500:
       return StatusCode::kInternal;
+    case 502:  // the peer's engine answered garbage: the entry node answers 502 too
+      return StatusCode::kDataLoss;
     default:
       return StatusCode::kUnavailable;
   }

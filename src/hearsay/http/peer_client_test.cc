@@ -286,6 +286,20 @@ TEST_F(PeerClientTest, PeerErrorStatusFailsBeforeTheFirstToken) {
   EXPECT_TRUE(sink.contract_kept());
 }
 
+TEST_F(PeerClientTest, PeerBadGatewayReadsAsDataLoss) {
+  // A peer whose engine answered garbage says 502; the entry node must answer 502 as well.
+  StartPeer([](Request, std::shared_ptr<Responder> r) {
+    r->Respond(502, {{"Content-Type", "application/json"}},
+               api::RenderError(api::BadGateway("upstream sent a malformed event")));
+  });
+  RecordingSink sink(core_, in_forward_);
+  Forward(sink);
+  ASSERT_TRUE(sink.WaitTerminal());
+  EXPECT_TRUE(sink.before_first_token());
+  EXPECT_EQ(sink.error().code(), StatusCode::kDataLoss) << sink.error().ToString();
+  EXPECT_NE(sink.error().message().find("malformed"), std::string::npos);
+}
+
 TEST_F(PeerClientTest, UnreachablePeerFailsBeforeTheFirstToken) {
   StartPeer(StreamingPeer());
   std::string dead = peer_address_;

@@ -1,92 +1,26 @@
-// LoadRun against in-process fake OpenAI servers (http::Server on loopback, port 0): the
+// LoadRun against in-process fake OpenAI servers (harness::FakeOpenAiUpstream on loopback): the
 // disciplines, bounds, error classification and cancellation, with real sockets.
 #include "hearsay/loadgen/load_run.h"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
-#include <utility>  // before Asio (Boost 1.74)
 
-#include "hearsay/api/openai_response.h"
-#include "hearsay/http/server.h"
+#include "hearsay/harness/fake_openai_upstream.h"
 #include "hearsay/loadgen/summary.h"
 
 namespace hearsay::loadgen {
 namespace {
 
-enum class Behaviour { kStream, kTooBusy, kHang };
+using harness::FakeOpenAiUpstream;
+using Behaviour = FakeOpenAiUpstream::Mode;
 
-// A fake OpenAI completions server: streams max_tokens chunks and a usage chunk in which half of
-// the prompt's words are "cached", or answers 429, or never answers.
-class FakeServer {
+// A fake OpenAI server (harness::FakeOpenAiUpstream) in one behaviour: kOk streams max_tokens
+// chunks and a usage chunk in which half of the prompt's words are cached, kTooBusy answers 429,
+// kSilent never answers.
+class FakeServer : public FakeOpenAiUpstream {
  public:
-  explicit FakeServer(Behaviour behaviour) : behaviour_(behaviour) {
-    http::ServerOptions o;
-    o.listen = "127.0.0.1:0";
-    Result<std::unique_ptr<http::Server>> s =
-        http::Server::Start(io_, o, [this](http::Request r, std::shared_ptr<http::Responder> w) {
-          Handle(std::move(r), std::move(w));
-        });
-    HEARSAY_CHECK(s.ok());
-    server_ = std::move(*s);
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~FakeServer() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      held_.clear();
-    }
-    server_->Close();
-    guard_.reset();
-    io_.stop();
-    thread_.join();
-  }
-
-  std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
-  int requests() const { return requests_.load(); }
-
- private:
-  void Handle(http::Request r, std::shared_ptr<http::Responder> w) {
-    ++requests_;
-    if (behaviour_ == Behaviour::kHang) {
-      std::lock_guard<std::mutex> lock(mu_);
-      held_.push_back(std::move(w));
-      return;
-    }
-    if (behaviour_ == Behaviour::kTooBusy) {
-      w->Respond(429, {{"content-type", "application/json"}, {"retry-after", "1"}},
-                 R"({"error":{"message":"busy","type":"rate_limit_exceeded"}})");
-      return;
-    }
-    const nlohmann::json body = nlohmann::json::parse(r.body);
-    const std::string prompt = body["prompt"].get<std::string>();
-    const uint32_t words = static_cast<uint32_t>(std::count(prompt.begin(), prompt.end(), ' ') + 1);
-    const uint32_t max_tokens = body["max_tokens"].get<uint32_t>();
-    api::ResponseMeta meta;
-    meta.id = "cmpl-1";
-    meta.model = body["model"].get<std::string>();
-    w->StartStream(200, {{"content-type", "text/event-stream"}});
-    for (uint32_t i = 0; i < max_tokens; ++i) w->Write(api::RenderChunk(meta, " tok", i == 0));
-    w->Write(api::RenderFinalChunk(meta, api::kFinishLength));
-    w->Write(api::RenderUsageChunk(meta, {words, max_tokens, words / 2}));
-    w->Write(std::string(api::kSseDone));
-    w->End();
-  }
-
-  Behaviour behaviour_;
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_ =
-      boost::asio::make_work_guard(io_);
-  std::unique_ptr<http::Server> server_;
-  std::thread thread_;
-  std::atomic<int> requests_{0};
-  std::mutex mu_;
-  std::vector<std::shared_ptr<http::Responder>> held_;
+  explicit FakeServer(Behaviour behaviour) { set_mode(behaviour); }
 };
 
 RequestSource Source(uint32_t targets, uint64_t requests, double rate = 100, bool cot = false) {
@@ -101,7 +35,7 @@ RequestSource Source(uint32_t targets, uint64_t requests, double rate = 100, boo
 }
 
 TEST(LoadRunTest, ClosedLoopCompletesEveryRequestWithUsage) {
-  FakeServer a(Behaviour::kStream), b(Behaviour::kStream);
+  FakeServer a(Behaviour::kOk), b(Behaviour::kOk);
   LoadOptions o;
   o.targets = {a.address(), b.address()};
   o.mode = LoadMode::kClosedLoop;
@@ -134,7 +68,7 @@ TEST(LoadRunTest, ClosedLoopCompletesEveryRequestWithUsage) {
 }
 
 TEST(LoadRunTest, OpenLoopNeverSendsBeforeTheArrivalTime) {
-  FakeServer a(Behaviour::kStream);
+  FakeServer a(Behaviour::kOk);
   LoadOptions o;
   o.targets = {a.address()};
   o.max_requests = 30;
@@ -154,7 +88,7 @@ TEST(LoadRunTest, OpenLoopNeverSendsBeforeTheArrivalTime) {
 }
 
 TEST(LoadRunTest, DurationBoundsAnOpenLoopRun) {
-  FakeServer a(Behaviour::kStream);
+  FakeServer a(Behaviour::kOk);
   LoadOptions o;
   o.targets = {a.address()};
   o.duration = std::chrono::milliseconds(300);
@@ -172,7 +106,7 @@ TEST(LoadRunTest, FailuresAreClassifiedNotFatal) {
   // A port nothing listens on: bind one, remember it, close it.
   std::string dead;
   {
-    FakeServer gone(Behaviour::kStream);
+    FakeServer gone(Behaviour::kOk);
     dead = gone.address();
   }
   LoadOptions o;
@@ -192,7 +126,7 @@ TEST(LoadRunTest, FailuresAreClassifiedNotFatal) {
 }
 
 TEST(LoadRunTest, SkipsRatherThanQueuesBeyondMaxInFlight) {
-  FakeServer hang(Behaviour::kHang);
+  FakeServer hang(Behaviour::kSilent);
   LoadOptions o;
   o.targets = {hang.address()};
   o.max_requests = 6;
@@ -208,7 +142,7 @@ TEST(LoadRunTest, SkipsRatherThanQueuesBeyondMaxInFlight) {
 }
 
 TEST(LoadRunTest, CancelAbortsRequestsInFlight) {
-  FakeServer hang(Behaviour::kHang);
+  FakeServer hang(Behaviour::kSilent);
   LoadOptions o;
   o.targets = {hang.address()};
   o.mode = LoadMode::kClosedLoop;

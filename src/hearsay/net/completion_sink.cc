@@ -19,9 +19,14 @@ api::ApiError ToApiError(const Status& status) {
     case StatusCode::kResourceExhausted:  // e.g. a request that can never fit the KV cache
       return api::InvalidRequest("", status.message());
     case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded:
     case StatusCode::kAborted:
       return api::Unavailable(status.message());
+    // Only the hops behind this node (engine, peer) report these: a malformed answer, or none in
+    // time. They are the gateway's 502 and 504, not a failure of this node.
+    case StatusCode::kDataLoss:
+      return api::BadGateway(status.message());
+    case StatusCode::kDeadlineExceeded:
+      return api::GatewayTimeout(status.message());
     case StatusCode::kPermissionDenied:
     case StatusCode::kUnauthenticated:
       return api::Forbidden(status.message());

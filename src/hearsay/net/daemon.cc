@@ -17,9 +17,9 @@
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/env/bounce_header.h"
 #include "hearsay/gossip/types.h"
+#include "hearsay/http/host_port.h"
 #include "hearsay/net/engine_factory.h"
 #include "hearsay/net/keyring_file.h"
-#include "hearsay/http/host_port.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
@@ -82,7 +82,7 @@ Status Daemon::Init() {
     key_source = std::move(k.source);
   }
 
-  seed_ = OsRandomSeed();
+  seed_ = c.seed != 0 ? c.seed : OsRandomSeed();
   rng_ = std::make_unique<Rng>(seed_);
   // A fresh generation per start, increasing across restarts: the wall clock in ns.
   generation_ = static_cast<Generation>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -213,6 +213,9 @@ Status Daemon::Init() {
   no.gossip.api_address = api_address_;
   no.policy = c.policy;
   no.policy_options.host = route::Host::kDaemon;
+  // Gossip draws from rng_ on timers: routing draws from its own stream, so that the same seed
+  // and the same requests give the same choices.
+  no.policy_options.decision_seed = rng_->NextU64();
   if (c.engine == "sim") {
     HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cm, engine::CostModel::FromPreset(c.engine_preset));
     const engine::CostParams& p = cm.params();

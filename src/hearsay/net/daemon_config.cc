@@ -77,6 +77,10 @@ const std::vector<Setting>& Table() {
       {{"node.key_namespace", "key-namespace", K::kString,
         "extra seed mixed into every block key (nodes with different values never share keys)"},
        &C::key_namespace},
+      {{"node.seed", "seed", K::kUInt,
+        "seed of the node's randomness (random policy choices, gossip); 0: random from the OS. "
+        "Logged at start (seed=) so a run can be repeated"},
+       &C::seed},
       {{"engine.kind", "engine", K::kString,
         "inference engine: sim (embedded simulator) or openai (an OpenAI-compatible server at "
         "engine.upstream; docs/engines.md)"},

@@ -36,6 +36,9 @@ struct DaemonConfig {
   std::string tokenizer = "bytes";     // bytes (built-in) or engine (the upstream's /tokenize)
   std::string chat_template = "auto";  // builtin, engine, or auto (engine where possible)
   std::string key_namespace;           // mixed into every block key (the hash seed)
+  // Seeds all of the node's randomness (routing, gossip); 0: a random seed from the OS. The seed
+  // in use is logged at start (event=start seed=...), so a run can be repeated.
+  uint64_t seed = 0;
   // --- Engine ---
   std::string engine = "sim";
   std::string engine_preset = "h100-llama3-8b";

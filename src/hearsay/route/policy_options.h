@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "hearsay/common/status.h"
 #include "hearsay/env/time.h"
@@ -63,6 +64,10 @@ struct PolicyOptions {
   // Sends older than this are assumed served, however stale a member's load report.
   Duration sent_horizon = FromMillis(2000);
   HearsayParams hearsay;
+  // When set, a policy that draws random numbers (`random`) draws them from its own generator
+  // seeded with this, not from the Rng passed to Choose(). The daemon sets it: its Rng also serves
+  // gossip timers, so only an own stream makes routing choices repeatable from the node's seed.
+  std::optional<uint64_t> decision_seed;
 
   // OK, or INVALID_ARGUMENT naming the first bad field.
   Status Validate() const;

@@ -25,7 +25,7 @@ constexpr PolicyInfo kPolicies[] = {
 
 std::unique_ptr<Policy> Build(std::string_view name, const PolicyOptions& options) {
   if (name == "local") return NewLocalPolicy();
-  if (name == "random") return NewRandomPolicy();
+  if (name == "random") return NewRandomPolicy(options.decision_seed);
   if (name == "round-robin") return NewRoundRobinPolicy();
   if (name == "least-loaded") return NewLeastLoadedPolicy(options);
   if (name == "p2c") return NewP2cPolicy(options);

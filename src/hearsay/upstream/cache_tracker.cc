@@ -46,11 +46,7 @@ EvidenceOutcome CacheTracker::ApplyEvidence(uint64_t request, size_t reported_to
     // The engine lacked block j (and so every block after it): every tracked chain through
     // block j is stale from there on.
     const size_t j = reported_blocks;
-    const BlockKey missing = p.keys[j];
-    std::vector<uint64_t> stale;
-    for (const auto& [id, e] : entries_) {
-      if (e.keys.size() > j && e.keys[j] == missing) stale.push_back(id);
-    }
+    const std::vector<uint64_t> stale = EntriesThrough(p.keys[j]);
     for (uint64_t id : stale) Truncate(id, j);
     out.stale_entries_cut = stale.size();
   } else if (reported_blocks > p.estimate_blocks) {
@@ -132,10 +128,7 @@ size_t CacheTracker::ForgetBlock(BlockKey key) {
   auto ref = refs_.find(key);
   if (ref == refs_.end()) return 0;
   const size_t j = ref->second.index;
-  std::vector<uint64_t> cut;
-  for (const auto& [id, e] : entries_) {
-    if (e.keys.size() > j && e.keys[j] == key) cut.push_back(id);
-  }
+  const std::vector<uint64_t> cut = EntriesThrough(key);
   for (uint64_t id : cut) Truncate(id, j);
   return cut.size();
 }
@@ -175,7 +168,7 @@ uint64_t CacheTracker::Upsert(const std::vector<BlockKey>& keys, const std::stri
   e.last_use = ++tick_;
   lru_.insert({e.last_use, id});
   by_last_key_[keys.back()] = id;
-  AddKeys(keys, 0);
+  AddKeys(keys);
   EvictToCapacity(id);
   return id;
 }
@@ -223,12 +216,37 @@ void CacheTracker::Truncate(uint64_t id, size_t blocks) {
   }
 }
 
-void CacheTracker::AddKeys(std::span<const BlockKey> keys, size_t first_index) {
+std::vector<uint64_t> CacheTracker::EntriesThrough(BlockKey key) const {
+  // Equal keys mean equal prefixes, so the held blocks form a tree, and the entries through `key`
+  // are those whose last key lies in its subtree. Every block of that subtree is about to be
+  // dropped by the caller, so the walk costs no more than the drop itself.
+  std::vector<uint64_t> ids;
+  if (!refs_.contains(key)) return ids;
+  std::vector<BlockKey> todo = {key};
+  while (!todo.empty()) {
+    const BlockKey k = todo.back();
+    todo.pop_back();
+    if (auto e = by_last_key_.find(k); e != by_last_key_.end()) ids.push_back(e->second);
+    for (auto c = children_.lower_bound({k, 0}); c != children_.end() && c->first == k; ++c) {
+      todo.push_back(c->second);
+    }
+  }
+  // Ascending ids: the order a scan of entries_ gives, which decides which of two chains cut to
+  // the same length survives, and the order of the events.
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void CacheTracker::AddKeys(std::span<const BlockKey> keys) {
   for (size_t i = 0; i < keys.size(); ++i) {
     Ref& r = refs_[keys[i]];
     if (r.count++ == 0) {
-      r.index = static_cast<uint32_t>(first_index + i);
+      r.index = static_cast<uint32_t>(i);
       events_.push_back({BlockEvent::Kind::kAdded, keys[i], r.index});
+      if (i > 0) {
+        r.parent = keys[i - 1];
+        children_.insert({r.parent, keys[i]});
+      }
     }
   }
 }
@@ -240,6 +258,7 @@ void CacheTracker::DropKeys(std::span<const BlockKey> keys, size_t first_index) 
     if (--it->second.count == 0) {
       events_.push_back(
           {BlockEvent::Kind::kRemoved, keys[i], static_cast<uint32_t>(first_index + i)});
+      if (it->second.index > 0) children_.erase({it->second.parent, keys[i]});
       refs_.erase(it);
     }
   }

@@ -18,6 +18,9 @@
 //
 // Invariants:
 //  - refs_[k].count == number of entries whose keys contain k; refs_ holds no zero count;
+//  - refs_[k].parent is the key before k in every chain through k (index > 0 only);
+//  - children_ holds (refs_[k].parent, k) for every held k with index > 0: with by_last_key_ it
+//    finds the entries through a block by walking its subtree, without scanning all entries;
 //  - by_last_key_ maps the last key of every entry with keys to that entry (one entry per chain);
 //  - lru_ holds (last_use, id) of every entry.
 //
@@ -102,7 +105,8 @@ class CacheTracker {
   void SetEvidenceOnly(bool on);
   bool evidence_only() const { return evidence_only_; }
   // (d) The engine says it dropped block `key` (vLLM KV events, kv_events_tracking.h): every
-  // entry through that block is cut before it. Returns the entries cut.
+  // entry through that block is cut before it. Returns the entries cut. Costs O(log n) per block
+  // dropped (the blocks below `key`), however many entries are tracked.
   size_t ForgetBlock(prefix::BlockKey key);
 
   // Leading tokens of `prompt` the tracker believes cached (a multiple of the block size).
@@ -132,6 +136,7 @@ class CacheTracker {
   struct Ref {
     uint32_t count = 0;
     uint32_t index = 0;
+    prefix::BlockKey parent = 0;  // meaningful when index > 0
   };
   struct Pending {
     uint64_t entry = 0;
@@ -149,9 +154,12 @@ class CacheTracker {
   // Cuts entry `id` to its first `blocks` keys (removing it when 0 remain or the cut chain
   // duplicates another entry).
   void Truncate(uint64_t id, size_t blocks);
-  void AddKeys(std::span<const prefix::BlockKey> keys, size_t first_index);
+  // Adds a whole chain (from its block 0).
+  void AddKeys(std::span<const prefix::BlockKey> keys);
   void DropKeys(std::span<const prefix::BlockKey> keys, size_t first_index);
   void EvictToCapacity(uint64_t keep);
+  // The ids of the entries whose chains pass through held block `key`, ascending.
+  std::vector<uint64_t> EntriesThrough(prefix::BlockKey key) const;
   size_t HeldPrefixBlocks(std::span<const prefix::BlockKey> keys) const;
 
   prefix::BlockKeyer keyer_;
@@ -162,6 +170,7 @@ class CacheTracker {
   std::map<uint64_t, Entry> entries_;
   std::unordered_map<prefix::BlockKey, uint64_t> by_last_key_;
   std::unordered_map<prefix::BlockKey, Ref> refs_;
+  std::set<std::pair<prefix::BlockKey, prefix::BlockKey>> children_;  // (parent, child)
   std::set<std::pair<uint64_t, uint64_t>> lru_;
   std::unordered_map<uint64_t, Pending> pending_;
   std::vector<prefix::BlockEvent> events_;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <numeric>
 #include <set>
 
@@ -201,7 +203,7 @@ TEST(CacheTrackerTest, RandomOperationsKeepEventsConsistent) {
     std::vector<uint64_t> pending;
     for (int step = 0; step < 300; ++step) {
       const TimePoint now = At(std::chrono::milliseconds(step * 100));
-      switch (next() % 5) {
+      switch (next() % 6) {
         case 0:
         case 1: {
           const uint64_t id = 1000 + step;
@@ -225,10 +227,92 @@ TEST(CacheTrackerTest, RandomOperationsKeepEventsConsistent) {
         case 4:
           t.ExpireLeases(now);
           break;
+        case 5: {
+          std::vector<BlockEvent> snap;
+          t.AppendSnapshot(snap);
+          if (!snap.empty()) t.ForgetBlock(snap[next() % snap.size()].key);
+          break;
+        }
       }
       ExpectEventsMatchSnapshot(t, held);
       if (::testing::Test::HasFailure()) return;
     }
+  }
+}
+
+// A big tracker (thousands of prompts sharing prefixes in a tree) loses many blocks one by one;
+// after each, what it holds and each cut count agree with a naive model: a set of chains, each
+// cut before the forgotten block.
+TEST(CacheTrackerTest, ForgettingManyBlocksOfABigTrackerMatchesANaiveModel) {
+  const prefix::BlockKeyer keyer = Keyer();
+  CacheTracker t(Keyer(), {.capacity_tokens = uint64_t{1} << 30, .prediction_lease = 5s});
+  std::set<std::vector<prefix::BlockKey>> chains;  // the model
+  std::vector<std::vector<TokenId>> prompts;
+  uint64_t x = 0x2545F4914F6CDD1Dull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  // Prompts of 1-3 levels of 8 shared segments each (2 blocks of 4 tokens), then an own tail.
+  for (uint64_t id = 1; id <= 3000; ++id) {
+    std::vector<TokenId> p;
+    const uint64_t levels = 1 + next() % 3;
+    TokenId path = 0;
+    for (uint64_t l = 0; l < levels; ++l) {
+      path = path * 8 + 1 + static_cast<TokenId>(next() % 8);
+      for (TokenId i = 0; i < 8; ++i) p.push_back(path * 100 + i);
+    }
+    for (uint64_t i = 0, own = next() % 10; i < own; ++i) {
+      p.push_back(1000000 + static_cast<TokenId>(id * 16 + i));
+    }
+    t.Predict(id, p, "", At(0s));
+    t.ApplyEvidence(id, p.size(), 0);
+    std::vector<prefix::BlockKey> keys = keyer.Keys(p);
+    if (!keys.empty()) chains.insert(std::move(keys));
+    prompts.push_back(std::move(p));
+  }
+  ASSERT_EQ(t.entries(), chains.size());
+  std::set<prefix::BlockKey> held;
+  ExpectEventsMatchSnapshot(t, held);
+  const size_t held_at_start = held.size();
+
+  for (int round = 0; round < 400 && !held.empty(); ++round) {
+    // Any held block, deep or shallow.
+    auto pick = held.begin();
+    std::advance(pick, next() % held.size());
+    const prefix::BlockKey key = *pick;
+    std::set<std::vector<prefix::BlockKey>> cut_chains;
+    size_t through = 0;
+    for (const auto& c : chains) {
+      const auto at = std::find(c.begin(), c.end(), key);
+      if (at == c.end()) {
+        cut_chains.insert(c);
+        continue;
+      }
+      ++through;
+      if (at != c.begin()) cut_chains.insert(std::vector<prefix::BlockKey>(c.begin(), at));
+    }
+    chains = std::move(cut_chains);
+    ASSERT_EQ(t.ForgetBlock(key), through) << "round " << round;
+    ASSERT_EQ(t.ForgetBlock(key), 0u) << "forgotten twice";
+    ASSERT_EQ(t.entries(), chains.size()) << "round " << round;
+    ExpectEventsMatchSnapshot(t, held);
+    std::set<prefix::BlockKey> model_held;
+    for (const auto& c : chains) model_held.insert(c.begin(), c.end());
+    ASSERT_EQ(held, model_held) << "round " << round;
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_LT(held.size(), held_at_start / 2) << "the test should forget most of the tracker";
+  // Lookups agree with the model too.
+  std::set<prefix::BlockKey> model_held;
+  for (const auto& c : chains) model_held.insert(c.begin(), c.end());
+  for (const auto& p : prompts) {
+    const std::vector<prefix::BlockKey> keys = keyer.Keys(p);
+    size_t n = 0;
+    while (n < keys.size() && model_held.contains(keys[n])) ++n;
+    ASSERT_EQ(t.CachedPrefixTokens(p), n * t.block_tokens());
   }
 }
 

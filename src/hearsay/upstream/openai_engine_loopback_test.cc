@@ -1,20 +1,18 @@
 // OpenAiEngine over real sockets: HostedOpenAiEngine (http::Client + HttpUpstreamTransport)
-// against a fake upstream built on http::Server on loopback, for each fault the engine must
+// against a fake upstream on loopback (harness::FakeOpenAiUpstream), for each fault the engine must
 // survive: down, slow, 5xx, garbage, and recovery. Bounded in time; ports are ephemeral.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
-#include "hearsay/http/server.h"
+#include "hearsay/harness/fake_openai_upstream.h"
 #include "hearsay/net/asio_runtime.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
 
@@ -23,67 +21,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-enum class Mode { kOk, kServerError, kGarbage, kSlow };
-
-// A fake OpenAI-compatible upstream whose behaviour the test switches.
-class FakeUpstream {
- public:
-  explicit FakeUpstream(boost::asio::io_context& io) {
-    http::ServerOptions o;
-    o.listen = "127.0.0.1:0";
-    auto s =
-        http::Server::Start(io, o, [this](http::Request req, std::shared_ptr<http::Responder> res) {
-          Handle(std::move(req), std::move(res));
-        });
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(s).value();
-  }
-  uint16_t port() const { return server_->port(); }
-  void Close() { server_->Close(); }
-  std::atomic<Mode> mode{Mode::kOk};
-  std::atomic<int> health_status{200};
-  std::atomic<int> completions{0};
-
- private:
-  void Handle(http::Request req, std::shared_ptr<http::Responder> res) {
-    if (req.path == "/health") {
-      const int st = health_status.load();
-      res->Respond(st, {{"content-type", "application/json"}},
-                   st == 200 ? R"({"status":"ok"})" : R"({"error":{"message":"Loading model"}})");
-      return;
-    }
-    ++completions;
-    switch (mode.load()) {
-      case Mode::kOk:
-        res->StartStream(200, {{"content-type", "text/event-stream"}});
-        res->Write(
-            R"(data: {"choices":[{"text":"hello","index":0}],"timings":{"cache_n":3,"prompt_n":5,"prompt_ms":1.0}})"
-            "\n\n");
-        res->Write(
-            R"(data: {"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":3}}})"
-            "\n\ndata: [DONE]\n\n");
-        res->End();
-        return;
-      case Mode::kServerError:
-        res->Respond(503, {{"content-type", "application/json"}},
-                     R"({"error":{"message":"server overloaded, try later"}})");
-        return;
-      case Mode::kGarbage:
-        res->StartStream(200, {{"content-type", "text/event-stream"}});
-        res->Write("data: <<<not json>>>\n\n");
-        res->End();
-        return;
-      case Mode::kSlow: {
-        std::lock_guard lock(mu_);
-        parked_.push_back(res);  // never answered; dropped with the server
-        return;
-      }
-    }
-  }
-  std::mutex mu_;
-  std::vector<std::shared_ptr<http::Responder>> parked_;
-  std::unique_ptr<http::Server> server_;
-};
+using harness::FakeOpenAiUpstream;
+using Mode = FakeOpenAiUpstream::Mode;
 
 struct Outcome {
   bool first = false;
@@ -123,7 +62,9 @@ class LoopbackTest : public ::testing::Test {
   }
   void SetUp() override {
     thread_ = std::thread([this] { io_.run(); });
-    upstream_ = std::make_unique<FakeUpstream>(io_);
+    upstream_ = std::make_unique<FakeOpenAiUpstream>();
+    upstream_->set_text("hello");
+    upstream_->set_server_error(503, "server overloaded, try later");
   }
   void TearDown() override {
     OnCore([this] {
@@ -194,7 +135,7 @@ class LoopbackTest : public ::testing::Test {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
       boost::asio::make_work_guard(io_);
   std::thread thread_;
-  std::unique_ptr<FakeUpstream> upstream_;
+  std::unique_ptr<FakeOpenAiUpstream> upstream_;
   std::unique_ptr<net::AsioScheduler> scheduler_;
   std::unique_ptr<HostedOpenAiEngine> engine_;
 };
@@ -203,14 +144,15 @@ TEST_F(LoopbackTest, StreamsThroughRealHttp) {
   Make(upstream_->port(), Fast());
   Outcome o = Run(1);
   ASSERT_TRUE(o.complete) << o.status.ToString();
-  EXPECT_EQ(o.text, "hello");
-  EXPECT_EQ(o.usage, (engine::Usage{8, 1, 3}));
+  // The fake's answer to "hello there" with max_tokens 2: two chunks, 2 prompt words, 1 cached.
+  EXPECT_EQ(o.text, "hellohello");
+  EXPECT_EQ(o.usage, (engine::Usage{2, 2, 1}));
   EXPECT_TRUE(Healthy());
 }
 
 TEST_F(LoopbackTest, UpstreamDownGivesClearErrorAndUnhealthyThenRecovers) {
   const uint16_t port = upstream_->port();
-  upstream_->health_status = 200;
+  upstream_->set_health_status(200);
   upstream_->Close();  // nothing listens on the port now
   Make(port, Fast());
   Outcome o = Run(1);
@@ -223,16 +165,16 @@ TEST_F(LoopbackTest, UpstreamDownGivesClearErrorAndUnhealthyThenRecovers) {
 }
 
 TEST_F(LoopbackTest, LoadingUpstreamIsUnhealthyUntilItsHealthSaysOk) {
-  upstream_->health_status = 503;
+  upstream_->set_health_status(503);
   Make(upstream_->port(), Fast());
   ASSERT_TRUE(WaitHealthy(false));
-  upstream_->health_status = 200;
+  upstream_->set_health_status(200);
   ASSERT_TRUE(WaitHealthy(true));
   EXPECT_TRUE(Run(1).complete);
 }
 
 TEST_F(LoopbackTest, ServerErrorsAreReportedWithTheUpstreamMessage) {
-  upstream_->mode = Mode::kServerError;
+  upstream_->set_mode(Mode::kServerError);
   Make(upstream_->port(), Fast());
   Outcome o = Run(1);
   EXPECT_EQ(o.status.code(), StatusCode::kUnavailable);
@@ -241,16 +183,16 @@ TEST_F(LoopbackTest, ServerErrorsAreReportedWithTheUpstreamMessage) {
 }
 
 TEST_F(LoopbackTest, GarbageIsAClearErrorAndTheEngineKeepsServing) {
-  upstream_->mode = Mode::kGarbage;
+  upstream_->set_mode(Mode::kGarbage);
   Make(upstream_->port(), Fast());
   Outcome o = Run(1);
   EXPECT_EQ(o.status.code(), StatusCode::kDataLoss) << o.status.ToString();
-  upstream_->mode = Mode::kOk;
+  upstream_->set_mode(Mode::kOk);
   EXPECT_TRUE(Run(2).complete);
 }
 
 TEST_F(LoopbackTest, SlowUpstreamTimesOut) {
-  upstream_->mode = Mode::kSlow;
+  upstream_->set_mode(Mode::kSilent);
   Make(upstream_->port(), Fast());
   const auto start = std::chrono::steady_clock::now();
   Outcome o = Run(1);
