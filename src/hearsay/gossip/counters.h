@@ -38,8 +38,10 @@ struct Counters {
   // Membership.
   uint64_t probes = 0;
   uint64_t probe_failures = 0;
-  uint64_t probes_heard = 0;  // probes without an ack whose target was heard from meanwhile
-  uint64_t refutations = 0;   // times this node refuted a suspicion about itself
+  uint64_t probes_heard = 0;      // probes without an ack whose target was heard from meanwhile
+  uint64_t probes_relayed = 0;    // ... or whose newer state arrived through others meanwhile
+  uint64_t refutations = 0;       // times this node refuted a suspicion about itself
+  uint64_t evidence_notices = 0;  // suspicions told to a suspect whose newer state arrived
 };
 
 }  // namespace hearsay::gossip

@@ -69,6 +69,7 @@ struct MemberView {
   TimePoint load_updated{};      // when it arrived here: the view's age is now - load_updated
   std::optional<double> rtt_ms;  // smoothed round-trip time from probe and sync replies
   uint64_t known_version = 0;    // highest contiguous version of its state replicated here
+  TimePoint last_heard{};        // when its last message (this generation) arrived here
 };
 
 class Node final : public MessageSink {
@@ -140,6 +141,9 @@ class Node final : public MessageSink {
     // When its last authenticated message (of this generation) arrived: a probe counts any
     // message heard from its target after the probe started as an ack (see HeardSince).
     TimePoint last_heard_at{};
+    // When a newer version of its state last arrived here (from anyone): relayed evidence that
+    // it was alive recently (Config::relayed_evidence).
+    TimePoint last_evidence_at{};
     // Round-trip time, smoothed.
     bool has_rtt = false;
     double srtt_ms = 0;
@@ -165,7 +169,8 @@ class Node final : public MessageSink {
     TimePoint sent_at{};
     int sends = 0;
     bool acked = false;
-    bool heard = false;  // kProbe: the target spoke to us since sent_at (counts as an ack)
+    bool heard = false;    // kProbe: the target spoke to us since sent_at (counts as an ack)
+    bool relayed = false;  // kProbe: ... or only its newer state reached us through others
     int nacks = 0;
     int expected_nacks = 0;
     Address requester;                 // kRelay
