@@ -50,7 +50,8 @@ std::string_view MemberStateName(MemberState state) {
 }
 
 Node::Node(NodeId id, Generation generation, Address self, Config config, Scheduler& scheduler,
-           Rng& rng, Transport& transport, Framer* framer, Listener* listener)
+           Rng& rng, Transport& transport, Framer* framer, Listener* listener,
+           SharedHistories* shared)
     : id_(std::move(id)),
       generation_(generation),
       address_(std::move(self)),
@@ -60,9 +61,12 @@ Node::Node(NodeId id, Generation generation, Address self, Config config, Schedu
       transport_(transport),
       framer_(framer != nullptr ? *framer : plaintext_),
       listener_(listener),
+      shared_(shared),
       overload_(config.overload) {
   if (config_.landmark_stride == 0) config_.landmark_stride = 1;
-  self_store_ = std::make_unique<OriginStore>(id_, generation_, config_.min_tombstones);
+  self_store_ = std::make_unique<OriginStore>(
+      id_, generation_, config_.min_tombstones,
+      shared_ != nullptr ? shared_->For(id_, generation_) : nullptr, /*writer=*/true);
   self_id_hash_ = HashId(id_);
   digest_hash_ = DigestTerm(self_id_hash_, generation_, 0);
   digest_count_ = 1;
@@ -346,7 +350,9 @@ int Node::TransmitLimit() const {
 
 void Node::NewStore(MemberRec& m) {
   if (m.store) DropStore(m);
-  m.store = std::make_unique<OriginStore>(m.id, m.generation, config_.min_tombstones);
+  m.store = std::make_unique<OriginStore>(
+      m.id, m.generation, config_.min_tombstones,
+      shared_ != nullptr ? shared_->For(m.id, m.generation) : nullptr, /*writer=*/false);
   m.pull_version = 0;
   m.pull_until = TimePoint{};
   digest_hash_ ^= DigestTerm(m.id_hash, m.generation, 0);

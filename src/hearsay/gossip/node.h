@@ -49,6 +49,7 @@
 #include "hearsay/gossip/framer.h"
 #include "hearsay/gossip/listener.h"
 #include "hearsay/gossip/origin_store.h"
+#include "hearsay/gossip/shared_history.h"
 #include "hearsay/gossip/suspicion.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/gossip/wire.h"
@@ -74,9 +75,12 @@ struct MemberView {
 
 class Node final : public MessageSink {
  public:
-  // `framer` and `listener` may be null (plaintext framing; no effects reported).
+  // `framer` and `listener` may be null (plaintext framing; no effects reported). `shared`
+  // (simulation only, may be null) makes every replica a view of its origin's shared history,
+  // so a simulated cluster needs O(N) rather than O(N^2) memory (shared_history.h).
   Node(NodeId id, Generation generation, Address self, Config config, Scheduler& scheduler,
-       Rng& rng, Transport& transport, Framer* framer = nullptr, Listener* listener = nullptr);
+       Rng& rng, Transport& transport, Framer* framer = nullptr, Listener* listener = nullptr,
+       SharedHistories* shared = nullptr);
   ~Node() override;
 
   Node(const Node&) = delete;
@@ -259,6 +263,7 @@ class Node final : public MessageSink {
   PlaintextFramer plaintext_;
   Framer& framer_;
   Listener* listener_;
+  SharedHistories* shared_;
   std::shared_ptr<int> alive_token_ = std::make_shared<int>(0);
 
   uint64_t incarnation_ = 0;

@@ -166,6 +166,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.faults.loss = o.loss;
   co.config.landmark_stride = o.landmark_stride;
   co.config.relayed_evidence = o.relayed_evidence;
+  co.share_replicas = o.share_replicas;
   co.model_caches = false;  // figures come from the replicas themselves
   // Each false death, with what explains it: how long the observer suspected the member, the
   // incarnation it knew against the member's own (higher: a refutation was made but did not
@@ -428,13 +429,31 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
       bytes_by_type[t] += static_cast<double>(k.bytes_sent_by_type[t]);
     }
   }
+  // Survivors that never declared the killed node dead, and what they believed instead.
+  nlohmann::json undetected = nlohmann::json::array();
+  for (int k = 0; killed && detect_s < 0 && k < n; ++k) {
+    if (k == victim || !c.up(k)) continue;
+    const auto v = c.node(k).Member(GossipCluster::Name(victim));
+    if (v && (v->state == gossip::MemberState::kDead || v->generation > 1)) continue;
+    nlohmann::json u = {{"observer", GossipCluster::Name(k)}, {"knows_it", v.has_value()}};
+    if (v) {
+      u["state"] = std::string(gossip::MemberStateName(v->state));
+      u["incarnation"] = v->incarnation;
+      u["state_for_s"] = ToSeconds(c.Now() - v->state_since);
+      u["heard_ago_s"] = ToSeconds(c.Now() - v->last_heard);
+    }
+    undetected.push_back(u);
+    if (undetected.size() >= 10) break;
+  }
   nlohmann::json j;
   j["nodes"] = n;
+  j["undetected_by"] = undetected;
   j["loss"] = o.loss;
   j["duration_s"] = o.duration_s;
   j["churn"] = o.churn;
   j["seed"] = o.seed;
   j["landmark_stride"] = o.landmark_stride;
+  j["share_replicas"] = o.share_replicas;
   j["cache_blocks"] = o.cache_blocks;
   j["convergence_p99_s"] = Percentile(convergence, 0.5);
   j["convergence_p99_s_tail"] = Percentile(convergence, 0.99);
