@@ -34,6 +34,7 @@ struct Counters {
   uint64_t deltas_gap = 0;          // base above what we know: refused
   uint64_t deltas_unknown = 0;      // origin not a live member of that generation: ignored
   uint64_t pulls_deduplicated = 0;  // an origin not asked of a peer: a pull was in flight
+  uint64_t discovery_pulls = 0;     // push-pulls asked because a digest named an unknown member
   uint64_t syn_in_sync = 0;         // a Syn whose digest summary matched ours (no digest sent)
   // Membership.
   uint64_t probes = 0;

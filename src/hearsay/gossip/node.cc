@@ -686,10 +686,14 @@ void Node::AnswerDigest(const Address& from, const NodeId& peer,
   if (it != members_.end() && it->second.has_rtt) {
     pull_window = std::max(pull_window, 3 * FromMillis(it->second.srtt_ms));
   }
+  bool names_unknown = false;
   for (const auto& e : theirs) {
     if (e.id == id_) continue;
     auto origin = members_.find(e.id);
-    if (origin == members_.end()) continue;
+    if (origin == members_.end()) {
+      names_unknown = true;
+      continue;
+    }
     MemberRec& o = origin->second;
     if (!o.store || o.generation != e.generation || o.store->max_version() >= e.max_version) {
       continue;
@@ -703,6 +707,18 @@ void Node::AnswerDigest(const Address& from, const NodeId& peer,
     reply.digest.push_back({e.id, e.generation, o.store->max_version()});
   }
   SendDeltas(from, std::move(reply), BuildDeltas(theirs, false));
+  if (names_unknown && now - last_discovery_pull_ >= config_.join_retry_interval) {
+    // The peer replicates a member we have never heard of: the alive broadcasts of its join were
+    // missed, and at N = 100 and 50% loss two members could stay unaware of each other for the
+    // whole run (each learns of others mostly through the other's own messages, and push-pull
+    // comes every 15 s). Ask this peer for its member list now (rate-limited).
+    last_discovery_pull_ = now;
+    ++counters_.discovery_pulls;
+    Message m = NewMessage(MsgType::kPushPull);
+    m.reply_wanted = true;
+    m.members.push_back(SelfUpdate(MemberState::kAlive));
+    Send(from, std::move(m));
+  }
 }
 
 size_t Node::DatagramDeltaRoom() const {
