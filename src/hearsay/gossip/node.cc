@@ -432,7 +432,12 @@ void Node::SuspicionExpired(const NodeId& id, Generation generation, uint64_t in
 
 void Node::ApplyAboutSelf(const MemberUpdate& u) {
   if (left_ || u.generation != generation_) return;
-  if (u.incarnation < incarnation_) return;
+  if (u.incarnation < incarnation_) {
+    // Already refuted, but whoever passed this on may still hold the accusation: OnMessage
+    // answers it directly.
+    if (u.state != MemberState::kAlive) stale_accusation_ = true;
+    return;
+  }
   if (u.state == MemberState::kAlive && u.incarnation == incarnation_) return;
   // Someone believes we are suspect, dead or gone (or knows a newer incarnation): refute.
   incarnation_ = u.incarnation + 1;
@@ -1015,14 +1020,18 @@ void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8
   }
   ++counters_.received_by_type[static_cast<size_t>(m.type)];
   const uint64_t incarnation_before = incarnation_;
+  stale_accusation_ = false;
   HandleHeader(from, m.header);
   if (m.type == MsgType::kPushPull) {
     for (const auto& u : m.members) ApplyUpdate(u);
     m.members.clear();
   }
-  if (incarnation_ > incarnation_before) {
+  if (incarnation_ > incarnation_before || stale_accusation_) {
     // This message accused us: the refutation goes straight back to its sender, which holds
     // the accusation, as well as to the broadcast and a few random members (ApplyAboutSelf).
+    // So does an accusation we had already refuted: at N = 128 and 50% loss a node that never
+    // heard the refutation kept notifying us of its stale accusation for 24 s, unanswered,
+    // and then declared us dead.
     SendNotice(from, SelfUpdate(MemberState::kAlive));
   }
   const TimePoint now = scheduler_.clock().Now();

@@ -285,6 +285,7 @@ class Node final : public MessageSink {
   uint64_t digest_hash_ = 0;
   uint64_t digest_count_ = 0;
   uint64_t last_syn_digest_hash_ = 0;  // digest_hash_ at the previous Syn
+  bool stale_accusation_ = false;      // the message being handled accused an old incarnation of us
   TimePoint last_discovery_pull_{};    // last push-pull asked for a member seen only in a digest
   LoadReport load_;
   uint64_t heartbeat_ = 0;

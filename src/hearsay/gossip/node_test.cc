@@ -518,6 +518,14 @@ TEST(NodeTest, RefutationAnswersTheAccusingMessage) {
   ASSERT_TRUE(v);
   EXPECT_EQ(v->incarnation, 1u);
   EXPECT_EQ(v->state, MemberState::kAlive);
+  // Regression (N = 128, 50% loss, seed 2): n2 still holds the accusation n3 has already refuted
+  // and tells n3; n3 must answer it too, or n2 declares it dead.
+  Inject(c, 2, 1, accusation);
+  ASSERT_TRUE(c.Sees(2, 3, MemberState::kSuspect));
+  Inject(c, 3, 2, accusation);
+  EXPECT_EQ(c.node(3).incarnation(), 1u);
+  c.Run(5ms);
+  EXPECT_TRUE(c.Sees(2, 3, MemberState::kAlive));
 }
 
 // Regression (issue 3, N = 100 at 50% loss, seed 2): a node never learned of another member
