@@ -23,6 +23,11 @@ struct Config {
   Duration probe_interval = 1s;
   Duration probe_timeout = 500ms;  // direct ack deadline, then indirect probes
   int indirect_probes = 3;         // k helpers for ping-req
+  // A probe also succeeds if, since it started, a newer version of the target's state arrived
+  // here through anyone (relayed liveness evidence, as chitchat's heartbeat-based detector
+  // uses). A dead node writes nothing, so this delays a real detection by at most the time its
+  // last writes take to spread; under heavy loss it keeps healthy members from being accused.
+  bool relayed_evidence = true;
   // --- Lifeguard suspicion: min = suspicion_mult * max(1, log10(n)) * probe_interval ---
   double suspicion_mult = 4.0;
   double suspicion_max_mult = 6.0;  // the timeout starts at max_mult * min and shrinks

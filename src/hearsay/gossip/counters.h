@@ -34,12 +34,15 @@ struct Counters {
   uint64_t deltas_gap = 0;          // base above what we know: refused
   uint64_t deltas_unknown = 0;      // origin not a live member of that generation: ignored
   uint64_t pulls_deduplicated = 0;  // an origin not asked of a peer: a pull was in flight
+  uint64_t discovery_pulls = 0;     // push-pulls asked because a digest named an unknown member
   uint64_t syn_in_sync = 0;         // a Syn whose digest summary matched ours (no digest sent)
   // Membership.
   uint64_t probes = 0;
   uint64_t probe_failures = 0;
-  uint64_t probes_heard = 0;  // probes without an ack whose target was heard from meanwhile
-  uint64_t refutations = 0;   // times this node refuted a suspicion about itself
+  uint64_t probes_heard = 0;      // probes without an ack whose target was heard from meanwhile
+  uint64_t probes_relayed = 0;    // ... or whose newer state arrived through others meanwhile
+  uint64_t refutations = 0;       // times this node refuted a suspicion about itself
+  uint64_t evidence_notices = 0;  // suspicions told to a suspect whose newer state arrived
 };
 
 }  // namespace hearsay::gossip

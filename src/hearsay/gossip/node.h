@@ -49,6 +49,7 @@
 #include "hearsay/gossip/framer.h"
 #include "hearsay/gossip/listener.h"
 #include "hearsay/gossip/origin_store.h"
+#include "hearsay/gossip/shared_history.h"
 #include "hearsay/gossip/suspicion.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/gossip/wire.h"
@@ -69,13 +70,17 @@ struct MemberView {
   TimePoint load_updated{};      // when it arrived here: the view's age is now - load_updated
   std::optional<double> rtt_ms;  // smoothed round-trip time from probe and sync replies
   uint64_t known_version = 0;    // highest contiguous version of its state replicated here
+  TimePoint last_heard{};        // when its last message (this generation) arrived here
 };
 
 class Node final : public MessageSink {
  public:
-  // `framer` and `listener` may be null (plaintext framing; no effects reported).
+  // `framer` and `listener` may be null (plaintext framing; no effects reported). `shared`
+  // (simulation only, may be null) makes every replica a view of its origin's shared history,
+  // so a simulated cluster needs O(N) rather than O(N^2) memory (shared_history.h).
   Node(NodeId id, Generation generation, Address self, Config config, Scheduler& scheduler,
-       Rng& rng, Transport& transport, Framer* framer = nullptr, Listener* listener = nullptr);
+       Rng& rng, Transport& transport, Framer* framer = nullptr, Listener* listener = nullptr,
+       SharedHistories* shared = nullptr);
   ~Node() override;
 
   Node(const Node&) = delete;
@@ -140,6 +145,9 @@ class Node final : public MessageSink {
     // When its last authenticated message (of this generation) arrived: a probe counts any
     // message heard from its target after the probe started as an ack (see HeardSince).
     TimePoint last_heard_at{};
+    // When a newer version of its state last arrived here (from anyone): relayed evidence that
+    // it was alive recently (Config::relayed_evidence).
+    TimePoint last_evidence_at{};
     // Round-trip time, smoothed.
     bool has_rtt = false;
     double srtt_ms = 0;
@@ -165,7 +173,8 @@ class Node final : public MessageSink {
     TimePoint sent_at{};
     int sends = 0;
     bool acked = false;
-    bool heard = false;  // kProbe: the target spoke to us since sent_at (counts as an ack)
+    bool heard = false;    // kProbe: the target spoke to us since sent_at (counts as an ack)
+    bool relayed = false;  // kProbe: ... or only its newer state reached us through others
     int nacks = 0;
     int expected_nacks = 0;
     Address requester;                 // kRelay
@@ -255,6 +264,7 @@ class Node final : public MessageSink {
   PlaintextFramer plaintext_;
   Framer& framer_;
   Listener* listener_;
+  SharedHistories* shared_;
   std::shared_ptr<int> alive_token_ = std::make_shared<int>(0);
 
   uint64_t incarnation_ = 0;
@@ -276,6 +286,8 @@ class Node final : public MessageSink {
   uint64_t digest_hash_ = 0;
   uint64_t digest_count_ = 0;
   uint64_t last_syn_digest_hash_ = 0;  // digest_hash_ at the previous Syn
+  bool stale_accusation_ = false;      // the message being handled accused an old incarnation of us
+  TimePoint last_discovery_pull_{};    // last push-pull asked for a member seen only in a digest
   LoadReport load_;
   uint64_t heartbeat_ = 0;
   TimePoint last_load_write_{};

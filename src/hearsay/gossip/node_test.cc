@@ -458,6 +458,92 @@ TEST(NodeTest, SuspectRefutesWithHigherIncarnation) {
   EXPECT_GT(c.node(3).incarnation(), 0u);
 }
 
+// Delivers to node `to` a push-pull "from" node `from` that carries `u` (as a peer's notice).
+void Inject(Cluster& c, int to, int from, const MemberUpdate& u) {
+  Message m;
+  m.type = MsgType::kPushPull;
+  m.header.sender = Cluster::Name(from);
+  m.header.generation = 1;
+  m.header.incarnation = c.node(from).incarnation();
+  m.members.push_back(u);
+  const std::vector<uint8_t> body = Encode(m);
+  c.node(to).OnMessage(Cluster::Name(from), Channel::kDatagram, body);
+}
+
+// Conditions of a large cluster, where the false death at N = 128 and 50% loss happened (issue
+// 3): no piggybacked dissemination, no random notices, no push-pull, so nothing but the
+// mechanisms under test can carry a suspicion to its target or a refutation back.
+Config QuietDisseminationConfig() {
+  Config config;
+  config.piggyback_budget_bytes = 0;
+  config.refute_fanout = 0;
+  config.push_pull_interval = 1h;
+  return config;
+}
+
+// Regression (issue 3, N = 128 at 50% loss): n123 held an accusation of n119 for 24 s and
+// declared it dead, never having heard from it directly nor received its refutation. A node
+// that suspects a member whose newer state keeps arriving through others now tells it, and the
+// suspect refutes.
+TEST(NodeTest, SuspectWhoseStateKeepsArrivingLearnsOfItsSuspicionAndRefutes) {
+  Cluster c(5, 31, QuietDisseminationConfig());
+  c.StartAll();
+  c.Run(5s);
+  for (int i = 0; i < c.size(); ++i) ASSERT_EQ(c.node(i).live_member_count(), 4u) << i;
+  // n0 never hears n3 directly (so the "it talks to us" path cannot fire), but its state
+  // reaches n0 through the others.
+  c.net().Block("n3", "n0", true);
+  MemberUpdate accusation{MemberState::kSuspect, "n3", "n3", 1, 0, "n1", {}};
+  Inject(c, 0, 1, accusation);
+  ASSERT_TRUE(c.Sees(0, 3, MemberState::kSuspect));
+  for (int k = 0; k < 20; ++k) {
+    c.node(3).PublishCacheEvents(Chain(7000 + 100 * k, 1));
+    c.Run(100ms);
+  }
+  EXPECT_GT(c.node(0).counters().evidence_notices, 0u);
+  EXPECT_GT(c.node(3).incarnation(), 0u) << "n3 never learned of its suspicion";
+}
+
+// The refutation goes straight back to whoever delivered the accusation.
+TEST(NodeTest, RefutationAnswersTheAccusingMessage) {
+  Cluster c(5, 32, QuietDisseminationConfig());
+  c.StartAll();
+  c.Run(5s);
+  MemberUpdate accusation{MemberState::kSuspect, "n3", "n3", 1, 0, "n0", {}};
+  Inject(c, 0, 1, accusation);  // n0 suspects n3...
+  Inject(c, 3, 0, accusation);  // ...and says so to n3
+  EXPECT_EQ(c.node(3).incarnation(), 1u);
+  c.Run(5ms);  // a few link latencies: far less than n3's next message to n0 would take
+  auto v = c.node(0).Member("n3");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->incarnation, 1u);
+  EXPECT_EQ(v->state, MemberState::kAlive);
+  // Regression (N = 128, 50% loss, seed 2): n2 still holds the accusation n3 has already refuted
+  // and tells n3; n3 must answer it too, or n2 declares it dead.
+  Inject(c, 2, 1, accusation);
+  ASSERT_TRUE(c.Sees(2, 3, MemberState::kSuspect));
+  Inject(c, 3, 2, accusation);
+  EXPECT_EQ(c.node(3).incarnation(), 1u);
+  c.Run(5ms);
+  EXPECT_TRUE(c.Sees(2, 3, MemberState::kAlive));
+}
+
+// Regression (issue 3, N = 100 at 50% loss, seed 2): a node never learned of another member
+// for the whole run, so the member's death could never be declared by all. Here n2 and n3
+// cannot talk, no updates are piggybacked and push-pull is off; n2 learns of n3 only because
+// the others' digests name it.
+TEST(NodeTest, MemberNamedOnlyInDigestsIsDiscovered) {
+  Cluster c(4, 33, QuietDisseminationConfig());
+  c.net().Block("n2", "n3", true);
+  c.net().Block("n3", "n2", true);
+  for (int i = 0; i < 3; ++i) c.Start(i);
+  c.Run(3s);
+  c.Start(3);
+  c.Run(10s);
+  EXPECT_TRUE(c.Sees(2, 3, MemberState::kAlive) || c.Sees(2, 3, MemberState::kSuspect));
+  EXPECT_GT(c.node(2).counters().discovery_pulls, 0u);
+}
+
 TEST(NodeTest, MalformedMessagesAreCountedAndChangeNothing) {
   Cluster c(3, 10);
   c.StartAll();
@@ -482,6 +568,9 @@ TEST(NodeTest, MalformedMessagesAreCountedAndChangeNothing) {
 TEST(NodeTest, ConvergesUnderLossAndDuplication) {
   Config config;
   config.landmark_stride = 1;
+  // No heartbeat writes: one made just before the check would not have spread yet, and the
+  // exact version comparison below is about the cache writes.
+  config.heartbeat_interval = 1h;
   Cluster c(6, 11, config);
   c.net().set_loss(0.3);
   c.net().set_dup(0.3);

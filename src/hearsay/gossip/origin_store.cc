@@ -7,11 +7,17 @@ namespace hearsay::gossip {
 using prefix::BlockEvent;
 using prefix::BlockKey;
 
-OriginStore::OriginStore(NodeId id, Generation generation, size_t min_tombstones)
-    : id_(std::move(id)), generation_(generation), min_tombstones_(min_tombstones) {}
+OriginStore::OriginStore(NodeId id, Generation generation, size_t min_tombstones,
+                         std::shared_ptr<SharedHistory> history, bool writer)
+    : id_(std::move(id)),
+      generation_(generation),
+      min_tombstones_(min_tombstones),
+      history_(std::move(history)),
+      writer_(writer) {}
 
 uint64_t OriginStore::PutLoad(const LoadReport& load, uint64_t heartbeat) {
   load_ = LoadRecord{++max_version_, heartbeat, load};
+  if (history_ && writer_) history_->RecordLoad(load_.version);
   return load_.version;
 }
 
@@ -19,6 +25,7 @@ bool OriginStore::PutCache(BlockKey key, uint32_t block_index, bool live) {
   const Slot* s = entries_.Find(key);
   if (s == nullptr ? !live : s->live == live) return false;
   Write(key, block_index, live, ++max_version_, nullptr);
+  if (history_ && writer_) history_->RecordCache(max_version_, key, block_index, live);
   MaybeCollect();
   return true;
 }
@@ -41,6 +48,7 @@ void OriginStore::Write(BlockKey key, uint32_t block_index, bool live, uint64_t 
 
 OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<BlockEvent>* events) {
   if (d.to_version <= max_version_) return ApplyResult::kStale;
+  if (shared()) return ApplyShared(d, events);
   if (d.snapshot) {
     KeyTable<Slot> next;
     next.Reserve(d.entries.size());
@@ -111,6 +119,7 @@ void OriginStore::MaybeCollect() {
 
 std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget_bytes) const {
   if (known >= max_version_) return std::nullopt;
+  if (shared()) return BuildDeltaShared(known, budget_bytes);
   OriginDelta d;
   d.id = id_;
   d.generation = generation_;
@@ -182,10 +191,135 @@ std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget
 std::vector<BlockEvent> OriginStore::LiveKeys() const {
   std::vector<BlockEvent> out;
   out.reserve(live_count());
+  if (shared()) {
+    for (const auto& [key, last] : history_->keys()) {
+      const uint64_t v = history_->SameKeyAtOrBelow(last, max_version_);
+      if (v != 0 && history_->At(v).live) {
+        out.push_back({BlockEvent::Kind::kAdded, key, history_->At(v).block_index});
+      }
+    }
+    return out;
+  }
   entries_.ForEach([&](BlockKey key, const Slot& slot) {
     if (slot.live) out.push_back({BlockEvent::Kind::kAdded, key, slot.block_index});
   });
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared-replica mode: the same results as above, computed from the origin's history as of
+// max_version_ (see shared_history.h for the one approximation).
+
+OriginStore::ApplyResult OriginStore::ApplyShared(const OriginDelta& d,
+                                                  std::vector<BlockEvent>* events) {
+  if (!d.snapshot && d.from_version > max_version_) return ApplyResult::kGap;
+  const uint64_t to = std::min(d.to_version, history_->max_version());
+  if (to <= max_version_) return ApplyResult::kStale;
+  const uint64_t old = max_version_;
+  for (uint64_t u = old + 1; u <= to; ++u) {
+    const SharedHistory::Write& w = history_->At(u);
+    // Each key once, at its last write in the range.
+    if (w.is_load || !history_->CurrentAt(u, to)) continue;
+    const uint64_t before = history_->SameKeyAtOrBelow(u, old);
+    const bool was_live = before != 0 && history_->At(before).live;
+    if (before > gc_floor_ && !history_->At(before).live) --tombstones_;
+    if (!w.live) ++tombstones_;
+    if (was_live != w.live) {
+      shared_live_ += w.live ? 1 : 0;
+      shared_live_ -= was_live ? 1 : 0;
+      if (events != nullptr) {
+        events->push_back(
+            {w.live ? BlockEvent::Kind::kAdded : BlockEvent::Kind::kRemoved, w.key, w.block_index});
+      }
+    }
+  }
+  max_version_ = to;
+  if (d.load && d.load->version > load_.version) load_ = *d.load;
+  if (d.snapshot) {
+    // A snapshot carries no tombstones: everything at or below it is collected.
+    tombstones_ = 0;
+    gc_floor_ = to;
+    gc_cursor_ = to;
+  } else {
+    MaybeCollectShared();
+  }
+  return ApplyResult::kApplied;
+}
+
+void OriginStore::MaybeCollectShared() {
+  const size_t keep = std::max(min_tombstones_, live_count());
+  if (tombstones_ <= keep) return;
+  size_t drop = tombstones_ - keep / 2;
+  for (uint64_t u = std::max(gc_cursor_, gc_floor_) + 1; u <= max_version_ && drop > 0; ++u) {
+    gc_cursor_ = u;
+    const SharedHistory::Write& w = history_->At(u);
+    if (w.is_load || w.live || !history_->CurrentAt(u, max_version_)) continue;
+    gc_floor_ = u;
+    --tombstones_;
+    --drop;
+  }
+}
+
+std::optional<OriginDelta> OriginStore::BuildDeltaShared(uint64_t known,
+                                                         size_t budget_bytes) const {
+  OriginDelta d;
+  d.id = id_;
+  d.generation = generation_;
+  if (known < gc_floor_) {
+    d.snapshot = true;
+    d.from_version = 0;
+    d.to_version = max_version_;
+    if (load_.version > 0) d.load = load_;
+    const size_t bound = EncodedDeltaHeaderSize(d) + VarintSize(live_count()) +
+                         live_count() * kMaxSnapshotEntryBytes;
+    if (bound > budget_bytes) return std::nullopt;
+    for (const auto& e : LiveKeys())
+      d.entries.push_back({e.key, e.block_index, true, max_version_});
+    return d;
+  }
+  d.from_version = known;
+  d.to_version = known;
+  size_t used = EncodedDeltaHeaderSize(d) + 4;
+  bool load_done = load_.version <= known;
+  uint64_t prev = known;
+  bool cut = false;
+  for (uint64_t u = known + 1; u <= max_version_; ++u) {
+    if (!load_done && load_.version < u) {
+      const size_t need = EncodedSize(load_);
+      if (used + need > budget_bytes) {
+        cut = true;
+        break;
+      }
+      used += need;
+      d.load = load_;
+      d.to_version = load_.version;
+      load_done = true;
+    }
+    const SharedHistory::Write& w = history_->At(u);
+    if (w.is_load || !history_->CurrentAt(u, max_version_)) continue;
+    CacheEntry e{w.key, w.block_index, w.live, u};
+    const size_t need = EncodedRunEntrySize(e, prev);
+    if (used + need > budget_bytes) {
+      cut = true;
+      break;
+    }
+    used += need;
+    d.entries.push_back(e);
+    prev = u;
+    d.to_version = u;
+  }
+  if (!cut && !load_done) {
+    const size_t need = EncodedSize(load_);
+    if (used + need > budget_bytes) {
+      cut = true;
+    } else {
+      d.load = load_;
+      d.to_version = load_.version;
+    }
+  }
+  if (!cut) d.to_version = max_version_;
+  if (d.to_version == known) return std::nullopt;
+  return d;
 }
 
 }  // namespace hearsay::gossip

@@ -16,12 +16,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "hearsay/common/ids.h"
 #include "hearsay/gossip/key_table.h"
+#include "hearsay/gossip/shared_history.h"
 #include "hearsay/gossip/wire.h"
 #include "hearsay/prefix/block_event.h"
 
@@ -35,7 +37,10 @@ class OriginStore {
     kGap,      // its base is above max_version(): refused, state unchanged
   };
 
-  OriginStore(NodeId id, Generation generation, size_t min_tombstones);
+  // With `history` (simulation only, shared_history.h): the origin's own store (`writer`)
+  // records every write there, and a replica keeps no keys of its own but answers from it.
+  OriginStore(NodeId id, Generation generation, size_t min_tombstones,
+              std::shared_ptr<SharedHistory> history = nullptr, bool writer = false);
 
   // --- Writer side (the origin's own store) ---
   // Writes the load record (heartbeat as given); returns its version.
@@ -60,10 +65,11 @@ class OriginStore {
   uint64_t max_version() const { return max_version_; }
   uint64_t gc_floor() const { return gc_floor_; }
   const LoadRecord& load() const { return load_; }
-  size_t live_count() const { return entries_.size() - tombstones_; }
+  size_t live_count() const { return shared() ? shared_live_ : entries_.size() - tombstones_; }
   size_t tombstone_count() const { return tombstones_; }
   // True if the origin is believed to hold `key`.
   bool Contains(prefix::BlockKey key) const {
+    if (shared()) return SharedLiveAt(key, max_version_);
     const Slot* s = entries_.Find(key);
     return s != nullptr && s->live;
   }
@@ -83,6 +89,15 @@ class OriginStore {
 
   void Write(prefix::BlockKey key, uint32_t block_index, bool live, uint64_t version,
              std::vector<prefix::BlockEvent>* events);
+  // Shared-replica mode: the same contracts, answered from history_.
+  bool shared() const { return history_ != nullptr && !writer_; }
+  bool SharedLiveAt(prefix::BlockKey key, uint64_t version) const {
+    const uint64_t v = history_->LatestAt(key, version);
+    return v != 0 && history_->At(v).live;
+  }
+  ApplyResult ApplyShared(const OriginDelta& d, std::vector<prefix::BlockEvent>* events);
+  std::optional<OriginDelta> BuildDeltaShared(uint64_t known, size_t budget_bytes) const;
+  void MaybeCollectShared();
   void MaybeCollect();
   bool Current(const LogItem& item) const {
     const Slot* s = entries_.Find(item.key);
@@ -105,6 +120,13 @@ class OriginStore {
   size_t tombstones_ = 0;
   std::vector<LogItem> log_;
   size_t head_ = 0;
+  // Shared mode (history_ set, !writer_): entries_ and log_ stay empty; shared_live_ counts the
+  // live keys as of max_version_, tombstones_ the removals above gc_floor_ that are current,
+  // and collection resumes its scan after gc_cursor_.
+  std::shared_ptr<SharedHistory> history_;
+  bool writer_ = false;
+  size_t shared_live_ = 0;
+  uint64_t gc_cursor_ = 0;
 };
 
 }  // namespace hearsay::gossip

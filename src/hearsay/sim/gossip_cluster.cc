@@ -122,7 +122,8 @@ void GossipCluster::Build(int i, Transport& transport) {
     framer = m.framer.get();
   }
   m.node = std::make_unique<gossip::Node>(Name(i), m.generation, Name(i), options_.config, *m.sched,
-                                          *m.rng, transport, framer, m.listener.get());
+                                          *m.rng, transport, framer, m.listener.get(),
+                                          options_.share_replicas ? &histories_ : nullptr);
   m.proxy->node = m.node.get();
   m.up = true;
 }

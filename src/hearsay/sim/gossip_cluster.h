@@ -81,6 +81,9 @@ class GossipCluster {
     // suite's invariants need it). Experiments that only read replicas turn it off: the model
     // is a std::set per (node, peer), O(N^2) memory and a tenth of the CPU at N = 32.
     bool model_caches = true;
+    // Every replica a view of its origin's shared history (gossip/shared_history.h): O(N)
+    // memory instead of O(N^2), which is what lets N = 1,024 run in one process.
+    bool share_replicas = false;
   };
 
   explicit GossipCluster(Options options);
@@ -140,6 +143,7 @@ class GossipCluster {
   SimNetwork net_;
   Rng rng_;
   gossip::Keyring keyring_;
+  gossip::SharedHistories histories_;
   std::vector<Address> seeds_;
   std::vector<Member> members_;
 };

@@ -26,6 +26,9 @@ struct GossipExperimentOptions {
   uint32_t landmark_stride = 16;  // summary granularity, in blocks (1 = every block)
   uint32_t cache_blocks = 4096;   // per-node cache capacity, in blocks
   int accuracy_queries = 2000;    // (node, peer, prompt) samples for summary_accuracy
+  // Replicas as views of shared per-origin histories (O(N) memory; see gossip/shared_history.h).
+  bool share_replicas = false;
+  bool relayed_evidence = true;  // gossip::Config::relayed_evidence (off: the session-3 probe)
 };
 
 // Runs the experiment; returns one JSON object with the options and:

@@ -34,6 +34,26 @@ TEST(GossipExperimentTest, SameOptionsSameFigures) {
   EXPECT_EQ(RunGossipExperiment(o).dump(), RunGossipExperiment(o).dump());
 }
 
+// Replicas that share their origin's history (what makes N = 1,024 fit in memory) must not
+// change the figures: same seed, same JSON but for the flag itself. Under 30% loss, so that
+// deltas are lost, cut, re-sent and snapshotted.
+TEST(GossipExperimentTest, SharedReplicasGiveTheSameFigures) {
+  GossipExperimentOptions o;
+  o.nodes = 10;
+  o.loss = 0.3;
+  o.duration_s = 10;
+  o.churn = 400;
+  o.cache_blocks = 1024;
+  o.accuracy_queries = 400;
+  nlohmann::json own = RunGossipExperiment(o);
+  o.share_replicas = true;
+  nlohmann::json shared = RunGossipExperiment(o);
+  ASSERT_TRUE(shared["share_replicas"].get<bool>());
+  shared["share_replicas"] = false;
+  EXPECT_GT(own["entries_received"].get<uint64_t>(), 1000u);
+  EXPECT_EQ(own.dump(), shared.dump());
+}
+
 TEST(GossipExperimentTest, RejectsBadOptions) {
   GossipExperimentOptions o;
   o.nodes = 1;
