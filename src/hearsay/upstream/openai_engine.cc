@@ -109,7 +109,9 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   http.target = request.api_path;
   http.body = std::move(body).value();
   http.connect_timeout = options_.connect_timeout;
-  http.response_timeout = options_.first_token_timeout;
+  // The first-token timer below is the deadline (its error names it); the transport's own
+  // response timeout is only a backstop, later, so the two never race to report one timeout.
+  http.response_timeout = options_.first_token_timeout + std::chrono::seconds(1);
   http.idle_timeout = options_.idle_timeout;
   UpstreamCallbacks cb;
   cb.on_headers = [this, id](int status) { OnHeaders(id, status); };
