@@ -1,5 +1,6 @@
 #include "hearsay/env/bounce_header.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -7,8 +8,12 @@
 namespace hearsay {
 
 std::string FormatBounceAboveMs(double ms) {
+  // Rounded to the microsecond, below the parser's bound (1e9 ms): rounding a value just under
+  // the bound must not carry it over, or the receiver would ignore the header.
+  constexpr double kLargest = 999999999.999;
   char buf[40];
-  const int n = std::snprintf(buf, sizeof buf, "%.3f", std::isfinite(ms) && ms > 0 ? ms : 0.0);
+  const int n = std::snprintf(buf, sizeof buf, "%.3f",
+                              std::isfinite(ms) && ms > 0 ? std::min(ms, kLargest) : 0.0);
   return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
 }
 

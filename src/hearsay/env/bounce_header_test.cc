@@ -19,5 +19,14 @@ TEST(BounceHeaderTest, RejectsAnythingButAPlainPositiveDecimal) {
   EXPECT_EQ(FormatBounceAboveMs(-3), "0.000");  // which a receiver then ignores
 }
 
+// Found by bounce_header_fuzz: a value just under the parser's bound used to round up to it.
+TEST(BounceHeaderTest, AValueJustUnderTheBoundStillParsesBack) {
+  for (double ms : {999999999.99999, 999999999.9996, 5e9}) {
+    const std::optional<double> back = ParseBounceAboveMs(FormatBounceAboveMs(ms));
+    ASSERT_TRUE(back.has_value()) << FormatBounceAboveMs(ms);
+    EXPECT_GT(*back, 999999999.0);
+  }
+}
+
 }  // namespace
 }  // namespace hearsay
