@@ -149,6 +149,15 @@ class JsonScanner {
     return true;
   }
 
+  // A plain unsigned integer (digits only: no sign, fraction or exponent) no greater than max.
+  bool Unsigned(uint64_t max, uint64_t* out) {
+    if (!IsJsonDigit(Peek())) return false;
+    std::optional<uint64_t> v;
+    if (!Number(&v, nullptr) || !v || *v > max) return false;
+    *out = *v;
+    return true;
+  }
+
   // A number. *plain (if given) gets its value when it is an unsigned integer without fraction or
   // exponent that fits uint64; *text (if given) its spelling.
   bool Number(std::optional<uint64_t>* plain, std::string_view* text) {

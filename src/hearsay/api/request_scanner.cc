@@ -17,11 +17,7 @@ namespace {
 
 // A plain unsigned integer (what the tree reads as an integer >= 0) in [min, max].
 bool ReadUnsigned(JsonScanner& s, uint64_t min, uint64_t max, uint64_t* out) {
-  if (!IsJsonDigit(s.Peek())) return false;
-  std::optional<uint64_t> v;
-  if (!s.Number(&v, nullptr) || !v || *v < min || *v > max) return false;
-  *out = *v;
-  return true;
+  return s.Unsigned(max, out) && *out >= min;
 }
 
 // Any JSON number within [min, max], as the tree's get<double>() sees it.

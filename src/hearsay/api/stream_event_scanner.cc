@@ -35,10 +35,9 @@ bool ReadCount(JsonScanner& s, uint32_t* out) {
     *out = 0;
     return s.Literal("null");
   }
-  if (!IsJsonDigit(p)) return false;
-  std::optional<uint64_t> v;
-  if (!s.Number(&v, nullptr) || !v || *v > std::numeric_limits<uint32_t>::max()) return false;
-  *out = static_cast<uint32_t>(*v);
+  uint64_t v = 0;
+  if (!s.Unsigned(std::numeric_limits<uint32_t>::max(), &v)) return false;
+  *out = static_cast<uint32_t>(v);
   return true;
 }
 

@@ -46,10 +46,9 @@ bool ReadText(JsonScanner& s, int depth, Kind* kind, std::string* out) {
 bool ReadCount(JsonScanner& s, std::optional<uint32_t>* out) {
   const char p = s.Peek();
   if (p == 'n') return s.Literal("null");
-  if (!IsJsonDigit(p)) return false;
-  std::optional<uint64_t> v;
-  if (!s.Number(&v, nullptr) || !v || *v > std::numeric_limits<uint32_t>::max()) return false;
-  *out = static_cast<uint32_t>(*v);
+  uint64_t v = 0;
+  if (!s.Unsigned(std::numeric_limits<uint32_t>::max(), &v)) return false;
+  *out = static_cast<uint32_t>(v);
   return true;
 }
 
