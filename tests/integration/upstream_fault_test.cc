@@ -32,7 +32,14 @@ class UpstreamFaultTest : public ::testing::Test {
   void StartNodes(const std::string& policy) {
     LocalClusterOptions o = ClusterOptions(2, policy);
     o.engine = "openai";
-    o.extra_flags = {"--upstream-flavor", "llamacpp", "--upstream-first-token-timeout-ms", "1500"};
+    // The clients here do not stream, so the upstream is asked for whole answers: the answer
+    // deadline is the one that applies.
+    o.extra_flags = {"--upstream-flavor",
+                     "llamacpp",
+                     "--upstream-first-token-timeout-ms",
+                     "1500",
+                     "--upstream-answer-timeout-ms",
+                     "1500"};
     for (const auto& u : upstreams_) o.per_node_flags.push_back({"--upstream", u->url()});
     cluster_ = StartCluster(o);
   }
@@ -80,7 +87,7 @@ TEST_F(UpstreamFaultTest, FailingEngineGivesClearErrorsAndTheNodeStaysUp) {
   // gateway (502); one that says nothing in time is a gateway timeout (504).
   for (const Case& c : {Case{Mode::kServerError, 503, "", "kv cache exploded"},
                         Case{Mode::kGarbage, 502, "upstream_error", "malformed"},
-                        Case{Mode::kSilent, 504, "upstream_timeout", "no output within 1500"}}) {
+                        Case{Mode::kSilent, 504, "upstream_timeout", "no answer within 1500 ms"}}) {
     SCOPED_TRACE(static_cast<int>(c.mode));
     upstreams_[0]->set_mode(c.mode);
     Result<HttpResponse> r = Complete(0, "fault" + std::to_string(static_cast<int>(c.mode)));

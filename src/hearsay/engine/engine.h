@@ -53,6 +53,10 @@ struct EngineRequest {
   // engine passes through; the simulated engine ignores it.
   std::string api_path;
   std::string api_body;
+  // Daemon only: whether someone reads the answer as it is made. When not (a local client that
+  // did not ask to stream), an upstream engine asks its server for one whole answer, which costs
+  // both sides less; the first token is then seen only with the rest.
+  bool stream = true;
 };
 
 // The request reached the front of the queue and its KV space is reserved: prefill begins.

@@ -46,6 +46,10 @@ struct PeerRequest {
   // which a forward replays unchanged to the serving node.
   std::string api_path;
   std::string api_body;
+  // Whether the client reads the answer as it is made (OpenAI "stream": true). When it does not,
+  // and the request is served here for it, the engine may produce the answer in one piece
+  // (engine::EngineRequest::stream). A forwarded copy is always streamed back.
+  bool stream = true;
 };
 
 // The message of a bounce (PeerRequest::bounce_above_ms), so that hosts can tell a normal bounce

@@ -175,6 +175,24 @@ void FakeOpenAiUpstream::Answer(const http::Request& req, http::Responder& res) 
               : json{{"index", 0}, {"text", piece}, {"finish_reason", finish}}});
     return c;
   };
+  const json usage_block = {{"prompt_tokens", prompt_tokens},
+                            {"completion_tokens", max_tokens},
+                            {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  if (!body.value("stream", false)) {
+    // One answer, as servers give a client that does not stream (llama.cpp adds its timings).
+    std::string all;
+    for (uint32_t i = 0; i < max_tokens; ++i) all += text;
+    json a = head;
+    a["object"] = chat ? "chat.completion" : "text_completion";
+    a["choices"] =
+        json::array({chat ? json{{"index", 0},
+                                 {"message", {{"role", "assistant"}, {"content", all}}},
+                                 {"finish_reason", "length"}}
+                          : json{{"index", 0}, {"text", all}, {"finish_reason", "length"}}});
+    a["usage"] = usage_block;
+    a["timings"] = {{"cache_n", cached}, {"prompt_n", prompt_tokens - cached}, {"prompt_ms", 1.0}};
+    return res.Respond(200, kJson, a.dump());
+  }
   res.StartStream(200, {{"content-type", "text/event-stream"}});
   for (uint32_t i = 0; i < max_tokens; ++i) {
     json c = chunk(text, nullptr);
@@ -186,9 +204,7 @@ void FakeOpenAiUpstream::Answer(const http::Request& req, http::Responder& res) 
   }
   json usage = head;
   usage["choices"] = json::array();
-  usage["usage"] = {{"prompt_tokens", prompt_tokens},
-                    {"completion_tokens", max_tokens},
-                    {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  usage["usage"] = usage_block;
   res.Write(Event(chunk("", "length")) + Event(usage) + "data: [DONE]\n\n");
   res.End();
 }

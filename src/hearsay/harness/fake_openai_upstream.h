@@ -5,10 +5,11 @@
 // chunk. A test switches its behaviour at any moment with set_mode().
 //
 // The answer to a completion (Mode::kOk) is derived from the request, so a test can check what
-// came back: max_tokens chunks (1 when absent) of text() each, streamed as SSE whatever the
-// request's `stream` says (nodes and the load generator always stream), then a chunk with
-// finish_reason "length", a usage chunk and [DONE]. Usage counts the prompt's words as its
-// tokens (a chat request's message contents) and reports half of them, rounded down, as cached.
+// came back: with "stream": true, max_tokens chunks (1 when absent) of text() each as SSE, then a
+// chunk with finish_reason "length", a usage chunk and [DONE]; otherwise one JSON answer with
+// the same text (max_tokens copies of text()), usage and timings. Usage counts the prompt's
+// words as its tokens (a chat request's message contents) and reports half of them, rounded
+// down, as cached.
 //
 // Ownership: the fake owns its server and the I/O thread that runs it; the destructor closes every
 // connection (requests held by kSilent are dropped then) and joins the thread.

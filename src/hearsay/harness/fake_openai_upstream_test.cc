@@ -54,13 +54,26 @@ TEST(FakeOpenAiUpstreamTest, ChatAnswersWithDeltasAndCountsMessageWords) {
   FakeOpenAiUpstream fake;
   Result<HttpResponse> r = HttpPostJson(
       fake.address(), "/v1/chat/completions",
-      R"({"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi there you"}]})",
+      R"({"model":"m","stream":true,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi there you"}]})",
       5s);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const std::vector<json> ev = Events(r->body);
   ASSERT_EQ(ev.size(), 4u) << r->body;  // max_tokens absent: one chunk
   EXPECT_EQ(ev[0]["choices"][0]["delta"]["content"], " tok");
   EXPECT_EQ(ev[2]["usage"]["prompt_tokens"], 5);
+}
+
+TEST(FakeOpenAiUpstreamTest, AnswersInOnePieceWithoutStream) {
+  FakeOpenAiUpstream fake;
+  Result<HttpResponse> r = HttpPostJson(
+      fake.address(), "/v1/chat/completions",
+      R"({"model":"m","max_tokens":2,"messages":[{"role":"user","content":"a b c d"}]})", 5s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const json a = json::parse(r->body);
+  EXPECT_EQ(a["object"], "chat.completion");
+  EXPECT_EQ(a["choices"][0]["message"]["content"], " tok tok");
+  EXPECT_EQ(a["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
 }
 
 TEST(FakeOpenAiUpstreamTest, FaultModes) {

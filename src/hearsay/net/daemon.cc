@@ -487,6 +487,7 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
   }
   pr.api_path = request.path;
   pr.api_body = std::move(request.body);
+  pr.stream = req.stream;
   const TimePoint arrived = c.arrived;
   // Submit is posted before OnClose is registered, so a cancel always finds its request.
   asio::post(core_io_,

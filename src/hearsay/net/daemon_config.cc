@@ -126,6 +126,12 @@ const std::vector<Setting>& Table() {
        &C::upstream_first_token_timeout_ms,
        1,
        kHour},
+      {{"engine.upstream_answer_timeout_ms", "upstream-answer-timeout-ms", K::kUInt,
+        "a request whose client does not stream is asked of the upstream in one piece: the whole "
+        "answer, generation included, must come within this"},
+       &C::upstream_answer_timeout_ms,
+       1,
+       kHour},
       {{"security.cluster_key_file", "cluster-key-file", K::kString,
         "cluster key file (hearsay keygen); required unless insecure"},
        &C::cluster_key_file},

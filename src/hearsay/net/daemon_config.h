@@ -52,6 +52,7 @@ struct DaemonConfig {
   std::string kv_events_replay;  // its replay socket, tcp://host:5558 (empty: gaps reset)
   std::string kv_events_topic;   // its topic (empty: every topic)
   uint64_t upstream_first_token_timeout_ms = 30000;  // the upstream's first output, from the send
+  uint64_t upstream_answer_timeout_ms = 300000;  // a whole answer asked in one piece, from the send
   // --- Security ---
   std::string cluster_key_file;
   std::string keyring_file;           // runtime key changes persist here (key_admin.h)

@@ -38,6 +38,7 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
     o.slots_authoritative = config.upstream_slots_authoritative;
     o.keying = KeyingDescription(config);
     o.first_token_timeout = std::chrono::milliseconds(config.upstream_first_token_timeout_ms);
+    o.answer_timeout = std::chrono::milliseconds(config.upstream_answer_timeout_ms);
     HEARSAY_ASSIGN_OR_RETURN(
         std::unique_ptr<upstream::HostedOpenAiEngine> e,
         upstream::MakeHostedOpenAiEngine(*env.scheduler, *env.io, env.post_to_core, *env.keyer,

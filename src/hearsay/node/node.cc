@@ -398,6 +398,8 @@ void Node::ServeHere(uint64_t token) {
   er.scripted_output = std::move(p.request.scripted_output);
   er.api_path = p.request.api_path;
   er.api_body = p.request.api_body;
+  // A forwarded copy streams back to its entry node, whose deadline is the first token.
+  er.stream = p.request.stream || p.request.forwarded;
   Status s = engine_.Submit(std::move(er), this);
   if (s.ok()) return;
   ++stats_.failed;

@@ -11,7 +11,7 @@ namespace hearsay::upstream {
 using api::JsonScanner;
 
 std::optional<std::string> RewriteRequestBodyByScan(std::string_view body, bool llamacpp,
-                                                    std::string_view model) {
+                                                    std::string_view model, bool stream) {
   JsonScanner s(body);
   s.RefuseDuplicateKeys();
   std::string out;
@@ -44,12 +44,16 @@ std::optional<std::string> RewriteRequestBodyByScan(std::string_view body, bool 
   });
   if (!parsed || !s.AtEnd()) return std::nullopt;
   if (out.size() > 1) out.push_back(',');
-  out += R"("stream":true,"stream_options":{)";
-  if (!options.empty()) {
-    out += options;
-    out.push_back(',');
+  if (stream) {
+    out += R"("stream":true,"stream_options":{)";
+    if (!options.empty()) {
+      out += options;
+      out.push_back(',');
+    }
+    out += R"("include_usage":true})";
+  } else {
+    out += R"("stream":false)";
   }
-  out += R"("include_usage":true})";
   if (llamacpp) out += R"(,"timings_per_token":true,"cache_prompt":true)";
   if (!model.empty()) {
     out += R"(,"model":)";

@@ -20,6 +20,6 @@
 namespace hearsay::upstream {
 
 std::optional<std::string> RewriteRequestBodyByScan(std::string_view body, bool llamacpp,
-                                                    std::string_view model);
+                                                    std::string_view model, bool stream = true);
 
 }  // namespace hearsay::upstream

@@ -22,15 +22,18 @@ bool Agrees(const std::string& body) {
   bool answered = false;
   for (bool llamacpp : {false, true}) {
     for (std::string_view model : {std::string_view(), std::string_view("up\"stream\n")}) {
-      const std::optional<std::string> fast = RewriteRequestBodyByScan(body, llamacpp, model);
-      if (!fast) continue;
-      answered = true;
-      const Result<std::string> tree = RewriteRequestBodyTree(body, llamacpp, model);
-      EXPECT_TRUE(tree.ok()) << "fast path accepted what the tree rejects: " << body;
-      if (!tree.ok()) continue;
-      const json a = json::parse(*fast, nullptr, false);
-      EXPECT_FALSE(a.is_discarded()) << "fast path wrote invalid JSON: " << *fast;
-      EXPECT_EQ(a, json::parse(tree.value())) << body << "\nfast: " << *fast;
+      for (bool stream : {true, false}) {
+        const std::optional<std::string> fast =
+            RewriteRequestBodyByScan(body, llamacpp, model, stream);
+        if (!fast) continue;
+        answered = true;
+        const Result<std::string> tree = RewriteRequestBodyTree(body, llamacpp, model, stream);
+        EXPECT_TRUE(tree.ok()) << "fast path accepted what the tree rejects: " << body;
+        if (!tree.ok()) continue;
+        const json a = json::parse(*fast, nullptr, false);
+        EXPECT_FALSE(a.is_discarded()) << "fast path wrote invalid JSON: " << *fast;
+        EXPECT_EQ(a, json::parse(tree.value())) << body << "\nfast: " << *fast;
+      }
     }
   }
   return answered;

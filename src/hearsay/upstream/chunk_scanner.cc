@@ -62,12 +62,31 @@ std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data) {
   bool has_timings = false;
   Kind text_kind = Kind::kAbsent;
   std::string text;
-  Kind delta_kind = Kind::kAbsent;
-  Kind content_kind = Kind::kAbsent;
-  std::string content;
+  // choices[0].delta (a streamed chunk) and choices[0].message (an answer that was not streamed):
+  // each an object whose "content" is the text.
+  struct Holder {
+    Kind kind = Kind::kAbsent;
+    Kind content_kind = Kind::kAbsent;
+    std::string content;
+  };
+  Holder delta;
+  Holder message;
   std::optional<uint32_t> cache_n;
   std::optional<double> prompt_ms;
 
+  auto holder = [](JsonScanner& sc, Holder* h) {
+    const char p = sc.Peek();
+    if (p != '{') {
+      h->kind = p == 'n' ? Kind::kNull : Kind::kOther;
+      return sc.Skip(4);
+    }
+    h->kind = Kind::kObject;
+    uint32_t seen = 0;
+    return sc.Object(4, [&](std::string_view k) {
+      if (k != "content") return sc.Skip(5);
+      return Once(&seen, 1) && ReadText(sc, 5, &h->content_kind, &h->content);
+    });
+  };
   auto choice = [&](JsonScanner& sc) {
     if (sc.Peek() != '{') return false;
     uint32_t seen = 0;
@@ -77,19 +96,9 @@ std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data) {
         if (!Once(&seen, 2)) return false;
         return sc.Peek() == '"' ? sc.String(&c.finish_reason) : sc.Skip(4);
       }
-      if (k != "delta") return sc.Skip(4);
-      if (!Once(&seen, 4)) return false;
-      const char p = sc.Peek();
-      if (p != '{') {
-        delta_kind = p == 'n' ? Kind::kNull : Kind::kOther;
-        return sc.Skip(4);
-      }
-      delta_kind = Kind::kObject;
-      uint32_t delta_seen = 0;
-      return sc.Object(4, [&](std::string_view dk) {
-        if (dk != "content") return sc.Skip(5);
-        return Once(&delta_seen, 1) && ReadText(sc, 5, &content_kind, &content);
-      });
+      if (k == "delta") return Once(&seen, 4) && holder(sc, &delta);
+      if (k == "message") return Once(&seen, 8) && holder(sc, &message);
+      return sc.Skip(4);
     });
   };
 
@@ -154,16 +163,19 @@ std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data) {
   if (!parsed || !s.AtEnd()) return std::nullopt;
   if (!has_choices && !has_usage && !has_timings) return std::nullopt;
 
-  // The tree decoder reads text when it is present and not null, else the delta's content.
+  // The tree decoder reads text when it is present and not null, else the delta's content, else
+  // the message's.
   if (text_kind == Kind::kString) {
     c.text = std::move(text);
   } else if (text_kind == Kind::kOther) {
     return std::nullopt;
-  } else if (delta_kind == Kind::kOther) {
-    return std::nullopt;
-  } else if (delta_kind == Kind::kObject) {
-    if (content_kind == Kind::kOther) return std::nullopt;
-    if (content_kind == Kind::kString) c.text = std::move(content);
+  } else {
+    Holder& h = delta.kind != Kind::kAbsent && delta.kind != Kind::kNull ? delta : message;
+    if (h.kind == Kind::kOther) return std::nullopt;
+    if (h.kind == Kind::kObject) {
+      if (h.content_kind == Kind::kOther) return std::nullopt;
+      if (h.content_kind == Kind::kString) c.text = std::move(h.content);
+    }
   }
   if (has_timings) {
     if (!c.cached_tokens) c.cached_tokens = cache_n;

@@ -86,8 +86,9 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
     return ResourceExhaustedError("upstream engine at its limit of " +
                                   std::to_string(options_.max_in_flight) + " requests in flight");
   }
+  const bool stream = request.stream;
   Result<std::string> body = RewriteRequestBody(
-      request.api_body, options_.flavor == UpstreamFlavor::kLlamaCpp, options_.model);
+      request.api_body, options_.flavor == UpstreamFlavor::kLlamaCpp, options_.model, stream);
   if (!body.ok()) return body.status();
 
   const RequestId id = request.id;
@@ -95,13 +96,14 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   r->observer = observer;
   r->prompt_len = static_cast<uint32_t>(request.prompt.size());
   r->submitted = scheduler_.clock().Now();
+  r->streamed = stream;
   // The prompt text only serves /slots reconciliation (llama.cpp); other upstreams skip the parse.
   const bool llamacpp = options_.flavor == UpstreamFlavor::kLlamaCpp;
   r->estimate = tracker_.Predict(
       id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(), r->submitted);
   Live& live = *r;
   live_.emplace(id, std::move(r));
-  ++waiting_;
+  if (stream) ++waiting_;
   ++stats_.requests;
 
   UpstreamHttpRequest http;
@@ -109,22 +111,24 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   http.target = request.api_path;
   http.body = std::move(body).value();
   http.connect_timeout = options_.connect_timeout;
-  // The first-token timer below is the deadline (its error names it); the transport's own
-  // response timeout is only a backstop, later, so the two never race to report one timeout.
-  http.response_timeout = options_.first_token_timeout + std::chrono::seconds(1);
+  // The timer below is the deadline (its error names it); the transport's own response timeout
+  // is only a backstop, later, so the two never race to report one timeout.
+  const Duration deadline = stream ? options_.first_token_timeout : options_.answer_timeout;
+  http.response_timeout = deadline + std::chrono::seconds(1);
   http.idle_timeout = options_.idle_timeout;
   UpstreamCallbacks cb;
   cb.on_headers = [this, id](int status) { OnHeaders(id, status); };
   cb.on_body = [this, id](std::string_view chunk) { OnBody(id, chunk); };
   cb.on_done = [this, id](Status s) { OnDone(id, std::move(s)); };
-  live.first_token_timer = scheduler_.RunAfter(options_.first_token_timeout, [this, id] {
+  live.first_token_timer = scheduler_.RunAfter(deadline, [this, id, stream, deadline] {
     auto it = live_.find(id);
     if (it == live_.end()) return;
     it->second->first_token_timer = kNoTimer;
     ++stats_.timeouts;
     Fail(id,
-         DeadlineExceededError("upstream engine sent no output within " +
-                               std::to_string(ToMillis(options_.first_token_timeout)) + " ms"),
+         DeadlineExceededError(std::string("upstream engine sent no ") +
+                               (stream ? "output" : "answer") + " within " +
+                               std::to_string(static_cast<int64_t>(ToMillis(deadline))) + " ms"),
          true);
   });
   live.call = transport_.Send(std::move(http), std::move(cb));
@@ -144,7 +148,7 @@ void OpenAiEngine::Erase(RequestId id) {
   if (it == live_.end()) return;
   std::unique_ptr<Live> r = std::move(it->second);
   live_.erase(it);
-  if (!r->first_sent) --waiting_;
+  if (r->streamed && !r->first_sent) --waiting_;
   if (r->first_token_timer != kNoTimer) scheduler_.Cancel(r->first_token_timer);
   if (r->call) {
     r->call->Cancel();
@@ -167,6 +171,18 @@ void OpenAiEngine::OnBody(RequestId id, std::string_view chunk) {
     const size_t room = options_.max_error_body_bytes -
                         std::min(options_.max_error_body_bytes, r.error_body.size());
     r.error_body.append(chunk.substr(0, room));
+    return;
+  }
+  if (!r.streamed) {
+    if (chunk.size() > options_.max_answer_bytes - r.answer.size()) {
+      ++stats_.malformed;
+      Fail(id,
+           DataLossError("upstream answer over " + std::to_string(options_.max_answer_bytes) +
+                         " bytes"),
+           true);
+      return;
+    }
+    r.answer.append(chunk);
     return;
   }
   // Handling an event may end the request and destroy its Live: the parser is moved out for the
@@ -235,7 +251,7 @@ bool OpenAiEngine::EnsureFirstToken(RequestId id) {
   Live& r = *live_.at(id);
   if (r.first_sent) return true;
   r.first_sent = true;
-  --waiting_;
+  if (r.streamed) --waiting_;
   if (r.first_token_timer != kNoTimer) {
     scheduler_.Cancel(r.first_token_timer);
     r.first_token_timer = kNoTimer;
@@ -331,12 +347,35 @@ void OpenAiEngine::OnDone(RequestId id, Status status) {
     Fail(id, Status(status.code(), "upstream engine: " + status.message()), true);
     return;
   }
-  if (!r.done_seen && !r.first_sent && r.usage.completion_tokens == 0) {
+  if (!r.streamed) {
+    if (!OnAnswer(id)) return;
+    it = live_.find(id);
+    if (it == live_.end()) return;
+  }
+  Live& done = *it->second;
+  if (!done.done_seen && !done.first_sent && done.usage.completion_tokens == 0) {
     ++stats_.malformed;
     Fail(id, DataLossError("upstream stream ended without output or [DONE]"), true);
     return;
   }
   Finish(id);
+}
+
+bool OpenAiEngine::OnAnswer(RequestId id) {
+  Live& r = *live_.at(id);
+  std::string answer = std::move(r.answer);
+  const size_t start = answer.find_first_not_of(" \t\r\n");
+  if (start != std::string::npos && answer[start] == '{') {
+    if (!OnEvent(id, std::string_view(answer).substr(start))) return false;
+    live_.at(id)->done_seen = true;
+    return true;
+  }
+  // Not a JSON object: a server that streams whatever it is asked (or garbage, which the stream
+  // decoder refuses with its own message).
+  r.streamed = true;
+  ++waiting_;  // as if it had been streamed from the start; the first text takes it back
+  OnBody(id, answer);
+  return live_.contains(id);
 }
 
 void OpenAiEngine::Finish(RequestId id) {
@@ -502,14 +541,22 @@ void OpenAiEngine::Reconcile() {
 engine::EngineLoad OpenAiEngine::Load() const {
   engine::EngineLoad l;
   l.waiting_requests = waiting_;
-  l.running_requests = static_cast<uint32_t>(live_.size()) - waiting_;
   l.kv_capacity_tokens = options_.capacity_tokens;
   l.kv_used_tokens = std::min(tracker_.used_tokens(), options_.capacity_tokens);
   uint64_t pending_prefill = 0;
+  const TimePoint now = scheduler_.clock().Now();
   for (const auto& [id, r] : live_) {
-    if (!r->first_sent)
-      pending_prefill += r->prompt_len - std::min<size_t>(r->estimate, r->prompt_len);
+    if (r->first_sent) continue;
+    const uint64_t uncached = r->prompt_len - std::min<size_t>(r->estimate, r->prompt_len);
+    if (!r->streamed) {
+      // Its first token is not seen: waiting while its prefill is expected to run.
+      const double prefill_ms = prefill_ms_per_token_ * static_cast<double>(uncached);
+      if (now - r->submitted >= FromMillis(prefill_ms)) continue;
+      ++l.waiting_requests;
+    }
+    pending_prefill += uncached;
   }
+  l.running_requests = static_cast<uint32_t>(live_.size()) - l.waiting_requests;
   l.waiting_prefill_tokens = pending_prefill;
   l.prefill_ms_per_token = prefill_ms_per_token_;
   l.estimated_queue_wait = FromMillis(prefill_ms_per_token_ * static_cast<double>(pending_prefill));

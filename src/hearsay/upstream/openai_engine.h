@@ -6,9 +6,13 @@
 // per-token timings), records a prediction in the CacheTracker (what was sent, with a lease) and
 // sends it through the UpstreamTransport. The upstream's server-sent events are decoded; the first
 // output text gives OnAdmitted + OnFirstToken, every text piece OnText, the end OnComplete with
-// the upstream's own usage. Counts reported to observers are the upstream's (its tokenizer); the
-// cache estimate is kept in node tokens, and evidence is converted by the ratio of the two prompt
-// lengths (exact when the node tokenizes with the engine's tokenizer).
+// the upstream's own usage. A request nobody reads before its end (EngineRequest::stream false:
+// a local client that did not ask to stream) asks the server for one JSON answer instead, which
+// costs it and the node less; its events then all come at the end, under `answer_timeout`
+// rather than `first_token_timeout`, and until then Load() counts it as waiting only for as long
+// as its prefill is expected to take. Counts reported to observers are the upstream's (its
+// tokenizer); the cache estimate is kept in node tokens, and evidence is converted by the ratio of
+// the two prompt lengths (exact when the node tokenizes with the engine's tokenizer).
 //
 // Cache evidence (see cache_tracker.h): the first chunk that reports cached tokens
 // (timings.cache_n or usage.prompt_tokens_details.cached_tokens) confirms or corrects the
@@ -78,7 +82,7 @@ struct OpenAiEngineStats {
   uint64_t overestimates = 0;
   uint64_t underestimates = 0;
   uint64_t stale_entries_cut = 0;
-  uint64_t drift_alarms = 0;  // transitions into estimates_unreliable
+  uint64_t drift_alarms = 0;   // transitions into estimates_unreliable
   uint64_t drift_cleared = 0;  // transitions out of it
   uint64_t reconciles = 0;
   uint64_t reconcile_failures = 0;
@@ -131,6 +135,9 @@ class OpenAiEngine final : public engine::Engine {
     TimerId first_token_timer = kNoTimer;
     int http_status = 0;
     std::string error_body;
+    // Asked as a stream (EngineRequest::stream); otherwise the answer in one piece, gathered.
+    bool streamed = true;
+    std::string answer;
     bool first_sent = false;
     bool evidence_applied = false;
     bool done_seen = false;
@@ -146,6 +153,9 @@ class OpenAiEngine final : public engine::Engine {
   void OnDone(engine::RequestId id, Status status);
   // Handles one decoded event; false when the request ended inside (error or cancel).
   bool OnEvent(engine::RequestId id, std::string_view data);
+  // Decodes an answer asked for in one piece, at its end, as one event (or as a stream, if the
+  // server streamed anyway); false when the request ended inside.
+  bool OnAnswer(engine::RequestId id);
   // Reports the first token if not done yet; false when the observer cancelled the request.
   bool EnsureFirstToken(engine::RequestId id);
   void ApplyEvidence(Live& r, engine::RequestId id, uint32_t upstream_cached,
@@ -168,7 +178,7 @@ class OpenAiEngine final : public engine::Engine {
   OpenAiEngineOptions options_;
   CacheTracker tracker_;
   std::unordered_map<engine::RequestId, std::unique_ptr<Live>> live_;
-  uint32_t waiting_ = 0;  // live requests without first token
+  uint32_t waiting_ = 0;  // live streamed requests without first token
   bool healthy_ = true;
   std::string unhealthy_reason_;
   uint32_t consecutive_failures_ = 0;

@@ -36,9 +36,10 @@ Status ValidateOpenAiEngineOptions(const OpenAiEngineOptions& o) {
     return InvalidArgumentError("prediction_lease must be positive");
   }
   if (o.connect_timeout <= Duration::zero() || o.first_token_timeout <= Duration::zero() ||
-      o.idle_timeout <= Duration::zero()) {
+      o.idle_timeout <= Duration::zero() || o.answer_timeout <= Duration::zero()) {
     return InvalidArgumentError("timeouts must be positive");
   }
+  if (o.max_answer_bytes == 0) return InvalidArgumentError("max_answer_bytes must be >= 1");
   if (o.failures_to_unhealthy == 0) {
     return InvalidArgumentError("failures_to_unhealthy must be >= 1");
   }

@@ -43,6 +43,11 @@ struct OpenAiEngineOptions {
   Duration first_token_timeout = std::chrono::seconds(30);
   // Longest silence inside a streaming response.
   Duration idle_timeout = std::chrono::seconds(30);
+  // For a request answered in one piece (engine::EngineRequest::stream false): from the send to
+  // the whole answer, generation included; past it the request fails (DEADLINE_EXCEEDED).
+  Duration answer_timeout = std::chrono::seconds(300);
+  // Largest answer in one piece; a longer one fails the request (DATA_LOSS).
+  size_t max_answer_bytes = 16u << 20;
   // Consecutive failures (requests or health probes) that mark the upstream unhealthy.
   uint32_t failures_to_unhealthy = 2;
   // Period of GET health_path probes (also while healthy: detects a dead upstream without

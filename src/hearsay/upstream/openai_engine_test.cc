@@ -332,6 +332,118 @@ TEST_F(OpenAiEngineTest, SlowUpstreamTimesOutAtTheFirstTokenDeadline) {
   EXPECT_EQ(engine_->stats().timeouts, 1u);
 }
 
+// A client that does not stream: the upstream is asked for one JSON answer, which gives the
+// first token, the text, the evidence and the usage at once.
+TEST_F(OpenAiEngineTest, AnswerInOnePieceWhenNobodyStreams) {
+  OpenAiEngineOptions o;
+  o.flavor = UpstreamFlavor::kLlamaCpp;
+  Make(o);
+  engine::EngineRequest req = Req(1, 16);
+  req.stream = false;
+  ASSERT_TRUE(engine_->Submit(std::move(req), &rec_).ok());
+  auto call = LastCompletion();
+  ASSERT_NE(call, nullptr);
+  auto body = nlohmann::json::parse(call->request.body);
+  EXPECT_EQ(body["stream"], false);
+  EXPECT_FALSE(body.contains("stream_options"));
+  EXPECT_EQ(body["cache_prompt"], true);
+  // No prefill cost learned yet: not counted as waiting (its first token is never seen).
+  EXPECT_EQ(engine_->Load().waiting_requests, 0u);
+  EXPECT_EQ(engine_->Load().running_requests, 1u);
+
+  call->Headers(200);
+  const nlohmann::json answer = {
+      {"object", "text_completion"},
+      {"choices", {{{"index", 0}, {"text", "Hello"}, {"finish_reason", "length"}}}},
+      {"usage",
+       {{"prompt_tokens", 16},
+        {"completion_tokens", 4},
+        {"prompt_tokens_details", {{"cached_tokens", 0}}}}},
+      {"timings", {{"cache_n", 0}, {"prompt_n", 16}, {"prompt_ms", 8.0}}}};
+  const std::string text = answer.dump();
+  call->Body(std::string_view(text).substr(0, 10));  // pieces are gathered
+  EXPECT_FALSE(rec_.recs[1].first);
+  call->Body(std::string_view(text).substr(10));
+  call->Done();
+  const auto& r = rec_.recs[1];
+  EXPECT_TRUE(r.first);
+  EXPECT_FALSE(r.text_before_first);
+  EXPECT_EQ(r.text, "Hello");
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.usage, (engine::Usage{16, 4, 0}));
+  EXPECT_EQ(engine_->stats().evidence, 1u);
+  EXPECT_DOUBLE_EQ(engine_->Load().prefill_ms_per_token, 0.5);
+
+  // Now that prefill costs 0.5 ms per token, the next one-piece request waits for 8 ms.
+  engine::EngineRequest next = Req(2, 16, 100);
+  next.stream = false;
+  next.api_path = "/v1/chat/completions";
+  next.api_body = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})";
+  ASSERT_TRUE(engine_->Submit(std::move(next), &rec_).ok());
+  EXPECT_EQ(engine_->Load().waiting_requests, 1u);
+  EXPECT_EQ(engine_->Load().waiting_prefill_tokens, 16u);
+  sched_.RunFor(8ms);
+  EXPECT_EQ(engine_->Load().waiting_requests, 0u);
+  auto chat = transport_.Open("/v1/chat/completions").back();
+  chat->Respond(
+      200,
+      R"({"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hi!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":16,"completion_tokens":2}})");
+  EXPECT_EQ(rec_.recs[2].text, "Hi!");
+  EXPECT_TRUE(rec_.recs[2].complete);
+  EXPECT_EQ(engine_->Load().running_requests + engine_->Load().waiting_requests, 0u);
+}
+
+TEST_F(OpenAiEngineTest, AnswerInOnePieceCopesWithAStreamAndRefusesGarbageAndSize) {
+  OpenAiEngineOptions o;
+  o.max_answer_bytes = 256;
+  Make(o);
+  auto submit = [&](RequestId id) {
+    engine::EngineRequest req = Req(id, 8, id * 100);
+    req.stream = false;
+    ASSERT_TRUE(engine_->Submit(std::move(req), &rec_).ok());
+  };
+  // A server that streams anyway.
+  submit(1);
+  auto c1 = LastCompletion();
+  c1->Respond(200, Chunk("ab") + "data: [DONE]\n\n");
+  EXPECT_EQ(rec_.recs[1].text, "ab");
+  EXPECT_TRUE(rec_.recs[1].complete);
+  // Not JSON, not a stream.
+  submit(2);
+  LastCompletion()->Respond(200, "<html>oops</html>");
+  ASSERT_TRUE(rec_.recs[2].error);
+  EXPECT_EQ(rec_.recs[2].status.code(), StatusCode::kDataLoss);
+  // Over the size bound.
+  submit(3);
+  auto c3 = LastCompletion();
+  c3->Headers(200);
+  c3->Body(std::string(257, ' '));
+  ASSERT_TRUE(rec_.recs[3].error);
+  EXPECT_EQ(rec_.recs[3].status.code(), StatusCode::kDataLoss);
+  EXPECT_NE(rec_.recs[3].status.message().find("over 256 bytes"), std::string::npos);
+  EXPECT_TRUE(c3->cancelled);
+}
+
+TEST_F(OpenAiEngineTest, AnswerInOnePieceHasTheAnswerDeadline) {
+  OpenAiEngineOptions o;
+  o.first_token_timeout = 3s;
+  o.answer_timeout = 20s;
+  o.health_interval = 60s;
+  Make(o);
+  engine::EngineRequest req = Req(1, 8);
+  req.stream = false;
+  ASSERT_TRUE(engine_->Submit(std::move(req), &rec_).ok());
+  auto c = LastCompletion();
+  EXPECT_EQ(c->request.response_timeout, 21s);
+  sched_.RunFor(19999ms);  // far past the first-token deadline: generation takes time
+  EXPECT_FALSE(rec_.recs[1].error);
+  sched_.RunFor(1ms);
+  ASSERT_TRUE(rec_.recs[1].error);
+  EXPECT_EQ(rec_.recs[1].status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(rec_.recs[1].status.message().find("no answer within 20000 ms"), std::string::npos);
+  EXPECT_TRUE(c->cancelled);
+}
+
 TEST_F(OpenAiEngineTest, MidStreamBreakEndsWithErrorAfterText) {
   Make();
   ASSERT_TRUE(engine_->Submit(Req(1, 8), &rec_).ok());

@@ -90,11 +90,21 @@ Result<UpstreamChunk> ParseUpstreamChunkTree(std::string_view data) {
       if (auto t = ch.find("text"); t != ch.end() && !t->is_null()) {
         if (!t->is_string()) return InvalidArgumentError("choices[0].text is not a string");
         c.text = t->get<std::string>();
-      } else if (auto d = ch.find("delta"); d != ch.end() && !d->is_null()) {
-        if (!d->is_object()) return InvalidArgumentError("choices[0].delta is not an object");
-        if (auto ct = d->find("content"); ct != d->end() && !ct->is_null()) {
-          if (!ct->is_string()) return InvalidArgumentError("delta.content is not a string");
-          c.text = ct->get<std::string>();
+      } else {
+        // A streamed chunk's delta, else a whole answer's message.
+        const char* holder = "delta";
+        auto d = ch.find(holder);
+        if (d == ch.end() || d->is_null()) d = ch.find(holder = "message");
+        if (d != ch.end() && !d->is_null()) {
+          if (!d->is_object()) {
+            return InvalidArgumentError(std::string("choices[0].") + holder + " is not an object");
+          }
+          if (auto ct = d->find("content"); ct != d->end() && !ct->is_null()) {
+            if (!ct->is_string()) {
+              return InvalidArgumentError(std::string(holder) + ".content is not a string");
+            }
+            c.text = ct->get<std::string>();
+          }
         }
       }
       if (auto f = ch.find("finish_reason"); f != ch.end() && f->is_string()) {
@@ -184,24 +194,28 @@ Result<std::vector<SlotState>> ParseSlots(std::string_view body) {
   return out;
 }
 
-Result<std::string> RewriteRequestBody(std::string_view body, bool llamacpp,
-                                       std::string_view model) {
-  if (std::optional<std::string> fast = RewriteRequestBodyByScan(body, llamacpp, model)) {
+Result<std::string> RewriteRequestBody(std::string_view body, bool llamacpp, std::string_view model,
+                                       bool stream) {
+  if (std::optional<std::string> fast = RewriteRequestBodyByScan(body, llamacpp, model, stream)) {
     return std::move(*fast);
   }
-  return RewriteRequestBodyTree(body, llamacpp, model);
+  return RewriteRequestBodyTree(body, llamacpp, model, stream);
 }
 
 Result<std::string> RewriteRequestBodyTree(std::string_view body, bool llamacpp,
-                                           std::string_view model) {
+                                           std::string_view model, bool stream) {
   json j = ParseUntrustedJson(body);
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgumentError("request body is not a JSON object");
   }
-  j["stream"] = true;
-  json& so = j["stream_options"];
-  if (!so.is_object()) so = json::object();
-  so["include_usage"] = true;
+  j["stream"] = stream;
+  if (stream) {
+    json& so = j["stream_options"];
+    if (!so.is_object()) so = json::object();
+    so["include_usage"] = true;
+  } else {
+    j.erase("stream_options");
+  }
   if (llamacpp) {
     j["timings_per_token"] = true;
     j["cache_prompt"] = true;

@@ -6,7 +6,8 @@
 //     --enable-prompt-tokens-details), usage.prompt_tokens / completion_tokens;
 //   - llama.cpp server: the same usage block, plus timings {cache_n, prompt_n, prompt_ms,
 //     predicted_n, ...} on the last chunk, or on every chunk with "timings_per_token": true.
-// Text is choices[0].text (/v1/completions) or choices[0].delta.content (chat).
+// Text is choices[0].text (/v1/completions), choices[0].delta.content (streamed chat) or
+// choices[0].message.content (a chat answer that was not streamed: decoded as one chunk).
 //
 // Everything here is untrusted input: wrong types, missing fields and non-JSON yield
 // INVALID_ARGUMENT naming the problem, never an exception or a crash. Numbers outside uint32
@@ -25,7 +26,7 @@
 
 namespace hearsay::upstream {
 
-// One decoded stream event from the upstream.
+// One decoded stream event from the upstream (or a whole answer that was not streamed).
 struct UpstreamChunk {
   // "[DONE]": the stream's end marker.
   bool done = false;
@@ -71,18 +72,19 @@ struct SlotState {
 // Decodes the body of GET /slots (a JSON array). INVALID_ARGUMENT on anything else.
 Result<std::vector<SlotState>> ParseSlots(std::string_view body);
 
-// Rewrites a client's OpenAI request body for the upstream: forces "stream": true (the engine
-// always streams upstream, whatever the client asked), asks for usage in the stream
-// (stream_options.include_usage), and for llama.cpp also "timings_per_token": true (so the first
-// chunk already carries cache_n) and "cache_prompt": true. `model`, when not empty, replaces the
-// request's model (the upstream may serve under another name). INVALID_ARGUMENT if `body` is not
-// a JSON object.
+// Rewrites a client's OpenAI request body for the upstream. With `stream`, it asks for a stream
+// with usage in it (stream_options.include_usage); without, for one JSON answer ("stream": false,
+// no stream_options, which servers refuse without a stream), whatever the client asked: the
+// upstream's cheapest answer, with the same usage. For llama.cpp also "timings_per_token": true
+// (a stream's first chunk then carries cache_n) and "cache_prompt": true. `model`, when not
+// empty, replaces the request's model (the upstream may serve under another name).
+// INVALID_ARGUMENT if `body` is not a JSON object.
 // Ordinary bodies take a one-pass copy (body_rewriter.h); anything else RewriteRequestBodyTree.
-Result<std::string> RewriteRequestBody(std::string_view body, bool llamacpp,
-                                       std::string_view model);
+Result<std::string> RewriteRequestBody(std::string_view body, bool llamacpp, std::string_view model,
+                                       bool stream = true);
 // The same over a JSON tree: slower, the reference for the fast path (and its fallback).
 Result<std::string> RewriteRequestBodyTree(std::string_view body, bool llamacpp,
-                                           std::string_view model);
+                                           std::string_view model, bool stream = true);
 
 // The prompt text of a request body, for matching against llama.cpp's /slots: "prompt" (string,
 // or the first string of an array) for completions, the messages' contents joined with "\n" for

@@ -37,9 +37,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)hearsay::upstream::UpstreamErrorMessage(text);
   (void)hearsay::upstream::ParseSlots(text);
-  if (auto fast = hearsay::upstream::RewriteRequestBodyByScan(text, true, "m")) {
+  const bool stream = size % 2 == 0;
+  if (auto fast = hearsay::upstream::RewriteRequestBodyByScan(text, true, "m", stream)) {
     // The fast rewrite writes the tree's JSON value (members in any order).
-    auto tree = hearsay::upstream::RewriteRequestBodyTree(text, true, "m");
+    auto tree = hearsay::upstream::RewriteRequestBodyTree(text, true, "m", stream);
     if (!tree.ok() ||
         nlohmann::json::parse(*fast, nullptr, false) != nlohmann::json::parse(*tree)) {
       std::abort();

@@ -91,6 +91,46 @@ TEST(UpstreamResponseTest, RewriteForcesStreamingAndEvidence) {
   EXPECT_FALSE(RewriteRequestBody("nope", false, "").ok());
 }
 
+TEST(UpstreamResponseTest, RewriteAsksForOneAnswerWhenNotStreaming) {
+  for (const char* body : {R"({"prompt":"p"})", R"({"prompt":"p","stream":true})",
+                           R"({"prompt":"p","stream_options":{"include_usage":true}})"}) {
+    for (bool llamacpp : {false, true}) {
+      auto r = RewriteRequestBody(body, llamacpp, "", /*stream=*/false);
+      ASSERT_TRUE(r.ok()) << body;
+      auto j = nlohmann::json::parse(r.value());
+      EXPECT_EQ(j["stream"], false) << body;
+      // Servers refuse stream_options without a stream.
+      EXPECT_FALSE(j.contains("stream_options")) << body;
+      EXPECT_EQ(j.contains("cache_prompt"), llamacpp) << body;
+      EXPECT_EQ(j["prompt"], "p");
+    }
+  }
+}
+
+TEST(UpstreamResponseTest, AWholeChatAnswerDecodesAsOneChunk) {
+  const std::string answer =
+      R"({"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",)"
+      R"("content":"Hi there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,)"
+      R"("completion_tokens":3,"prompt_tokens_details":{"cached_tokens":8}}})";
+  for (auto* parse : {&ParseUpstreamChunk, &ParseUpstreamChunkTree}) {
+    auto c = parse(answer);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->text, "Hi there");
+    EXPECT_EQ(c->finish_reason, "stop");
+    EXPECT_EQ(c->cached_tokens, 8u);
+    EXPECT_EQ(c->completion_tokens, 3u);
+  }
+  // A delta wins over a message; a message that is not an object is an error.
+  EXPECT_EQ(
+      ParseUpstreamChunk(R"({"choices":[{"delta":{"content":"d"},"message":{"content":"m"}}]})")
+          ->text,
+      "d");
+  EXPECT_EQ(ParseUpstreamChunk(R"({"choices":[{"delta":null,"message":{"content":"m"}}]})")->text,
+            "m");
+  EXPECT_FALSE(ParseUpstreamChunk(R"({"choices":[{"message":"m"}]})").ok());
+  EXPECT_FALSE(ParseUpstreamChunk(R"({"choices":[{"message":{"content":7}}]})").ok());
+}
+
 TEST(UpstreamResponseTest, PromptText) {
   EXPECT_EQ(PromptText(R"({"prompt":"abc"})"), "abc");
   EXPECT_EQ(PromptText(R"({"prompt":["x","y"]})"), "x");
