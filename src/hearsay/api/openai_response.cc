@@ -79,23 +79,31 @@ std::string RenderCompletion(const ResponseMeta& meta, std::string_view text,
   return out;
 }
 
+ChunkRenderer::ChunkRenderer(const ResponseMeta& meta) : chat_(IsChat(meta)) {
+  head_.append("data: ");
+  AppendHead(meta, ChunkObject(meta), &head_);
+}
+
+void ChunkRenderer::Append(std::string_view delta_text, bool first, std::string* out) const {
+  out->reserve(out->size() + head_.size() + 96 + delta_text.size());
+  out->append(head_);
+  if (chat_) {
+    out->append(R"("choices":[{"index":0,"delta":{)");
+    if (first) out->append(R"("role":"assistant",)");
+    out->append(R"("content":)");
+    AppendJsonString(delta_text, out);
+    out->append(R"(},"logprobs":null,"finish_reason":null}]})");
+  } else {
+    out->append(R"("choices":[{"index":0,"text":)");
+    AppendJsonString(delta_text, out);
+    out->append(R"(,"logprobs":null,"finish_reason":null}]})");
+  }
+  out->append("\n\n");
+}
+
 std::string RenderChunk(const ResponseMeta& meta, std::string_view delta_text, bool first) {
   std::string out;
-  out.reserve(224 + delta_text.size() + meta.id.size() + meta.model.size());
-  out.append("data: ");
-  AppendHead(meta, ChunkObject(meta), &out);
-  if (IsChat(meta)) {
-    out.append(R"("choices":[{"index":0,"delta":{)");
-    if (first) out.append(R"("role":"assistant",)");
-    out.append(R"("content":)");
-    AppendJsonString(delta_text, &out);
-    out.append(R"(},"logprobs":null,"finish_reason":null}]})");
-  } else {
-    out.append(R"("choices":[{"index":0,"text":)");
-    AppendJsonString(delta_text, &out);
-    out.append(R"(,"logprobs":null,"finish_reason":null}]})");
-  }
-  out.append("\n\n");
+  ChunkRenderer(meta).Append(delta_text, first, &out);
   return out;
 }
 

@@ -60,6 +60,17 @@ std::string RenderCompletion(const ResponseMeta& meta, std::string_view text,
 
 // One streamed chunk with `delta_text`. For chat, `first` puts "role":"assistant" in the delta.
 std::string RenderChunk(const ResponseMeta& meta, std::string_view delta_text, bool first);
+// The same, for the many chunks of one answer: the part before "choices" (id, object, created,
+// model, system_fingerprint) is the same in every chunk, so it is rendered once.
+class ChunkRenderer {
+ public:
+  explicit ChunkRenderer(const ResponseMeta& meta);
+  void Append(std::string_view delta_text, bool first, std::string* out) const;
+
+ private:
+  std::string head_;  // "data: {...," up to "choices"
+  bool chat_;
+};
 // The chunk that ends the choice: empty delta (or text) and `finish_reason`.
 std::string RenderFinalChunk(const ResponseMeta& meta, std::string_view finish_reason);
 // The usage chunk: "choices": [] and `usage`.

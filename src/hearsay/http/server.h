@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -113,6 +114,8 @@ class Responder {
   // Starts a chunked response; follow with Write()s and one End().
   void StartStream(int status, Headers headers);
   // One chunk, sent at once. Empty chunks are skipped (an empty chunk would end the stream).
+  // Chunks written before the connection's strand gets to the first of them go out together,
+  // as one chunk in one write: a burst of events costs one post and one system call.
   void Write(std::string chunk);
   // Ends a chunked response.
   void End();
@@ -125,9 +128,17 @@ class Responder {
 
  private:
   friend class Connection;
+  // Bytes written and not yet taken by the strand; shared with the posted task, which may run
+  // after the responder is gone.
+  struct PendingWrites {
+    std::mutex mu;
+    std::string bytes;
+    bool posted = false;  // a task that will take `bytes` is queued on the strand
+  };
   std::weak_ptr<Connection> connection_;
   const uint64_t sequence_;
   std::atomic<bool> closed_{false};
+  std::shared_ptr<PendingWrites> pending_ = std::make_shared<PendingWrites>();
 };
 
 using Handler = std::function<void(Request, std::shared_ptr<Responder>)>;

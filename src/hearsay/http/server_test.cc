@@ -146,6 +146,31 @@ TEST_F(ServerTest, StreamedChunksArriveBeforeTheNextIsWritten) {
   EXPECT_FALSE(responder->closed());
 }
 
+// Writes made while the connection's strand is busy (here: inside the handler, which runs on it)
+// go out together, as one chunk, in order; a later write is its own chunk.
+TEST_F(ServerTest, WritesInOneBurstGoOutAsOneChunk) {
+  std::promise<std::shared_ptr<Responder>> got;
+  StartServer(LocalOptions(), [&](Request, std::shared_ptr<Responder> r) {
+    r->StartStream(200, {});
+    r->Write("ab");
+    r->Write("cd");
+    r->Write("");
+    r->Write("ef");
+    got.set_value(r);
+  });
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send("GET /burst HTTP/1.1\r\n\r\n"));
+  auto f = got.get_future();
+  ASSERT_TRUE(Ready(f));
+  auto responder = f.get();
+  ASSERT_TRUE(c.ReadUntil("abcdef\r\n"));
+  EXPECT_NE(c.data().find("\r\n6\r\nabcdef\r\n"), std::string::npos) << c.data();
+  responder->Write("gh");
+  responder->End();
+  ASSERT_TRUE(c.ReadUntil("0\r\n\r\n"));
+  EXPECT_TRUE(c.data().ends_with("6\r\nabcdef\r\n2\r\ngh\r\n0\r\n\r\n")) << c.data();
+}
+
 TEST_F(ServerTest, BodyOverLimitGets413BeforeTheBodyIsRead) {
   ServerOptions o = LocalOptions();
   o.max_body_bytes = 1000;

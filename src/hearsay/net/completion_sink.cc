@@ -67,7 +67,10 @@ void CompletionSink::OnOutput(uint64_t /*id*/, const PeerOutput& output) {
   for (uint32_t t : output.tokens) tokenizer_.AppendToken(t, &out);
   out.append(output.text);
   if (!streaming() || scratch_.empty()) return;
-  responder_->Write(api::RenderChunk(options_.meta, scratch_, first_chunk_));
+  if (!chunks_) chunks_.emplace(options_.meta);
+  std::string chunk;
+  chunks_->Append(scratch_, first_chunk_, &chunk);
+  responder_->Write(std::move(chunk));
   first_chunk_ = false;
 }
 

@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "hearsay/api/api_error.h"
@@ -74,8 +75,9 @@ class CompletionSink final : public ResponseSink {
   bool started_ = false;  // the stream's headers went out
   bool first_chunk_ = true;
   bool done_ = false;
-  std::string text_;     // non-streaming: the whole answer
-  std::string scratch_;  // streaming: this event's text
+  std::string text_;                          // non-streaming: the whole answer
+  std::string scratch_;                       // streaming: this event's text
+  std::optional<api::ChunkRenderer> chunks_;  // streaming: made at the first chunk
 };
 
 // The one mapping of core errors to OpenAI errors (status and type).
