@@ -51,10 +51,12 @@ UPSTREAM_BIN=$BUILD_DIR/bench/forwarding/hearsay_fixed_upstream
 ROUTE_BENCH=${ROUTE_BENCH:-$BUILD_DIR/bench/hearsay_bench}
 LUA=bench/forwarding/completions.lua
 
-die() {
-  echo "bench-forwarding: $*" >&2
-  exit 1
-}
+FWD_NAME="bench-forwarding"
+FWD_START_TENTHS=100
+FWD_STOP_TENTHS=50
+FWD_HTTP_SECONDS=5
+# shellcheck source=scripts/lib/forwarding-nodes.sh
+. scripts/lib/forwarding-nodes.sh
 for tool in wrk nginx; do
   command -v "$tool" >/dev/null || PATH=$PATH:/usr/sbin command -v "$tool" >/dev/null ||
     die "$tool not found; run scripts/install-deps.sh"
@@ -71,38 +73,7 @@ done
 [ -x "$UPSTREAM_BIN" ] || die "$UPSTREAM_BIN not built (make bench-forwarding builds it)"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer"
 
-WORK=$(mktemp -d /tmp/hearsay-bench-forwarding.XXXXXX)
-PIDS=()
-cleanup() {
-  local pid
-  [ -n "${WRK_PID:-}" ] && PIDS+=("$WRK_PID")
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do
-    # Bounded: a process that ignores TERM for 5 s is killed.
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Waits up to 10 s for "listening http=HOST:PORT" in $1 and prints PORT.
-listening_port() {
-  local out=$1 pid=$2 line
-  for _ in $(seq 100); do
-    line=$(grep -m1 -o 'listening http=[^ ]*' "$out" 2>/dev/null || true)
-    if [ -n "$line" ]; then
-      echo "${line##*:}"
-      return 0
-    fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$out" "$out.err" >&2 2>/dev/null || true
-  die "no listening line in $out"
-}
+fwd_begin
 
 # Waits up to 10 s until something accepts connections on 127.0.0.1:$1.
 wait_port() {
@@ -113,62 +84,27 @@ wait_port() {
   return 1
 }
 
-# --- start the three servers -------------------------------------------------------------------
-"$UPSTREAM_BIN" --listen 127.0.0.1:0 --threads "$UPSTREAM_THREADS" \
-  >"$WORK/upstream.out" 2>"$WORK/upstream.out.err" &
-PIDS+=($!)
-UP_PORT=$(listening_port "$WORK/upstream.out" "${PIDS[-1]}")
+# --- start the servers -------------------------------------------------------------------------
+start_upstream "$UPSTREAM_BIN" --threads "$UPSTREAM_THREADS"
 
 declare -A URL_BASE=([base]="http://127.0.0.1:$UP_PORT")
 NODES=()
 for v in $VARIANTS; do
   IFS=: read -r name bin threads <<<"$v"
-  "$bin" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id "bench-$name" \
-    --engine openai --upstream "http://127.0.0.1:$UP_PORT" --model fixed --policy "$POLICY" \
-    --io-threads "$threads" --log-level warn \
-    >"$WORK/$name.out" 2>"$WORK/$name.out.err" &
-  PIDS+=($!)
-  URL_BASE[$name]="http://127.0.0.1:$(listening_port "$WORK/$name.out" "${PIDS[-1]}")"
+  start_node "bench-$name" 0 "$bin" --upstream "http://127.0.0.1:$UP_PORT" --policy "$POLICY" \
+    --io-threads "$threads" --log-level warn
+  URL_BASE[$name]="http://127.0.0.1:$STARTED_PORT"
   NODES+=("$name")
 done
 
-# GET $2 from 127.0.0.1:$1 (no curl needed).
-http_get() {
-  local body
-  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
-  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$2" >&3
-  body=$(timeout 5 cat <&3) || true
-  exec 3<&-
-  printf '%s' "$body"
-}
 # The entry node's client requests by route decision $2 (local, forwarded, retried).
 decisions() {
   http_get "$1" /metrics | awk -v d="$2" '$1 == "hearsay_requests_total{decision=\"" d "\"}" { print $2 }'
 }
 
 if [ "$PEER" != 0 ]; then
-  "$PEER_BIN" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id bench-peer-server \
-    --engine openai --upstream "http://127.0.0.1:$UP_PORT" --model fixed --policy local \
-    --io-threads "$IO_THREADS" --log-level warn >"$WORK/peer-server.out" 2>"$WORK/peer-server.out.err" &
-  PIDS+=($!)
-  listening_port "$WORK/peer-server.out" "${PIDS[-1]}" >/dev/null
-  PEER_GOSSIP=$(grep -m1 -o 'gossip=[^ ]*' "$WORK/peer-server.out")
-  # Port 1 on loopback is closed: the entry's engine fails its probes and routes everything away.
-  "$PEER_BIN" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id bench-peer-entry \
-    --engine openai --upstream "http://127.0.0.1:1" --model fixed --policy "$POLICY" \
-    --join "${PEER_GOSSIP#gossip=}" --io-threads "$IO_THREADS" --log-level error \
-    >"$WORK/peer-entry.out" 2>"$WORK/peer-entry.out.err" &
-  PIDS+=($!)
-  PEER_ENTRY_PORT=$(listening_port "$WORK/peer-entry.out" "${PIDS[-1]}")
+  start_peer_path "$PEER_BIN" "$POLICY" "$IO_THREADS" none 3
   URL_BASE[peer]="http://127.0.0.1:$PEER_ENTRY_PORT"
-  # Ready when the entry sees its peer alive and its own engine has failed two probes (1 s apart).
-  for _ in $(seq 100); do
-    http_get "$PEER_ENTRY_PORT" /metrics | grep -q '^hearsay_peers{state="alive"} 1$' && break
-    sleep 0.1
-  done
-  http_get "$PEER_ENTRY_PORT" /metrics | grep -q '^hearsay_peers{state="alive"} 1$' ||
-    die "the peer path's entry node never saw its peer alive"
-  sleep 3
   NODES+=(peer)
 fi
 

@@ -31,10 +31,12 @@ CONNECTIONS=${CONNECTIONS:-2}
 TOP=${TOP:-25}
 PATH_KIND=${PATH_KIND:-node}
 
-die() {
-  echo "profile-forwarding: $*" >&2
-  exit 1
-}
+FWD_NAME="profile-forwarding"
+FWD_START_TENTHS=600  # valgrind starts slowly
+FWD_STOP_TENTHS=100
+FWD_HTTP_SECONDS=60
+# shellcheck source=scripts/lib/forwarding-nodes.sh
+. scripts/lib/forwarding-nodes.sh
 for tool in wrk valgrind callgrind_control callgrind_annotate; do
   command -v "$tool" >/dev/null || die "$tool not found (valgrind and wrk: scripts/install-deps.sh)"
 done
@@ -42,86 +44,20 @@ done
 [ -x "$UPSTREAM_BIN" ] || die "$UPSTREAM_BIN not built"
 case $PATH_KIND in node | peer-entry | peer-server) ;; *) die "PATH_KIND: node, peer-entry or peer-server" ;; esac
 
-WORK=$(mktemp -d /tmp/hearsay-profile-forwarding.XXXXXX)
+fwd_begin
 OUT=${OUT:-$WORK/callgrind.out}
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Waits up to 60 s (valgrind starts slowly) for "listening http=HOST:PORT" in $1; prints PORT.
-listening_port() {
-  local line
-  for _ in $(seq 600); do
-    line=$(grep -m1 -o 'listening http=[^ ]*' "$1" 2>/dev/null || true)
-    if [ -n "$line" ]; then
-      echo "${line##*:}"
-      return 0
-    fi
-    kill -0 "$2" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$1" "$1.err" >&2 2>/dev/null || true
-  die "no listening line in $1"
-}
-
-"$UPSTREAM_BIN" --listen 127.0.0.1:0 >"$WORK/upstream.out" 2>"$WORK/upstream.out.err" &
-PIDS+=($!)
-UP_PORT=$(listening_port "$WORK/upstream.out" "${PIDS[-1]}")
-
-# start_node NAME PROFILED(0|1) ARGS...: starts a node (under callgrind if PROFILED); sets
-# STARTED_PID and STARTED_PORT (its HTTP port).
-start_node() {
-  local name=$1 profiled=$2
-  shift 2
-  local cmd=("$HEARSAY" node --insecure --http 127.0.0.1:0 --gossip 127.0.0.1:0 --node-id "$name"
-    --engine openai --model fixed --io-threads "$IO_THREADS" "$@")
-  [ "$profiled" = 1 ] && cmd=(valgrind --tool=callgrind --callgrind-out-file="$OUT" "${cmd[@]}")
-  "${cmd[@]}" >"$WORK/$name.out" 2>"$WORK/$name.out.err" &
-  STARTED_PID=$!
-  PIDS+=("$STARTED_PID")
-  STARTED_PORT=$(listening_port "$WORK/$name.out" "$STARTED_PID")
-}
-
-# GET $2 from 127.0.0.1:$1.
-http_get() {
-  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
-  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$2" >&3
-  timeout 60 cat <&3 || true
-  exec 3<&-
-}
+FWD_PROFILER=(valgrind --tool=callgrind --callgrind-out-file="$OUT")
+start_upstream "$UPSTREAM_BIN"
 
 if [ "$PATH_KIND" = node ]; then
-  start_node profile 1 --upstream "http://127.0.0.1:$UP_PORT" --log-level warn
+  start_node profile 1 "$HEARSAY" --upstream "http://127.0.0.1:$UP_PORT" \
+    --io-threads "$IO_THREADS" --log-level warn
   NODE_PID=$STARTED_PID
   NODE_PORT=$STARTED_PORT
 else
-  start_node peer-server "$([ "$PATH_KIND" = peer-server ] && echo 1 || echo 0)" \
-    --upstream "http://127.0.0.1:$UP_PORT" --policy local --log-level warn
-  SERVER_PID=$STARTED_PID
-  gossip=$(grep -m1 -o 'gossip=[^ ]*' "$WORK/peer-server.out")
-  # Port 1 on loopback is closed: the entry's engine fails its probes and forwards everything.
-  start_node peer-entry "$([ "$PATH_KIND" = peer-entry ] && echo 1 || echo 0)" \
-    --upstream "http://127.0.0.1:1" --join "${gossip#gossip=}" --log-level error
-  ENTRY_PID=$STARTED_PID
-  NODE_PORT=$STARTED_PORT
-  NODE_PID=$([ "$PATH_KIND" = peer-entry ] && echo "$ENTRY_PID" || echo "$SERVER_PID")
-  for _ in $(seq 300); do
-    http_get "$NODE_PORT" /metrics | grep -q '^hearsay_peers{state="alive"} 1' && break
-    sleep 0.2
-  done
-  http_get "$NODE_PORT" /metrics | grep -q '^hearsay_peers{state="alive"} 1' ||
-    die "the entry node never saw its peer alive"
-  sleep 5  # two failed health probes, 1 s apart (slower under valgrind)
+  start_peer_path "$HEARSAY" hearsay "$IO_THREADS" "${PATH_KIND#peer-}" 5
+  NODE_PORT=$PEER_ENTRY_PORT
+  NODE_PID=$([ "$PATH_KIND" = peer-entry ] && echo "$PEER_ENTRY_PID" || echo "$PEER_SERVER_PID")
 fi
 
 # Warm up (connections, pools, first allocations), then count only the measured load.
@@ -154,6 +90,9 @@ echo
 echo "inclusive instructions per request, top $TOP (thread entry points and asio plumbing omitted):"
 callgrind_annotate --inclusive=yes "$dump" 2>/dev/null |
   awk -v n="$requests" -v top="$TOP" '
+    # Reads to the end (no early exit): an early exit would kill callgrind_annotate with SIGPIPE,
+    # which pipefail turns into the script failing.
+    shown >= top { next }
     /^ *[0-9,]+ \([ 0-9.]+%\) / {
       ir = $1; gsub(",", "", ir)
       name = $0; sub(/^ *[0-9,]+ \([ 0-9.]+%\) +/, "", name); sub(/ \[[^]]*\]$/, "", name)
@@ -163,5 +102,5 @@ callgrind_annotate --inclusive=yes "$dump" 2>/dev/null |
       gsub(/nlohmann::json_abi_v[0-9_]+::/, "nlohmann::", name)
       if (length(name) > 110) name = substr(name, 1, 107) "..."
       printf "%9d  %s\n", ir / n, name
-      if (++shown >= top) exit
+      shown++
     }'

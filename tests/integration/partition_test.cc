@@ -4,6 +4,9 @@
 // the other.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "hearsay/gossip/config.h"
 #include "hearsay/gossip/suspicion.h"
 #include "integration_env.h"
@@ -13,12 +16,34 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::chrono::milliseconds PartitionDetectionBound(size_t n) {
+// How long a 2|2 split may take to be declared on both sides: n probe intervals to suspect, plus
+// Lifeguard's longest suspicion timeout (24 s for n = 4): in a 2|2 split a node's suspicion is
+// often started by its one same-side peer's accusation, and then no independent confirmation can
+// arrive to shorten it; plus 1 s of slack. Lifeguard also stretches a node's probe interval by its
+// local-health multiplier (score + 1, up to max_local_health + 1) while its probes fail, which in
+// a partition half of them do, and more so on a loaded machine whose acks come late: so the probe
+// intervals count at the highest multiplier any node reported while the test waited.
+std::chrono::milliseconds PartitionDetectionBound(size_t n, int highest_local_health) {
   const gossip::Config config;
   const gossip::SuspicionBounds bounds = gossip::ComputeSuspicionBounds(
       config.suspicion_mult, config.suspicion_max_mult, n, config.probe_interval);
+  const int multiplier = 1 + std::clamp(highest_local_health, 0, config.max_local_health);
   return std::chrono::duration_cast<std::chrono::milliseconds>(
-      config.probe_interval * static_cast<int64_t>(n) + bounds.max + std::chrono::seconds(1));
+      config.probe_interval * static_cast<int64_t>(n) * multiplier + bounds.max +
+      std::chrono::seconds(1));
+}
+
+// The highest Lifeguard local-health score (hearsay_gossip_local_health) of any node now; nodes
+// that do not answer count as 0.
+int HighestLocalHealth(LocalCluster& cluster) {
+  int highest = 0;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    Result<std::vector<harness::MetricSample>> m = Metrics(cluster.node(i).http_address);
+    if (!m.ok()) continue;
+    const std::optional<double> h = harness::FindMetric(*m, "hearsay_gossip_local_health");
+    if (h) highest = std::max(highest, static_cast<int>(*h));
+  }
+  return highest;
 }
 
 // Every node of `side` sees every node of `other` as dead (or left), and its own side alive.
@@ -62,18 +87,33 @@ TEST(PartitionTest, HalvesSplitThenHealAndReconverge) {
   for (size_t i : left) ASSERT_TRUE(cluster->Block(i, right).ok());
   for (size_t i : right) ASSERT_TRUE(cluster->Block(i, left).ok());
 
-  // Each half declares the other dead. Bound: n probe intervals to suspect, plus Lifeguard's
-  // longest suspicion timeout (24 s for n = 4): in a 2|2 split a node's suspicion is often
-  // started by its one same-side peer's accusation, and then no independent confirmation can
-  // arrive to shorten it; plus 1 s of slack.
-  Status split = WaitFor(
-      [&] {
-        Status a = HalfSeesOtherDead(*cluster, left, right);
-        return a.ok() ? HalfSeesOtherDead(*cluster, right, left) : a;
-      },
-      PartitionDetectionBound(cluster->size()));
-  ASSERT_TRUE(split.ok()) << "the partition did not split the views: " << split.ToString() << "\n"
+  // Each half declares the other dead, within PartitionDetectionBound at the local health the
+  // nodes reached meanwhile (sampled with every check).
+  const auto blocked_at = Clock::now();
+  int highest_health = 0;
+  Status split;
+  while (true) {
+    highest_health = std::max(highest_health, HighestLocalHealth(*cluster));
+    split = HalfSeesOtherDead(*cluster, left, right);
+    if (split.ok()) split = HalfSeesOtherDead(*cluster, right, left);
+    if (split.ok() ||
+        Clock::now() - blocked_at > PartitionDetectionBound(cluster->size(), highest_health)) {
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  const auto split_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - blocked_at).count();
+  ASSERT_TRUE(split.ok()) << "the partition did not split the views within "
+                          << PartitionDetectionBound(cluster->size(), highest_health).count()
+                          << " ms (highest local health " << highest_health
+                          << "): " << split.ToString() << "\n"
                           << cluster->AllLogTails();
+  std::printf(
+      "partition split: both halves declared the other dead %lld ms after blocking "
+      "(highest local health %d, bound %lld ms)\n",
+      static_cast<long long>(split_ms), highest_health,
+      static_cast<long long>(PartitionDetectionBound(cluster->size(), highest_health).count()));
   // Both halves keep serving their own clients meanwhile.
   for (size_t i = 0; i < cluster->size(); ++i) {
     Result<HttpResponse> r =

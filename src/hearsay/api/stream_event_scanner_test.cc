@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hearsay/api/openai_response.h"
+#include "hearsay/api/scanner_test_util.h"
 #include "hearsay/env/rng.h"
 
 namespace hearsay::api {
@@ -31,15 +32,10 @@ std::string Describe(const Result<StreamEvent>& r) {
 
 // The scanner agrees with the SAX decoder on `data`; returns whether it answered.
 bool Agrees(const std::string& data) {
-  const std::optional<StreamEvent> fast = ScanStreamEvent(data);
-  if (!fast) return false;
   const Result<StreamEvent> sax = ParseStreamEventSax(data);
-  EXPECT_TRUE(sax.ok()) << "scanner accepted what SAX rejects: " << data << " -> "
-                        << sax.status().ToString();
-  if (sax.ok()) {
-    EXPECT_EQ(Describe(*fast), Describe(sax.value())) << data;
-  }
-  return true;
+  return testing::AgreesWithReference(data, ScanStreamEvent(data),
+                                      sax.ok() ? &sax.value() : nullptr, sax.status().ToString(),
+                                      [](const StreamEvent& e) { return Describe(e); });
 }
 
 // The data of a rendered event ("data: {...}\n\n").
@@ -139,31 +135,13 @@ TEST(StreamEventScannerTest, LeavesErrorsAndOddInputToSax) {
 TEST(StreamEventScannerTest, AgreesWithSaxOnMutations) {
   static constexpr std::string_view kAlphabet =
       "{}[]\":,\\ 0123456789-+.eEtrufalsn\x80\xC3\xFFtextdelta";
-  Rng rng(20261129);
-  size_t answered = 0;
-  for (int round = 0; round < 30000; ++round) {
-    const std::vector<std::string>& from = rng.Below(4) != 0 ? Valid() : LeftToSax();
-    std::string s = from[rng.Below(from.size())];
-    const int edits = 1 + static_cast<int>(rng.Below(3));
-    for (int e = 0; e < edits && !s.empty(); ++e) {
-      const size_t at = rng.Below(s.size());
-      switch (rng.Below(4)) {
-        case 0:
-          s[at] = kAlphabet[rng.Below(kAlphabet.size())];
-          break;
-        case 1:
-          s.insert(s.begin() + static_cast<ptrdiff_t>(at), kAlphabet[rng.Below(kAlphabet.size())]);
-          break;
-        case 2:
-          s.erase(at, 1);
-          break;
-        default:
-          s.resize(at);
-          break;
-      }
-    }
-    answered += Agrees(s) ? 1 : 0;
-  }
+  const size_t answered = testing::CountAnsweredMutants(
+      20261129, 30000, kAlphabet,
+      [](Rng& rng) {
+        const std::vector<std::string>& from = rng.Below(4) != 0 ? Valid() : LeftToSax();
+        return from[rng.Below(from.size())];
+      },
+      [](const std::string& s) { return Agrees(s); });
   EXPECT_GT(answered, 2000u);
 }
 

@@ -148,24 +148,25 @@ LocalCluster::~LocalCluster() {
 
 std::vector<std::string> LocalCluster::NodeArgv(size_t i) const {
   const NodeInfo& info = nodes_[i].info;
-  std::vector<std::string> argv = {options_.hearsay_binary,
-                                   "node",
-                                   "--http",
-                                   info.http_address,
-                                   "--gossip",
-                                   info.gossip_address,
-                                   "--node-id",
-                                   info.node_id,
-                                   "--policy",
-                                   options_.policy,
-                                   "--engine",
-                                   options_.engine,
-                                   "--engine-preset",
-                                   options_.engine_preset,
-                                   "--capacity-tokens",
-                                   std::to_string(options_.capacity_tokens),
-                                   "--cluster-key-file",
-                                   key_file_};
+  const std::vector<std::string> no_flags;
+  const std::vector<std::string>& own =
+      i < options_.per_node_flags.size() ? options_.per_node_flags[i] : no_flags;
+  std::vector<std::string> argv = {
+      options_.hearsay_binary, "node",      "--http",    info.http_address, "--gossip",
+      info.gossip_address,     "--node-id", info.node_id};
+  // A common setting the node's own flags give again is left to them (the CLI refuses a flag
+  // given twice).
+  const auto common = [&](const char* flag, std::string value) {
+    if (std::find(own.begin(), own.end(), flag) != own.end()) return;
+    argv.push_back(flag);
+    argv.push_back(std::move(value));
+  };
+  common("--policy", options_.policy);
+  common("--engine", options_.engine);
+  common("--engine-preset", options_.engine_preset);
+  common("--capacity-tokens", std::to_string(options_.capacity_tokens));
+  argv.push_back("--cluster-key-file");
+  argv.push_back(key_file_);
   std::string join;
   for (size_t j = 0; j < nodes_.size(); ++j) {
     if (j == i) continue;
@@ -178,9 +179,7 @@ std::vector<std::string> LocalCluster::NodeArgv(size_t i) const {
   }
   if (options_.debug_faults) argv.push_back("--debug-faults");
   argv.insert(argv.end(), options_.extra_flags.begin(), options_.extra_flags.end());
-  if (i < options_.per_node_flags.size()) {
-    argv.insert(argv.end(), options_.per_node_flags[i].begin(), options_.per_node_flags[i].end());
-  }
+  argv.insert(argv.end(), own.begin(), own.end());
   return argv;
 }
 

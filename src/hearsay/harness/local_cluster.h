@@ -41,7 +41,8 @@ struct LocalClusterOptions {
   // Appended to every node's command line.
   std::vector<std::string> extra_flags;
   // Appended to node i's command line after extra_flags, for i < per_node_flags.size() (for
-  // example each node's own --upstream engine URL).
+  // example each node's own --upstream engine URL). A --policy, --engine, --engine-preset or
+  // --capacity-tokens given here replaces the common setting above for that node.
   std::vector<std::vector<std::string>> per_node_flags;
   // Bound on Start() and Restart() reaching health and full membership.
   std::chrono::milliseconds ready_timeout{30000};

@@ -202,7 +202,9 @@ struct Client::State : std::enable_shared_from_this<Client::State> {
   } counters;
 };
 
-class Exchange final : public RequestHandle, public std::enable_shared_from_this<Exchange> {
+// Owned by its own pending operations (every handler it starts holds it) until they all have
+// completed after Finish; never by its handle, so nothing outside the io_context keeps it alive.
+class Exchange final : public std::enable_shared_from_this<Exchange> {
  public:
   Exchange(std::shared_ptr<Client::State> client, ClientRequest request, ResponseHandlers handlers,
            uint64_t id)
@@ -218,7 +220,7 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
     asio::post(strand_, [self = shared_from_this()] { self->Begin(); });
   }
 
-  void Cancel() override {
+  void Cancel() {
     asio::post(strand_,
                [self = shared_from_this()] { self->Finish(AbortedError("request cancelled")); });
   }
@@ -492,6 +494,21 @@ class Exchange final : public RequestHandle, public std::enable_shared_from_this
   bool done_ = false;
 };
 
+// What Send returns. Weak, because callers keep the handle in state that their own handlers
+// capture (a forward's record, an upstream call): a strong handle would close a cycle through the
+// exchange's handlers that only Finish breaks, and an exchange whose io_context stopped before it
+// finished would then never be freed.
+class ExchangeHandle final : public RequestHandle {
+ public:
+  explicit ExchangeHandle(std::weak_ptr<Exchange> exchange) : exchange_(std::move(exchange)) {}
+  void Cancel() override {
+    if (auto e = exchange_.lock()) e->Cancel();
+  }
+
+ private:
+  std::weak_ptr<Exchange> exchange_;
+};
+
 // --- Pool ------------------------------------------------------------------------------------
 
 std::optional<tcp::socket> Client::State::TakeIdle(const std::string& host_port) {
@@ -634,7 +651,7 @@ std::shared_ptr<RequestHandle> Client::Send(ClientRequest request, ResponseHandl
     state_->in_flight.emplace(id, exchange);
   }
   exchange->Start();
-  return exchange;
+  return std::make_shared<ExchangeHandle>(exchange);
 }
 
 ClientStats Client::stats() const {

@@ -19,9 +19,13 @@
 // ran or not.
 //
 // Thread-safety: Send, Cancel and stats may be called from any thread. Callbacks run on a thread
-// running the io_context, one request's callbacks never concurrently. Ownership: the Client must
-// outlive every request it sent (destroying it cancels them; on_done still runs if the
-// io_context runs).
+// running the io_context, one request's callbacks never concurrently.
+//
+// Ownership: a request in flight is owned by its own pending I/O on the io_context, not by its
+// RequestHandle (a weak reference), so a caller may keep the handle in state its handlers capture
+// without a cycle. Destroying the Client cancels its requests (their sockets close and
+// on_done(ABORTED) runs, if the io_context runs on). An io_context stopped and destroyed before a
+// request finished destroys that request's handlers with it, without on_done: nothing leaks.
 #pragma once
 
 #include <cstddef>
@@ -79,7 +83,8 @@ struct ResponseHandlers {
   std::function<void(Status status)> on_done;
 };
 
-// Cancels one request. Thread-safe; a no-op once the request is done.
+// Cancels one request. Thread-safe; a no-op once the request is done. Holding it does not keep
+// the request alive.
 class RequestHandle {
  public:
   virtual ~RequestHandle() = default;

@@ -26,14 +26,25 @@
 namespace hearsay::http::testing {
 
 // An io_context run by one background thread for the fixture's lifetime.
+//
+// Stop() joins the thread, then drains on the caller's thread what was already queued or
+// completes as a result: the cancellations that destroyed clients and servers posted, and the
+// completions of the sockets those close. Without the drain they would never run, and requests
+// still in flight at teardown would end without on_done. Handlers that run in the drain must
+// only touch what they own or what outlives Stop(): destroy fixtures' objects before it, or
+// have their handlers check a liveness token.
 class IoThread {
  public:
   IoThread() : work_(boost::asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
   ~IoThread() { Stop(); }
+  // Idempotent: only the first call joins and drains.
   void Stop() {
+    if (!thread_.joinable()) return;
     work_.reset();
     io_.stop();
-    if (thread_.joinable()) thread_.join();
+    thread_.join();
+    io_.restart();
+    io_.poll();
   }
   boost::asio::io_context& io() { return io_; }
   bool on_thread() const { return std::this_thread::get_id() == thread_.get_id(); }

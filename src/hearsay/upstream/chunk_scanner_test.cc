@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hearsay/api/scanner_test_util.h"
 #include "hearsay/env/rng.h"
 #include "hearsay/upstream/upstream_response.h"
 
@@ -24,15 +25,10 @@ std::string Describe(const UpstreamChunk& c) {
 
 // The scanner agrees with the tree decoder on `data`; returns whether it answered.
 bool Agrees(const std::string& data) {
-  const std::optional<UpstreamChunk> fast = ScanUpstreamChunk(data);
-  if (!fast) return false;
   const Result<UpstreamChunk> tree = ParseUpstreamChunkTree(data);
-  EXPECT_TRUE(tree.ok()) << "scanner accepted what the tree rejects: " << data << " -> "
-                         << tree.status().ToString();
-  if (tree.ok()) {
-    EXPECT_EQ(Describe(*fast), Describe(tree.value())) << data;
-  }
-  return true;
+  return api::testing::AgreesWithReference(
+      data, ScanUpstreamChunk(data), tree.ok() ? &tree.value() : nullptr, tree.status().ToString(),
+      [](const UpstreamChunk& c) { return Describe(c); });
 }
 
 const std::vector<std::string>& Corpus() {
@@ -122,30 +118,9 @@ TEST(ChunkScannerTest, DeepNestingGoesToTheTree) {
 // Seeded random edits of the corpus: byte flips, JSON-ish insertions, deletions, truncations.
 TEST(ChunkScannerTest, AgreesWithTheTreeOnMutations) {
   static constexpr std::string_view kAlphabet = "{}[]\":,\\ 0123456789-+.eEtrufalsn\x80\xC3\xFF";
-  Rng rng(20261129);
-  size_t answered = 0;
-  for (int round = 0; round < 30000; ++round) {
-    std::string s = Corpus()[rng.Below(Corpus().size())];
-    const int edits = 1 + static_cast<int>(rng.Below(3));
-    for (int e = 0; e < edits && !s.empty(); ++e) {
-      const size_t at = rng.Below(s.size());
-      switch (rng.Below(4)) {
-        case 0:
-          s[at] = kAlphabet[rng.Below(kAlphabet.size())];
-          break;
-        case 1:
-          s.insert(s.begin() + static_cast<ptrdiff_t>(at), kAlphabet[rng.Below(kAlphabet.size())]);
-          break;
-        case 2:
-          s.erase(at, 1);
-          break;
-        default:
-          s.resize(at);
-          break;
-      }
-    }
-    answered += Agrees(s) ? 1 : 0;
-  }
+  const size_t answered = api::testing::CountAnsweredMutants(
+      20261129, 30000, kAlphabet, [](Rng& rng) { return Corpus()[rng.Below(Corpus().size())]; },
+      [](const std::string& s) { return Agrees(s); });
   // The mutations must exercise the fast path, not only the fallback.
   EXPECT_GT(answered, 2000u);
 }
