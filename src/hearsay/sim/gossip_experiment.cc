@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -174,9 +175,23 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   // the observer last heard from it.
   nlohmann::json false_death_trace = nlohmann::json::array();
   std::map<std::pair<int, int>, TimePoint> suspected_at;
+  // Where the killed node's detection time goes: when each survivor began to suspect it and
+  // when it declared it dead (first life only; the victim never restarts).
+  const int victim = n > 3 ? n / 2 : n - 1;
+  std::vector<std::optional<TimePoint>> victim_suspect(static_cast<size_t>(n));
+  std::vector<std::optional<TimePoint>> victim_dead(static_cast<size_t>(n));
   co.on_member_changed = [&](int observer, const NodeId& id, Generation g, gossip::MemberState s) {
     if (cluster_ptr == nullptr) return;
     const int j = IndexOf(id);
+    if (j == victim && g == 1 && !cluster_ptr->up(j)) {
+      auto& slot = s == gossip::MemberState::kSuspect
+                       ? victim_suspect[static_cast<size_t>(observer)]
+                       : victim_dead[static_cast<size_t>(observer)];
+      if ((s == gossip::MemberState::kSuspect || s == gossip::MemberState::kDead) && !slot) {
+        slot = cluster_ptr->Now();
+      }
+      return;
+    }
     if (j < 0 || j >= n || j == observer || !cluster_ptr->up(j) ||
         cluster_ptr->generation(j) != g) {
       return;
@@ -213,7 +228,6 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   const Duration warmup = 5s;
   const Duration measured = FromSeconds(o.duration_s);
   const Duration kill_at = warmup + measured / 3;
-  const int victim = n > 3 ? n / 2 : n - 1;
   const Duration step = 50ms;
   const Duration tick = 10ms;
 
@@ -445,8 +459,43 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     undetected.push_back(u);
     if (undetected.size() >= 10) break;
   }
+  // The detection timeline, relative to the kill: first accusation, the time every survivor
+  // suspected (or had declared) it, first and last verdicts, and the last decider's own wait.
+  nlohmann::json detect_trace = nlohmann::json::object();
+  if (killed) {
+    const TimePoint kill_time{kill_at};
+    auto rel = [&](TimePoint tp) { return ToSeconds(tp - kill_time); };
+    std::optional<TimePoint> first_suspect, all_suspect, first_dead;
+    int last = -1;
+    bool everyone = true;
+    for (int k = 0; k < n; ++k) {
+      if (k == victim || !c.up(k)) continue;
+      const auto& su = victim_suspect[static_cast<size_t>(k)];
+      const auto& de = victim_dead[static_cast<size_t>(k)];
+      const std::optional<TimePoint> heard = su ? su : de;
+      if (heard && (!first_suspect || *heard < *first_suspect)) first_suspect = heard;
+      if (!heard) everyone = false;
+      if (heard && (!all_suspect || *heard > *all_suspect)) all_suspect = heard;
+      if (de && (!first_dead || *de < *first_dead)) first_dead = de;
+      if (de && (last < 0 || *de > *victim_dead[static_cast<size_t>(last)])) last = k;
+    }
+    if (first_suspect) detect_trace["first_suspect_s"] = rel(*first_suspect);
+    if (all_suspect && everyone) detect_trace["all_suspect_s"] = rel(*all_suspect);
+    if (first_dead) detect_trace["first_dead_s"] = rel(*first_dead);
+    if (last >= 0) {
+      const auto& su = victim_suspect[static_cast<size_t>(last)];
+      const TimePoint de = *victim_dead[static_cast<size_t>(last)];
+      detect_trace["last_observer"] = GossipCluster::Name(last);
+      detect_trace["last_dead_s"] = rel(de);
+      if (su) {
+        detect_trace["last_suspect_s"] = rel(*su);
+        detect_trace["last_wait_s"] = ToSeconds(de - *su);
+      }
+    }
+  }
   nlohmann::json j;
   j["nodes"] = n;
+  j["detect_trace"] = detect_trace;
   j["undetected_by"] = undetected;
   j["loss"] = o.loss;
   j["duration_s"] = o.duration_s;
