@@ -944,7 +944,7 @@ void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
   const size_t dgram = BodyBudget(false);
   const size_t room = bare + 2 <= dgram ? dgram - bare - 2 : config_.piggyback_budget_bytes;
   m.header.updates = broadcasts_.Take(std::min(config_.piggyback_budget_bytes, room),
-                                      TransmitLimit(), prefer_update);
+                                      TransmitLimit(), prefer_update, to, scheduler_.clock().Now());
   // Most messages carry no update (membership is quiet): then the bare body is the body.
   if (had_updates || !m.header.updates.empty()) body = Encode(m);
   const size_t dgram_limit = std::min(config_.datagram_budget_bytes, transport_.MaxDatagramBytes());
