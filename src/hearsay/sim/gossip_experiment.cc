@@ -175,6 +175,10 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   // the observer last heard from it.
   nlohmann::json false_death_trace = nlohmann::json::array();
   std::map<std::pair<int, int>, TimePoint> suspected_at;
+  // How long each suspicion of a healthy member lasted before its refutation reached the
+  // observer: the margin the minimum suspicion timeout leaves against a false death.
+  std::map<std::pair<int, int>, TimePoint> open_suspicions;
+  std::vector<double> cleared_suspicions;
   // Where the killed node's detection time goes: when each survivor began to suspect it and
   // when it declared it dead (first life only; the victim never restarts).
   const int victim = n > 3 ? n / 2 : n - 1;
@@ -197,8 +201,19 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
       return;
     }
     const TimePoint now = cluster_ptr->Now();
-    if (s == gossip::MemberState::kSuspect) suspected_at[{observer, j}] = now;
+    if (s == gossip::MemberState::kSuspect) {
+      suspected_at[{observer, j}] = now;
+      open_suspicions[{observer, j}] = now;
+    }
+    if (s == gossip::MemberState::kAlive) {
+      auto open = open_suspicions.find({observer, j});
+      if (open != open_suspicions.end()) {
+        cleared_suspicions.push_back(ToSeconds(now - open->second));
+        open_suspicions.erase(open);
+      }
+    }
     if (s != gossip::MemberState::kDead) return;
+    open_suspicions.erase({observer, j});
     ++false_deaths;
     const auto view = cluster_ptr->node(observer).Member(id);
     auto since = suspected_at.find({observer, j});
@@ -511,6 +526,10 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["detect_s"] = detect_s;
   j["false_deaths"] = false_deaths;
   j["false_death_trace"] = false_death_trace;
+  j["false_suspicions"] = cleared_suspicions.size();
+  j["false_suspicion_s_p50"] = Percentile(cleared_suspicions, 0.5);
+  j["false_suspicion_s_p99"] = Percentile(cleared_suspicions, 0.99);
+  j["false_suspicion_s_max"] = Percentile(cleared_suspicions, 1.0);
   j["bytes_per_node_s"] = (bytes_after - bytes_before) / node_seconds;
   j["msgs_per_node_s"] = (msgs_after - msgs_before) / node_seconds;
   j["summary_accuracy"] = acc_total ? static_cast<double>(acc_ok) / acc_total : -1;

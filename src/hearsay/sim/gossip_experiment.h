@@ -27,7 +27,8 @@ struct GossipExperimentOptions {
   uint32_t cache_blocks = 4096;   // per-node cache capacity, in blocks
   int accuracy_queries = 2000;    // (node, peer, prompt) samples for summary_accuracy
   // Replicas as views of shared per-origin histories (O(N) memory; see gossip/shared_history.h).
-  bool share_replicas = false;
+  // Same figures as private replicas (GossipExperimentTest.SharedReplicasGiveTheSameFigures).
+  bool share_replicas = true;
   bool relayed_evidence = true;  // gossip::Config::relayed_evidence (off: the session-3 probe)
 };
 
