@@ -34,6 +34,10 @@ CLI::App* AddSimGossipCommand(CLI::App& sim, int& exit_code) {
                 "--private-replicas gives each node its own copy (O(N^2) memory)");
   cmd->add_flag("!--no-relayed-evidence", options->relayed_evidence,
                 "Probes ignore a target's state relayed by others (for comparison)");
+  cmd->add_option("--silence-probe-mult", options->silence_probe_mult,
+                  "Probe a member out of turn once its state is silent for this many times its "
+                  "usual arrival gap (0: off)")
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_flag("--json", *json, "Print JSON (the default and only format)");
   cmd->callback([options, &exit_code] {
     const nlohmann::json result = sim::RunGossipExperiment(*options);

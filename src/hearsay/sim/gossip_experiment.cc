@@ -167,6 +167,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.faults.loss = o.loss;
   co.config.landmark_stride = o.landmark_stride;
   co.config.relayed_evidence = o.relayed_evidence;
+  co.config.silence_probe_mult = o.silence_probe_mult;
   co.share_replicas = o.share_replicas;
   co.model_caches = false;  // figures come from the replicas themselves
   // Each false death, with what explains it: how long the observer suspected the member, the
@@ -436,7 +437,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   const double node_seconds = (n - 1) * o.duration_s + ToSeconds(kill_at - warmup);
   uint64_t snapshots = 0, gaps = 0, stale = 0, entries = 0, redundant = 0, streamed = 0, msgs = 0;
   uint64_t probes = 0, probe_failures = 0, probes_heard = 0, probes_relayed = 0, refutations = 0;
-  uint64_t evidence_notices = 0;
+  uint64_t evidence_notices = 0, silence_probes = 0;
   std::array<double, 16> bytes_by_type{};
   for (int i = 0; i < n; ++i) {
     if (!c.up(i)) continue;
@@ -454,6 +455,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     probes_relayed += k.probes_relayed;
     refutations += k.refutations;
     evidence_notices += k.evidence_notices;
+    silence_probes += k.silence_probes;
     for (size_t t = 0; t < bytes_by_type.size(); ++t) {
       bytes_by_type[t] += static_cast<double>(k.bytes_sent_by_type[t]);
     }
@@ -551,6 +553,8 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["probe_relayed_share"] = probes ? static_cast<double>(probes_relayed) / probes : 0.0;
   j["refutations_per_node"] = static_cast<double>(refutations) / n;
   j["evidence_notices_per_node"] = static_cast<double>(evidence_notices) / n;
+  j["silence_probe_mult"] = o.silence_probe_mult;
+  j["silence_probes_per_node"] = static_cast<double>(silence_probes) / n;
   j["local_health_mean"] = health_samples ? health_sum / static_cast<double>(health_samples) : 0.0;
   j["local_health_max"] = health_max;
   j["stream_msg_share"] = msgs ? static_cast<double>(streamed) / static_cast<double>(msgs) : 0.0;

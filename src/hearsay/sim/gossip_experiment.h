@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "hearsay/gossip/config.h"
+
 namespace hearsay::sim {
 
 struct GossipExperimentOptions {
@@ -30,6 +32,7 @@ struct GossipExperimentOptions {
   // Same figures as private replicas (GossipExperimentTest.SharedReplicasGiveTheSameFigures).
   bool share_replicas = true;
   bool relayed_evidence = true;  // gossip::Config::relayed_evidence (off: the session-3 probe)
+  double silence_probe_mult = gossip::Config{}.silence_probe_mult;  // 0: off
 };
 
 // Runs the experiment; returns one JSON object with the options and:
