@@ -27,10 +27,17 @@ CLI::App* AddSimGossipCommand(CLI::App& sim, int& exit_code) {
       ->check(CLI::Range(1u, 1u << 20));
   cmd->add_option("--cache-blocks", options->cache_blocks, "Per-node cache capacity, in blocks")
       ->check(CLI::Range(1u, 1u << 28));
-  cmd->add_flag("--share-replicas", options->share_replicas,
-                "Replicas share each origin's history (O(N) memory; for N in the thousands)");
+  // Shared replicas are the default (same figures, O(N) memory); --share-replicas stays
+  // accepted so that earlier commands still run.
+  cmd->add_flag("--share-replicas,!--private-replicas", options->share_replicas,
+                "Replicas share each origin's history (the default: same figures, O(N) memory); "
+                "--private-replicas gives each node its own copy (O(N^2) memory)");
   cmd->add_flag("!--no-relayed-evidence", options->relayed_evidence,
                 "Probes ignore a target's state relayed by others (for comparison)");
+  cmd->add_option("--silence-probe-mult", options->silence_probe_mult,
+                  "Probe a member out of turn once its state is silent for this many times its "
+                  "usual arrival gap (0: off)")
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_flag("--json", *json, "Print JSON (the default and only format)");
   cmd->callback([options, &exit_code] {
     const nlohmann::json result = sim::RunGossipExperiment(*options);

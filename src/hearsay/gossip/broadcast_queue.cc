@@ -8,7 +8,7 @@ void BroadcastQueue::Push(MemberUpdate u) {
     order_.erase(KeyOf(it->second));
     items_.erase(it);
   }
-  Item item{std::move(u), 0, next_seq_++};
+  Item item{std::move(u), 0, next_seq_++, {}, {}};
   order_.insert(KeyOf(item));
   const NodeId id = item.update.id;
   items_.emplace(id, std::move(item));
@@ -20,7 +20,8 @@ const MemberUpdate* BroadcastQueue::Find(const NodeId& id) const {
 }
 
 std::vector<MemberUpdate> BroadcastQueue::Take(size_t budget_bytes, int transmit_limit,
-                                               const NodeId& prefer) {
+                                               const NodeId& prefer, const Address& to,
+                                               TimePoint now) {
   std::vector<MemberUpdate> out;
   std::vector<NodeId> picked;
   size_t used = 0;
@@ -44,8 +45,12 @@ std::vector<MemberUpdate> BroadcastQueue::Take(size_t budget_bytes, int transmit
   }
   for (const NodeId& id : picked) {
     auto it = items_.find(id);
-    order_.erase(KeyOf(it->second));
-    if (++it->second.transmits >= transmit_limit) {
+    Item& item = it->second;
+    if (item.transmits > 0 && item.last_to == to && now - item.last_at < kBurst) continue;
+    order_.erase(KeyOf(item));
+    item.last_to = to;
+    item.last_at = now;
+    if (++item.transmits >= transmit_limit) {
       items_.erase(it);
     } else {
       order_.insert(KeyOf(it->second));

@@ -5,6 +5,12 @@
 // least-sent first, newest first among equals. A newer update about a member replaces the queued
 // one, so the queue holds at most one update per member id.
 //
+// A transmission is counted per recipient and burst, not per message: messages sent to the same
+// recipient within kBurst of the counted one (the datagrams of one delta exchange, a repeated
+// notice) all carry the update but count once. Counting each datagram spent the whole quota on one
+// or two peers (an exchange is often 8-12 datagrams), so at N = 100 and 50% loss a suspicion
+// reached some members only through their own probes, 8 s late (docs/gossip.md, session 5).
+//
 // Ownership: plain value owned by gossip::Node. Thread-safety: none.
 #pragma once
 
@@ -16,18 +22,24 @@
 #include <tuple>
 #include <vector>
 
+#include "hearsay/env/time.h"
 #include "hearsay/gossip/wire.h"
 
 namespace hearsay::gossip {
 
 class BroadcastQueue {
  public:
+  // Messages to one recipient this close together are one transmission (a burst).
+  static constexpr Duration kBurst = std::chrono::milliseconds(10);
+
   // Queues `u`, replacing any queued update about u.id.
   void Push(MemberUpdate u);
-  // Takes updates for one message: `prefer` (a member id, may be empty) first if queued, then
-  // the least-sent, until their encoded size would exceed budget_bytes. Each taken update counts
-  // one transmission and leaves the queue after transmit_limit of them.
-  std::vector<MemberUpdate> Take(size_t budget_bytes, int transmit_limit, const NodeId& prefer);
+  // Takes updates for one message to `to` at `now`: `prefer` (a member id, may be empty) first if
+  // queued, then the least-sent, until their encoded size would exceed budget_bytes. Each taken
+  // update counts one transmission, unless its last counted one went to `to` less than kBurst
+  // before `now`, and leaves the queue after transmit_limit of them.
+  std::vector<MemberUpdate> Take(size_t budget_bytes, int transmit_limit, const NodeId& prefer,
+                                 const Address& to, TimePoint now);
   // The queued update about `id`, if any.
   const MemberUpdate* Find(const NodeId& id) const;
   size_t size() const { return items_.size(); }
@@ -37,6 +49,8 @@ class BroadcastQueue {
     MemberUpdate update;
     int transmits = 0;
     uint64_t seq = 0;
+    Address last_to;  // recipient and time of the last counted transmission
+    TimePoint last_at{};
   };
   // Order key: (transmits, -seq) encoded as (transmits, UINT64_MAX - seq), then id.
   using Key = std::tuple<int, uint64_t, NodeId>;

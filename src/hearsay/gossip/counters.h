@@ -43,6 +43,7 @@ struct Counters {
   uint64_t probes_relayed = 0;    // ... or whose newer state arrived through others meanwhile
   uint64_t refutations = 0;       // times this node refuted a suspicion about itself
   uint64_t evidence_notices = 0;  // suspicions told to a suspect whose newer state arrived
+  uint64_t silence_probes = 0;    // probes out of turn: the target's state stopped arriving
 };
 
 }  // namespace hearsay::gossip

@@ -175,6 +175,11 @@ Node::MemberRec* Node::NextProbeTarget() {
     m->probed_as_suspect = true;
     return m;
   }
+  if (MemberRec* m = SilentMember()) {
+    m->silence_probed_at = scheduler_.clock().Now();
+    ++counters_.silence_probes;
+    return m;
+  }
   for (int pass = 0; pass < 2; ++pass) {
     while (probe_pos_ < probe_order_.size()) {
       auto it = members_.find(probe_order_[probe_pos_++]);
@@ -188,6 +193,27 @@ Node::MemberRec* Node::NextProbeTarget() {
     rng_.Shuffle(probe_order_);
   }
   return nullptr;
+}
+
+Node::MemberRec* Node::SilentMember() {
+  if (config_.silence_probe_mult <= 0) return nullptr;
+  const TimePoint now = scheduler_.clock().Now();
+  MemberRec* best = nullptr;
+  Duration best_silence{};
+  for (auto& [id, m] : members_) {
+    // A few samples first, so the gap is the member's usual one (not the join's burst).
+    if (m.state != MemberState::kAlive || m.evidence_samples < 8) continue;
+    const TimePoint last = std::max(m.last_evidence_at, m.last_heard_at);
+    if (m.silence_probed_at >= last) continue;  // already probed during this silence
+    const Duration silence = now - last;
+    const Duration limit = std::max(config_.silence_probe_min,
+                                    FromMillis(config_.silence_probe_mult * m.evidence_gap_ms));
+    if (silence > limit && silence > best_silence) {
+      best = &m;
+      best_silence = silence;
+    }
+  }
+  return best;
 }
 
 void Node::ProbeTick() {
@@ -878,6 +904,11 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
     }
     UpdateDigest(m.id_hash, m.generation, old, m.store->max_version());
     const TimePoint now = scheduler_.clock().Now();
+    if (m.last_evidence_at != TimePoint{}) {
+      const double gap = ToMillis(now - m.last_evidence_at);
+      m.evidence_gap_ms = m.evidence_samples == 0 ? gap : 0.875 * m.evidence_gap_ms + 0.125 * gap;
+      ++m.evidence_samples;
+    }
     m.last_evidence_at = now;
     if (m.state == MemberState::kSuspect && config_.relayed_evidence &&
         now - m.last_notice_at >= config_.gossip_interval) {
@@ -944,7 +975,7 @@ void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
   const size_t dgram = BodyBudget(false);
   const size_t room = bare + 2 <= dgram ? dgram - bare - 2 : config_.piggyback_budget_bytes;
   m.header.updates = broadcasts_.Take(std::min(config_.piggyback_budget_bytes, room),
-                                      TransmitLimit(), prefer_update);
+                                      TransmitLimit(), prefer_update, to, scheduler_.clock().Now());
   // Most messages carry no update (membership is quiet): then the bare body is the body.
   if (had_updates || !m.header.updates.empty()) body = Encode(m);
   const size_t dgram_limit = std::min(config_.datagram_budget_bytes, transport_.MaxDatagramBytes());

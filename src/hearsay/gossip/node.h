@@ -148,6 +148,11 @@ class Node final : public MessageSink {
     // When a newer version of its state last arrived here (from anyone): relayed evidence that
     // it was alive recently (Config::relayed_evidence).
     TimePoint last_evidence_at{};
+    // Smoothed gap between arrivals of its newer state, and when we last probed it out of turn
+    // because that state stopped arriving (Config::silence_probe_mult).
+    double evidence_gap_ms = 0;
+    int evidence_samples = 0;
+    TimePoint silence_probed_at{};
     // Round-trip time, smoothed.
     bool has_rtt = false;
     double srtt_ms = 0;
@@ -196,6 +201,8 @@ class Node final : public MessageSink {
 
   // Probing.
   MemberRec* NextProbeTarget();
+  // The alive member longest silent beyond its usual evidence gap, not yet probed for it; or null.
+  MemberRec* SilentMember();
   void ProbeTimeout(uint64_t seq);
   void RetryPing(uint64_t seq);
   void SendNotice(const Address& to, const MemberUpdate& u);

@@ -350,6 +350,42 @@ TEST(NodeTest, CrashedNodeIsDeclaredDeadByAll) {
   }
 }
 
+// Session 5: survivors wait for no round-robin turn to probe a member whose state, arriving
+// several times a second under churn, stopped: the first to notice probes it out of turn, so
+// all of them suspect it within about 1 s of silence plus a probe or two. Without it the kill is probed
+// about once a second cluster-wide, and at N = 100 a 4.4 s wait for the first probe was seen.
+// In a healthy cluster the state keeps arriving, and such probes stay rare.
+TEST(NodeTest, MemberWhoseStateStopsArrivingIsProbedOutOfTurnByEveryone) {
+  Cluster c(12, 11);
+  c.StartAll();
+  uint64_t key = 1;
+  auto churn = [&](Duration d, int skip) {
+    for (Duration t{}; t < d; t += 50ms) {
+      for (int i = 0; i < c.size(); ++i) {
+        if (i != skip) c.node(i).PublishCacheEvents(Chain(key, 16));
+        key += 16;
+      }
+      c.Run(50ms);
+    }
+  };
+  churn(10s, -1);
+  uint64_t healthy = 0;
+  for (int i = 0; i < c.size(); ++i) healthy += c.node(i).counters().silence_probes;
+  EXPECT_LE(healthy, 3u);  // over 10 s of a 12-node cluster: 120 probes in all
+  c.Crash(5);
+  churn(3500ms, 5);
+  int suspecting = 0;
+  uint64_t silent = 0;
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == 5) continue;
+    silent += c.node(i).counters().silence_probes;
+    suspecting += c.Sees(i, 5, MemberState::kSuspect) || c.Sees(i, 5, MemberState::kDead);
+  }
+  // The first to notice accuses; the others then probe it as a suspect (suspects go first).
+  EXPECT_GE(silent, 1u);
+  EXPECT_EQ(suspecting, c.size() - 1);
+}
+
 // Regression (issue 3): at 50% loss a probe's direct and indirect round trips all fail about a
 // third of the time, so healthy members were accused over and over; the accusations raised
 // every node's local health to its cap (probing at 9x its interval), and in a small cluster, with

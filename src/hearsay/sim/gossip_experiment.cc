@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -166,6 +167,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.faults.loss = o.loss;
   co.config.landmark_stride = o.landmark_stride;
   co.config.relayed_evidence = o.relayed_evidence;
+  co.config.silence_probe_mult = o.silence_probe_mult;
   co.share_replicas = o.share_replicas;
   co.model_caches = false;  // figures come from the replicas themselves
   // Each false death, with what explains it: how long the observer suspected the member, the
@@ -174,16 +176,45 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   // the observer last heard from it.
   nlohmann::json false_death_trace = nlohmann::json::array();
   std::map<std::pair<int, int>, TimePoint> suspected_at;
+  // How long each suspicion of a healthy member lasted before its refutation reached the
+  // observer: the margin the minimum suspicion timeout leaves against a false death.
+  std::map<std::pair<int, int>, TimePoint> open_suspicions;
+  std::vector<double> cleared_suspicions;
+  // Where the killed node's detection time goes: when each survivor began to suspect it and
+  // when it declared it dead (first life only; the victim never restarts).
+  const int victim = n > 3 ? n / 2 : n - 1;
+  std::vector<std::optional<TimePoint>> victim_suspect(static_cast<size_t>(n));
+  std::vector<std::optional<TimePoint>> victim_dead(static_cast<size_t>(n));
   co.on_member_changed = [&](int observer, const NodeId& id, Generation g, gossip::MemberState s) {
     if (cluster_ptr == nullptr) return;
     const int j = IndexOf(id);
+    if (j == victim && g == 1 && !cluster_ptr->up(j)) {
+      auto& slot = s == gossip::MemberState::kSuspect
+                       ? victim_suspect[static_cast<size_t>(observer)]
+                       : victim_dead[static_cast<size_t>(observer)];
+      if ((s == gossip::MemberState::kSuspect || s == gossip::MemberState::kDead) && !slot) {
+        slot = cluster_ptr->Now();
+      }
+      return;
+    }
     if (j < 0 || j >= n || j == observer || !cluster_ptr->up(j) ||
         cluster_ptr->generation(j) != g) {
       return;
     }
     const TimePoint now = cluster_ptr->Now();
-    if (s == gossip::MemberState::kSuspect) suspected_at[{observer, j}] = now;
+    if (s == gossip::MemberState::kSuspect) {
+      suspected_at[{observer, j}] = now;
+      open_suspicions[{observer, j}] = now;
+    }
+    if (s == gossip::MemberState::kAlive) {
+      auto open = open_suspicions.find({observer, j});
+      if (open != open_suspicions.end()) {
+        cleared_suspicions.push_back(ToSeconds(now - open->second));
+        open_suspicions.erase(open);
+      }
+    }
     if (s != gossip::MemberState::kDead) return;
+    open_suspicions.erase({observer, j});
     ++false_deaths;
     const auto view = cluster_ptr->node(observer).Member(id);
     auto since = suspected_at.find({observer, j});
@@ -213,7 +244,6 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   const Duration warmup = 5s;
   const Duration measured = FromSeconds(o.duration_s);
   const Duration kill_at = warmup + measured / 3;
-  const int victim = n > 3 ? n / 2 : n - 1;
   const Duration step = 50ms;
   const Duration tick = 10ms;
 
@@ -407,7 +437,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   const double node_seconds = (n - 1) * o.duration_s + ToSeconds(kill_at - warmup);
   uint64_t snapshots = 0, gaps = 0, stale = 0, entries = 0, redundant = 0, streamed = 0, msgs = 0;
   uint64_t probes = 0, probe_failures = 0, probes_heard = 0, probes_relayed = 0, refutations = 0;
-  uint64_t evidence_notices = 0;
+  uint64_t evidence_notices = 0, silence_probes = 0;
   std::array<double, 16> bytes_by_type{};
   for (int i = 0; i < n; ++i) {
     if (!c.up(i)) continue;
@@ -425,6 +455,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     probes_relayed += k.probes_relayed;
     refutations += k.refutations;
     evidence_notices += k.evidence_notices;
+    silence_probes += k.silence_probes;
     for (size_t t = 0; t < bytes_by_type.size(); ++t) {
       bytes_by_type[t] += static_cast<double>(k.bytes_sent_by_type[t]);
     }
@@ -445,8 +476,43 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     undetected.push_back(u);
     if (undetected.size() >= 10) break;
   }
+  // The detection timeline, relative to the kill: first accusation, the time every survivor
+  // suspected (or had declared) it, first and last verdicts, and the last decider's own wait.
+  nlohmann::json detect_trace = nlohmann::json::object();
+  if (killed) {
+    const TimePoint kill_time{kill_at};
+    auto rel = [&](TimePoint tp) { return ToSeconds(tp - kill_time); };
+    std::optional<TimePoint> first_suspect, all_suspect, first_dead;
+    int last = -1;
+    bool everyone = true;
+    for (int k = 0; k < n; ++k) {
+      if (k == victim || !c.up(k)) continue;
+      const auto& su = victim_suspect[static_cast<size_t>(k)];
+      const auto& de = victim_dead[static_cast<size_t>(k)];
+      const std::optional<TimePoint> heard = su ? su : de;
+      if (heard && (!first_suspect || *heard < *first_suspect)) first_suspect = heard;
+      if (!heard) everyone = false;
+      if (heard && (!all_suspect || *heard > *all_suspect)) all_suspect = heard;
+      if (de && (!first_dead || *de < *first_dead)) first_dead = de;
+      if (de && (last < 0 || *de > *victim_dead[static_cast<size_t>(last)])) last = k;
+    }
+    if (first_suspect) detect_trace["first_suspect_s"] = rel(*first_suspect);
+    if (all_suspect && everyone) detect_trace["all_suspect_s"] = rel(*all_suspect);
+    if (first_dead) detect_trace["first_dead_s"] = rel(*first_dead);
+    if (last >= 0) {
+      const auto& su = victim_suspect[static_cast<size_t>(last)];
+      const TimePoint de = *victim_dead[static_cast<size_t>(last)];
+      detect_trace["last_observer"] = GossipCluster::Name(last);
+      detect_trace["last_dead_s"] = rel(de);
+      if (su) {
+        detect_trace["last_suspect_s"] = rel(*su);
+        detect_trace["last_wait_s"] = ToSeconds(de - *su);
+      }
+    }
+  }
   nlohmann::json j;
   j["nodes"] = n;
+  j["detect_trace"] = detect_trace;
   j["undetected_by"] = undetected;
   j["loss"] = o.loss;
   j["duration_s"] = o.duration_s;
@@ -462,6 +528,10 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["detect_s"] = detect_s;
   j["false_deaths"] = false_deaths;
   j["false_death_trace"] = false_death_trace;
+  j["false_suspicions"] = cleared_suspicions.size();
+  j["false_suspicion_s_p50"] = Percentile(cleared_suspicions, 0.5);
+  j["false_suspicion_s_p99"] = Percentile(cleared_suspicions, 0.99);
+  j["false_suspicion_s_max"] = Percentile(cleared_suspicions, 1.0);
   j["bytes_per_node_s"] = (bytes_after - bytes_before) / node_seconds;
   j["msgs_per_node_s"] = (msgs_after - msgs_before) / node_seconds;
   j["summary_accuracy"] = acc_total ? static_cast<double>(acc_ok) / acc_total : -1;
@@ -483,6 +553,8 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["probe_relayed_share"] = probes ? static_cast<double>(probes_relayed) / probes : 0.0;
   j["refutations_per_node"] = static_cast<double>(refutations) / n;
   j["evidence_notices_per_node"] = static_cast<double>(evidence_notices) / n;
+  j["silence_probe_mult"] = o.silence_probe_mult;
+  j["silence_probes_per_node"] = static_cast<double>(silence_probes) / n;
   j["local_health_mean"] = health_samples ? health_sum / static_cast<double>(health_samples) : 0.0;
   j["local_health_max"] = health_max;
   j["stream_msg_share"] = msgs ? static_cast<double>(streamed) / static_cast<double>(msgs) : 0.0;

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "hearsay/gossip/config.h"
+
 namespace hearsay::sim {
 
 struct GossipExperimentOptions {
@@ -27,8 +29,10 @@ struct GossipExperimentOptions {
   uint32_t cache_blocks = 4096;   // per-node cache capacity, in blocks
   int accuracy_queries = 2000;    // (node, peer, prompt) samples for summary_accuracy
   // Replicas as views of shared per-origin histories (O(N) memory; see gossip/shared_history.h).
-  bool share_replicas = false;
+  // Same figures as private replicas (GossipExperimentTest.SharedReplicasGiveTheSameFigures).
+  bool share_replicas = true;
   bool relayed_evidence = true;  // gossip::Config::relayed_evidence (off: the session-3 probe)
+  double silence_probe_mult = gossip::Config{}.silence_probe_mult;  // 0: off
 };
 
 // Runs the experiment; returns one JSON object with the options and:

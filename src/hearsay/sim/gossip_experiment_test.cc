@@ -45,13 +45,44 @@ TEST(GossipExperimentTest, SharedReplicasGiveTheSameFigures) {
   o.churn = 400;
   o.cache_blocks = 1024;
   o.accuracy_queries = 400;
+  o.share_replicas = false;
   nlohmann::json own = RunGossipExperiment(o);
+  ASSERT_FALSE(own["share_replicas"].get<bool>());
   o.share_replicas = true;
   nlohmann::json shared = RunGossipExperiment(o);
   ASSERT_TRUE(shared["share_replicas"].get<bool>());
   shared["share_replicas"] = false;
   EXPECT_GT(own["entries_received"].get<uint64_t>(), 1000u);
   EXPECT_EQ(own.dump(), shared.dump());
+}
+
+// The detection timeline adds up: the first accusation comes before every survivor suspects,
+// the last verdict is detect_s (to the 50 ms step), and the last decider waited at least the
+// minimum suspicion timeout (3 x 1 s below N = 10). Without loss nobody healthy is suspected.
+TEST(GossipExperimentTest, DetectionTraceAddsUp) {
+  GossipExperimentOptions o;
+  o.nodes = 12;
+  o.duration_s = 9;
+  o.churn = 200;
+  o.cache_blocks = 1024;
+  o.accuracy_queries = 100;
+  const nlohmann::json j = RunGossipExperiment(o);
+  ASSERT_FALSE(j.contains("error")) << j.dump();
+  const nlohmann::json& t = j["detect_trace"];
+  ASSERT_TRUE(t.contains("last_wait_s")) << t.dump();
+  const double detect = j["detect_s"].get<double>();
+  EXPECT_GT(detect, 0.0);
+  EXPECT_LE(t["first_suspect_s"].get<double>(), t["all_suspect_s"].get<double>());
+  EXPECT_LE(t["first_dead_s"].get<double>(), t["last_dead_s"].get<double>());
+  EXPECT_NEAR(t["last_dead_s"].get<double>(), detect, 0.051);
+  EXPECT_GE(t["last_wait_s"].get<double>(), 3.0 - 1e-6);
+  EXPECT_LT(detect, 10.0);
+  EXPECT_EQ(j["false_suspicions"].get<uint64_t>(), 0u);
+}
+
+// `hearsay sim gossip` shares replicas unless told otherwise (N = 1,024 needs it).
+TEST(GossipExperimentTest, SharesReplicasByDefault) {
+  EXPECT_TRUE(GossipExperimentOptions{}.share_replicas);
 }
 
 TEST(GossipExperimentTest, RejectsBadOptions) {

@@ -1,0 +1,96 @@
+#include "hearsay/gossip/broadcast_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace hearsay::gossip {
+namespace {
+
+using namespace std::chrono_literals;
+
+MemberUpdate Suspect(const std::string& id) {
+  MemberUpdate u;
+  u.state = MemberState::kSuspect;
+  u.id = id;
+  u.address = id;
+  u.generation = 1;
+  u.accuser = "n0";
+  return u;
+}
+
+TimePoint At(Duration d) { return TimePoint{} + d; }
+
+TEST(BroadcastQueueTest, UpdateLeavesAfterTransmitLimitToDistinctRecipients) {
+  BroadcastQueue q;
+  q.Push(Suspect("n5"));
+  const std::vector<Address> peers = {"n10", "n11", "n12"};
+  for (size_t i = 0; i < peers.size(); ++i) {
+    ASSERT_EQ(q.Take(400, 3, "", peers[i], At(i * 100ms)).size(), 1u);
+  }
+  EXPECT_EQ(q.size(), 0u);
+  EXPECT_TRUE(q.Take(400, 3, "", "n20", At(1s)).empty());
+}
+
+// The datagrams of one exchange go to one peer at once: they all carry the update, but count
+// one transmission, so the quota still reaches transmit_limit distinct peers.
+TEST(BroadcastQueueTest, BurstToOneRecipientCountsOnce) {
+  BroadcastQueue q;
+  q.Push(Suspect("n5"));
+  for (int datagram = 0; datagram < 12; ++datagram) {
+    ASSERT_EQ(q.Take(400, 3, "", "n10", At(1s)).size(), 1u) << datagram;
+  }
+  ASSERT_NE(q.Find("n5"), nullptr);
+  // Two more recipients use up the quota of 3.
+  EXPECT_EQ(q.Take(400, 3, "", "n11", At(1s)).size(), 1u);
+  EXPECT_EQ(q.Take(400, 3, "", "n12", At(1s)).size(), 1u);
+  EXPECT_EQ(q.Find("n5"), nullptr);
+}
+
+// The same recipient later (beyond the burst window) is a new transmission, so an update does
+// not ride forever in a cluster where one peer is all there is.
+TEST(BroadcastQueueTest, SameRecipientAfterTheBurstCountsAgain) {
+  BroadcastQueue q;
+  q.Push(Suspect("n5"));
+  EXPECT_EQ(q.Take(400, 2, "", "n10", At(0ms)).size(), 1u);
+  EXPECT_EQ(q.Take(400, 2, "", "n10", At(BroadcastQueue::kBurst / 2)).size(), 1u);
+  ASSERT_NE(q.Find("n5"), nullptr);
+  EXPECT_EQ(q.Take(400, 2, "", "n10", At(BroadcastQueue::kBurst * 2)).size(), 1u);
+  EXPECT_EQ(q.Find("n5"), nullptr);
+}
+
+TEST(BroadcastQueueTest, LeastSentFirstAndPreferredFirst) {
+  BroadcastQueue q;
+  q.Push(Suspect("n1"));
+  q.Push(Suspect("n2"));
+  const size_t one = EncodedSize(Suspect("n1"));
+  // Newest first among the unsent.
+  std::vector<MemberUpdate> a = q.Take(one, 10, "", "n10", At(0ms));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].id, "n2");
+  // n1 has been sent less often now.
+  std::vector<MemberUpdate> b = q.Take(one, 10, "", "n11", At(0ms));
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].id, "n1");
+  // A preferred update goes first whatever its count.
+  std::vector<MemberUpdate> c = q.Take(one, 10, "n2", "n12", At(0ms));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].id, "n2");
+}
+
+TEST(BroadcastQueueTest, NewerUpdateReplacesAndResetsTheCount) {
+  BroadcastQueue q;
+  q.Push(Suspect("n5"));
+  EXPECT_EQ(q.Take(400, 2, "", "n10", At(0ms)).size(), 1u);
+  MemberUpdate dead = Suspect("n5");
+  dead.state = MemberState::kDead;
+  q.Push(dead);
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_EQ(q.Take(400, 2, "", "n11", At(0ms)).at(0).state, MemberState::kDead);
+  EXPECT_EQ(q.Take(400, 2, "", "n12", At(0ms)).size(), 1u);
+  EXPECT_EQ(q.size(), 0u);
+}
+
+}  // namespace
+}  // namespace hearsay::gossip
