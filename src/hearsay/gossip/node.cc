@@ -609,7 +609,8 @@ void Node::GossipTick() {
   if (left_) return;
   // The fanout's Syns are spread over the interval rather than sent at once: replies to
   // simultaneous Syns would carry the same fresh writes.
-  const int fanout = std::max(config_.gossip_fanout, 1);
+  const int fanout =
+      std::max(config_.gossip_fanout, 1) + (ClusterSize() > config_.large_cluster_members ? 1 : 0);
   // While our state keeps changing, the peer's summary will differ anyway: send the full digest
   // along (if it fits a datagram), so the peer answers with deltas at once and the exchange
   // takes one leg fewer, which matters most under loss. When idle, the summary alone.
