@@ -635,7 +635,8 @@ void Node::GossipTick() {
   if (left_) return;
   // The fanout's Syns are spread over the interval rather than sent at once: replies to
   // simultaneous Syns would carry the same fresh writes.
-  const int fanout = std::max(config_.gossip_fanout, 1);
+  const int fanout =
+      std::max(config_.gossip_fanout, 1) + (ClusterSize() > config_.large_cluster_members ? 1 : 0);
   // While our state keeps changing, the peer's summary will differ anyway: send the full digest
   // along (if it fits a datagram), so the peer answers with deltas at once and the exchange
   // takes one leg fewer, which matters most under loss. When idle, the summary alone.
@@ -714,11 +715,16 @@ void Node::AnswerDigest(const Address& from, const NodeId& peer,
                         const std::vector<DigestEntry>& theirs) {
   const TimePoint now = scheduler_.clock().Now();
   Message reply = NewMessage(MsgType::kSyncDeltas);
-  // How long a pull may take: a gossip interval, or a few round trips on a slow link.
+  // How long a pull may take: a few round trips to this peer (at least a twentieth of a gossip
+  // interval), or a gossip interval while its RTT is unknown. An answered pull raises our version
+  // and ends the wait by itself, so the window only matters when the pull was lost; a whole
+  // gossip interval then kept the origin from being asked of the next peers (at N = 100 and 50%
+  // loss, fanout 3, a 3 x RTT window took convergence from 2.36 to 2.14 s; 0% loss: bytes +0.3%).
   Duration pull_window = config_.gossip_interval;
   auto it = members_.find(peer);
   if (it != members_.end() && it->second.has_rtt) {
-    pull_window = std::max(pull_window, 3 * FromMillis(it->second.srtt_ms));
+    pull_window =
+        std::max<Duration>(config_.gossip_interval / 20, 3 * FromMillis(it->second.srtt_ms));
   }
   // A digest lists its sender first, then its members in id order, as members_ is ordered here:
   // a cursor that follows members_ finds most entries with one comparison instead of a search.

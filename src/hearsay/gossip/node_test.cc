@@ -246,7 +246,7 @@ TEST(NodeTest, FreshSmallDeltasGoAsDatagramsAndABacklogOnTheStream) {
     for (int i = 0; i < c.size(); ++i) n += c.node(i).counters().stream_msgs_sent;
     return n;
   };
-  // Every node writes 30 fresh entries (~330 bytes): one exchange may carry several origins'
+  // Every node writes 30 fresh entries (~230 bytes): one exchange may carry several origins'
   // deltas, over 1,400 bytes together, but each fits a datagram, so none goes on the stream.
   const uint64_t before = streamed();
   for (int round = 0; round < 5; ++round) {
@@ -263,13 +263,38 @@ TEST(NodeTest, FreshSmallDeltasGoAsDatagramsAndABacklogOnTheStream) {
       EXPECT_EQ(c.listener(i).caches[Cluster::Name(j)].size(), 150u) << i << " of " << j;
     }
   }
-  // A backlog far over 1,400 bytes (2,000 entries of ~11 bytes) travels on the stream.
+  // A backlog far over 1,400 bytes (2,000 entries of ~8 bytes) travels on the stream.
   c.node(2).PublishCacheEvents(Chain(9000000, 2000));
   c.Run(2s);
   EXPECT_GT(streamed(), before);
   for (int i = 0; i < c.size(); ++i) {
     if (i == 2) continue;
     EXPECT_EQ(c.listener(i).caches["n2"].size(), 2150u) << "node " << i;
+  }
+}
+
+// Syns per gossip interval: gossip_fanout, plus one once the cluster is larger than
+// large_cluster_members (here lowered so that 8 nodes count as large).
+TEST(NodeTest, LargeClustersSendOneMoreSynPerGossipInterval) {
+  for (size_t large : {size_t{64}, size_t{5}}) {
+    Config config;
+    config.large_cluster_members = large;
+    Cluster c(8, 11, config);
+    c.StartAll();
+    c.Run(3s);
+    auto syns = [&] {
+      uint64_t n = 0;
+      for (int i = 0; i < c.size(); ++i) {
+        n += c.node(i).counters().sent_by_type[static_cast<size_t>(MsgType::kSyn)];
+      }
+      return n;
+    };
+    const uint64_t before = syns();
+    c.Run(10s);
+    // 10 s = 50 gossip intervals per node, 8 nodes.
+    const double per_interval = static_cast<double>(syns() - before) / (8 * 50);
+    const double expected = config.gossip_fanout + (large < 8 ? 1 : 0);
+    EXPECT_NEAR(per_interval, expected, 0.1) << "large_cluster_members " << large;
   }
 }
 

@@ -21,7 +21,8 @@ uint64_t OriginStore::PutLoad(const LoadReport& load, uint64_t heartbeat) {
   return load_.version;
 }
 
-bool OriginStore::PutCache(BlockKey key, uint32_t block_index, bool live) {
+bool OriginStore::PutCache(BlockKey full_key, uint32_t block_index, bool live) {
+  const BlockKey key = SummaryKey(full_key);
   const Slot* s = entries_.Find(key);
   if (s == nullptr ? !live : s->live == live) return false;
   Write(key, block_index, live, ++max_version_, nullptr);
@@ -30,10 +31,13 @@ bool OriginStore::PutCache(BlockKey key, uint32_t block_index, bool live) {
   return true;
 }
 
-void OriginStore::Write(BlockKey key, uint32_t block_index, bool live, uint64_t version,
+void OriginStore::Write(BlockKey full_key, uint32_t block_index, bool live, uint64_t version,
                         std::vector<BlockEvent>* events) {
+  const BlockKey key = SummaryKey(full_key);
   auto [slot, inserted] = entries_.TryEmplace(key, Slot{version, block_index, live});
   const bool was_live = !inserted && slot->live;
+  // A removal arrives without its block index: the event names the one the key was held at.
+  if (!live && was_live) block_index = slot->block_index;
   if (!inserted) {
     if (!slot->live) --tombstones_;
     *slot = Slot{version, block_index, live};
@@ -53,7 +57,7 @@ OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<Bl
     KeyTable<Slot> next;
     next.Reserve(d.entries.size());
     for (const auto& e : d.entries) {
-      *next.TryEmplace(e.key, Slot{}).first = Slot{d.to_version, e.block_index, true};
+      *next.TryEmplace(SummaryKey(e.key), Slot{}).first = Slot{d.to_version, e.block_index, true};
     }
     if (events != nullptr) {
       entries_.ForEach([&](BlockKey key, const Slot& slot) {
@@ -119,70 +123,98 @@ void OriginStore::MaybeCollect() {
 
 std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget_bytes) const {
   if (known >= max_version_) return std::nullopt;
-  if (shared()) return BuildDeltaShared(known, budget_bytes);
+  if (known < gc_floor_) {
+    std::optional<OriginDelta> d = SnapshotShell(budget_bytes);
+    if (!d) return std::nullopt;
+    d->entries.reserve(live_count());
+    if (shared()) {
+      for (const auto& e : LiveKeys())
+        d->entries.push_back({e.key, e.block_index, true, max_version_});
+    } else {
+      entries_.ForEach([&](BlockKey key, const Slot& slot) {
+        if (slot.live) d->entries.push_back({key, slot.block_index, true, max_version_});
+      });
+    }
+    return d;
+  }
+  if (shared()) {
+    return BuildRun(known, budget_bytes, [&](auto&& take) {
+      for (uint64_t u = known + 1; u <= max_version_; ++u) {
+        const SharedHistory::Write& w = history_->At(u);
+        if (w.is_load || !history_->CurrentAt(u, max_version_)) continue;
+        if (!take(CacheEntry{w.key, w.live ? w.block_index : 0, w.live, u})) return;
+      }
+    });
+  }
+  return BuildRun(known, budget_bytes, [&](auto&& take) {
+    auto begin =
+        std::upper_bound(log_.begin() + static_cast<std::ptrdiff_t>(head_), log_.end(), known,
+                         [](uint64_t v, const LogItem& i) { return v < i.version; });
+    for (auto it = begin; it != log_.end(); ++it) {
+      // One lookup serves both the staleness check and the entry (this loop is the hot path of
+      // every delta sent).
+      const Slot* slot = entries_.Find(it->key);
+      if (slot == nullptr || slot->version != it->version) continue;
+      if (!take(CacheEntry{it->key, slot->live ? slot->block_index : 0, slot->live, it->version})) {
+        return;
+      }
+    }
+  });
+}
+
+std::optional<OriginDelta> OriginStore::SnapshotShell(size_t budget_bytes) const {
   OriginDelta d;
   d.id = id_;
   d.generation = generation_;
-  if (known < gc_floor_) {
-    d.snapshot = true;
-    d.from_version = 0;
-    d.to_version = max_version_;
-    if (load_.version > 0) d.load = load_;
-    const size_t bound = EncodedDeltaHeaderSize(d) + VarintSize(live_count()) +
-                         live_count() * kMaxSnapshotEntryBytes;
-    if (bound > budget_bytes) return std::nullopt;
-    d.entries.reserve(live_count());
-    entries_.ForEach([&](BlockKey key, const Slot& slot) {
-      if (slot.live) d.entries.push_back({key, slot.block_index, true, max_version_});
-    });
-    return d;
-  }
+  d.snapshot = true;
+  d.from_version = 0;
+  d.to_version = max_version_;
+  if (load_.version > 0) d.load = load_;
+  const size_t bound =
+      EncodedDeltaHeaderSize(d) + VarintSize(live_count()) + live_count() * kMaxSnapshotEntryBytes;
+  if (bound > budget_bytes) return std::nullopt;
+  return d;
+}
+
+template <typename ForEachCurrent>
+std::optional<OriginDelta> OriginStore::BuildRun(uint64_t known, size_t budget_bytes,
+                                                 ForEachCurrent for_each_current) const {
+  OriginDelta d;
+  d.id = id_;
+  d.generation = generation_;
   d.from_version = known;
   d.to_version = known;
   size_t used = EncodedDeltaHeaderSize(d) + 4;  // + room for the varints growing
-  const bool load_pending = load_.version > known;
-  bool load_done = !load_pending;
-  auto begin = std::upper_bound(log_.begin() + static_cast<std::ptrdiff_t>(head_), log_.end(),
-                                known, [](uint64_t v, const LogItem& i) { return v < i.version; });
+  bool load_done = load_.version <= known;
   uint64_t prev = known;
   bool cut = false;
-  for (auto it = begin; it != log_.end(); ++it) {
-    if (!load_done && load_.version < it->version) {
-      const size_t need = EncodedSize(load_);
-      if (used + need > budget_bytes) {
-        cut = true;
-        break;
-      }
-      used += need;
-      d.load = load_;
-      d.to_version = load_.version;
-      load_done = true;
+  // The load record goes in version order among the entries; false if it does not fit.
+  auto add_load = [&] {
+    const size_t need = EncodedSize(load_);
+    if (used + need > budget_bytes) return false;
+    used += need;
+    d.load = load_;
+    d.to_version = load_.version;
+    load_done = true;
+    return true;
+  };
+  for_each_current([&](const CacheEntry& e) {
+    if (!load_done && load_.version < e.version && !add_load()) {
+      cut = true;
+      return false;
     }
-    // One lookup serves both the staleness check and the entry (this loop is the hot path of
-    // every delta sent).
-    const Slot* slot = entries_.Find(it->key);
-    if (slot == nullptr || slot->version != it->version) continue;
-    CacheEntry e{it->key, slot->block_index, slot->live, it->version};
     const size_t need = EncodedRunEntrySize(e, prev);
     if (used + need > budget_bytes) {
       cut = true;
-      break;
+      return false;
     }
     used += need;
     d.entries.push_back(e);
     prev = e.version;
     d.to_version = e.version;
-  }
-  if (!cut && !load_done) {
-    const size_t need = EncodedSize(load_);
-    if (used + need > budget_bytes) {
-      cut = true;
-    } else {
-      d.load = load_;
-      d.to_version = load_.version;
-      load_done = true;
-    }
-  }
+    return true;
+  });
+  if (!cut && !load_done && !add_load()) cut = true;
   if (!cut) d.to_version = max_version_;
   if (d.to_version == known) return std::nullopt;
   return d;
@@ -258,68 +290,6 @@ void OriginStore::MaybeCollectShared() {
     --tombstones_;
     --drop;
   }
-}
-
-std::optional<OriginDelta> OriginStore::BuildDeltaShared(uint64_t known,
-                                                         size_t budget_bytes) const {
-  OriginDelta d;
-  d.id = id_;
-  d.generation = generation_;
-  if (known < gc_floor_) {
-    d.snapshot = true;
-    d.from_version = 0;
-    d.to_version = max_version_;
-    if (load_.version > 0) d.load = load_;
-    const size_t bound = EncodedDeltaHeaderSize(d) + VarintSize(live_count()) +
-                         live_count() * kMaxSnapshotEntryBytes;
-    if (bound > budget_bytes) return std::nullopt;
-    for (const auto& e : LiveKeys())
-      d.entries.push_back({e.key, e.block_index, true, max_version_});
-    return d;
-  }
-  d.from_version = known;
-  d.to_version = known;
-  size_t used = EncodedDeltaHeaderSize(d) + 4;
-  bool load_done = load_.version <= known;
-  uint64_t prev = known;
-  bool cut = false;
-  for (uint64_t u = known + 1; u <= max_version_; ++u) {
-    if (!load_done && load_.version < u) {
-      const size_t need = EncodedSize(load_);
-      if (used + need > budget_bytes) {
-        cut = true;
-        break;
-      }
-      used += need;
-      d.load = load_;
-      d.to_version = load_.version;
-      load_done = true;
-    }
-    const SharedHistory::Write& w = history_->At(u);
-    if (w.is_load || !history_->CurrentAt(u, max_version_)) continue;
-    CacheEntry e{w.key, w.block_index, w.live, u};
-    const size_t need = EncodedRunEntrySize(e, prev);
-    if (used + need > budget_bytes) {
-      cut = true;
-      break;
-    }
-    used += need;
-    d.entries.push_back(e);
-    prev = u;
-    d.to_version = u;
-  }
-  if (!cut && !load_done) {
-    const size_t need = EncodedSize(load_);
-    if (used + need > budget_bytes) {
-      cut = true;
-    } else {
-      d.load = load_;
-      d.to_version = load_.version;
-    }
-  }
-  if (!cut) d.to_version = max_version_;
-  if (d.to_version == known) return std::nullopt;
-  return d;
 }
 
 }  // namespace hearsay::gossip

@@ -24,6 +24,7 @@
 #include "hearsay/common/ids.h"
 #include "hearsay/gossip/key_table.h"
 #include "hearsay/gossip/shared_history.h"
+#include "hearsay/gossip/summary_key.h"
 #include "hearsay/gossip/wire.h"
 #include "hearsay/prefix/block_event.h"
 
@@ -45,8 +46,8 @@ class OriginStore {
   // --- Writer side (the origin's own store) ---
   // Writes the load record (heartbeat as given); returns its version.
   uint64_t PutLoad(const LoadReport& load, uint64_t heartbeat);
-  // Writes key as held (live) or removed; a write that changes nothing is skipped. Returns true
-  // if a version was taken.
+  // Writes key (as its summary key, summary_key.h) as held (live) or removed; a write that
+  // changes nothing is skipped. Returns true if a version was taken.
   bool PutCache(prefix::BlockKey key, uint32_t block_index, bool live);
 
   // --- Replica side ---
@@ -67,13 +68,14 @@ class OriginStore {
   const LoadRecord& load() const { return load_; }
   size_t live_count() const { return shared() ? shared_live_ : entries_.size() - tombstones_; }
   size_t tombstone_count() const { return tombstones_; }
-  // True if the origin is believed to hold `key`.
-  bool Contains(prefix::BlockKey key) const {
+  // True if the origin is believed to hold `key` (compared as summary keys).
+  bool Contains(prefix::BlockKey full_key) const {
+    const prefix::BlockKey key = SummaryKey(full_key);
     if (shared()) return SharedLiveAt(key, max_version_);
     const Slot* s = entries_.Find(key);
     return s != nullptr && s->live;
   }
-  // Every live key with its block index (unordered).
+  // Every live summary key with its block index (unordered).
   std::vector<prefix::BlockEvent> LiveKeys() const;
 
  private:
@@ -96,7 +98,14 @@ class OriginStore {
     return v != 0 && history_->At(v).live;
   }
   ApplyResult ApplyShared(const OriginDelta& d, std::vector<prefix::BlockEvent>* events);
-  std::optional<OriginDelta> BuildDeltaShared(uint64_t known, size_t budget_bytes) const;
+  // A snapshot delta without its entries, or nullopt if every live key might not fit the budget.
+  std::optional<OriginDelta> SnapshotShell(size_t budget_bytes) const;
+  // A run of what a peer that knows `known` lacks, cut to the budget. for_each_current(take)
+  // calls take(entry) for every current cache write above `known` in version order, and stops
+  // when take returns false (shared by the private and shared-replica modes).
+  template <typename ForEachCurrent>
+  std::optional<OriginDelta> BuildRun(uint64_t known, size_t budget_bytes,
+                                      ForEachCurrent for_each_current) const;
   void MaybeCollectShared();
   void MaybeCollect();
   bool Current(const LogItem& item) const {

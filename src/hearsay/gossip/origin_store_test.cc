@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
@@ -80,6 +81,68 @@ TEST(OriginStoreTest, FarBehindPeersGetASnapshot) {
   EXPECT_EQ(ev.size(), 10u);
 }
 
+TEST(OriginStoreTest, KeepsSummaryKeysAndRemovalEventsNameTheHeldIndex) {
+  const prefix::BlockKey full = 0xabcd000000000005ULL;
+  OriginStore w("a", 1, 100);
+  ASSERT_TRUE(w.PutCache(full, 32, true));
+  EXPECT_TRUE(w.Contains(full));
+  EXPECT_TRUE(w.Contains(SummaryKey(full)));
+  EXPECT_FALSE(w.PutCache(SummaryKey(full), 32, true));  // the same summary key: no change
+  EXPECT_EQ(LiveMap(w), (std::map<prefix::BlockKey, uint32_t>{{SummaryKey(full), 32}}));
+  OriginStore r("a", 1, 100);
+  ASSERT_EQ(r.Apply(*w.BuildDelta(0, 1 << 20), nullptr), OriginStore::ApplyResult::kApplied);
+  ASSERT_TRUE(w.PutCache(full, 32, false));
+  OriginDelta removal = *w.BuildDelta(1, 1 << 20);
+  ASSERT_EQ(removal.entries.size(), 1u);
+  EXPECT_EQ(removal.entries[0].block_index, 0u);  // not sent
+  std::vector<BlockEvent> ev;
+  ASSERT_EQ(r.Apply(removal, &ev), OriginStore::ApplyResult::kApplied);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kind, BlockEvent::Kind::kRemoved);
+  EXPECT_EQ(ev[0].key, SummaryKey(full));
+  EXPECT_EQ(ev[0].block_index, 32u);  // the index the replica knew it at
+  EXPECT_FALSE(r.Contains(full));
+}
+
+// The shared-replica mode builds the same deltas as a private replica that applied the same
+// deltas (runs from any version it can serve, and snapshots).
+TEST(OriginStoreTest, SharedAndPrivateReplicasBuildTheSameDeltas) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Rng rng(seed);
+    auto history = std::make_shared<SharedHistory>();
+    OriginStore w("o", 3, 8, history, /*writer=*/true);
+    OriginStore priv("o", 3, 8);
+    OriginStore shared("o", 3, 8, history);
+    for (int step = 0; step < 300; ++step) {
+      const prefix::BlockKey key = rng.Below(40);
+      w.PutCache(key, static_cast<uint32_t>(key % 5) * 16, rng.Bernoulli(0.6));
+      if (rng.Bernoulli(0.1)) w.PutLoad(LoadReport{}, static_cast<uint64_t>(step));
+      if (rng.Bernoulli(0.2)) {
+        // Both catch up fully with the same (budget-cut) deltas.
+        while (auto d = w.BuildDelta(priv.max_version(), 60 + rng.Below(300))) {
+          ASSERT_EQ(priv.Apply(*d, nullptr), OriginStore::ApplyResult::kApplied);
+          ASSERT_EQ(shared.Apply(*d, nullptr), OriginStore::ApplyResult::kApplied);
+        }
+        ASSERT_EQ(priv.max_version(), shared.max_version());
+        for (uint64_t known = 0; known <= priv.max_version(); ++known) {
+          const size_t budget = 60 + rng.Below(1000);
+          std::optional<OriginDelta> a = priv.BuildDelta(known, budget);
+          std::optional<OriginDelta> b = shared.BuildDelta(known, budget);
+          ASSERT_EQ(a.has_value(), b.has_value()) << "seed " << seed << " known " << known;
+          if (!a) continue;
+          if (a->snapshot) {
+            ASSERT_TRUE(b->snapshot);
+            auto by_key = [](const CacheEntry& x, const CacheEntry& y) { return x.key < y.key; };
+            std::sort(a->entries.begin(), a->entries.end(), by_key);
+            std::sort(b->entries.begin(), b->entries.end(), by_key);
+          }
+          ASSERT_EQ(*a, *b) << "seed " << seed << " known " << known;
+        }
+      }
+    }
+  }
+}
+
 // Property: a writer making random changes and replicas exchanging random, budget-cut deltas over
 // a lossy, duplicating, reordering channel (also relaying through each other) never regress,
 // never apply across a gap, emit events that reproduce their state, and converge to the writer's
@@ -99,13 +162,15 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
       if (step < steps) {
         // Writer changes.
         for (int k = 0, n = static_cast<int>(rng.Below(4)); k < n; ++k) {
-          const prefix::BlockKey key = rng.Below(60);
+          // Full 64-bit block keys: the store keeps (and sends) their summary keys.
+          const prefix::BlockKey low = rng.Below(60);
+          const prefix::BlockKey key = low | (prefix::BlockKey{1 + low % 3} << 60);
           const bool live = rng.Bernoulli(0.55);
-          w.PutCache(key, static_cast<uint32_t>(key % 7), live);
+          w.PutCache(key, static_cast<uint32_t>(low % 7) * 16, live);
           if (live) {
-            truth.insert(key);
+            truth.insert(low);
           } else {
-            truth.erase(key);
+            truth.erase(low);
           }
         }
         if (rng.Bernoulli(0.1)) {
@@ -121,6 +186,16 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
         const uint64_t known = rng.Bernoulli(0.2) ? rng.Below(replicas[to].max_version() + 1)
                                                   : replicas[to].max_version();
         auto d = src.BuildDelta(known, 40 + rng.Below(400));
+        if (d && rng.Bernoulli(0.5)) {
+          // Half of them through the wire encoding (which drops a removal's block index).
+          Message m;
+          m.type = MsgType::kDeltas;
+          m.header.sender = "x";
+          m.deltas = {*d};
+          Result<Message> back = Decode(Encode(m));
+          ASSERT_TRUE(back.ok()) << "seed " << seed;
+          d = back->deltas[0];
+        }
         if (d && !rng.Bernoulli(step < steps ? 0.3 : 0.0)) {
           wire.emplace_back(to, *d);
           if (rng.Bernoulli(0.2)) wire.emplace_back(to, *d);
@@ -162,7 +237,7 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
       }
     }
     std::map<prefix::BlockKey, uint32_t> expected;
-    for (auto k : truth) expected[k] = static_cast<uint32_t>(k % 7);
+    for (auto k : truth) expected[k] = static_cast<uint32_t>(k % 7) * 16;
     ASSERT_EQ(LiveMap(w), expected) << "seed " << seed;
     for (int i = 0; i < 3; ++i) {
       EXPECT_EQ(replicas[i].max_version(), w.max_version()) << "seed " << seed;

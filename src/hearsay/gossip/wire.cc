@@ -33,8 +33,41 @@ std::string_view MsgTypeName(MsgType type) {
 }
 namespace {
 
-constexpr uint8_t kFlagLive = 1;
-constexpr uint8_t kFlagNext = 2;
+constexpr uint64_t kFlagLive = 1;
+constexpr uint64_t kFlagNext = 2;
+// Block indices that are multiples of this (every landmark at the default stride and its
+// multiples) are sent divided by it, so landmarks up to block 240 cost no byte of their own.
+constexpr uint64_t kIndexUnit = 16;
+
+// A block index as sent: bit 0 says it was divided by kIndexUnit.
+uint64_t IndexCode(uint32_t index) {
+  return index % kIndexUnit == 0 ? (uint64_t{index} / kIndexUnit) << 1 | 1 : uint64_t{index} << 1;
+}
+
+// The block index of `code`, or fails `r` if it is out of range.
+uint32_t IndexOfCode(uint64_t code, ByteReader& r) {
+  const uint64_t v = code >> 1;
+  if (code & 1 ? v > UINT32_MAX / kIndexUnit : v > UINT32_MAX) {
+    r.Fail("block index out of range");
+    return 0;
+  }
+  return static_cast<uint32_t>(code & 1 ? v * kIndexUnit : v);
+}
+
+// A run entry's tag: live, next, and for a live entry its index code (a removal needs none).
+uint64_t RunTag(const CacheEntry& e, bool next) {
+  return (e.live ? kFlagLive | IndexCode(e.block_index) << 2 : 0) | (next ? kFlagNext : 0);
+}
+
+void PutKey(ByteWriter& w, prefix::BlockKey key) {
+  for (size_t i = 0; i < kSummaryKeyBytes; ++i) w.PutU8(static_cast<uint8_t>(key >> (8 * i)));
+}
+
+prefix::BlockKey ReadKey(ByteReader& r) {
+  prefix::BlockKey key = 0;
+  for (size_t i = 0; i < kSummaryKeyBytes; ++i) key |= prefix::BlockKey{r.ReadU8()} << (8 * i);
+  return key;
+}
 
 void PutLoad(ByteWriter& w, const LoadRecord& r) {
   w.PutVarint(r.version);
@@ -160,21 +193,20 @@ void PutDelta(ByteWriter& w, const OriginDelta& d) {
     uint64_t prev = d.from_version;
     for (const auto& e : d.entries) {
       const bool next = e.version == prev + 1;
-      w.PutU8(static_cast<uint8_t>((e.live ? kFlagLive : 0) | (next ? kFlagNext : 0)));
+      w.PutVarint(RunTag(e, next));
       if (!next) w.PutVarint(e.version - prev);
-      w.PutU64(e.key);
-      w.PutVarint(e.block_index);
+      PutKey(w, e.key);
       prev = e.version;
     }
   } else {
     std::vector<std::pair<prefix::BlockKey, uint32_t>> sorted;
     sorted.reserve(d.entries.size());
-    for (const auto& e : d.entries) sorted.emplace_back(e.key, e.block_index);
+    for (const auto& e : d.entries) sorted.emplace_back(SummaryKey(e.key), e.block_index);
     std::sort(sorted.begin(), sorted.end());
     prefix::BlockKey prev = 0;
     for (size_t i = 0; i < sorted.size(); ++i) {
       w.PutVarint(i == 0 ? sorted[i].first : sorted[i].first - prev);
-      w.PutVarint(sorted[i].second);
+      w.PutVarint(IndexCode(sorted[i].second));
       prev = sorted[i].first;
     }
   }
@@ -202,25 +234,26 @@ OriginDelta ReadDelta(ByteReader& r) {
   }
   if (!r.ok()) return d;
   if (!d.snapshot) {
-    const size_t n = r.ReadCount(kMaxEntriesPerOrigin, 1 + 8 + 1);
+    const size_t n = r.ReadCount(kMaxEntriesPerOrigin, 1 + kSummaryKeyBytes);
     d.entries.reserve(n);
     uint64_t prev = d.from_version;
     for (size_t i = 0; i < n && r.ok(); ++i) {
       CacheEntry e;
-      const uint8_t flags = r.ReadU8();
-      if (flags & ~(kFlagLive | kFlagNext)) r.Fail("bad entry flags");
+      const uint64_t tag = r.ReadVarint();
+      e.live = tag & kFlagLive;
+      if (e.live) {
+        e.block_index = IndexOfCode(tag >> 2, r);
+      } else if (tag >> 2 != 0) {
+        r.Fail("removal with a block index");
+      }
       uint64_t step = 1;
-      if (!(flags & kFlagNext)) {
+      if (!(tag & kFlagNext)) {
         step = r.ReadVarint();
         if (step == 0) r.Fail("entry version not increasing");
       }
       if (step > d.to_version - prev) r.Fail("entry version beyond the delta");
       e.version = prev + step;
-      e.live = flags & kFlagLive;
-      e.key = r.ReadU64();
-      const uint64_t index = r.ReadVarint();
-      if (index > UINT32_MAX) r.Fail("block index out of range");
-      e.block_index = static_cast<uint32_t>(index);
+      e.key = ReadKey(r);
       prev = e.version;
       d.entries.push_back(e);
     }
@@ -231,13 +264,12 @@ OriginDelta ReadDelta(ByteReader& r) {
     for (size_t i = 0; i < n && r.ok(); ++i) {
       CacheEntry e;
       const uint64_t step = r.ReadVarint();
-      if (i > 0 && (step == 0 || step > std::numeric_limits<uint64_t>::max() - prev)) {
+      if (i > 0 && (step == 0 || step > kSummaryKeyMask - prev)) {
         r.Fail("snapshot keys not increasing");
       }
+      if (i == 0 && step > kSummaryKeyMask) r.Fail("snapshot key too wide");
       e.key = i == 0 ? step : prev + step;
-      const uint64_t index = r.ReadVarint();
-      if (index > UINT32_MAX) r.Fail("block index out of range");
-      e.block_index = static_cast<uint32_t>(index);
+      e.block_index = IndexOfCode(r.ReadVarint(), r);
       e.live = true;
       e.version = d.to_version;
       prev = e.key;
@@ -297,7 +329,7 @@ size_t EncodedDeltaHeaderSize(const OriginDelta& d) {
 
 size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version) {
   const uint64_t step = e.version - prev_version;
-  return 1 + (step == 1 ? 0 : VarintSize(step)) + 8 + VarintSize(e.block_index);
+  return VarintSize(RunTag(e, step == 1)) + (step == 1 ? 0 : VarintSize(step)) + kSummaryKeyBytes;
 }
 
 size_t EncodedHeaderBaseSize(const Header& h) {

@@ -5,15 +5,20 @@
 // and length is checked against the bytes left and against the k* limits below before anything is
 // allocated, and any malformed, truncated or oversized body is rejected with DATA_LOSS; decoding
 // never crashes and has no side effects. Encode(Decode(x)) == x is not promised (snapshots are
-// re-sorted), but Decode(Encode(m)) == m is, for every m within the limits.
+// re-sorted), but Decode(Encode(m)) == m is, for every m within the limits (cache keys are
+// summary keys, below 2^48; a removal's block index is 0).
 //
 // Layout (all integers varint unless noted):
 //   u8 version, u8 type,
 //   header: sender id, generation, incarnation, load record, member updates (count, then each),
 //   body by type (see Message).
-// A cache-delta run encodes each entry as a flag byte (bit 0: live, bit 1: version = previous + 1),
-// then the version step if bit 1 is clear, the 64-bit key (fixed), and the block index. A snapshot
-// sorts its entries by key and sends key steps as varints.
+// A cache-delta run encodes each entry as a varint tag (bit 0: live, bit 1: version = previous
+// + 1, and for a live entry the block index code above them), then the version step if bit 1 is
+// clear, then the summary key (summary_key.h: its low 48 bits, 6 bytes, little-endian). A
+// removal carries no block index (it decodes as 0). An index code is the index times 2, or, for
+// a multiple of 16, the index / 16 times 2 plus 1: a live landmark up to block 240 is 7 bytes,
+// a removal 7 (version 1: 10-11 bytes each). A snapshot sorts its entries by key and sends key
+// steps and index codes as varints.
 //
 // Thread-safety: pure functions on plain values.
 #pragma once
@@ -28,12 +33,15 @@
 
 #include "hearsay/common/ids.h"
 #include "hearsay/common/status.h"
+#include "hearsay/gossip/summary_key.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/prefix/block_event.h"
 
 namespace hearsay::gossip {
 
-inline constexpr uint8_t kWireVersion = 1;
+// Version 2 (session 5): run entries with a tag varint and 48-bit keys (version 1: flag byte,
+// 64-bit key, block index varint); block indices sent as index codes.
+inline constexpr uint8_t kWireVersion = 2;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;
@@ -88,7 +96,8 @@ struct DigestEntry {
   friend bool operator==(const DigestEntry&, const DigestEntry&) = default;
 };
 
-// One versioned cache-summary key of an origin: live (held) or a tombstone (removed).
+// One versioned cache-summary key (summary_key.h) of an origin: live (held) or a tombstone
+// (removed; its block index is not sent).
 struct CacheEntry {
   prefix::BlockKey key = 0;
   uint32_t block_index = 0;
@@ -153,7 +162,7 @@ size_t EncodedDeltaHeaderSize(const OriginDelta& d);
 // The size of a run entry that follows an entry of version prev_version.
 size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version);
 // An upper bound of a snapshot entry's size.
-inline constexpr size_t kMaxSnapshotEntryBytes = 10 + 5;
+inline constexpr size_t kMaxSnapshotEntryBytes = 7 + 5;  // key step (48 bits), index code
 // Bytes of the header without its updates, plus the update count.
 size_t EncodedHeaderBaseSize(const Header& h);
 

@@ -27,8 +27,9 @@ OriginDelta SampleRun() {
   d.to_version = 20;
   d.load = LoadRecord{12, 1, LoadReport{1, 1, 1, 1, 1.5, false}};
   d.entries = {{0xdeadbeefULL, 0, true, 11},
-               {~0ULL, 16, false, 13},
+               {kSummaryKeyMask, 0, false, 13},  // a removal carries no block index
                {5, 32, true, 14},
+               {7, 17, true, 15},
                {6, 4000000000u, true, 20}};
   return d;
 }
@@ -40,7 +41,7 @@ OriginDelta SampleSnapshot() {
   d.snapshot = true;
   d.to_version = 99;
   d.load = LoadRecord{98, 7, LoadReport{}};
-  d.entries = {{1, 0, true, 99}, {1000, 16, true, 99}, {~0ULL, 32, true, 99}};
+  d.entries = {{1, 0, true, 99}, {1000, 16, true, 99}, {kSummaryKeyMask, 33, true, 99}};
   return d;
 }
 
@@ -174,6 +175,89 @@ TEST(WireTest, RejectsSemanticViolations) {
   m.type = MsgType::kPing;
   m.header.sender.clear();
   EXPECT_FALSE(Decode(Encode(m)).ok());
+}
+
+// One delta of `entries` (versions 1..n), as its own message, minus the same message without
+// them: the bytes the entries cost on the wire.
+size_t EntryBytes(const std::vector<CacheEntry>& entries) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header.sender = "x";
+  OriginDelta d;
+  d.id = "o";
+  d.to_version = entries.size();
+  m.deltas = {d};
+  const size_t empty = Encode(m).size();
+  m.deltas[0].entries = entries;
+  return Encode(m).size() - empty;
+}
+
+TEST(WireTest, LandmarkEntriesCostSevenBytes) {
+  // Consecutive versions, 48-bit keys: a tag byte and six key bytes, for a live landmark up to
+  // block 240 (index / 16 in the tag) and for any removal (no index at all).
+  EXPECT_EQ(EntryBytes({{0x123456789abcULL, 0, true, 1}}), 7u);
+  EXPECT_EQ(EntryBytes({{0x123456789abcULL, 240, true, 1}}), 7u);
+  EXPECT_EQ(EntryBytes({{0x123456789abcULL, 0, false, 1}}), 7u);
+  // Beyond block 240, or not a multiple of 16, the index takes tag bytes of its own.
+  EXPECT_EQ(EntryBytes({{1, 256, true, 1}}), 8u);
+  EXPECT_EQ(EntryBytes({{1, 17, true, 1}}), 8u);
+  EXPECT_EQ(EntryBytes({{1, 4000000000u, true, 1}}), 11u);
+  // The size helper agrees with the encoder entry by entry.
+  for (uint32_t index : {0u, 15u, 16u, 240u, 256u, 4000u, 4000000000u, UINT32_MAX}) {
+    for (bool live : {true, false}) {
+      const CacheEntry e{42, live ? index : 0, live, 1};
+      EXPECT_EQ(EntryBytes({e}), EncodedRunEntrySize(e, 0)) << index << " " << live;
+      Message m;
+      m.type = MsgType::kDeltas;
+      m.header.sender = "x";
+      m.deltas = {OriginDelta{"o", 1, false, 0, 1, std::nullopt, {e}}};
+      Result<Message> back = Decode(Encode(m));
+      ASSERT_TRUE(back.ok()) << index;
+      EXPECT_EQ(*back, m) << index;
+    }
+  }
+}
+
+TEST(WireTest, KeysTravelAsSummaryKeys) {
+  // A full 64-bit key is sent as its low 48 bits, in runs and in snapshots alike.
+  const prefix::BlockKey full = 0xfedcba9876543210ULL;
+  for (bool snapshot : {false, true}) {
+    Message m;
+    m.type = MsgType::kDeltas;
+    m.header.sender = "x";
+    OriginDelta d{"o", 1, snapshot, 0, 1, std::nullopt, {{full, 16, true, 1}}};
+    m.deltas = {d};
+    Result<Message> back = Decode(Encode(m));
+    ASSERT_TRUE(back.ok());
+    ASSERT_EQ(back->deltas[0].entries.size(), 1u);
+    EXPECT_EQ(back->deltas[0].entries[0].key, SummaryKey(full));
+    EXPECT_EQ(SummaryKey(full), 0xba9876543210ULL);
+    EXPECT_EQ(back->deltas[0].entries[0].block_index, 16u);
+  }
+}
+
+TEST(WireTest, RejectsARemovalWithABlockIndexAndAWideSnapshotKey) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header.sender = "x";
+  m.deltas = {OriginDelta{"o", 1, false, 0, 1, std::nullopt, {{9, 0, false, 1}}}};
+  std::vector<uint8_t> bytes = Encode(m);
+  ASSERT_TRUE(Decode(bytes).ok());
+  // The entry's tag is the 7th byte from the end (tag, then 6 key bytes): a removal (bit 0
+  // clear) with index bits above the two flags would decode to an index the encoder drops.
+  uint8_t& tag = bytes[bytes.size() - 7];
+  ASSERT_EQ(tag, 2);  // removal, next version
+  tag = 2 | 4;
+  EXPECT_FALSE(Decode(bytes).ok());
+  // A snapshot whose first key is wider than 48 bits.
+  m.deltas = {OriginDelta{"o", 1, true, 0, 1, std::nullopt, {{kSummaryKeyMask, 0, true, 1}}}};
+  bytes = Encode(m);
+  ASSERT_TRUE(Decode(bytes).ok());
+  // The key varint (7 bytes for 48 bits, 6 in the last) ends 2 bytes from the end (then the
+  // index code byte): widen it by one more bit.
+  ASSERT_EQ(bytes[bytes.size() - 2], 0x3f);
+  bytes[bytes.size() - 2] = 0x7f;
+  EXPECT_FALSE(Decode(bytes).ok());
 }
 
 TEST(WireTest, HostileCountsDoNotAllocate) {
