@@ -9,6 +9,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/bind_executor.hpp>
@@ -30,6 +31,7 @@
 #include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
 #include <vector>
 
+#include "hearsay/http/deadline.h"
 #include "hearsay/http/host_port.h"
 
 namespace hearsay::http {
@@ -209,19 +211,22 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   Exchange(std::shared_ptr<Client::State> client, ClientRequest request, ResponseHandlers handlers,
            uint64_t id)
       : client_(std::move(client)),
-        strand_(asio::make_strand(client_->io)),
+        executor_(client_->options.one_thread
+                      ? asio::any_io_executor(client_->io.get_executor())
+                      : asio::any_io_executor(asio::make_strand(client_->io))),
         request_(std::move(request)),
         handlers_(std::move(handlers)),
         id_(id),
-        timer_(strand_),
-        resolver_(strand_) {}
+        deadline_(executor_, std::min({request_.connect_timeout, request_.response_timeout,
+                                       request_.idle_timeout})),
+        resolver_(executor_) {}
 
   void Start() {
-    asio::post(strand_, [self = shared_from_this()] { self->Begin(); });
+    asio::post(executor_, [self = shared_from_this()] { self->Begin(); });
   }
 
   void Cancel() {
-    asio::post(strand_,
+    asio::post(executor_,
                [self = shared_from_this()] { self->Finish(AbortedError("request cancelled")); });
   }
 
@@ -229,7 +234,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   void OnResponseHeader(int status, const Headers& headers) {
     if (status >= 100 && status < 200 && status != 101) return;  // interim; the real one follows
     headers_seen_ = true;
-    ArmTimer(request_.idle_timeout, "response body stalled");
+    ArmTimer(request_.idle_timeout, Awaiting::kBody);
     if (handlers_.on_headers) handlers_.on_headers(status, headers);
   }
   // Body pieces of one Parse() (e.g. the chunks of a chunked stream that one read brought) are
@@ -240,6 +245,8 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
 
  private:
   using Parser = StreamingResponseParser<Exchange>;
+  // What the deadline waits for; its timeout message is made only when it expires.
+  enum class Awaiting { kConnect, kResponse, kBody };
 
   void Begin() {
     if (done_) return;
@@ -261,25 +268,25 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   void Connect() {
     reused_ = false;
     socket_.emplace(client_->io);
-    ArmTimer(request_.connect_timeout, "connect to " + request_.host_port + " timed out");
+    ArmTimer(request_.connect_timeout, Awaiting::kConnect);
     error_code ec;
     auto addr = asio::ip::make_address(host_port_.host, ec);
     if (!ec) {
       socket_->async_connect(
           tcp::endpoint(addr, host_port_.port),
-          asio::bind_executor(strand_,
+          asio::bind_executor(executor_,
                               [self = shared_from_this()](error_code e) { self->OnConnect(e); }));
       return;
     }
     resolver_.async_resolve(
         host_port_.host, std::to_string(host_port_.port),
-        asio::bind_executor(strand_, [self = shared_from_this()](
-                                         error_code e, tcp::resolver::results_type results) {
+        asio::bind_executor(executor_, [self = shared_from_this()](
+                                           error_code e, tcp::resolver::results_type results) {
           if (self->done_) return;
           if (e) return self->Fail(e, "cannot resolve " + self->host_port_.host);
           asio::async_connect(
               *self->socket_, results,
-              asio::bind_executor(self->strand_, [self](error_code e2, const tcp::endpoint&) {
+              asio::bind_executor(self->executor_, [self](error_code e2, const tcp::endpoint&) {
                 self->OnConnect(e2);
               }));
         }));
@@ -295,11 +302,11 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   }
 
   void Write() {
-    ArmTimer(request_.response_timeout, "no response from " + request_.host_port + " in time");
+    ArmTimer(request_.response_timeout, Awaiting::kResponse);
     std::array<asio::const_buffer, 2> bufs = {asio::buffer(head_), asio::buffer(request_.body)};
     asio::async_write(
         *socket_, bufs,
-        asio::bind_executor(strand_, [self = shared_from_this()](error_code ec, size_t) {
+        asio::bind_executor(executor_, [self = shared_from_this()](error_code ec, size_t) {
           if (self->done_) return;
           if (ec) {
             // Nothing of a request whose write failed on a reused connection can
@@ -326,7 +333,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   void Read() {
     socket_->async_read_some(
         buffer_.prepare(kReadChunk),
-        asio::bind_executor(strand_, [self = shared_from_this()](error_code ec, size_t n) {
+        asio::bind_executor(executor_, [self = shared_from_this()](error_code ec, size_t n) {
           self->OnRead(ec, n);
         }));
   }
@@ -336,7 +343,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
     if (n > 0) {
       got_response_bytes_ = true;
       buffer_.commit(n);
-      if (headers_seen_) ArmTimer(request_.idle_timeout, "response body stalled");
+      if (headers_seen_) ArmTimer(request_.idle_timeout, Awaiting::kBody);
     }
     if (ec == asio::error::eof) {
       if (!got_response_bytes_ && reused_ && !retried_ && Replayable()) {
@@ -431,19 +438,29 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   }
 
   void Fail(error_code ec, const std::string& what) {
-    if (timed_out_) return Finish(DeadlineExceededError(timeout_message_));
+    if (timed_out_) return Finish(DeadlineExceededError(TimeoutMessage()));
     Finish(UnavailableError(what + ": " + ec.message()));
   }
 
-  void ArmTimer(Duration d, std::string message) {
-    uint64_t epoch = ++timer_epoch_;
-    timeout_message_ = std::move(message);
-    timer_.expires_after(ToSteady(d));
-    timer_.async_wait([self = shared_from_this(), epoch](error_code ec) {
-      if (ec || epoch != self->timer_epoch_ || self->done_) return;
+  void ArmTimer(Duration d, Awaiting awaiting) {
+    awaiting_ = awaiting;
+    deadline_.Set(d, [self = shared_from_this()] {
+      if (self->done_) return;
       self->timed_out_ = true;
-      self->Finish(DeadlineExceededError(self->timeout_message_));
+      self->Finish(DeadlineExceededError(self->TimeoutMessage()));
     });
+  }
+
+  std::string TimeoutMessage() const {
+    switch (awaiting_) {
+      case Awaiting::kConnect:
+        return "connect to " + request_.host_port + " timed out";
+      case Awaiting::kResponse:
+        return "no response from " + request_.host_port + " in time";
+      case Awaiting::kBody:
+        break;
+    }
+    return "response body stalled";
   }
 
   void CloseSocket() {
@@ -456,8 +473,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   void Finish(Status status) {
     if (done_) return;
     done_ = true;
-    timer_epoch_++;
-    timer_.cancel();
+    deadline_.Cancel();
     resolver_.cancel();
     CloseSocket();
     if (!status.ok()) client_->counters.failures.fetch_add(1, std::memory_order_relaxed);
@@ -471,11 +487,12 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   }
 
   std::shared_ptr<Client::State> client_;
-  asio::strand<asio::io_context::executor_type> strand_;
+  // The exchange's strand, or the io_context's executor when one thread runs it.
+  asio::any_io_executor executor_;
   ClientRequest request_;
   ResponseHandlers handlers_;
   const uint64_t id_;
-  asio::steady_timer timer_;
+  Deadline deadline_;
   tcp::resolver resolver_;
 
   HostPort host_port_;
@@ -484,8 +501,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   std::string pending_body_;  // body bytes parsed but not yet handed to on_body
-  uint64_t timer_epoch_ = 0;
-  std::string timeout_message_;
+  Awaiting awaiting_ = Awaiting::kConnect;
   bool timed_out_ = false;
   bool reused_ = false;
   bool retried_ = false;

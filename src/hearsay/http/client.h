@@ -53,6 +53,9 @@ struct ClientOptions {
   // An idle pooled connection older than this is closed instead of reused.
   Duration idle_expiry = 30s;
   size_t max_response_header_bytes = 64 * 1024;
+  // Exactly one thread runs the io_context: exchanges then need no strand. With more threads
+  // this must be false.
+  bool one_thread = false;
 };
 
 struct ClientRequest {

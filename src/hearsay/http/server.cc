@@ -1,6 +1,7 @@
 // http::Server on Boost.Asio, with Beast's request parser. See server.h for the contract.
 //
-// Each connection is a small state machine on its own strand:
+// Each connection is a small state machine on its own strand (or, on a context that one thread
+// runs, on that thread):
 //   kIdle (keep-alive, no byte of the next request yet; idle_timeout)
 //   -> kHeader (header_timeout deadline) -> kBody (body_timeout deadline)
 //   -> kHandling (the handler has the request; reads continue only to notice a vanished client)
@@ -28,6 +29,7 @@
 #include <unordered_map>
 #include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
 
+#include "hearsay/http/deadline.h"
 #include "hearsay/http/error_body.h"
 #include "hearsay/http/host_port.h"
 
@@ -49,10 +51,6 @@ constexpr size_t kMaxGather = 16;
 // How long a closing connection drains the client's input after our last response.
 constexpr Duration kLingerTime = 2s;
 constexpr size_t kLingerMaxBytes = 1 << 20;
-
-std::chrono::steady_clock::duration ToSteady(Duration d) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
-}
 
 std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
 
@@ -160,8 +158,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       : server_(std::move(server)),
         options_(server_->options),
         socket_(std::move(socket)),
-        read_timer_(socket_.get_executor()),
-        write_timer_(socket_.get_executor()),
+        read_deadline_(
+            socket_.get_executor(),
+            std::min({options_.header_timeout, options_.body_timeout, options_.idle_timeout})),
+        write_deadline_(socket_.get_executor(), options_.write_timeout),
         id_(id) {}
 
   // On the strand.
@@ -265,15 +265,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
       cut_after_flush_ = true;
       Flush();
     }
-  }
-
-  void SetOnClose(uint64_t seq, std::function<void()> cb) {
-    if (seq != sequence_) return;
-    if (phase_ == Phase::kClosed) {
-      if (aborted_ && cb) cb();
-      return;
-    }
-    on_close_ = std::move(cb);
   }
 
  private:
@@ -395,8 +386,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Dispatch() {
-    read_epoch_++;  // no read deadline while the handler works
-    read_timer_.cancel();
+    read_deadline_.Clear();  // no read deadline while the handler works
     auto& msg = parser_->get();
     Request req;
     req.method = std::string(View(msg.method_string()));
@@ -419,6 +409,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     sequence_++;
     auto responder = std::make_shared<Responder>(weak_from_this(), sequence_);
     responder_ = responder;
+    responder_shared_ = responder->shared_;
     responder_active_ = true;
     server_->counters.requests.fetch_add(1, std::memory_order_relaxed);
     if (server_->closed.load()) return CloseNow(false);
@@ -448,10 +439,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       bufs[count++] = asio::buffer(s.data(), s.size());
     }
     writing_ = true;
-    uint64_t epoch = ++write_epoch_;
-    write_timer_.expires_after(ToSteady(options_.write_timeout));
-    write_timer_.async_wait([self = shared_from_this(), epoch](error_code ec) {
-      if (ec || epoch != self->write_epoch_ || !self->writing_) return;
+    write_deadline_.Set(options_.write_timeout, [self = shared_from_this()] {
+      if (!self->writing_) return;
       self->server_->counters.slow_readers_dropped.fetch_add(1, std::memory_order_relaxed);
       self->CloseNow(true);
     });
@@ -462,8 +451,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnWrite(error_code ec, size_t n) {
     writing_ = false;
-    write_epoch_++;
-    write_timer_.cancel();
+    write_deadline_.Clear();
     if (phase_ == Phase::kClosed) return;
     if (ec) return CloseNow(true);
     queued_bytes_ -= n;
@@ -490,8 +478,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     // The response is complete.
     responder_.reset();
+    responder_shared_.reset();
     responder_active_ = false;
-    on_close_ = nullptr;
     if (!keep_alive_) return StartLinger();
     BeginHeader();
     if (buffer_.size() > 0) Parse();
@@ -517,8 +505,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void StartLinger() {
     if (phase_ == Phase::kClosed) return;
     phase_ = Phase::kLinger;
-    read_epoch_++;
-    read_timer_.cancel();
+    read_deadline_.Clear();
     Flush();
   }
 
@@ -534,12 +521,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ArmReadTimer(Duration d) {
-    uint64_t epoch = ++read_epoch_;
-    read_timer_.expires_after(ToSteady(d));
-    read_timer_.async_wait([self = shared_from_this(), epoch](error_code ec) {
-      if (ec || epoch != self->read_epoch_) return;
-      self->OnReadTimeout();
-    });
+    read_deadline_.Set(d, [self = shared_from_this()] { self->OnReadTimeout(); });
   }
 
   void OnReadTimeout() {
@@ -567,13 +549,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // The responder is current until its response is flushed whole: closing before that is an
     // abort, even if the handler already ended the response.
     bool aborted = responder_active_;
-    aborted_ = aborted;
     phase_ = Phase::kClosed;
-    read_epoch_++;
-    write_epoch_++;
     error_code ec;
-    read_timer_.cancel();
-    write_timer_.cancel();
+    read_deadline_.Cancel();
+    write_deadline_.Cancel();
     socket_.close(ec);
     out_.clear();
     queued_bytes_ = 0;
@@ -582,11 +561,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (auto r = responder_.lock()) r->closed_.store(true);
     responder_.reset();
     responder_active_ = false;
+    auto shared = std::move(responder_shared_);
     if (aborted) {
       if (client_gone) server_->counters.client_aborts.fetch_add(1, std::memory_order_relaxed);
-      if (auto cb = std::exchange(on_close_, nullptr)) cb();
+      if (shared) FireOnClose(*shared);
     }
-    on_close_ = nullptr;
+  }
+
+  // The response's OnClose callback runs now, and any later one at once.
+  static void FireOnClose(Responder::Shared& shared) {
+    std::function<void()> cb;
+    {
+      std::lock_guard lock(shared.mu);
+      shared.close_fired = true;
+      cb.swap(shared.on_close);
+    }
+    if (cb) cb();
   }
 
   friend class Server;
@@ -594,15 +584,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<Server::State> server_;
   const ServerOptions& options_;
   tcp::socket socket_;
-  asio::steady_timer read_timer_;
-  asio::steady_timer write_timer_;
+  Deadline read_deadline_;
+  Deadline write_deadline_;
   const uint64_t id_;
   std::string remote_;
 
   Phase phase_ = Phase::kHeader;
   bool first_request_ = true;
   bool reading_ = false;
-  uint64_t read_epoch_ = 0;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
 
@@ -611,11 +600,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Weak: the handler owns the responder; when it drops it unfinished, the connection hears
   // (Abandoned) instead of hanging.
   std::weak_ptr<Responder> responder_;
+  // The current response's OnClose callback (the handler may drop the responder before the
+  // response is flushed whole).
+  std::shared_ptr<Responder::Shared> responder_shared_;
   // The current response is not flushed whole yet.
   bool responder_active_ = false;
   // The handler abandoned a stream: close once what it wrote is flushed.
   bool cut_after_flush_ = false;
-  std::function<void()> on_close_;
   ResponseState response_ = ResponseState::kNone;
   bool keep_alive_ = true;
   bool chunked_ = false;
@@ -627,13 +618,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t front_offset_ = 0;
   size_t queued_bytes_ = 0;
   bool writing_ = false;
-  uint64_t write_epoch_ = 0;
   bool lingering_ = false;
   size_t linger_bytes_ = 0;
   // The client's input ended (or overflowed) while our last response was still being written.
   bool input_done_ = false;
-  // The connection closed while a response was unfinished.
-  bool aborted_ = false;
 };
 
 // --- Responder -------------------------------------------------------------------------------
@@ -642,10 +630,13 @@ Responder::Responder(std::weak_ptr<Connection> connection, uint64_t sequence)
     : connection_(std::move(connection)), sequence_(sequence) {}
 
 Responder::~Responder() {
+  // A handler that answered has nothing to abandon: no post.
+  if (answered_.load(std::memory_order_relaxed)) return;
   if (auto c = connection_.lock()) c->Post([c, seq = sequence_] { c->Abandoned(seq); });
 }
 
 void Responder::Respond(int status, Headers headers, std::string body) {
+  answered_.store(true, std::memory_order_relaxed);
   auto c = connection_.lock();
   if (!c) return;
   c->Post([c, seq = sequence_, status, h = std::move(headers), b = std::move(body)]() mutable {
@@ -666,15 +657,15 @@ void Responder::Write(std::string chunk) {
   auto c = connection_.lock();
   if (!c) return;
   {
-    std::lock_guard lock(pending_->mu);
-    if (pending_->posted) {
-      pending_->bytes += chunk;
+    std::lock_guard lock(shared_->mu);
+    if (shared_->posted) {
+      shared_->bytes += chunk;
       return;
     }
-    pending_->bytes = std::move(chunk);
-    pending_->posted = true;
+    shared_->bytes = std::move(chunk);
+    shared_->posted = true;
   }
-  c->Post([c, seq = sequence_, pending = pending_] {
+  c->Post([c, seq = sequence_, pending = shared_] {
     std::string bytes;
     {
       std::lock_guard lock(pending->mu);
@@ -686,21 +677,21 @@ void Responder::Write(std::string chunk) {
 }
 
 void Responder::End() {
+  answered_.store(true, std::memory_order_relaxed);
   auto c = connection_.lock();
   if (!c) return;
   c->Post([c, seq = sequence_] { c->EndStream(seq); });
 }
 
 void Responder::OnClose(std::function<void()> cb) {
-  auto c = connection_.lock();
-  if (!c) {
-    // The connection is gone; it can only have closed before this response ended if this
-    // responder never saw End, which closed_ records.
-    if (closed_.load() && cb) cb();
-    return;
+  {
+    std::lock_guard lock(shared_->mu);
+    if (!shared_->close_fired) {
+      shared_->on_close = std::move(cb);
+      return;
+    }
   }
-  c->Post(
-      [c, seq = sequence_, cb = std::move(cb)]() mutable { c->SetOnClose(seq, std::move(cb)); });
+  if (cb) cb();
 }
 
 bool Responder::closed() const { return closed_.load() || connection_.expired(); }
@@ -708,7 +699,10 @@ bool Responder::closed() const { return closed_.load() || connection_.expired();
 // --- Server ----------------------------------------------------------------------------------
 
 void Server::State::Accept() {
-  acceptor.async_accept(asio::make_strand(io),
+  // On a context run by one thread, handlers never overlap: a strand would only add a lock and,
+  // for many completions, another trip through the scheduler.
+  acceptor.async_accept(options.one_thread ? asio::any_io_executor(io.get_executor())
+                                           : asio::any_io_executor(asio::make_strand(io)),
                         [self = shared_from_this()](error_code ec, tcp::socket socket) {
                           if (ec == asio::error::operation_aborted || !self->acceptor.is_open())
                             return;

@@ -74,6 +74,9 @@ struct ServerOptions {
   // connection is dropped. Streams are flushed chunk by chunk, so this only fills when the
   // client does not read.
   size_t max_write_queue_bytes = 8 << 20;
+  // Exactly one thread runs the io_context: connections then need no strand. With more threads
+  // this must be false.
+  bool one_thread = false;
 };
 
 // One request, as the handler receives it.
@@ -120,25 +123,29 @@ class Responder {
   // Ends a chunked response.
   void End();
   // `cb` runs once, on an I/O thread, if the connection closes before the response ended (the
-  // client went away, a timeout, or Server::Close); at once (posted) if that already happened.
-  // A later call replaces an earlier callback.
+  // client went away, a timeout, or Server::Close); at once, on the caller's thread, if that
+  // already happened. A later call replaces an earlier callback.
   void OnClose(std::function<void()> cb);
   // True once the connection is closed (no more bytes can reach the client).
   bool closed() const;
 
  private:
   friend class Connection;
-  // Bytes written and not yet taken by the strand; shared with the posted task, which may run
-  // after the responder is gone.
-  struct PendingWrites {
+  // Shared with the connection and with posted tasks, which may outlive the responder.
+  struct Shared {
     std::mutex mu;
-    std::string bytes;
-    bool posted = false;  // a task that will take `bytes` is queued on the strand
+    // Bytes written and not yet taken by the strand.
+    std::string bytes;               // guarded by mu
+    bool posted = false;             // guarded by mu: a task that takes `bytes` is queued
+    std::function<void()> on_close;  // guarded by mu
+    bool close_fired = false;        // guarded by mu: the connection closed unfinished
   };
   std::weak_ptr<Connection> connection_;
   const uint64_t sequence_;
   std::atomic<bool> closed_{false};
-  std::shared_ptr<PendingWrites> pending_ = std::make_shared<PendingWrites>();
+  // Respond or End was called: the destructor has nothing to abandon.
+  std::atomic<bool> answered_{false};
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
 };
 
 using Handler = std::function<void(Request, std::shared_ptr<Responder>)>;

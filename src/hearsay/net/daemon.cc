@@ -107,6 +107,7 @@ Status Daemon::Init() {
   so.header_timeout = std::chrono::milliseconds(c.header_timeout_ms);
   so.body_timeout = std::chrono::milliseconds(c.read_timeout_ms);
   so.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
+  so.one_thread = c.io_threads <= 1;
   HEARSAY_ASSIGN_OR_RETURN(
       server_,
       http::Server::Start(io_, so, [this](http::Request req, std::shared_ptr<http::Responder> r) {
@@ -173,7 +174,9 @@ Status Daemon::Init() {
   keying_metrics_ = std::make_unique<KeyingMetrics>(metrics_.mutable_registry());
 
   // Forwarding.
-  http_client_ = std::make_unique<http::Client>(io_);
+  http::ClientOptions peer_client_options;
+  peer_client_options.one_thread = c.io_threads <= 1;
+  http_client_ = std::make_unique<http::Client>(io_, peer_client_options);
   auto post_to_core = [this](std::function<void()> fn) { asio::post(core_io_, std::move(fn)); };
   http::PeerClientOptions po;
   po.auth_token = auth_->token();
@@ -197,6 +200,7 @@ Status Daemon::Init() {
   env.keyer = &keyer;
   env.seed = rng_->NextU64();
   env.io = &io_;
+  env.io_one_thread = c.io_threads <= 1;
   env.post_to_core = post_to_core;
   HEARSAY_ASSIGN_OR_RETURN(engine_, MakeEngine(c, std::move(env)));
   if (auto* hosted = dynamic_cast<upstream::HostedOpenAiEngine*>(engine_.get())) {

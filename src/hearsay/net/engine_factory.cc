@@ -42,7 +42,7 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
     HEARSAY_ASSIGN_OR_RETURN(
         std::unique_ptr<upstream::HostedOpenAiEngine> e,
         upstream::MakeHostedOpenAiEngine(*env.scheduler, *env.io, env.post_to_core, *env.keyer,
-                                         config.upstream, std::move(o)));
+                                         config.upstream, std::move(o), env.io_one_thread));
     if (!config.kv_events.empty()) {
       // vLLM's KV-cache events: the fourth source of cache knowledge (docs/engines.md).
       upstream::KvEventsSubscriberOptions ko;

@@ -29,6 +29,7 @@ struct EngineEnv {
   const prefix::BlockKeyer* keyer = nullptr;  // the node's namespace (cache events use its keys)
   uint64_t seed = 1;                          // for the engine's own randomness (sim jitter)
   boost::asio::io_context* io = nullptr;      // the I/O context (network engines)
+  bool io_one_thread = false;                 // exactly one thread runs *io
   // Runs a task on the core thread (network engines deliver their events through it).
   std::function<void(std::function<void()>)> post_to_core;
 };

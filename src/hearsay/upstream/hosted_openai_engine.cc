@@ -8,7 +8,8 @@ namespace hearsay::upstream {
 
 Result<std::unique_ptr<HostedOpenAiEngine>> MakeHostedOpenAiEngine(
     Scheduler& scheduler, boost::asio::io_context& io, HttpUpstreamTransport::PostToCore post,
-    prefix::BlockKeyer keyer, std::string_view upstream_url, OpenAiEngineOptions options) {
+    prefix::BlockKeyer keyer, std::string_view upstream_url, OpenAiEngineOptions options,
+    bool io_one_thread) {
   if (!post) return InvalidArgumentError("openai engine: no post-to-core hook");
   Result<UpstreamUrl> url = ParseUpstreamUrl(upstream_url);
   if (!url.ok()) return url.status();
@@ -18,6 +19,7 @@ Result<std::unique_ptr<HostedOpenAiEngine>> MakeHostedOpenAiEngine(
   // connection); idle connections expire well before that, so the race is rare to begin with.
   http::ClientOptions client_options;
   client_options.idle_expiry = std::chrono::seconds(2);
+  client_options.one_thread = io_one_thread;
   auto client = std::make_unique<http::Client>(io, client_options);
   auto transport =
       std::make_unique<HttpUpstreamTransport>(std::move(post), *client, std::move(url).value());

@@ -75,9 +75,11 @@ class HostedOpenAiEngine final : public engine::Engine {
 };
 
 // Builds the hosted engine for `upstream_url` ("http://host:port"). INVALID_ARGUMENT for a bad
-// URL or bad options.
+// URL or bad options. `io_one_thread`: exactly one thread runs `io` (see
+// http::ClientOptions::one_thread).
 Result<std::unique_ptr<HostedOpenAiEngine>> MakeHostedOpenAiEngine(
     Scheduler& scheduler, boost::asio::io_context& io, HttpUpstreamTransport::PostToCore post,
-    prefix::BlockKeyer keyer, std::string_view upstream_url, OpenAiEngineOptions options);
+    prefix::BlockKeyer keyer, std::string_view upstream_url, OpenAiEngineOptions options,
+    bool io_one_thread = false);
 
 }  // namespace hearsay::upstream

@@ -1,0 +1,96 @@
+#include "hearsay/http/deadline.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <memory>
+
+namespace hearsay::http {
+namespace {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+
+// Runs `io` until `done` or `limit` passes; returns the time it ran.
+template <typename Done>
+SteadyClock::duration RunUntil(boost::asio::io_context& io, Done done,
+                               SteadyClock::duration limit) {
+  auto start = SteadyClock::now();
+  while (!done() && SteadyClock::now() - start < limit) io.run_for(5ms);
+  return SteadyClock::now() - start;
+}
+
+struct Owner {
+  explicit Owner(boost::asio::io_context& io, Duration max_wait)
+      : deadline(io.get_executor(), max_wait) {}
+  Deadline deadline;
+  int fired = 0;
+};
+
+TEST(DeadlineTest, FiresOnceWhenItPasses) {
+  boost::asio::io_context io;
+  auto owner = std::make_shared<Owner>(io, 1s);
+  owner->deadline.Set(50ms, [owner] { owner->fired++; });
+  auto took = RunUntil(
+      io, [&] { return owner->fired > 0; }, 2s);
+  EXPECT_EQ(owner->fired, 1);
+  EXPECT_GE(took, 50ms);
+  io.run_for(100ms);
+  EXPECT_EQ(owner->fired, 1);
+}
+
+TEST(DeadlineTest, MovingItLaterDelaysTheFiring) {
+  boost::asio::io_context io;
+  auto owner = std::make_shared<Owner>(io, 50ms);
+  auto fire = [owner] { owner->fired++; };
+  owner->deadline.Set(50ms, fire);
+  // Keep pushing it 100 ms ahead for 300 ms: it must not fire meanwhile.
+  auto start = SteadyClock::now();
+  while (SteadyClock::now() - start < 300ms) {
+    owner->deadline.Set(100ms, fire);
+    io.run_for(10ms);
+  }
+  EXPECT_EQ(owner->fired, 0);
+  auto took = RunUntil(
+      io, [&] { return owner->fired > 0; }, 2s);
+  EXPECT_EQ(owner->fired, 1);
+  EXPECT_GE(took, 80ms);
+}
+
+TEST(DeadlineTest, ANearerDeadlineIsNotLateBehindALongWait) {
+  boost::asio::io_context io;
+  auto owner = std::make_shared<Owner>(io, 10s);
+  auto fire = [owner] { owner->fired++; };
+  owner->deadline.Set(10s, fire);
+  io.run_for(10ms);
+  owner->deadline.Set(50ms, fire);
+  auto took = RunUntil(
+      io, [&] { return owner->fired > 0; }, 2s);
+  EXPECT_EQ(owner->fired, 1);
+  EXPECT_LT(took, 1s);
+}
+
+TEST(DeadlineTest, ClearedItDoesNotFire) {
+  boost::asio::io_context io;
+  auto owner = std::make_shared<Owner>(io, 20ms);
+  owner->deadline.Set(30ms, [owner] { owner->fired++; });
+  owner->deadline.Clear();
+  io.run_for(150ms);
+  EXPECT_EQ(owner->fired, 0);
+}
+
+TEST(DeadlineTest, CancelLetsGoOfTheOwnerAtOnce) {
+  boost::asio::io_context io;
+  auto owner = std::make_shared<Owner>(io, 10s);
+  std::weak_ptr<Owner> weak = owner;
+  owner->deadline.Set(10s, [owner] { owner->fired++; });
+  owner->deadline.Cancel();
+  owner.reset();
+  io.run_for(50ms);  // the cancelled wait's handler runs and drops its copy
+  EXPECT_TRUE(weak.expired());
+}
+
+}  // namespace
+}  // namespace hearsay::http
