@@ -14,6 +14,7 @@
 #include <atomic>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -116,6 +117,9 @@ std::string FormatRequestHead(const ClientRequest& r) {
 
 // True if an idle pooled socket has been closed (or written to) by the server since it was
 // pooled; such a socket cannot carry a new request.
+// Idle connections pooled longer than this are probed for a close before reuse.
+constexpr SteadyClock::duration kProbeIdleAfter = std::chrono::milliseconds(50);
+
 bool IsStale(tcp::socket& socket) {
   char byte;
   ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -221,8 +225,15 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
                                        request_.idle_timeout})),
         resolver_(executor_) {}
 
+  // Begins at once when the caller runs on the exchange's executor (one thread running
+  // everything), else posts. Either way no handler runs inside Client::Send: the caller has its
+  // handle first (Finish posts an outcome found while starting).
   void Start() {
-    asio::post(executor_, [self = shared_from_this()] { self->Begin(); });
+    asio::dispatch(executor_, [self = shared_from_this()] {
+      self->starting_ = true;
+      self->Begin();
+      self->starting_ = false;
+    });
   }
 
   void Cancel() {
@@ -301,22 +312,40 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
     Write();
   }
 
+  // The request goes out at once when it fits the socket's buffer (the socket is non-blocking),
+  // with no trip through the scheduler; the rest, if any, asynchronously.
   void Write() {
     ArmTimer(request_.response_timeout, Awaiting::kResponse);
+    error_code ec;
+    if (!socket_->non_blocking()) socket_->non_blocking(true, ec);
     std::array<asio::const_buffer, 2> bufs = {asio::buffer(head_), asio::buffer(request_.body)};
+    const size_t n = ec ? 0 : socket_->write_some(bufs, ec);
+    if (!ec && n == head_.size() + request_.body.size()) return OnWritten(ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+      return OnWritten(ec);
+    }
+    if (n < head_.size()) {
+      bufs[0] = asio::buffer(head_) + n;
+    } else {
+      bufs[0] = asio::const_buffer();
+      bufs[1] = asio::buffer(request_.body) + (n - head_.size());
+    }
     asio::async_write(
         *socket_, bufs,
-        asio::bind_executor(executor_, [self = shared_from_this()](error_code ec, size_t) {
-          if (self->done_) return;
-          if (ec) {
-            // Nothing of a request whose write failed on a reused connection can
-            // have been processed: replay it once on a fresh connection.
-            if (self->reused_ && !self->retried_) return self->Retry();
-            return self->Fail(ec, "sending to " + self->request_.host_port);
-          }
-          self->NewParser();
-          self->Read();
-        }));
+        asio::bind_executor(
+            executor_, [self = shared_from_this()](error_code e, size_t) { self->OnWritten(e); }));
+  }
+
+  void OnWritten(error_code ec) {
+    if (done_) return;
+    if (ec) {
+      // Nothing of a request whose write failed on a reused connection can have been processed:
+      // replay it once on a fresh connection.
+      if (reused_ && !retried_) return Retry();
+      return Fail(ec, "sending to " + request_.host_port);
+    }
+    NewParser();
+    Read();
   }
 
   void NewParser() {
@@ -483,7 +512,14 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
     }
     auto on_done = std::move(handlers_.on_done);
     handlers_ = {};
-    if (on_done) on_done(std::move(status));
+    if (!on_done) return;
+    if (starting_) {
+      asio::post(executor_, [on_done = std::move(on_done), status = std::move(status)]() mutable {
+        on_done(std::move(status));
+      });
+      return;
+    }
+    on_done(std::move(status));
   }
 
   std::shared_ptr<Client::State> client_;
@@ -508,6 +544,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   bool got_response_bytes_ = false;
   bool headers_seen_ = false;
   bool done_ = false;
+  bool starting_ = false;  // Begin runs inside Start
 };
 
 // What Send returns. Weak, because callers keep the handle in state that their own handlers
@@ -541,7 +578,12 @@ std::optional<tcp::socket> Client::State::TakeIdle(const std::string& host_port)
       IdleConnection c = std::move(list.back());
       list.pop_back();
       idle_count--;
-      if (now - c.since > ToSteady(options.idle_expiry) || IsStale(c.socket)) {
+      const auto idle_for = now - c.since;
+      // A connection pooled moments ago is not probed (a system call per request under load):
+      // servers close idle connections after seconds, and a reused connection that fails before
+      // the response is replayed on a fresh one where that is safe.
+      if (idle_for > ToSteady(options.idle_expiry) ||
+          (idle_for > kProbeIdleAfter && IsStale(c.socket))) {
         counters.stale.fetch_add(1, std::memory_order_relaxed);
         discard.push_back(std::move(c.socket));
         continue;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -168,6 +169,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start() {
     error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
+    socket_.non_blocking(true, ec);  // Flush writes at once what fits
     auto remote = socket_.remote_endpoint(ec);
     if (!ec) remote_ = remote.address().to_string() + ":" + std::to_string(remote.port());
     BeginHeader();
@@ -189,6 +191,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   template <typename F>
   void Post(F&& f) {
     asio::post(socket_.get_executor(), std::forward<F>(f));
+  }
+
+  // Runs `f` at once when called on the connection's executor, else posts it.
+  template <typename F>
+  void Dispatch(F&& f) {
+    asio::dispatch(socket_.get_executor(), std::forward<F>(f));
   }
 
   // The Responder's operations, on the strand.
@@ -428,9 +436,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
+  // Writes what is queued. The socket is non-blocking: what fits its buffer (a whole response,
+  // usually) goes out at once, with no trip through the scheduler; the rest is written when the
+  // socket drains, under the write timeout.
   void Flush() {
     if (writing_ || phase_ == Phase::kClosed) return;
-    if (out_.empty()) return OnQueueDrained();
+    while (!out_.empty()) {
+      const std::array<asio::const_buffer, kMaxGather> bufs = Gather();
+      error_code ec;
+      const size_t n = socket_.write_some(bufs, ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) return WriteLater(bufs);
+      if (ec) return CloseNow(true);
+      Consume(n);
+    }
+    OnQueueDrained();
+  }
+
+  // The front of the queue as one gathered write; unused slots stay empty buffers.
+  std::array<asio::const_buffer, kMaxGather> Gather() const {
     std::array<asio::const_buffer, kMaxGather> bufs;
     size_t count = 0;
     for (size_t i = 0; i < out_.size() && count < kMaxGather; ++i) {
@@ -438,13 +461,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (i == 0) s.remove_prefix(front_offset_);
       bufs[count++] = asio::buffer(s.data(), s.size());
     }
+    return bufs;
+  }
+
+  void WriteLater(const std::array<asio::const_buffer, kMaxGather>& bufs) {
     writing_ = true;
     write_deadline_.Set(options_.write_timeout, [self = shared_from_this()] {
       if (!self->writing_) return;
       self->server_->counters.slow_readers_dropped.fetch_add(1, std::memory_order_relaxed);
       self->CloseNow(true);
     });
-    // Unused slots stay empty buffers; the array is copied into the operation, no allocation.
+    // The array is copied into the operation: no allocation.
     socket_.async_write_some(
         bufs, [self = shared_from_this()](error_code ec, size_t n) { self->OnWrite(ec, n); });
   }
@@ -454,6 +481,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     write_deadline_.Clear();
     if (phase_ == Phase::kClosed) return;
     if (ec) return CloseNow(true);
+    Consume(n);
+    Flush();
+  }
+
+  // Drops `n` written bytes from the front of the queue.
+  void Consume(size_t n) {
     queued_bytes_ -= n;
     while (n > 0) {
       size_t left = out_.front().size() - front_offset_;
@@ -466,7 +499,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
         n = 0;
       }
     }
-    Flush();
   }
 
   void OnQueueDrained() {
@@ -482,7 +514,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     responder_active_ = false;
     if (!keep_alive_) return StartLinger();
     BeginHeader();
-    if (buffer_.size() > 0) Parse();
+    // A pipelined request waits for its own turn: this may run inside the handler's call to
+    // Respond, which must not find itself handling the next request.
+    if (buffer_.size() > 0) Post([self = shared_from_this()] { self->Parse(); });
     ReadMore();
   }
 
@@ -639,7 +673,10 @@ void Responder::Respond(int status, Headers headers, std::string body) {
   answered_.store(true, std::memory_order_relaxed);
   auto c = connection_.lock();
   if (!c) return;
-  c->Post([c, seq = sequence_, status, h = std::move(headers), b = std::move(body)]() mutable {
+  // A whole response is written at once when the handler runs on the connection's thread (no
+  // other call of this responder can be queued before it that it would overtake: Respond is
+  // its first and last).
+  c->Dispatch([c, seq = sequence_, status, h = std::move(headers), b = std::move(body)]() mutable {
     c->Respond(seq, status, std::move(h), std::move(b));
   });
 }

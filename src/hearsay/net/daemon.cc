@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
@@ -202,6 +203,11 @@ Status Daemon::Init() {
   env.io = &io_;
   env.io_one_thread = c.io_threads <= 1;
   env.post_to_core = post_to_core;
+  // The engine's HTTP client reports only from I/O handlers, never inside a call into it, so on
+  // the core thread itself (--io-threads 0) its events run at once instead of queued.
+  env.deliver_to_core = [this](std::function<void()> fn) {
+    asio::dispatch(core_io_, std::move(fn));
+  };
   HEARSAY_ASSIGN_OR_RETURN(engine_, MakeEngine(c, std::move(env)));
   if (auto* hosted = dynamic_cast<upstream::HostedOpenAiEngine*>(engine_.get())) {
     openai_engine_ = &hosted->openai();
@@ -493,11 +499,12 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
   pr.api_body = std::move(request.body);
   pr.stream = req.stream;
   const TimePoint arrived = c.arrived;
-  // Submit is posted before OnClose is registered, so a cancel always finds its request.
-  asio::post(core_io_,
-             [this, id, pr = std::move(pr), o = std::move(o), responder, arrived]() mutable {
-               Submit(id, std::move(pr), std::move(o), std::move(responder), arrived);
-             });
+  // Submit is queued (or, on the core thread itself with --io-threads 0, run) before OnClose is
+  // registered, so a cancel always finds its request.
+  asio::dispatch(core_io_,
+                 [this, id, pr = std::move(pr), o = std::move(o), responder, arrived]() mutable {
+                   Submit(id, std::move(pr), std::move(o), std::move(responder), arrived);
+                 });
   responder->OnClose([this, id] { asio::post(core_io_, [this, id] { CancelRequest(id); }); });
 }
 

@@ -26,7 +26,7 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
     return std::unique_ptr<engine::Engine>(std::move(e));
   }
   if (config.engine == "openai") {
-    if (env.io == nullptr || !env.post_to_core) {
+    if (env.io == nullptr || !env.post_to_core || !env.deliver_to_core) {
       return InvalidArgumentError("MakeEngine: engine openai needs the I/O context and post hook");
     }
     upstream::OpenAiEngineOptions o;
@@ -41,7 +41,7 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
     o.answer_timeout = std::chrono::milliseconds(config.upstream_answer_timeout_ms);
     HEARSAY_ASSIGN_OR_RETURN(
         std::unique_ptr<upstream::HostedOpenAiEngine> e,
-        upstream::MakeHostedOpenAiEngine(*env.scheduler, *env.io, env.post_to_core, *env.keyer,
+        upstream::MakeHostedOpenAiEngine(*env.scheduler, *env.io, env.deliver_to_core, *env.keyer,
                                          config.upstream, std::move(o), env.io_one_thread));
     if (!config.kv_events.empty()) {
       // vLLM's KV-cache events: the fourth source of cache knowledge (docs/engines.md).

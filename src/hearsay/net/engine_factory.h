@@ -30,8 +30,11 @@ struct EngineEnv {
   uint64_t seed = 1;                          // for the engine's own randomness (sim jitter)
   boost::asio::io_context* io = nullptr;      // the I/O context (network engines)
   bool io_one_thread = false;                 // exactly one thread runs *io
-  // Runs a task on the core thread (network engines deliver their events through it).
+  // Queues a task on the core thread.
   std::function<void(std::function<void()>)> post_to_core;
+  // Runs a task on the core thread: at once when called there, else queued. For the events of the
+  // engine's HTTP client, which never calls back inside a call into it.
+  std::function<void(std::function<void()>)> deliver_to_core;
 };
 
 // The engine `config.engine` names. INVALID_ARGUMENT for an unknown engine or bad options.

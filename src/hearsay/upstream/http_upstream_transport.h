@@ -1,8 +1,10 @@
 // HttpUpstreamTransport: the daemon's UpstreamTransport, over http::Client.
 //
-// The client runs on the I/O io_context; every callback is posted into the core (post_to_core),
-// where the engine lives, and dropped there if the call was cancelled meanwhile (the cancelled flag
-// is only read and written on the core thread, so no callback can slip past a Cancel()).
+// The client runs on the I/O io_context; every callback goes to the core (post_to_core, which
+// may run it at once when the I/O runs on the core thread: the client never calls back inside
+// Send), where the engine lives, and is dropped there if the call was cancelled meanwhile (the
+// cancelled flag is only read and written on the core thread, so no callback can slip past a
+// Cancel()). The events of one network read reach the core together.
 //
 // Ownership: the client is borrowed and must outlive the transport and every call; post_to_core
 // must stay callable as long as the client may call back. Thread-safety: Send and
