@@ -223,7 +223,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!chunked_) keep_alive_ = false;
     Enqueue(FormatHead(status, headers, std::nullopt, chunked_, !keep_alive_));
     response_ = ResponseState::kStreaming;
-    Flush();
   }
 
   void WriteChunk(uint64_t seq, std::string chunk) {
@@ -245,13 +244,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
     } else {
       Enqueue(std::move(chunk));
     }
-    Flush();
   }
 
   void EndStream(uint64_t seq) {
     if (!IsCurrent(seq) || response_ != ResponseState::kStreaming) return;
     if (chunked_) Enqueue(std::string("0\r\n\r\n"));
     response_ = ResponseState::kEnded;
+  }
+
+  // The Responder's stream pieces made since the last call, applied in order and written in one
+  // go.
+  void TakeStreamPieces(uint64_t seq, Responder::Shared& shared) {
+    std::optional<std::pair<int, Headers>> start;
+    std::string bytes;
+    bool end = false;
+    {
+      std::lock_guard lock(shared.mu);
+      start.swap(shared.start);
+      bytes.swap(shared.bytes);
+      end = std::exchange(shared.end, false);
+      shared.posted = false;
+    }
+    if (start) StartStream(seq, start->first, std::move(start->second));
+    if (!bytes.empty()) WriteChunk(seq, std::move(bytes));
+    if (end) EndStream(seq);
     Flush();
   }
 
@@ -670,6 +686,10 @@ Responder::~Responder() {
 }
 
 void Responder::Respond(int status, Headers headers, std::string body) {
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->stream_begun) return;  // out of order: a stream began
+  }
   answered_.store(true, std::memory_order_relaxed);
   auto c = connection_.lock();
   if (!c) return;
@@ -681,43 +701,47 @@ void Responder::Respond(int status, Headers headers, std::string body) {
   });
 }
 
-void Responder::StartStream(int status, Headers headers) {
+template <typename Add>
+void Responder::QueueStreamPiece(Add add) {
   auto c = connection_.lock();
   if (!c) return;
-  c->Post([c, seq = sequence_, status, h = std::move(headers)]() mutable {
-    c->StartStream(seq, status, std::move(h));
+  {
+    std::lock_guard lock(shared_->mu);
+    if (!add(*shared_) || shared_->posted) return;
+    shared_->posted = true;
+  }
+  c->Post([c, seq = sequence_, shared = shared_] { c->TakeStreamPieces(seq, *shared); });
+}
+
+void Responder::StartStream(int status, Headers headers) {
+  QueueStreamPiece([&](Shared& s) {
+    if (s.stream_begun) return false;
+    s.stream_begun = true;
+    s.start.emplace(status, std::move(headers));
+    return true;
   });
 }
 
 void Responder::Write(std::string chunk) {
   if (chunk.empty()) return;
-  auto c = connection_.lock();
-  if (!c) return;
-  {
-    std::lock_guard lock(shared_->mu);
-    if (shared_->posted) {
-      shared_->bytes += chunk;
-      return;
+  QueueStreamPiece([&](Shared& s) {
+    if (!s.stream_begun || s.end) return false;
+    if (s.bytes.empty()) {
+      s.bytes = std::move(chunk);
+    } else {
+      s.bytes += chunk;
     }
-    shared_->bytes = std::move(chunk);
-    shared_->posted = true;
-  }
-  c->Post([c, seq = sequence_, pending = shared_] {
-    std::string bytes;
-    {
-      std::lock_guard lock(pending->mu);
-      bytes.swap(pending->bytes);
-      pending->posted = false;
-    }
-    c->WriteChunk(seq, std::move(bytes));
+    return true;
   });
 }
 
 void Responder::End() {
-  answered_.store(true, std::memory_order_relaxed);
-  auto c = connection_.lock();
-  if (!c) return;
-  c->Post([c, seq = sequence_] { c->EndStream(seq); });
+  QueueStreamPiece([&](Shared& s) {
+    if (!s.stream_begun || s.end) return false;
+    s.end = true;
+    answered_.store(true, std::memory_order_relaxed);
+    return true;
+  });
 }
 
 void Responder::OnClose(std::function<void()> cb) {

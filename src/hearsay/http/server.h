@@ -117,8 +117,9 @@ class Responder {
   // Starts a chunked response; follow with Write()s and one End().
   void StartStream(int status, Headers headers);
   // One chunk, sent at once. Empty chunks are skipped (an empty chunk would end the stream).
-  // Chunks written before the connection's strand gets to the first of them go out together,
-  // as one chunk in one write: a burst of events costs one post and one system call.
+  // A stream's head, chunks and end made before the connection's strand gets to the first of
+  // them go out together (the chunks as one chunk) in one write: a burst of events costs one
+  // post and one system call.
   void Write(std::string chunk);
   // Ends a chunked response.
   void End();
@@ -134,12 +135,19 @@ class Responder {
   // Shared with the connection and with posted tasks, which may outlive the responder.
   struct Shared {
     std::mutex mu;
-    // Bytes written and not yet taken by the strand.
-    std::string bytes;               // guarded by mu
-    bool posted = false;             // guarded by mu: a task that takes `bytes` is queued
-    std::function<void()> on_close;  // guarded by mu
-    bool close_fired = false;        // guarded by mu: the connection closed unfinished
+    // The stream's pieces not yet taken by the connection; one queued task takes them all.
+    std::optional<std::pair<int, Headers>> start;  // guarded by mu
+    std::string bytes;                             // guarded by mu
+    bool end = false;                              // guarded by mu
+    bool posted = false;                           // guarded by mu: that task is queued
+    bool stream_begun = false;                     // guarded by mu: StartStream was called
+    std::function<void()> on_close;                // guarded by mu
+    bool close_fired = false;  // guarded by mu: the connection closed unfinished
   };
+  // Adds a stream piece with `add` (false: out of order, ignored) and queues the task that
+  // hands the pieces to the connection, unless it is queued already.
+  template <typename Add>
+  void QueueStreamPiece(Add add);
   std::weak_ptr<Connection> connection_;
   const uint64_t sequence_;
   std::atomic<bool> closed_{false};
