@@ -113,6 +113,21 @@ class KeyRotationTest : public ::testing::Test {
     }
   }
 
+  // The policy prices a forward by the measured delay: waits until entry `e` has one to the
+  // holder.
+  void WaitForRttToHolder(size_t e) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    bool measured = false;
+    while (!measured && std::chrono::steady_clock::now() < deadline) {
+      Result<harness::ClusterView> view = cluster_->View(e);
+      const harness::MemberInfo* m =
+          view.ok() ? view->Find(cluster_->node(holder_).node_id) : nullptr;
+      measured = m != nullptr && m->rtt_ms.has_value();
+      if (!measured) std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_TRUE(measured) << cluster_->node(e).node_id << " never measured its RTT to the holder";
+  }
+
   static constexpr int kPrefixWords = 640;
   std::unique_ptr<harness::TempDir> dir_;
   std::unique_ptr<LocalCluster> cluster_;
@@ -133,19 +148,9 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
   Result<size_t> holder = WaitForSoleHolder(*cluster_, 15s);
   ASSERT_TRUE(holder.ok()) << holder.status().ToString();
   holder_ = *holder;
-  // The policy prices a forward by the measured delay: wait until every entry has one.
   for (size_t e = 0; e < cluster_->size(); ++e) {
     if (e == holder_) continue;
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    bool measured = false;
-    while (!measured && std::chrono::steady_clock::now() < deadline) {
-      Result<harness::ClusterView> view = cluster_->View(e);
-      const harness::MemberInfo* m =
-          view.ok() ? view->Find(cluster_->node(holder_).node_id) : nullptr;
-      measured = m != nullptr && m->rtt_ms.has_value();
-      if (!measured) std::this_thread::sleep_for(100ms);
-    }
-    ASSERT_TRUE(measured) << cluster_->node(e).node_id << " never measured its RTT to the holder";
+    ASSERT_NO_FATAL_FAILURE(WaitForRttToHolder(e));
   }
   CheckClusterWorks("start");
 
@@ -193,6 +198,13 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
   ASSERT_TRUE(cluster_->Stop(restart).ok());
   const Status restarted = cluster_->Restart(restart);
   ASSERT_TRUE(restarted.ok()) << restarted.ToString() << "\n" << cluster_->AllLogTails();
+  // The restarted node routes by what gossip has told it since: wait until it knows the holder's
+  // cache and its delay to it (on a loaded machine that takes a few rounds).
+  Result<size_t> holder_after = WaitForSoleHolder(*cluster_, 15s);
+  ASSERT_TRUE(holder_after.ok() && *holder_after == holder_)
+      << (holder_after.ok() ? "holder " + std::to_string(*holder_after)
+                            : holder_after.status().ToString());
+  ASSERT_NO_FATAL_FAILURE(WaitForRttToHolder(restart));
   CheckClusterWorks("restart");
 
   // A node that holds only the old key: its gossip is dropped and it never becomes a member.
