@@ -138,8 +138,8 @@ void Node::JoinTick() {
 }
 
 bool Node::KnowsAddress(const Address& address) const {
-  return std::any_of(members_.begin(), members_.end(),
-                     [&](const auto& kv) { return kv.second.address == address; });
+  return std::any_of(ordered_.begin(), ordered_.end(),
+                     [&](const MemberRec* m) { return m->address == address; });
 }
 
 void Node::Leave() {
@@ -167,8 +167,8 @@ Node::MemberRec* Node::NextProbeTarget() {
   // carries the suspicion to it (so it refutes sooner) or independently confirms it (so the
   // suspicion timeout shrinks, Lifeguard-style, without waiting for our round-robin turn).
   std::vector<MemberRec*> suspects;
-  for (auto& [id, m] : members_) {
-    if (m.state == MemberState::kSuspect && !m.probed_as_suspect) suspects.push_back(&m);
+  for (MemberRec* m : ordered_) {
+    if (m->state == MemberState::kSuspect && !m->probed_as_suspect) suspects.push_back(m);
   }
   if (!suspects.empty()) {
     MemberRec* m = suspects[rng_.Below(suspects.size())];
@@ -187,8 +187,8 @@ Node::MemberRec* Node::NextProbeTarget() {
     }
     probe_order_.clear();
     probe_pos_ = 0;
-    for (const auto& [id, m] : members_) {
-      if (IsLive(m.state)) probe_order_.push_back(id);
+    for (const MemberRec* m : ordered_) {
+      if (IsLive(m->state)) probe_order_.push_back(m->id);
     }
     rng_.Shuffle(probe_order_);
   }
@@ -200,7 +200,8 @@ Node::MemberRec* Node::SilentMember() {
   const TimePoint now = scheduler_.clock().Now();
   MemberRec* best = nullptr;
   Duration best_silence{};
-  for (auto& [id, m] : members_) {
+  for (MemberRec* mp : ordered_) {
+    MemberRec& m = *mp;
     // A few samples first, so the gap is the member's usual one (not the join's burst).
     if (m.state != MemberState::kAlive || m.evidence_samples < 8) continue;
     const TimePoint last = std::max(m.last_evidence_at, m.last_heard_at);
@@ -398,7 +399,10 @@ void Node::DropStore(MemberRec& m) {
 
 void Node::SetState(MemberRec& m, MemberState state) {
   const MemberState old = m.state;
-  if (IsLive(old) != IsLive(state)) live_count_ += IsLive(state) ? 1 : -1;
+  if (IsLive(old) != IsLive(state)) {
+    live_count_ += IsLive(state) ? 1 : -1;
+    live_dirty_ = true;
+  }
   m.state = state;
   m.since = scheduler_.clock().Now();
   if (old == MemberState::kSuspect && state != MemberState::kSuspect) {
@@ -499,6 +503,10 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
     rec.id_hash = HashId(u.id);
     rec.state = MemberState::kDead;  // so SetState reports the transition to alive
     MemberRec& m = members_.emplace(u.id, std::move(rec)).first->second;
+    ordered_.insert(
+        std::lower_bound(ordered_.begin(), ordered_.end(), u.id,
+                         [](const MemberRec* r, const NodeId& key) { return r->id < key; }),
+        &m);
     SetState(m, MemberState::kAlive);
     Broadcast(u);
     return;
@@ -519,6 +527,7 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
     m.has_rtt = false;
     const MemberState target = u.state == MemberState::kSuspect ? MemberState::kAlive : u.state;
     if (IsLive(m.state)) --live_count_;
+    live_dirty_ = true;
     m.state = MemberState::kDead;  // report the new generation even if the state is the same
     SetState(m, target);
     if (IsLive(target) && !m.store) NewStore(m);
@@ -642,10 +651,7 @@ void Node::GossipTick() {
   // takes one leg fewer, which matters most under loss. When idle, the summary alone.
   std::vector<DigestEntry> digest;
   if (digest_hash_ != last_syn_digest_hash_) {
-    digest = FullDigest();
-    size_t bytes = 0;
-    for (const auto& e : digest) bytes += EncodedSize(e);
-    if (bytes > DatagramDeltaRoom()) digest.clear();
+    digest = FullDigest(DatagramDeltaRoom());
   }
   last_syn_digest_hash_ = digest_hash_;
   for (MemberRec* m : RandomLive(1, {})) {
@@ -668,7 +674,7 @@ void Node::PushPullTick() {
     Message m = NewMessage(MsgType::kPushPull);
     m.reply_wanted = true;
     m.members.push_back(SelfUpdate(MemberState::kAlive));
-    for (const auto& [id, rec] : members_) m.members.push_back(UpdateOf(rec));
+    for (const MemberRec* rec : ordered_) m.members.push_back(UpdateOf(*rec));
     Send(peers.front()->address, std::move(m));
   }
   // memberlist's scaling: one more interval per doubling beyond 32 members.
@@ -681,8 +687,8 @@ void Node::PushPullTick() {
 void Node::ReconnectTick() {
   if (left_) return;
   std::vector<MemberRec*> dead;
-  for (auto& [id, m] : members_) {
-    if (m.state == MemberState::kDead) dead.push_back(&m);
+  for (MemberRec* m : ordered_) {
+    if (m->state == MemberState::kDead) dead.push_back(m);
   }
   if (!dead.empty()) {
     MemberRec* m = dead[rng_.Below(dead.size())];
@@ -695,12 +701,17 @@ void Node::ReconnectTick() {
   After(config_.reconnect_interval, &Node::ReconnectTick);
 }
 
-std::vector<DigestEntry> Node::FullDigest() const {
+std::vector<DigestEntry> Node::FullDigest(size_t max_bytes) const {
   std::vector<DigestEntry> out;
   out.reserve(digest_count_);
   out.push_back({id_, generation_, self_store_->max_version()});
-  for (const auto& [id, m] : members_) {
-    if (m.store) out.push_back({id, m.generation, m.store->max_version()});
+  size_t bytes = EncodedSize(out.back());
+  for (const MemberRec* m : ordered_) {
+    if (!m->store) continue;
+    out.push_back({m->id, m->generation, m->store->max_version()});
+    bytes += EncodedSize(out.back());
+    // Large clusters' digests never fit a Syn: stop building them at once.
+    if (bytes > max_bytes) return {};
   }
   return out;
 }
@@ -726,19 +737,20 @@ void Node::AnswerDigest(const Address& from, const NodeId& peer,
     pull_window =
         std::max<Duration>(config_.gossip_interval / 20, 3 * FromMillis(it->second.srtt_ms));
   }
-  // A digest lists its sender first, then its members in id order, as members_ is ordered here:
-  // a cursor that follows members_ finds most entries with one comparison instead of a search.
+  // A digest lists its sender first, then its members in id order, as ordered_ is here:
+  // a cursor that follows ordered_ finds most entries with one comparison instead of a search.
   bool names_unknown = false;
-  auto cursor = members_.begin();
+  size_t cursor = 0;
   for (const auto& e : theirs) {
     if (e.id == id_) continue;
-    auto origin = cursor != members_.end() && cursor->first == e.id ? cursor : members_.find(e.id);
-    if (origin == members_.end()) {
+    const size_t origin =
+        cursor < ordered_.size() && ordered_[cursor]->id == e.id ? cursor : OrderedIndex(e.id);
+    if (origin == ordered_.size()) {
       names_unknown = true;
       continue;
     }
-    cursor = std::next(origin);
-    MemberRec& o = origin->second;
+    cursor = origin + 1;
+    MemberRec& o = *ordered_[origin];
     if (!o.store || o.generation != e.generation || o.store->max_version() >= e.max_version) {
       continue;
     }
@@ -863,8 +875,8 @@ std::vector<OriginDelta> Node::BuildDeltas(const std::vector<DigestEntry>& their
       if (s->max_version() > known) todo.emplace_back(s, known);
     };
     consider(self_store_.get());
-    for (const auto& [id, m] : members_) {
-      if (m.store) consider(m.store.get());
+    for (const MemberRec* m : ordered_) {
+      if (m->store) consider(m->store.get());
     }
   }
   rng_.Shuffle(todo);
@@ -1000,19 +1012,64 @@ void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
   transport_.Send(to, channel, std::move(*frame));
 }
 
+size_t Node::OrderedIndex(const NodeId& id) const {
+  auto it = std::lower_bound(ordered_.begin(), ordered_.end(), id,
+                             [](const MemberRec* m, const NodeId& key) { return m->id < key; });
+  return it == ordered_.end() || (*it)->id != id ? ordered_.size()
+                                                 : static_cast<size_t>(it - ordered_.begin());
+}
+
+const std::vector<Node::MemberRec*>& Node::LiveMembers() {
+  if (live_dirty_) {
+    live_.clear();
+    for (MemberRec* m : ordered_) {
+      if (IsLive(m->state)) live_.push_back(m);
+    }
+    live_dirty_ = false;
+  }
+  return live_;
+}
+
 std::vector<Node::MemberRec*> Node::RandomLive(size_t k, const NodeId& exclude) {
-  std::vector<MemberRec*> live;
-  for (auto& [id, m] : members_) {
-    if (IsLive(m.state) && id != exclude) live.push_back(&m);
+  // A partial Fisher-Yates over the live members without `exclude`, in id order: the first k are
+  // a uniform sample. Only the touched positions are materialized (k is small, the cluster may
+  // not be), so a pick costs O(k log N) instead of a walk over every member.
+  const std::vector<MemberRec*>& live = LiveMembers();
+  size_t skip = live.size();
+  if (!exclude.empty()) {
+    auto it = std::lower_bound(live.begin(), live.end(), exclude,
+                               [](const MemberRec* m, const NodeId& key) { return m->id < key; });
+    if (it != live.end() && (*it)->id == exclude) skip = static_cast<size_t>(it - live.begin());
   }
-  // Partial Fisher-Yates: the first k are a uniform sample.
-  const size_t n = std::min(k, live.size());
+  const size_t size = live.size() - (skip < live.size() ? 1 : 0);
+  std::vector<std::pair<size_t, MemberRec*>> moved;  // position -> member, once swapped
+  auto get = [&](size_t pos) {
+    for (const auto& [p, m] : moved) {
+      if (p == pos) return m;
+    }
+    return live[pos >= skip ? pos + 1 : pos];
+  };
+  auto set = [&](size_t pos, MemberRec* m) {
+    for (auto& [p, old] : moved) {
+      if (p == pos) {
+        old = m;
+        return;
+      }
+    }
+    moved.emplace_back(pos, m);
+  };
+  const size_t n = std::min(k, size);
+  std::vector<MemberRec*> out;
+  out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    const size_t j = i + static_cast<size_t>(rng_.Below(live.size() - i));
-    std::swap(live[i], live[j]);
+    const size_t j = i + static_cast<size_t>(rng_.Below(size - i));
+    MemberRec* at_i = get(i);
+    MemberRec* at_j = get(j);
+    set(i, at_j);
+    set(j, at_i);
+    out.push_back(at_j);
   }
-  live.resize(n);
-  return live;
+  return out;
 }
 
 void Node::HandleHeader(const Address& from, const Header& h) {
@@ -1199,7 +1256,7 @@ void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8
       if (!m.reply_wanted) return;
       Message reply = NewMessage(MsgType::kPushPull);
       reply.members.push_back(SelfUpdate(MemberState::kAlive));
-      for (const auto& [id, rec] : members_) reply.members.push_back(UpdateOf(rec));
+      for (const MemberRec* rec : ordered_) reply.members.push_back(UpdateOf(*rec));
       Send(from, std::move(reply));
       return;
     }
@@ -1212,7 +1269,7 @@ void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8
 std::vector<MemberView> Node::Members() const {
   std::vector<MemberView> out;
   out.reserve(members_.size());
-  for (const auto& [id, m] : members_) out.push_back(ViewOf(m));
+  for (const MemberRec* m : ordered_) out.push_back(ViewOf(*m));
   return out;
 }
 
