@@ -166,6 +166,7 @@ Node::MemberRec* Node::NextProbeTarget() {
   // A suspect we have not probed since its suspicion started goes first: our own probe either
   // carries the suspicion to it (so it refutes sooner) or independently confirms it (so the
   // suspicion timeout shrinks, Lifeguard-style, without waiting for our round-robin turn).
+  // (In a large cluster only a few of those who hear of a suspicion do so: StartSuspicion.)
   std::vector<MemberRec*> suspects;
   for (MemberRec* m : ordered_) {
     if (m->state == MemberState::kSuspect && !m->probed_as_suspect) suspects.push_back(m);
@@ -385,6 +386,7 @@ void Node::NewStore(MemberRec& m) {
       shared_ != nullptr ? shared_->For(m.id, m.generation) : nullptr, /*writer=*/false);
   m.pull_version = 0;
   m.pull_until = TimePoint{};
+  m.seen_version = 0;
   digest_hash_ ^= DigestTerm(m.id_hash, m.generation, 0);
   ++digest_count_;
 }
@@ -420,6 +422,16 @@ void Node::StartSuspicion(MemberRec& m, const NodeId& accuser) {
   m.suspect_start = scheduler_.clock().Now();
   m.accusers.assign(1, accuser);
   m.probed_as_suspect = accuser == id_;
+  const double n = static_cast<double>(ClusterSize());
+  if (!m.probed_as_suspect && n > config_.refute_fanout) {
+    // Only about refute_fanout of the hearers probe it out of turn (as many as pass the
+    // accusation to the suspect directly): every failed probe anywhere makes a suspect that
+    // everyone hears of, and at N = 256 and 50% loss each node heard of ~1.8 suspicions a
+    // second, more than its one probe a second. Probing each first left the round-robin hardly
+    // any: a killed member was probed once in the 3 s after its death (docs/gossip.md, session
+    // 6).
+    m.probed_as_suspect = !rng_.Bernoulli(config_.refute_fanout / n);
+  }
   RescheduleSuspicion(m);
 }
 
@@ -508,6 +520,14 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
                          [](const MemberRec* r, const NodeId& key) { return r->id < key; }),
         &m);
     SetState(m, MemberState::kAlive);
+    // A new member joins the current probe pass at a random place among the members still to be
+    // probed (as memberlist does); otherwise it waits for the next pass, which starts only after
+    // every member known at the last shuffle was probed: about N seconds. Until then only
+    // silence and suspicion probes reach a member that joined after most passes began
+    // (docs/gossip.md, session 6).
+    const size_t left = probe_order_.size() - std::min(probe_pos_, probe_order_.size());
+    probe_order_.insert(probe_order_.end() - static_cast<std::ptrdiff_t>(rng_.Below(left + 1)),
+                        u.id);
     Broadcast(u);
     return;
   }
@@ -754,6 +774,9 @@ void Node::AnswerDigest(const Address& from, const NodeId& peer,
     if (!o.store || o.generation != e.generation || o.store->max_version() >= e.max_version) {
       continue;
     }
+    // A digest that names a version of it above any we saw is the first news of a new write
+    // (the delta follows a round trip later).
+    NoteVersionSeen(o, e.max_version);
     if (now < o.pull_until && o.pull_version >= e.max_version) {
       ++counters_.pulls_deduplicated;
       continue;
@@ -921,25 +944,7 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
         break;
     }
     UpdateDigest(m.id_hash, m.generation, old, m.store->max_version());
-    const TimePoint now = scheduler_.clock().Now();
-    if (m.last_evidence_at != TimePoint{}) {
-      const double gap = ToMillis(now - m.last_evidence_at);
-      m.evidence_gap_ms = m.evidence_samples == 0 ? gap : 0.875 * m.evidence_gap_ms + 0.125 * gap;
-      ++m.evidence_samples;
-    }
-    m.last_evidence_at = now;
-    if (m.state == MemberState::kSuspect && config_.relayed_evidence &&
-        now - m.last_notice_at >= config_.gossip_interval) {
-      // We suspect it, yet it keeps writing: it has likely not heard of the suspicion, or its
-      // refutation has not reached us. Tell it directly (it answers us directly, OnMessage).
-      // In a large cluster a member seldom talks to a given peer, and once the piggybacked
-      // refutation has been sent its quota of times, nothing else would repair a peer that
-      // missed it: at N = 128 and 50% loss a node held an accusation for 24 s, never hearing
-      // the refutation made 22 s earlier, and declared a healthy member dead.
-      m.last_notice_at = now;
-      ++counters_.evidence_notices;
-      SendNotice(m.address, UpdateOf(m));
-    }
+    NoteVersionSeen(m, m.store->max_version());
     if (d.snapshot) {
       ++counters_.snapshots_applied;
       if (listener_ != nullptr) {
@@ -953,6 +958,34 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
       }
     }
     NoteLoad(m, m.store->load());
+  }
+}
+
+void Node::NoteVersionSeen(MemberRec& m, uint64_t version) {
+  // Only a version above every one seen before is news of the member: catching up on its older
+  // writes (a pull answered late, or a replica far behind) says nothing about whether it is
+  // alive now. At N = 256 and 50% loss a killed member's last writes kept reaching some nodes
+  // 2.5 s after its death and saved their probes of it.
+  if (version <= m.seen_version) return;
+  m.seen_version = version;
+  const TimePoint now = scheduler_.clock().Now();
+  if (m.last_evidence_at != TimePoint{}) {
+    const double gap = ToMillis(now - m.last_evidence_at);
+    m.evidence_gap_ms = m.evidence_samples == 0 ? gap : 0.875 * m.evidence_gap_ms + 0.125 * gap;
+    ++m.evidence_samples;
+  }
+  m.last_evidence_at = now;
+  if (m.state == MemberState::kSuspect && config_.relayed_evidence &&
+      now - m.last_notice_at >= config_.gossip_interval) {
+    // We suspect it, yet it keeps writing: it has likely not heard of the suspicion, or its
+    // refutation has not reached us. Tell it directly (it answers us directly, OnMessage).
+    // In a large cluster a member seldom talks to a given peer, and once the piggybacked
+    // refutation has been sent its quota of times, nothing else would repair a peer that
+    // missed it: at N = 128 and 50% loss a node held an accusation for 24 s, never hearing
+    // the refutation made 22 s earlier, and declared a healthy member dead.
+    m.last_notice_at = now;
+    ++counters_.evidence_notices;
+    SendNotice(m.address, UpdateOf(m));
   }
 }
 

@@ -145,8 +145,10 @@ class Node final : public MessageSink {
     // When its last authenticated message (of this generation) arrived: a probe counts any
     // message heard from its target after the probe started as an ack (see HeardSince).
     TimePoint last_heard_at{};
-    // When a newer version of its state last arrived here (from anyone): relayed evidence that
-    // it was alive recently (Config::relayed_evidence).
+    // The highest version of its state (this generation) seen here, replicated or named in a
+    // peer's digest, and when it last rose: relayed evidence that it was alive recently
+    // (Config::relayed_evidence). Catching up on older versions is not evidence.
+    uint64_t seen_version = 0;
     TimePoint last_evidence_at{};
     // Smoothed gap between arrivals of its newer state, and when we last probed it out of turn
     // because that state stopped arriving (Config::silence_probe_mult).
@@ -247,6 +249,9 @@ class Node final : public MessageSink {
   size_t DatagramDeltaRoom() const;
   size_t StreamDeltaRoom() const;
   void ApplyDeltas(const std::vector<OriginDelta>& deltas);
+  // Records `version` of m's state as seen (delta applied or named in a digest); a version above
+  // every earlier one is relayed evidence of life (last_evidence_at).
+  void NoteVersionSeen(MemberRec& m, uint64_t version);
   void NoteLoad(MemberRec& m, const LoadRecord& rec);
   void WriteOwnLoad();
   const OriginStore* StoreFor(const NodeId& id) const;
