@@ -667,12 +667,14 @@ void Node::GossipTick() {
   const int fanout =
       std::max(config_.gossip_fanout, 1) + (ClusterSize() > config_.large_cluster_members ? 1 : 0);
   // While our state keeps changing, the peer's summary will differ anyway: send the full digest
-  // along (if it fits a datagram), so the peer answers with deltas at once and the exchange
-  // takes one leg fewer, which matters most under loss. When idle, the summary alone.
+  // along, so the peer answers with deltas at once and the exchange takes one leg fewer, which
+  // matters most under loss. When idle, the summary alone. A digest too large for a datagram
+  // (above ~130 members) goes on the stream: the peer would otherwise answer with its own full
+  // digest there, so the bytes are the same, and at N = 256 and 50% loss the shorter exchange
+  // took convergence from 2.79 to 2.05 s and accuracy from 0.924 to 0.955 for 1% more bytes
+  // (session 6; before, the digest went along only if it fit a datagram).
   std::vector<DigestEntry> digest;
-  if (digest_hash_ != last_syn_digest_hash_) {
-    digest = FullDigest(DatagramDeltaRoom());
-  }
+  if (digest_hash_ != last_syn_digest_hash_) digest = FullDigest(StreamDeltaRoom());
   last_syn_digest_hash_ = digest_hash_;
   for (MemberRec* m : RandomLive(1, {})) {
     Message msg = NewMessage(MsgType::kSyn);

@@ -298,6 +298,49 @@ TEST(NodeTest, LargeClustersSendOneMoreSynPerGossipInterval) {
   }
 }
 
+// Session 6: a node whose state changes sends its full digest with every Syn, on the stream when
+// it is too large for a datagram (large clusters), so the peer answers with deltas at once. Before,
+// such a digest was dropped and the peer answered the bare Syn with its own full digest (a
+// SynAck), one leg more per exchange. Here datagrams are made too small for a 12-node digest.
+TEST(NodeTest, SynCarriesADigestTooLargeForADatagramOnTheStream) {
+  Config config;
+  config.datagram_budget_bytes = 120;
+  Cluster c(12, 12, config);
+  c.StartAll();
+  uint64_t key = 1;
+  auto churn = [&](Duration d) {
+    for (Duration t{}; t < d; t += 50ms) {
+      for (int i = 0; i < c.size(); ++i) {
+        c.node(i).PublishCacheEvents(Chain(key, 16));
+        key += 16;
+      }
+      c.Run(50ms);
+    }
+  };
+  churn(5s);
+  auto sent = [&](MsgType type) {
+    uint64_t n = 0;
+    for (int i = 0; i < c.size(); ++i) {
+      n += c.node(i).counters().sent_by_type[static_cast<size_t>(type)];
+    }
+    return n;
+  };
+  const uint64_t syns = sent(MsgType::kSyn), syn_acks = sent(MsgType::kSynAck);
+  churn(5s);
+  const uint64_t new_syns = sent(MsgType::kSyn) - syns;
+  const uint64_t new_syn_acks = sent(MsgType::kSynAck) - syn_acks;
+  ASSERT_GT(new_syns, 500u);
+  // Under churn every Syn carries the digest: no peer needs to send its own.
+  EXPECT_LT(new_syn_acks, new_syns / 20) << new_syn_acks << " SynAcks for " << new_syns << " Syns";
+  for (int i = 0; i < c.size(); ++i) {
+    for (int j = 0; j < c.size(); ++j) {
+      if (i != j) {
+        EXPECT_TRUE(c.Sees(i, j, MemberState::kAlive)) << i << " " << j;
+      }
+    }
+  }
+}
+
 TEST(NodeTest, LoadRidesOnProbeAcks) {
   Config config;
   config.gossip_interval = 1h;  // no anti-entropy: only piggybacked load
