@@ -23,10 +23,12 @@ struct Config {
   Duration probe_interval = 1s;
   Duration probe_timeout = 500ms;  // direct ack deadline, then indirect probes
   int indirect_probes = 3;         // k helpers for ping-req
-  // A probe also succeeds if, since it started, a newer version of the target's state arrived
-  // here through anyone (relayed liveness evidence, as chitchat's heartbeat-based detector
-  // uses). A dead node writes nothing, so this delays a real detection by at most the time its
-  // last writes take to spread; under heavy loss it keeps healthy members from being accused.
+  // A probe also succeeds if, since it started, a version of the target's state above every one
+  // seen here before arrived through anyone, in a delta or named in a digest (relayed liveness
+  // evidence, as chitchat's heartbeat-based detector uses; catching up on older writes does not
+  // count). A dead node writes nothing, so this delays a real detection by at most the time news
+  // of its last writes takes to spread; under heavy loss it keeps healthy members from being
+  // accused.
   bool relayed_evidence = true;
   // A member whose newer state has stopped arriving (silent for more than silence_probe_mult x
   // its smoothed arrival gap, and at least silence_probe_min) is probed next, once per silence,

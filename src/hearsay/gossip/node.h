@@ -145,8 +145,10 @@ class Node final : public MessageSink {
     // When its last authenticated message (of this generation) arrived: a probe counts any
     // message heard from its target after the probe started as an ack (see HeardSince).
     TimePoint last_heard_at{};
-    // When a newer version of its state last arrived here (from anyone): relayed evidence that
-    // it was alive recently (Config::relayed_evidence).
+    // The highest version of its state (this generation) seen here, replicated or named in a
+    // peer's digest, and when it last rose: relayed evidence that it was alive recently
+    // (Config::relayed_evidence). Catching up on older versions is not evidence.
+    uint64_t seen_version = 0;
     TimePoint last_evidence_at{};
     // Smoothed gap between arrivals of its newer state, and when we last probed it out of turn
     // because that state stopped arriving (Config::silence_probe_mult).
@@ -234,7 +236,9 @@ class Node final : public MessageSink {
   // Anti-entropy.
   uint64_t DigestTerm(uint64_t id_hash, Generation g, uint64_t version) const;
   void UpdateDigest(uint64_t id_hash, Generation g, uint64_t old_version, uint64_t new_version);
-  std::vector<DigestEntry> FullDigest() const;
+  // Origin -> highest version, self first then members in id order; empty if its encoding would
+  // exceed max_bytes.
+  std::vector<DigestEntry> FullDigest(size_t max_bytes = SIZE_MAX) const;
   // What `theirs` lacks, within the stream budget.
   std::vector<OriginDelta> BuildDeltas(const std::vector<DigestEntry>& theirs, bool only_listed);
   // Answers a peer's full digest: what it lacks, plus a digest of what we lack (SyncDeltas).
@@ -245,6 +249,9 @@ class Node final : public MessageSink {
   size_t DatagramDeltaRoom() const;
   size_t StreamDeltaRoom() const;
   void ApplyDeltas(const std::vector<OriginDelta>& deltas);
+  // Records `version` of m's state as seen (delta applied or named in a digest); a version above
+  // every earlier one is relayed evidence of life (last_evidence_at).
+  void NoteVersionSeen(MemberRec& m, uint64_t version);
   void NoteLoad(MemberRec& m, const LoadRecord& rec);
   void WriteOwnLoad();
   const OriginStore* StoreFor(const NodeId& id) const;
@@ -254,6 +261,10 @@ class Node final : public MessageSink {
   void Send(const Address& to, Message m, const NodeId& prefer_update = {});
   Message NewMessage(MsgType type) const;
   std::vector<MemberRec*> RandomLive(size_t k, const NodeId& exclude);
+  // Live members (kAlive or kSuspect) in id order, rebuilt only after liveness changed.
+  const std::vector<MemberRec*>& LiveMembers();
+  // Index in ordered_ of the member with this id, or ordered_.size().
+  size_t OrderedIndex(const NodeId& id) const;
   size_t BodyBudget(bool stream) const;
 
   // Invariants:
@@ -261,6 +272,8 @@ class Node final : public MessageSink {
   //    then store->generation() == generation.
   //  - digest_hash_ == XOR of DigestTerm over own store and every member store.
   //  - suspicion_timer != kNoTimer only while state == kSuspect.
+  //  - ordered_ points at every record of members_, in id order; unless live_dirty_, live_ at
+  //    those in kAlive or kSuspect, in id order.
   NodeId id_;
   Generation generation_;
   Address address_;
@@ -280,7 +293,14 @@ class Node final : public MessageSink {
   int local_health_ = 0;
   std::vector<Address> seeds_;
   Duration join_backoff_{};  // current interval between contacts of still-unknown seeds
-  std::map<NodeId, MemberRec> members_;
+  // Lookups by id: a hash map (node-based, so records never move). Every walk goes through
+  // ordered_ instead, in id order: walking an ordered map per message (digests, deltas, random
+  // picks) and its string compares per lookup were a third of the simulator's CPU time at
+  // N = 256 (docs/gossip.md, session 6).
+  std::unordered_map<NodeId, MemberRec> members_;
+  std::vector<MemberRec*> ordered_;
+  std::vector<MemberRec*> live_;  // valid unless live_dirty_
+  bool live_dirty_ = true;
   int64_t live_count_ = 0;  // members in kAlive or kSuspect
   std::vector<NodeId> probe_order_;
   size_t probe_pos_ = 0;

@@ -298,6 +298,49 @@ TEST(NodeTest, LargeClustersSendOneMoreSynPerGossipInterval) {
   }
 }
 
+// Session 6: a node whose state changes sends its full digest with every Syn, on the stream when
+// it is too large for a datagram (large clusters), so the peer answers with deltas at once. Before,
+// such a digest was dropped and the peer answered the bare Syn with its own full digest (a
+// SynAck), one leg more per exchange. Here datagrams are made too small for a 12-node digest.
+TEST(NodeTest, SynCarriesADigestTooLargeForADatagramOnTheStream) {
+  Config config;
+  config.datagram_budget_bytes = 120;
+  Cluster c(12, 12, config);
+  c.StartAll();
+  uint64_t key = 1;
+  auto churn = [&](Duration d) {
+    for (Duration t{}; t < d; t += 50ms) {
+      for (int i = 0; i < c.size(); ++i) {
+        c.node(i).PublishCacheEvents(Chain(key, 16));
+        key += 16;
+      }
+      c.Run(50ms);
+    }
+  };
+  churn(5s);
+  auto sent = [&](MsgType type) {
+    uint64_t n = 0;
+    for (int i = 0; i < c.size(); ++i) {
+      n += c.node(i).counters().sent_by_type[static_cast<size_t>(type)];
+    }
+    return n;
+  };
+  const uint64_t syns = sent(MsgType::kSyn), syn_acks = sent(MsgType::kSynAck);
+  churn(5s);
+  const uint64_t new_syns = sent(MsgType::kSyn) - syns;
+  const uint64_t new_syn_acks = sent(MsgType::kSynAck) - syn_acks;
+  ASSERT_GT(new_syns, 500u);
+  // Under churn every Syn carries the digest: no peer needs to send its own.
+  EXPECT_LT(new_syn_acks, new_syns / 20) << new_syn_acks << " SynAcks for " << new_syns << " Syns";
+  for (int i = 0; i < c.size(); ++i) {
+    for (int j = 0; j < c.size(); ++j) {
+      if (i != j) {
+        EXPECT_TRUE(c.Sees(i, j, MemberState::kAlive)) << i << " " << j;
+      }
+    }
+  }
+}
+
 TEST(NodeTest, LoadRidesOnProbeAcks) {
   Config config;
   config.gossip_interval = 1h;  // no anti-entropy: only piggybacked load
@@ -377,9 +420,9 @@ TEST(NodeTest, CrashedNodeIsDeclaredDeadByAll) {
 
 // Session 5: survivors wait for no round-robin turn to probe a member whose state, arriving
 // several times a second under churn, stopped: the first to notice probes it out of turn, so
-// all of them suspect it within about 1 s of silence plus a probe or two. Without it the kill is probed
-// about once a second cluster-wide, and at N = 100 a 4.4 s wait for the first probe was seen.
-// In a healthy cluster the state keeps arriving, and such probes stay rare.
+// all of them suspect it within about 1 s of silence plus a probe or two. Without it the kill is
+// probed about once a second cluster-wide, and at N = 100 a 4.4 s wait for the first probe was
+// seen. In a healthy cluster the state keeps arriving, and such probes stay rare.
 TEST(NodeTest, MemberWhoseStateStopsArrivingIsProbedOutOfTurnByEveryone) {
   Cluster c(12, 11);
   c.StartAll();
@@ -603,6 +646,106 @@ TEST(NodeTest, MemberNamedOnlyInDigestsIsDiscovered) {
   c.Run(10s);
   EXPECT_TRUE(c.Sees(2, 3, MemberState::kAlive) || c.Sees(2, 3, MemberState::kSuspect));
   EXPECT_GT(c.node(2).counters().discovery_pulls, 0u);
+}
+
+// Session 6: a member learned after a node's probe pass began joins that pass at a random place.
+// Before, it waited for the next pass, which starts only after every member known at the last
+// shuffle was probed (N seconds): at N = 256 a member learned during the join phase was probed by
+// no one for the first 9 s. Here n39 joins a settled 40-node cluster (whose passes last ~39 s)
+// and dies 3 s later, with no cache churn (so no silence probes): only round-robin probes can
+// find it.
+TEST(NodeTest, MemberLearnedMidPassIsProbedInThatPass) {
+  Cluster c(40, 41);
+  for (int i = 0; i < 39; ++i) c.Start(i);
+  c.Run(10s);
+  c.Start(39);
+  c.Run(3s);
+  for (int i = 0; i < 39; ++i) ASSERT_TRUE(c.Sees(i, 39, MemberState::kAlive)) << i;
+  c.Crash(39);
+  Duration detect{};
+  for (; detect < 30s; detect += 100ms) {
+    bool all = true;
+    for (int i = 0; i < 39 && all; ++i) all = c.Sees(i, 39, MemberState::kDead);
+    if (all) break;
+    c.Run(100ms);
+  }
+  EXPECT_LE(detect, 15s) << ToSeconds(detect) << " s";
+}
+
+// Session 6: in a large cluster only about refute_fanout of the members that hear of a suspicion
+// probe the suspect out of turn. When everyone did, each failed probe anywhere cost a probe of
+// every node, and at N = 256 and 50% loss the suspicions of healthy members took every probe
+// slot, leaving none for the round-robin. Here 9 nodes of a 40-node cluster (which passes last
+// ~39 s) are told that n20 is suspected: its probes come from the accuser's own, the few chosen
+// hearers' and the round-robin's share, far fewer than one per hearer.
+TEST(NodeTest, OnlyAFewHearersProbeASuspectOutOfTurn) {
+  Cluster c(40, 42);
+  c.StartAll();
+  c.Run(10s);
+  // n20 hears everything but cannot answer, so the suspicion stands for the whole window.
+  for (int i = 0; i < c.size(); ++i) c.net().Block("n20", Cluster::Name(i), true);
+  const uint64_t pings_before =
+      c.node(20).counters().received_by_type[static_cast<size_t>(MsgType::kPing)];
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == 20 || i == 7) continue;
+    MemberUpdate accusation{MemberState::kSuspect, "n20", "n20", 1, 0, "n7", {}};
+    Inject(c, i, 7, accusation);
+    ASSERT_TRUE(c.Sees(i, 20, MemberState::kSuspect)) << i;
+  }
+  // Within one probe interval every hearer has had its next probe. Had every one of the 38
+  // spent it on n20, n20 would get 38 probes and their retries; about refute_fanout / n of them
+  // (8 of 40) are chosen, plus the round-robin's share (one in 39 probes).
+  c.Run(1s);
+  const uint64_t pings =
+      c.node(20).counters().received_by_type[static_cast<size_t>(MsgType::kPing)] - pings_before;
+  EXPECT_LE(pings, 70u);
+  EXPECT_GE(pings, 2u);
+}
+
+// Session 6: only a version of a member's state above every one seen before is evidence that it
+// is alive. Catching up on its older writes is not: at N = 256 and 50% loss a killed member's
+// last writes kept reaching some nodes for 2.5 s after its death (pulls lost and retried) and
+// saved their probes of it. Here n0's only peers are n1 and n3, played by hand: n1's digest names
+// n3 at version 40, then n3 is silent while n1 delivers those 40 versions one every 100 ms.
+// Every probe of n3 must fail (and n3 be suspected); counting the late deltas as evidence saved
+// every one of them.
+TEST(NodeTest, CatchingUpOnAMembersOldStateIsNotEvidenceOfLife) {
+  Cluster c(1, 43);
+  c.StartAll();
+  auto send = [&](Message m) {
+    m.header.sender = "n1";
+    m.header.generation = 1;
+    const std::vector<uint8_t> body = Encode(m);
+    c.node(0).OnMessage("n1", Channel::kDatagram, body);
+  };
+  Message hello;
+  hello.type = MsgType::kPushPull;
+  hello.members.push_back({MemberState::kAlive, "n1", "n1", 1, 0, {}, {}});
+  hello.members.push_back({MemberState::kAlive, "n3", "n3", 1, 0, {}, {}});
+  send(hello);
+  ASSERT_EQ(c.node(0).live_member_count(), 2u);
+  OriginStore n3("n3", 1, 256, nullptr, /*writer=*/true);
+  std::vector<OriginDelta> deltas;
+  for (uint64_t v = 1; v <= 40; ++v) {
+    ASSERT_TRUE(n3.PutCache(1000 + v, 0, true));
+    std::optional<OriginDelta> d = n3.BuildDelta(v - 1, 1000);
+    ASSERT_TRUE(d.has_value());
+    deltas.push_back(*d);
+  }
+  Message syn_ack;
+  syn_ack.type = MsgType::kSynAck;
+  syn_ack.digest = {{"n1", 1, 0}, {"n3", 1, 40}};
+  send(syn_ack);
+  for (const OriginDelta& d : deltas) {
+    Message m;
+    m.type = MsgType::kDeltas;
+    m.deltas = {d};
+    send(m);
+    c.Run(100ms);
+  }
+  ASSERT_EQ(c.node(0).PeerStore("n3")->max_version(), 40u);
+  EXPECT_TRUE(c.Sees(0, 3, MemberState::kSuspect) || c.Sees(0, 3, MemberState::kDead));
+  EXPECT_EQ(c.node(0).counters().probes_relayed, 0u);
 }
 
 TEST(NodeTest, MalformedMessagesAreCountedAndChangeNothing) {
