@@ -115,11 +115,11 @@ std::string FormatRequestHead(const ClientRequest& r) {
   return head;
 }
 
-// True if an idle pooled socket has been closed (or written to) by the server since it was
-// pooled; such a socket cannot carry a new request.
 // Idle connections pooled longer than this are probed for a close before reuse.
 constexpr SteadyClock::duration kProbeIdleAfter = std::chrono::milliseconds(50);
 
+// True if an idle pooled socket has been closed (or written to) by the server since it was
+// pooled; such a socket cannot carry a new request.
 bool IsStale(tcp::socket& socket) {
   char byte;
   ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
