@@ -10,6 +10,9 @@
 namespace hearsay::gossip {
 namespace {
 
+// Orders members (id-sorted vectors of MemberRec*) against an id, for std::lower_bound.
+constexpr auto kIdBefore = [](const auto* member, const NodeId& id) { return member->id < id; };
+
 uint64_t Mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -515,10 +518,7 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
     rec.id_hash = HashId(u.id);
     rec.state = MemberState::kDead;  // so SetState reports the transition to alive
     MemberRec& m = members_.emplace(u.id, std::move(rec)).first->second;
-    ordered_.insert(
-        std::lower_bound(ordered_.begin(), ordered_.end(), u.id,
-                         [](const MemberRec* r, const NodeId& key) { return r->id < key; }),
-        &m);
+    ordered_.insert(std::lower_bound(ordered_.begin(), ordered_.end(), u.id, kIdBefore), &m);
     SetState(m, MemberState::kAlive);
     // A new member joins the current probe pass at a random place among the members still to be
     // probed (as memberlist does); otherwise it waits for the next pass, which starts only after
@@ -1048,8 +1048,7 @@ void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
 }
 
 size_t Node::OrderedIndex(const NodeId& id) const {
-  auto it = std::lower_bound(ordered_.begin(), ordered_.end(), id,
-                             [](const MemberRec* m, const NodeId& key) { return m->id < key; });
+  auto it = std::lower_bound(ordered_.begin(), ordered_.end(), id, kIdBefore);
   return it == ordered_.end() || (*it)->id != id ? ordered_.size()
                                                  : static_cast<size_t>(it - ordered_.begin());
 }
@@ -1072,8 +1071,7 @@ std::vector<Node::MemberRec*> Node::RandomLive(size_t k, const NodeId& exclude) 
   const std::vector<MemberRec*>& live = LiveMembers();
   size_t skip = live.size();
   if (!exclude.empty()) {
-    auto it = std::lower_bound(live.begin(), live.end(), exclude,
-                               [](const MemberRec* m, const NodeId& key) { return m->id < key; });
+    auto it = std::lower_bound(live.begin(), live.end(), exclude, kIdBefore);
     if (it != live.end() && (*it)->id == exclude) skip = static_cast<size_t>(it - live.begin());
   }
   const size_t size = live.size() - (skip < live.size() ? 1 : 0);

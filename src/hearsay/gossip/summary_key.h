@@ -14,6 +14,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
 
 #include "hearsay/prefix/block_event.h"
 
@@ -24,5 +27,13 @@ inline constexpr size_t kSummaryKeyBytes = kSummaryKeyBits / 8;
 inline constexpr prefix::BlockKey kSummaryKeyMask = (prefix::BlockKey{1} << kSummaryKeyBits) - 1;
 
 constexpr prefix::BlockKey SummaryKey(prefix::BlockKey key) { return key & kSummaryKeyMask; }
+
+// The keys to match a prompt's block chain against peers' summaries: every `stride`-th block
+// (the landmarks a peer advertises), as summary keys. Replaces *out.
+inline void LandmarkQuery(std::span<const prefix::BlockKey> chain, uint32_t stride,
+                          std::vector<prefix::BlockKey>* out) {
+  out->clear();
+  for (size_t i = 0; i < chain.size(); i += stride) out->push_back(SummaryKey(chain[i]));
+}
 
 }  // namespace hearsay::gossip

@@ -73,6 +73,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config) {
 Status Daemon::Init() {
   if (sodium_init() < 0) return InternalError("libsodium failed to initialise");
   const DaemonConfig& c = config_;
+  // One thread runs the I/O context: its connections and exchanges need no strands.
+  const bool io_one_thread = c.io_threads <= 1;
 
   // Keys first: a bad key file must stop the node before anything binds.
   std::string key_source = "none (insecure)";
@@ -108,7 +110,7 @@ Status Daemon::Init() {
   so.header_timeout = std::chrono::milliseconds(c.header_timeout_ms);
   so.body_timeout = std::chrono::milliseconds(c.read_timeout_ms);
   so.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
-  so.one_thread = c.io_threads <= 1;
+  so.one_thread = io_one_thread;
   HEARSAY_ASSIGN_OR_RETURN(
       server_,
       http::Server::Start(io_, so, [this](http::Request req, std::shared_ptr<http::Responder> r) {
@@ -176,7 +178,7 @@ Status Daemon::Init() {
 
   // Forwarding.
   http::ClientOptions peer_client_options;
-  peer_client_options.one_thread = c.io_threads <= 1;
+  peer_client_options.one_thread = io_one_thread;
   http_client_ = std::make_unique<http::Client>(io_, peer_client_options);
   auto post_to_core = [this](std::function<void()> fn) { asio::post(core_io_, std::move(fn)); };
   http::PeerClientOptions po;
@@ -201,7 +203,7 @@ Status Daemon::Init() {
   env.keyer = &keyer;
   env.seed = rng_->NextU64();
   env.io = &io_;
-  env.io_one_thread = c.io_threads <= 1;
+  env.io_one_thread = io_one_thread;
   env.post_to_core = post_to_core;
   // The engine's HTTP client reports only from I/O handlers, never inside a call into it, so on
   // the core thread itself (--io-threads 0) its events run at once instead of queued.

@@ -206,7 +206,7 @@ uint32_t Node::EstimatePeerCachedTokens(const NodeId& peer,
   std::vector<prefix::BlockKey> keys = keyer_.Keys(prompt);
   const uint32_t stride = options_.gossip.landmark_stride;
   std::vector<prefix::BlockKey> marks;
-  for (size_t i = 0; i < keys.size(); i += stride) marks.push_back(gossip::SummaryKey(keys[i]));
+  gossip::LandmarkQuery(keys, stride, &marks);
   std::vector<uint32_t> out(peer_index_.slot_limit());
   if (!peer_index_.Match(marks, out).ok()) return 0;
   const uint32_t m = out[*s];
@@ -292,11 +292,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   const uint32_t stride = options_.gossip.landmark_stride;
   const uint32_t block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
   if (exact_ == nullptr) {
-    landmarks_.clear();
-    // The peer index holds the gossiped summary keys (truncated; gossip/summary_key.h).
-    for (size_t i = 0; i < p.keys.size(); i += stride) {
-      landmarks_.push_back(gossip::SummaryKey(p.keys[i]));
-    }
+    gossip::LandmarkQuery(p.keys, stride, &landmarks_);
     match_.assign(peer_index_.slot_limit(), 0);
     peer_index_.Match(landmarks_, match_).IgnoreError();
   }

@@ -103,7 +103,6 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
       id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(), r->submitted);
   Live& live = *r;
   live_.emplace(id, std::move(r));
-  if (stream) ++waiting_;
   ++stats_.requests;
 
   UpstreamHttpRequest http;
@@ -148,7 +147,6 @@ void OpenAiEngine::Erase(RequestId id) {
   if (it == live_.end()) return;
   std::unique_ptr<Live> r = std::move(it->second);
   live_.erase(it);
-  if (r->streamed && !r->first_sent) --waiting_;
   if (r->first_token_timer != kNoTimer) scheduler_.Cancel(r->first_token_timer);
   if (r->call) {
     r->call->Cancel();
@@ -251,7 +249,6 @@ bool OpenAiEngine::EnsureFirstToken(RequestId id) {
   Live& r = *live_.at(id);
   if (r.first_sent) return true;
   r.first_sent = true;
-  if (r.streamed) --waiting_;
   if (r.first_token_timer != kNoTimer) {
     scheduler_.Cancel(r.first_token_timer);
     r.first_token_timer = kNoTimer;
@@ -373,7 +370,6 @@ bool OpenAiEngine::OnAnswer(RequestId id) {
   // Not a JSON object: a server that streams whatever it is asked (or garbage, which the stream
   // decoder refuses with its own message).
   r.streamed = true;
-  ++waiting_;  // as if it had been streamed from the start; the first text takes it back
   OnBody(id, answer);
   return live_.contains(id);
 }
@@ -540,20 +536,20 @@ void OpenAiEngine::Reconcile() {
 
 engine::EngineLoad OpenAiEngine::Load() const {
   engine::EngineLoad l;
-  l.waiting_requests = waiting_;
   l.kv_capacity_tokens = options_.capacity_tokens;
   l.kv_used_tokens = std::min(tracker_.used_tokens(), options_.capacity_tokens);
   uint64_t pending_prefill = 0;
   const TimePoint now = scheduler_.clock().Now();
   for (const auto& [id, r] : live_) {
+    // Waiting: no first token yet. A request asked in one piece shows none until its end, so it
+    // counts as waiting only while its prefill is expected to run.
     if (r->first_sent) continue;
     const uint64_t uncached = r->prompt_len - std::min<size_t>(r->estimate, r->prompt_len);
     if (!r->streamed) {
-      // Its first token is not seen: waiting while its prefill is expected to run.
       const double prefill_ms = prefill_ms_per_token_ * static_cast<double>(uncached);
       if (now - r->submitted >= FromMillis(prefill_ms)) continue;
-      ++l.waiting_requests;
     }
+    ++l.waiting_requests;
     pending_prefill += uncached;
   }
   l.running_requests = static_cast<uint32_t>(live_.size()) - l.waiting_requests;

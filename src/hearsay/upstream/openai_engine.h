@@ -178,7 +178,6 @@ class OpenAiEngine final : public engine::Engine {
   OpenAiEngineOptions options_;
   CacheTracker tracker_;
   std::unordered_map<engine::RequestId, std::unique_ptr<Live>> live_;
-  uint32_t waiting_ = 0;  // live streamed requests without first token
   bool healthy_ = true;
   std::string unhealthy_reason_;
   uint32_t consecutive_failures_ = 0;
