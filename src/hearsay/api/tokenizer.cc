@@ -1,6 +1,9 @@
 // The deterministic piece tokenizer: one pass, classifying bytes as word, whitespace or other.
 #include "hearsay/api/tokenizer.h"
 
+// Inlined: a prompt is a hundred short pieces, and the call into the library cost more than the
+// hash of a few bytes.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <array>
@@ -64,6 +67,19 @@ void ForEachPiece(std::string_view text, Emit&& emit) {
   const size_t n = text.size();
   while (i < n) {
     const auto c = static_cast<uint8_t>(text[i]);
+    // Fast path, most of a prompt: an ASCII word, with the space before it if there is one. A
+    // word that runs into a multibyte character is left to the general cases below.
+    size_t j = i + (c == ' ' ? 1 : 0);
+    if (j < n && ClassOf(text[j]) == kWord) {
+      do {
+        ++j;
+      } while (j < n && ClassOf(text[j]) == kWord);
+      if (j == n || ClassOf(text[j]) != kHigh) {
+        emit(text.substr(i, j - i));
+        i = j;
+        continue;
+      }
+    }
     if (c == ' ' && i + 1 < n && WordCharLength(text, i + 1) > 0) {
       const size_t end = WordRunEnd(text, i + 1);
       emit(text.substr(i, end - i));

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <set>
 #include <string>
 
@@ -108,6 +109,78 @@ TEST(TokenizerTest, PrefixProperty) {
         ASSERT_EQ(prefix[i], full[i]) << "text=" << text << " cut=" << cut << " token " << i;
       }
     }
+  }
+}
+
+// The cutting rules of tokenizer.h, written for clarity rather than speed, to check Pieces
+// against on random text.
+size_t ReferenceWordCharLength(std::string_view t, size_t i) {
+  const auto c = static_cast<uint8_t>(t[i]);
+  if (std::isalnum(c)) return 1;
+  size_t len = 0;
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  if (c >= 0xE0 && c <= 0xEF) len = 3;
+  if (c >= 0xF0 && c <= 0xF4) len = 4;
+  if (len == 0 || i + len > t.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((static_cast<uint8_t>(t[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  const auto c1 = static_cast<uint8_t>(t[i + 1]);
+  if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
+      (c == 0xF4 && c1 > 0x8F)) {
+    return 0;  // overlong, surrogate or above U+10FFFF
+  }
+  return len;
+}
+
+std::vector<std::string> ReferencePieces(std::string_view t) {
+  auto word_end = [&](size_t i) {
+    while (i < t.size()) {
+      const size_t len = ReferenceWordCharLength(t, i);
+      if (len == 0) break;
+      i += len;
+    }
+    return i;
+  };
+  auto is_space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < t.size()) {
+    size_t end;
+    if (t[i] == ' ' && i + 1 < t.size() && ReferenceWordCharLength(t, i + 1) > 0) {
+      end = word_end(i + 1);
+    } else if (ReferenceWordCharLength(t, i) > 0) {
+      end = word_end(i);
+    } else if (is_space(t[i])) {
+      end = i + 1;
+      while (end < t.size() && is_space(t[end])) ++end;
+      if (end - i > 1 && t[end - 1] == ' ' && end < t.size() &&
+          ReferenceWordCharLength(t, end) > 0) {
+        --end;
+      }
+    } else {
+      end = i + 1;
+    }
+    out.emplace_back(t.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+
+TEST(TokenizerTest, PiecesMatchAPlainReadingOfTheRules) {
+  Rng rng(23);
+  const std::vector<std::string> units = {"a",  "Q",  "9",  "word", " ",  "   ", "\n", "\r\n",
+                                          "\t", ".",  "!",  "\"",   "\xC3\xA9",  "\xE6\x97\xA5",
+                                          "\xF0\x9F\x98\x80", "\xFF", "\xC3", "\xE0\x80\x80",
+                                          "\xED\xA0\x80", std::string(1, '\0')};
+  for (int round = 0; round < 3000; ++round) {
+    std::string text;
+    const size_t len = rng.Below(30);
+    for (size_t i = 0; i < len; ++i) text.append(units[rng.Below(units.size())]);
+    ASSERT_EQ(PieceStrings(text), ReferencePieces(text)) << "text=" << text;
+    std::vector<uint32_t> ids;
+    for (const std::string& piece : ReferencePieces(text)) ids.push_back(Tokenizer::PieceId(piece));
+    ASSERT_EQ(Tokenizer().Encode(text), ids) << "text=" << text;
   }
 }
 
