@@ -8,7 +8,10 @@
 # The machine is shared and noisy, so the paths are interleaved (each round runs all three, in a
 # rotating order) and medians over rounds are quoted. Per round and path:
 #   - a latency run: 1 connection, closed loop (no queueing: the per-request time itself);
-#   - a throughput run: TPUT_CONNECTIONS connections (the path's maximum requests/s).
+#   - a throughput run: TPUT_CONNECTIONS connections (the path's maximum requests/s), and the
+#     proxy processes' CPU time per request during it (from /proc; the node and nginx each run
+#     one thread, so this bounds their throughput, and it moves less than requests/s when the
+#     machine's other load takes cores away).
 # Added latency = the path's percentile minus the base's, in the same round; medians over rounds.
 # Prints a Markdown table (the one in docs/benchmarks.md) and writes raw results to RESULTS_FILE.
 #
@@ -88,12 +91,15 @@ wait_port() {
 start_upstream "$UPSTREAM_BIN" --threads "$UPSTREAM_THREADS"
 
 declare -A URL_BASE=([base]="http://127.0.0.1:$UP_PORT")
+# The processes whose CPU time a path's throughput run is charged (the proxy's; none for base).
+declare -A PROXY_PIDS=([base]="")
 NODES=()
 for v in $VARIANTS; do
   IFS=: read -r name bin threads <<<"$v"
   start_node "bench-$name" 0 "$bin" --upstream "http://127.0.0.1:$UP_PORT" --policy "$POLICY" \
     --io-threads "$threads" --log-level warn
   URL_BASE[$name]="http://127.0.0.1:$STARTED_PORT"
+  PROXY_PIDS[$name]=$STARTED_PID
   NODES+=("$name")
 done
 
@@ -105,6 +111,7 @@ decisions() {
 if [ "$PEER" != 0 ]; then
   start_peer_path "$PEER_BIN" "$POLICY" "$IO_THREADS" none 3
   URL_BASE[peer]="http://127.0.0.1:$PEER_ENTRY_PORT"
+  PROXY_PIDS[peer]="$PEER_ENTRY_PID $PEER_SERVER_PID"
   NODES+=(peer)
 fi
 
@@ -131,6 +138,7 @@ done
 [ -n "$NG_PORT" ] || { cat "$WORK/nginx/nginx-error.log" >&2 || true; die "nginx did not start"; }
 
 URL_BASE[nginx]="http://127.0.0.1:$NG_PORT"
+PROXY_PIDS[nginx]="${PIDS[-1]} $(pgrep -P "${PIDS[-1]}" | tr '\n' ' ')"  # master and workers
 PATHS=(base nginx "${NODES[@]}")
 echo "bench-forwarding: upstream :$UP_PORT, nginx :$NG_PORT ($NGINX_WORKERS worker(s)), nodes" \
   "$VARIANTS (NAME:BINARY:IO_THREADS; 0 = I/O on the core thread), policy $POLICY;" \
@@ -173,7 +181,17 @@ if [ "$PEER" != 0 ]; then
 fi
 
 # --- the measured, interleaved rounds ----------------------------------------------------------
-printf 'round\tmode\tpath\tkind\trps\tp50_us\tp90_us\tp99_us\n' >"$RESULTS_FILE"
+# CPU time (user + system, clock ticks) the processes $* have used so far, all threads.
+cpu_ticks() {
+  local t=0 pid
+  for pid in "$@"; do
+    t=$((t + $(awk '{ print $14 + $15 }' "/proc/$pid/stat")))
+  done
+  echo "$t"
+}
+TICKS_PER_S=$(getconf CLK_TCK)
+
+printf 'round\tmode\tpath\tkind\trps\tp50_us\tp90_us\tp99_us\tcpu_us_per_req\n' >"$RESULTS_FILE"
 for round in $(seq "$ROUNDS"); do
   for mode in $MODES; do
     # Rotate the order each round so no path always runs first (or after a particular one).
@@ -181,12 +199,22 @@ for round in $(seq "$ROUNDS"); do
       path=${PATHS[$(((i + round) % ${#PATHS[@]}))]}
       run_wrk "$path" "$mode" 1 "$LAT_SECONDS"
       read -r rps p50 p90 p99 <<<"$RUN"
-      printf '%s\t%s\t%s\tlatency\t%s\t%s\t%s\t%s\n' "$round" "$mode" "$path" "$rps" "$p50" \
-        "$p90" "$p99" >>"$RESULTS_FILE"
+      printf '%s\t%s\t%s\tlatency\t%s\t%s\t%s\t%s\tnan\n' "$round" "$mode" "$path" "$rps" \
+        "$p50" "$p90" "$p99" >>"$RESULTS_FILE"
+      # shellcheck disable=SC2086 # a list of pids
+      before=$(cpu_ticks ${PROXY_PIDS[$path]})
       run_wrk "$path" "$mode" "$TPUT_CONNECTIONS" "$TPUT_SECONDS"
+      # shellcheck disable=SC2086
+      after=$(cpu_ticks ${PROXY_PIDS[$path]})
       read -r rps p50 p90 p99 <<<"$RUN"
-      printf '%s\t%s\t%s\tthroughput\t%s\t%s\t%s\t%s\n' "$round" "$mode" "$path" "$rps" "$p50" \
-        "$p90" "$p99" >>"$RESULTS_FILE"
+      # The proxy's CPU time per request: what bounds a single-threaded proxy's throughput, and
+      # steadier than requests/s on a shared machine (it does not count time spent waiting for a
+      # core).
+      cpu=$(awk -v t=$((after - before)) -v hz="$TICKS_PER_S" -v r="$rps" -v s="$TPUT_SECONDS" \
+        -v p="${PROXY_PIDS[$path]}" 'BEGIN { if (p == "" || r <= 0) print "nan";
+          else printf "%.1f", t / hz * 1e6 / (r * s) }')
+      printf '%s\t%s\t%s\tthroughput\t%s\t%s\t%s\t%s\t%s\n' "$round" "$mode" "$path" "$rps" \
+        "$p50" "$p90" "$p99" "$cpu" >>"$RESULTS_FILE"
     done
   done
   echo "bench-forwarding: round $round/$ROUNDS done" >&2
@@ -213,19 +241,21 @@ added() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "n/a"; else printf "%.2f", a / b }'; }
 
 echo
-echo "| mode | path | p50 µs | p99 µs | added p50 µs | added p99 µs | max req/s ($TPUT_CONNECTIONS conn) |"
-echo "|---|---|---:|---:|---:|---:|---:|"
+echo "| mode | path | p50 µs | p99 µs | added p50 µs | added p99 µs | max req/s ($TPUT_CONNECTIONS conn) | proxy CPU µs/req |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
 for mode in $MODES; do
   for path in "${PATHS[@]}"; do
     p50=$(col "$mode" "$path" latency p50_us | median)
     p99=$(col "$mode" "$path" latency p99_us | median)
     rps=$(col "$mode" "$path" throughput rps | median)
+    cpu=$(col "$mode" "$path" throughput cpu_us_per_req | awk '$1 != "nan"' | median)
+    [ "$path" = base ] && cpu="—"
     if [ "$path" = base ]; then a50="—"; a99="—"; else
       a50=$(added "$mode" "$path" p50_us | median)
       a99=$(added "$mode" "$path" p99_us | median)
     fi
-    printf '| %s | %s | %s | %s | %s | %s | %.0f |\n' "$mode" "$path" "$p50" "$p99" "$a50" "$a99" \
-      "$rps"
+    printf '| %s | %s | %s | %s | %s | %s | %.0f | %s |\n' "$mode" "$path" "$p50" "$p99" "$a50" \
+      "$a99" "$rps" "$cpu"
   done
 done
 echo
@@ -233,7 +263,9 @@ for mode in $MODES; do
   n50=$(added "$mode" nginx p50_us | median)
   n99=$(added "$mode" nginx p99_us | median)
   nr=$(col "$mode" nginx throughput rps | median)
+  nc=$(col "$mode" nginx throughput cpu_us_per_req | awk '$1 != "nan"' | median)
   for node in "${NODES[@]}"; do
+    hc=$(col "$mode" "$node" throughput cpu_us_per_req | awk '$1 != "nan"' | median)
     h50=$(added "$mode" "$node" p50_us | median)
     h99=$(added "$mode" "$node" p99_us | median)
     hr=$(col "$mode" "$node" throughput rps | median)
@@ -249,7 +281,8 @@ for mode in $MODES; do
     v50=$(awk -v r="$r50" 'BEGIN { print (r != "n/a" && r <= 1.2) ? "met" : "NOT met" }')
     vr=$(awk -v r="$rr" 'BEGIN { print (r != "n/a" && r >= 0.8) ? "met" : "NOT met" }')
     echo "- $mode: $node/nginx added latency p50 $r50× (goal ≤ 1.2×: $v50), p99 $r99×;" \
-      "throughput $rr× (goal ≥ 0.8×: $vr)"
+      "throughput $rr× (goal ≥ 0.8×: $vr); proxy CPU per request $hc vs $nc µs" \
+      "(nginx's / the node's: $(ratio "$nc" "$hc")×)"
   done
 done
 
