@@ -52,10 +52,6 @@ constexpr size_t kMaxGather = 16;
 // How long a closing connection drains the client's input after our last response.
 constexpr Duration kLingerTime = 2s;
 constexpr size_t kLingerMaxBytes = 1 << 20;
-// A request handled this long gets a read armed on its connection, to notice a client that
-// went away (Connection::WatchLater).
-constexpr std::chrono::milliseconds kWatchAfter{50};
-using SteadyClock = std::chrono::steady_clock;
 
 std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
 
@@ -121,19 +117,10 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
         handler(std::move(h)),
         accept_strand(asio::make_strand(io_context)),
         acceptor(accept_strand),
-        retry_timer(accept_strand),
-        watch_timer(accept_strand) {}
+        retry_timer(accept_strand) {}
 
   void Accept();
   void Refuse(tcp::socket socket);
-  // A connection began handling a request without watching its client (below).
-  void NoteUnwatched() {
-    if (!watch_armed.exchange(true)) {
-      asio::post(accept_strand, [self = shared_from_this()] { self->ArmWatchSweep(); });
-    }
-  }
-  void ArmWatchSweep();   // accept_strand only
-  void SweepWatches();    // accept_strand only
   void Register(uint64_t id, std::weak_ptr<Connection> c) {
     std::lock_guard lock(mu);
     connections.emplace(id, std::move(c));
@@ -149,10 +136,6 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   asio::strand<asio::io_context::executor_type> accept_strand;
   tcp::acceptor acceptor;          // accept_strand only
   asio::steady_timer retry_timer;  // accept_strand only
-  // While requests are in flight, every kWatchAfter the connections whose request has run that
-  // long without a read armed are told to arm one.
-  asio::steady_timer watch_timer;  // accept_strand only
-  std::atomic<bool> watch_armed{false};
   uint16_t port = 0;
   std::atomic<bool> closed{false};
   // StopAccepting was called: keep-alive ends after each connection's current request.
@@ -380,27 +363,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (phase_ == Phase::kHeader || phase_ == Phase::kBody) {
       Parse();
     }
-    if (phase_ == Phase::kHandling) return WatchLater();
-    ReadMore();
-  }
-
-  // While a request is handled, a read is armed only to notice a client that goes away. Asio
-  // tries a read at once when one is started, which finds nothing: one wasted system call per
-  // request. Most requests end within kWatchAfter, so the server's sweep arms the read only for
-  // those that last longer (a client that leaves is then noticed within 2 x kWatchAfter).
-  void WatchLater() {
-    if (reading_) return;
-    unwatched_since_.store(SteadyClock::now().time_since_epoch().count(),
-                           std::memory_order_relaxed);
-    server_->NoteUnwatched();
-  }
-
-  // From the sweep: `since` is the unwatched_since_ it saw, so a later request is not touched.
-  void StartWatch(int64_t since) {
-    if (phase_ != Phase::kHandling || unwatched_since_.load(std::memory_order_relaxed) != since) {
-      return;
-    }
-    unwatched_since_.store(0, std::memory_order_relaxed);
     ReadMore();
   }
 
@@ -570,11 +532,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     BeginHeader();
     // A pipelined request waits for its own turn: this may run inside the handler's call to
     // Respond, which must not find itself handling the next request.
-    unwatched_since_.store(0, std::memory_order_relaxed);
     if (buffer_.size() > 0) Post([self = shared_from_this()] { self->Parse(); });
-    // After the handlers already queued: by then the client has often sent its next request, and
-    // the read Asio tries at once finds it instead of nothing.
-    Post([self = shared_from_this()] { self->ReadMore(); });
+    ReadMore();
   }
 
   // --- Closing -------------------------------------------------------------------------------
@@ -641,7 +600,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // abort, even if the handler already ended the response.
     bool aborted = responder_active_;
     phase_ = Phase::kClosed;
-    unwatched_since_.store(0, std::memory_order_relaxed);
     error_code ec;
     read_deadline_.Cancel();
     write_deadline_.Cancel();
@@ -684,9 +642,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Phase phase_ = Phase::kHeader;
   bool first_request_ = true;
   bool reading_ = false;
-  // When the request being handled began without a read armed (steady clock ticks), else 0.
-  // Written on the strand, read by the server's sweep.
-  std::atomic<int64_t> unwatched_since_{0};
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
 
@@ -803,35 +758,6 @@ void Responder::OnClose(std::function<void()> cb) {
 bool Responder::closed() const { return closed_.load() || connection_.expired(); }
 
 // --- Server ----------------------------------------------------------------------------------
-
-void Server::State::ArmWatchSweep() {
-  watch_timer.expires_after(kWatchAfter);
-  watch_timer.async_wait([self = shared_from_this()](error_code ec) {
-    if (!ec) self->SweepWatches();
-  });
-}
-
-void Server::State::SweepWatches() {
-  // Cleared first: a connection that starts waiting during the scan arms the next sweep itself.
-  watch_armed.store(false);
-  const int64_t due = (SteadyClock::now() - kWatchAfter).time_since_epoch().count();
-  bool waiting = false;
-  {
-    std::lock_guard lock(mu);
-    for (auto& [id, weak] : connections) {
-      auto c = weak.lock();
-      if (!c) continue;
-      const int64_t since = c->unwatched_since_.load(std::memory_order_relaxed);
-      if (since == 0) continue;
-      if (since > due) {
-        waiting = true;
-        continue;
-      }
-      c->Post([c, since] { c->StartWatch(since); });
-    }
-  }
-  if (waiting && !watch_armed.exchange(true)) ArmWatchSweep();
-}
 
 void Server::State::Accept() {
   // On a context run by one thread, handlers never overlap: a strand would only add a lock and,

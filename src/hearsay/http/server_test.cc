@@ -342,37 +342,6 @@ TEST_F(ServerTest, OnCloseFiresWhenTheClientLeavesMidStream) {
   EXPECT_TRUE(Ready(lf));
 }
 
-// The handler has not answered at all: the read that notices the client leaving is armed only
-// after a request has run a while (Connection::WatchLater), on one I/O thread and on strands.
-TEST_F(ServerTest, OnCloseFiresWhenTheClientLeavesBeforeAnyAnswer) {
-  for (bool one_thread : {true, false}) {
-    SCOPED_TRACE(one_thread ? "one thread" : "strands");
-    std::promise<void> closed;
-    std::shared_ptr<Responder> held;
-    std::promise<void> got;
-    ServerOptions o = LocalOptions();
-    o.one_thread = one_thread;
-    StartServer(o, [&](Request, std::shared_ptr<Responder> r) {
-      r->OnClose([&] { closed.set_value(); });
-      held = r;  // never answered
-      got.set_value();
-    });
-    RawClient c(server_->port());
-    ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
-    auto g = got.get_future();
-    ASSERT_TRUE(Ready(g));
-    const auto start = std::chrono::steady_clock::now();
-    c.Close();
-    auto f = closed.get_future();
-    ASSERT_TRUE(Ready(f, 2s));
-    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
-    EXPECT_EQ(server_->stats().client_aborts, 1u);
-    server_->Close();
-    server_.reset();
-    held.reset();
-  }
-}
-
 TEST_F(ServerTest, OnCloseDoesNotFireForACompletedResponse) {
   std::atomic<int> fired{0};
   StartServer(LocalOptions(), [&](Request, std::shared_ptr<Responder> r) {
