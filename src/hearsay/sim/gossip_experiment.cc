@@ -166,6 +166,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.faults.latency = LatencyModel::Uniform(500us, 2ms);
   co.faults.loss = o.loss;
   co.config.landmark_stride = o.landmark_stride;
+  co.config.landmark_budget_members = o.landmark_budget_members;
   co.config.relayed_evidence = o.relayed_evidence;
   co.config.silence_probe_mult = o.silence_probe_mult;
   co.share_replicas = o.share_replicas;
@@ -267,6 +268,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   bool ended = false;
   uint64_t acc_total = 0, acc_ok = 0, acc_exact = 0, acc_nonzero = 0;
   double acc_abs_err = 0;
+  double acc_stride_sum = 0;
   const int query_rounds = 10;
   double health_sum = 0;
   uint64_t health_samples = 0;
@@ -320,7 +322,8 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
             c.node(i).PublishCacheEvents(events);
             if (measuring) {
               for (const auto& e : events) {
-                if (e.kind == BlockEvent::Kind::kAdded && e.block_index % o.landmark_stride == 0 &&
+                if (e.kind == BlockEvent::Kind::kAdded &&
+                    e.block_index % c.node(i).landmark_stride() == 0 &&
                     node_rng[i].Bernoulli(sample_prob)) {
                   active.push_back({i, e.key, t + sub, std::vector<bool>(n, false)});
                 }
@@ -423,8 +426,13 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
         const uint32_t truth = caches[j].Matched(chain);
         const uint32_t est = c.node(i).EstimateMatchedBlocks(GossipCluster::Name(j), chain);
         const double err = std::abs(static_cast<double>(truth) - static_cast<double>(est));
+        // Within the peer's stated granularity: its own stride as node i knows it (the base
+        // stride if nothing of it has reached i yet, as EstimateMatchedBlocks assumes).
+        const uint32_t known = c.node(i).PeerStride(GossipCluster::Name(j));
+        const uint32_t stride = known != 0 ? known : o.landmark_stride;
         ++acc_total;
-        acc_ok += err < o.landmark_stride ? 1 : 0;
+        acc_stride_sum += stride;
+        acc_ok += err < stride ? 1 : 0;
         acc_exact += err == 0 ? 1 : 0;
         acc_nonzero += truth > 0 ? 1 : 0;
         acc_abs_err += err;
@@ -437,7 +445,10 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   const double node_seconds = (n - 1) * o.duration_s + ToSeconds(kill_at - warmup);
   uint64_t snapshots = 0, gaps = 0, stale = 0, entries = 0, redundant = 0, streamed = 0, msgs = 0;
   uint64_t probes = 0, probe_failures = 0, probes_heard = 0, probes_relayed = 0, refutations = 0;
-  uint64_t evidence_notices = 0, silence_probes = 0;
+  uint64_t evidence_notices = 0, silence_probes = 0, restrides = 0, stride_mismatches = 0;
+  double stride_sum = 0;
+  uint32_t stride_max = 0;
+  int up_nodes = 0;
   std::array<double, 16> bytes_by_type{};
   for (int i = 0; i < n; ++i) {
     if (!c.up(i)) continue;
@@ -456,6 +467,11 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     refutations += k.refutations;
     evidence_notices += k.evidence_notices;
     silence_probes += k.silence_probes;
+    restrides += k.restrides;
+    stride_mismatches += k.deltas_stride_mismatch;
+    stride_sum += c.node(i).landmark_stride();
+    stride_max = std::max(stride_max, c.node(i).landmark_stride());
+    ++up_nodes;
     for (size_t t = 0; t < bytes_by_type.size(); ++t) {
       bytes_by_type[t] += static_cast<double>(k.bytes_sent_by_type[t]);
     }
@@ -537,6 +553,12 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["summary_accuracy"] = acc_total ? static_cast<double>(acc_ok) / acc_total : -1;
   j["summary_exact"] = acc_total ? static_cast<double>(acc_exact) / acc_total : -1;
   j["summary_mean_abs_error_blocks"] = acc_total ? acc_abs_err / acc_total : -1;
+  j["summary_stride_mean"] = acc_total ? acc_stride_sum / acc_total : -1;
+  j["landmark_budget_members"] = o.landmark_budget_members;
+  j["landmark_stride_mean"] = up_nodes ? stride_sum / up_nodes : 0.0;
+  j["landmark_stride_max"] = stride_max;
+  j["restrides"] = restrides;
+  j["deltas_stride_mismatch"] = stride_mismatches;
   j["summary_queries"] = acc_total;
   j["summary_queries_with_match"] = acc_nonzero;
   j["events_per_node_s"] = static_cast<double>(events_total) / (n * ToSeconds(end));
