@@ -275,6 +275,18 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   int health_max = 0;
   int rounds_done = 0;
 
+  // Per node, at the start of the measured window: what its replicas had received, so the JSON
+  // can say what the window's bytes carried (over the nodes up at its end).
+  struct Received {
+    uint64_t entries = 0, redundant = 0, runs = 0, snapshots = 0, stale = 0;
+  };
+  auto received = [&](int i) {
+    const gossip::Counters& k = c.node(i).counters();
+    return Received{k.entries_received, k.entries_redundant, k.deltas_applied, k.snapshots_applied,
+                    k.deltas_stale};
+  };
+  std::vector<Received> received_before(static_cast<size_t>(n));
+  Received window;
   auto sum_counters = [&](double* bytes, double* msgs) {
     *bytes = 0;
     *msgs = 0;
@@ -295,6 +307,9 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     if (!started_measuring && t >= warmup) {
       started_measuring = true;
       sum_counters(&bytes_before, &msgs_before);
+      for (int i = 0; i < n; ++i) {
+        if (c.up(i)) received_before[static_cast<size_t>(i)] = received(i);
+      }
     }
     if (!ended && t >= end) {
       ended = true;
@@ -302,6 +317,15 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
       sum_counters(&b, &m);
       bytes_killed += b;
       msgs_killed += m;
+      for (int i = 0; i < n; ++i) {
+        if (!c.up(i)) continue;
+        const Received now = received(i), was = received_before[static_cast<size_t>(i)];
+        window.entries += now.entries - was.entries;
+        window.redundant += now.redundant - was.redundant;
+        window.runs += now.runs - was.runs;
+        window.snapshots += now.snapshots - was.snapshots;
+        window.stale += now.stale - was.stale;
+      }
     }
     if (t >= end && detect_s >= 0) break;
     // Workload, in 10 ms ticks within each 50 ms step.
@@ -554,6 +578,14 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["summary_exact"] = acc_total ? static_cast<double>(acc_exact) / acc_total : -1;
   j["summary_mean_abs_error_blocks"] = acc_total ? acc_abs_err / acc_total : -1;
   j["summary_stride_mean"] = acc_total ? acc_stride_sum / acc_total : -1;
+  // What each surviving node received per second of the measured window.
+  const double window_node_s = (n - 1) * o.duration_s;
+  j["window_received_per_node_s"] = {
+      {"run_entries", static_cast<double>(window.entries) / window_node_s},
+      {"run_entries_redundant", static_cast<double>(window.redundant) / window_node_s},
+      {"runs_applied", static_cast<double>(window.runs) / window_node_s},
+      {"snapshots_applied", static_cast<double>(window.snapshots) / window_node_s},
+      {"deltas_stale", static_cast<double>(window.stale) / window_node_s}};
   j["landmark_budget_members"] = o.landmark_budget_members;
   j["landmark_stride_mean"] = up_nodes ? stride_sum / up_nodes : 0.0;
   j["landmark_stride_max"] = stride_max;
