@@ -76,6 +76,7 @@ Node::Node(NodeId id, Generation generation, Address self, Config config, Schedu
       std::make_unique<OriginStore>(id_, generation_, config_.min_tombstones,
                                     shared_ != nullptr ? shared_->For(id_, generation_) : nullptr,
                                     /*writer=*/true, config_.landmark_stride);
+  self_store_->set_decline_behind_snapshot(config_.decline_behind_snapshot);
   self_id_hash_ = HashId(id_);
   digest_hash_ = DigestTerm(self_id_hash_, generation_, 0);
   digest_count_ = 1;
@@ -390,6 +391,7 @@ void Node::NewStore(MemberRec& m) {
   m.store = std::make_unique<OriginStore>(
       m.id, m.generation, config_.min_tombstones,
       shared_ != nullptr ? shared_->For(m.id, m.generation) : nullptr, /*writer=*/false);
+  m.store->set_decline_behind_snapshot(config_.decline_behind_snapshot);
   m.pull_version = 0;
   m.pull_until = TimePoint{};
   m.seen_version = 0;

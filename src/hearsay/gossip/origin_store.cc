@@ -56,6 +56,7 @@ size_t OriginStore::Restride(uint32_t stride, std::span<const BlockEvent> landma
   // Nobody may continue from a version before this one by a run: it would mix two strides.
   // The tombstones are then needed by no one.
   gc_floor_ = max_version_;
+  epoch_ = max_version_;
   std::vector<BlockKey> dead;
   entries_.ForEach([&](BlockKey key, const Slot& slot) {
     if (!slot.live) dead.push_back(key);
@@ -125,6 +126,8 @@ OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<Bl
     entries_.ForEach([&](BlockKey key, const Slot&) { log_.push_back({d.to_version, key}); });
     max_version_ = d.to_version;
     gc_floor_ = d.to_version;
+    snapshot_floor_ = d.to_version;
+    epoch_ = d.from_version;
     if (d.load && d.load->version > load_.version) load_ = *d.load;
     return ApplyResult::kApplied;
   }
@@ -168,6 +171,14 @@ void OriginStore::MaybeCollect() {
 
 std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget_bytes) const {
   if (known >= max_version_) return std::nullopt;
+  // A peer already at the origin's current stride (known >= epoch_) but behind the snapshot
+  // this replica started from: the writes it lacks are not here, and a snapshot from every such
+  // replica would give that peer a recent floor too, so that under loss snapshots breed snapshots
+  // (docs/gossip.md, session 7). Leave it to the origin or a replica that has the writes.
+  if (decline_behind_snapshot_ && !writer_ && epoch_ > 0 && known >= epoch_ &&
+      gc_floor_ == snapshot_floor_ && known < gc_floor_) {
+    return std::nullopt;
+  }
   if (known < gc_floor_) {
     std::optional<OriginDelta> d = SnapshotShell(budget_bytes);
     if (!d) return std::nullopt;
@@ -213,7 +224,7 @@ std::optional<OriginDelta> OriginStore::SnapshotShell(size_t budget_bytes) const
   d.generation = generation_;
   d.snapshot = true;
   d.stride = std::max<uint32_t>(stride_, 1);
-  d.from_version = 0;
+  d.from_version = decline_behind_snapshot_ ? epoch_ : 0;
   d.to_version = max_version_;
   if (load_.version > 0) d.load = load_;
   const size_t bound =
@@ -320,6 +331,8 @@ OriginStore::ApplyResult OriginStore::ApplyShared(const OriginDelta& d,
     tombstones_ = 0;
     gc_floor_ = to;
     gc_cursor_ = to;
+    snapshot_floor_ = to;
+    epoch_ = d.from_version;
   } else {
     MaybeCollectShared();
   }

@@ -81,6 +81,10 @@ class OriginStore {
   // Every write with a version <= max_version() is reflected here.
   uint64_t max_version() const { return max_version_; }
   uint64_t gc_floor() const { return gc_floor_; }
+  // Config::decline_behind_snapshot (off by default): snapshots name the version at which the
+  // origin's stride took effect (else 0), and a replica asked for writes it lost to its own
+  // snapshot by a peer already at that stride sends nothing rather than a snapshot.
+  void set_decline_behind_snapshot(bool on) { decline_behind_snapshot_ = on; }
   // The landmark stride of the cache keys; 0 for a replica that has applied nothing yet.
   uint32_t stride() const { return stride_; }
   const LoadRecord& load() const { return load_; }
@@ -143,6 +147,11 @@ class OriginStore {
   uint64_t max_version_ = 0;
   uint64_t gc_floor_ = 0;
   uint32_t stride_ = 0;
+  // The origin's version at which stride_ took effect (0: never changed), carried by snapshots
+  // as their from_version; and the to_version of the last snapshot applied here.
+  uint64_t epoch_ = 0;
+  uint64_t snapshot_floor_ = 0;
+  bool decline_behind_snapshot_ = false;
   LoadRecord load_;
   KeyTable<Slot> entries_;
   size_t tombstones_ = 0;

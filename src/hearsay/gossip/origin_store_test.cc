@@ -345,3 +345,51 @@ TEST(OriginStoreTest, RestrideWithNoKeyChangeStillTakesAVersion) {
 
 }  // namespace
 }  // namespace hearsay::gossip
+
+namespace hearsay::gossip {
+namespace {
+
+TEST(OriginStoreTest, DeclineBehindSnapshotLeavesPeersAtTheCurrentStrideToOthers) {
+  for (const bool on : {false, true}) {
+    SCOPED_TRACE(on ? "on" : "off");
+    OriginStore w("a", 1, 4, nullptr, true, 2);
+    w.set_decline_behind_snapshot(on);
+    w.PutLoad(LoadReport{}, 1);
+    for (uint32_t i = 0; i < 20; i += 2) ASSERT_TRUE(w.PutCache(100 + i, i, true));
+    OriginStore old_stride("a", 1, 4);  // never saw the change
+    ASSERT_EQ(old_stride.Apply(*w.BuildDelta(0, 1 << 20), nullptr),
+              OriginStore::ApplyResult::kApplied);
+    w.Restride(4, {});
+    const uint64_t epoch = w.max_version();
+    // `early` takes the snapshot at the epoch, then a write later `late` takes one.
+    OriginStore early("a", 1, 4), late("a", 1, 4);
+    early.set_decline_behind_snapshot(on);
+    late.set_decline_behind_snapshot(on);
+    auto snap = w.BuildDelta(0, 1 << 20);
+    ASSERT_TRUE(snap && snap->snapshot);
+    EXPECT_EQ(snap->from_version, on ? epoch : 0u);
+    ASSERT_EQ(early.Apply(*snap, nullptr), OriginStore::ApplyResult::kApplied);
+    ASSERT_TRUE(w.PutCache(100 + 20, 20, true));
+    ASSERT_EQ(late.Apply(*w.BuildDelta(0, 1 << 20), nullptr), OriginStore::ApplyResult::kApplied);
+    // `late` cannot give `early` a run; with the option it gives nothing, else a snapshot.
+    auto d = late.BuildDelta(early.max_version(), 1 << 20);
+    if (on) {
+      EXPECT_FALSE(d.has_value());
+    } else {
+      ASSERT_TRUE(d);
+      EXPECT_TRUE(d->snapshot);
+    }
+    // A peer still at the old stride always gets the snapshot, and the origin serves everyone.
+    auto for_old = late.BuildDelta(old_stride.max_version(), 1 << 20);
+    ASSERT_TRUE(for_old);
+    EXPECT_TRUE(for_old->snapshot);
+    auto from_origin = w.BuildDelta(early.max_version(), 1 << 20);
+    ASSERT_TRUE(from_origin);
+    EXPECT_FALSE(from_origin->snapshot);
+    ASSERT_EQ(early.Apply(*from_origin, nullptr), OriginStore::ApplyResult::kApplied);
+    EXPECT_TRUE(early.Contains(100 + 20));
+  }
+}
+
+}  // namespace
+}  // namespace hearsay::gossip

@@ -243,7 +243,6 @@ OriginDelta ReadDelta(ByteReader& r) {
   d.from_version = r.ReadVarint();
   d.to_version = r.ReadVarint();
   if (d.from_version > d.to_version) r.Fail("delta range reversed");
-  if (d.snapshot && d.from_version != 0) r.Fail("snapshot with a base");
   const uint8_t has_load = r.ReadU8();
   if (has_load > 1) r.Fail("bad load flag");
   if (has_load == 1) {

@@ -113,7 +113,8 @@ struct CacheEntry {
 // What one origin's state gained in (from_version, to_version].
 // A run (snapshot == false) holds every entry the sender has with a version in that range, in
 // version order; superseded writes are simply absent. A snapshot holds only the live entries, all
-// stamped to_version, and replaces the receiver's state for (id, generation).
+// stamped to_version, and replaces the receiver's state for (id, generation); its from_version is
+// the origin's version at which its current stride took effect (0 if it never changed).
 // `stride` is the landmark stride the origin publishes at (its cache keys are the blocks whose
 // index is a multiple of it); a run only ever continues a replica at the same stride, since an
 // origin that changes stride makes every peer behind it take a snapshot (origin_store.h).

@@ -168,6 +168,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.config.landmark_stride = o.landmark_stride;
   co.config.landmark_budget_members = o.landmark_budget_members;
   co.config.relayed_evidence = o.relayed_evidence;
+  co.config.decline_behind_snapshot = o.decline_behind_snapshot;
   co.config.silence_probe_mult = o.silence_probe_mult;
   co.share_replicas = o.share_replicas;
   co.model_caches = false;  // figures come from the replicas themselves
