@@ -72,7 +72,25 @@ struct Config {
   // snapshot). At least this many, or as many as live entries, whichever is larger.
   size_t min_tombstones = 256;
   // --- Cache summary: advertise only blocks whose index is a multiple of the stride ---
+  // The base stride. Each node publishes at LandmarkStrideRule{landmark_stride,
+  // landmark_budget_members, max_landmark_stride}.Next(cluster size it sees): the base up to
+  // landmark_budget_members members, then doubling each time the cluster doubles, so the summary
+  // entries each node receives (~ N x E / stride) stay at what landmark_budget_members nodes send
+  // at the base stride (at E = 1,000: ~1 KB/s of entries per origin, ~110 KB/s per node at
+  // 50% loss, docs/gossip.md "Session 7"). 128 keeps every cluster up to 128 members at 16 blocks
+  // (the routing experiments and the N <= 128 figures). The stride travels with every delta, and
+  // peers match each origin at its own stride (prefix::PeerIndex::MatchStrided).
   uint32_t landmark_stride = 16;
+  size_t landmark_budget_members = 128;
+  uint32_t max_landmark_stride = 4096;
+  // After a change of stride every replica starts from a snapshot, and cannot answer a peer that
+  // knows less than that snapshot's version with a run; it sends a snapshot, which gives that
+  // peer a recent floor as well, so under loss snapshots breed snapshots for a while. With this
+  // on, snapshots name the version at which the stride took effect, and such a replica sends
+  // nothing to a peer already at the current stride. Off: at N = 256, 50% loss, seed 1 (first 3 s
+  // measured) it took bandwidth from 293.5 to 196.0 KB/s but the convergence tail from 2.84 to
+  // 8.10 s (docs/gossip.md, session 7).
+  bool decline_behind_snapshot = false;
   // --- Load ---
   OverloadThresholds overload;
 };

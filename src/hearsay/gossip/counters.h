@@ -28,14 +28,16 @@ struct Counters {
   uint64_t deltas_applied = 0;
   uint64_t snapshots_applied = 0;
   uint64_t snapshots_sent = 0;
-  uint64_t deltas_stale = 0;        // duplicate or older: ignored
-  uint64_t entries_received = 0;    // cache entries in received run deltas
-  uint64_t entries_redundant = 0;   // ... of which the replica already had (versions it knew)
-  uint64_t deltas_gap = 0;          // base above what we know: refused
-  uint64_t deltas_unknown = 0;      // origin not a live member of that generation: ignored
-  uint64_t pulls_deduplicated = 0;  // an origin not asked of a peer: a pull was in flight
-  uint64_t discovery_pulls = 0;     // push-pulls asked because a digest named an unknown member
-  uint64_t syn_in_sync = 0;         // a Syn whose digest summary matched ours (no digest sent)
+  uint64_t deltas_stale = 0;            // duplicate or older: ignored
+  uint64_t entries_received = 0;        // cache entries in received run deltas
+  uint64_t entries_redundant = 0;       // ... of which the replica already had (versions it knew)
+  uint64_t deltas_gap = 0;              // base above what we know: refused
+  uint64_t deltas_stride_mismatch = 0;  // a run at another stride than the replica's: refused
+  uint64_t restrides = 0;               // own landmark stride changes (each re-publishes)
+  uint64_t deltas_unknown = 0;          // origin not a live member of that generation: ignored
+  uint64_t pulls_deduplicated = 0;      // an origin not asked of a peer: a pull was in flight
+  uint64_t discovery_pulls = 0;         // push-pulls asked because a digest named an unknown member
+  uint64_t syn_in_sync = 0;             // a Syn whose digest summary matched ours (no digest sent)
   // Membership.
   uint64_t probes = 0;
   uint64_t probe_failures = 0;

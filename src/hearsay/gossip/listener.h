@@ -25,6 +25,9 @@ class Listener {
   // Incremental changes to a peer's advertised cache (landmark blocks only; see Config).
   virtual void OnPeerCacheEvents(const NodeId& /*id*/, Generation /*generation*/,
                                  std::span<const prefix::BlockEvent> /*events*/) {}
+  // A peer's landmark stride became known or changed: its advertised keys are the blocks whose
+  // index is a multiple of `stride`. Reported before the cache events or snapshot at that stride.
+  virtual void OnPeerStride(const NodeId& /*id*/, Generation /*generation*/, uint32_t /*stride*/) {}
   // A peer's advertised cache was replaced by a snapshot: `live` is everything it now holds.
   virtual void OnPeerCacheSnapshot(const NodeId& /*id*/, Generation /*generation*/,
                                    std::span<const prefix::BlockEvent> /*live*/) {}

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include "hearsay/gossip/landmark_stride.h"
+
 namespace hearsay::gossip {
 namespace {
 
@@ -70,9 +72,11 @@ Node::Node(NodeId id, Generation generation, Address self, Config config, Schedu
       shared_(shared),
       overload_(config.overload) {
   if (config_.landmark_stride == 0) config_.landmark_stride = 1;
-  self_store_ = std::make_unique<OriginStore>(
-      id_, generation_, config_.min_tombstones,
-      shared_ != nullptr ? shared_->For(id_, generation_) : nullptr, /*writer=*/true);
+  self_store_ =
+      std::make_unique<OriginStore>(id_, generation_, config_.min_tombstones,
+                                    shared_ != nullptr ? shared_->For(id_, generation_) : nullptr,
+                                    /*writer=*/true, config_.landmark_stride);
+  self_store_->set_decline_behind_snapshot(config_.decline_behind_snapshot);
   self_id_hash_ = HashId(id_);
   digest_hash_ = DigestTerm(self_id_hash_, generation_, 0);
   digest_count_ = 1;
@@ -387,6 +391,7 @@ void Node::NewStore(MemberRec& m) {
   m.store = std::make_unique<OriginStore>(
       m.id, m.generation, config_.min_tombstones,
       shared_ != nullptr ? shared_->For(m.id, m.generation) : nullptr, /*writer=*/false);
+  m.store->set_decline_behind_snapshot(config_.decline_behind_snapshot);
   m.pull_version = 0;
   m.pull_until = TimePoint{};
   m.seen_version = 0;
@@ -653,15 +658,38 @@ void Node::SetLoad(const LoadReport& load) {
 
 void Node::PublishCacheEvents(std::span<const prefix::BlockEvent> events) {
   const uint64_t old = self_store_->max_version();
+  const uint32_t stride = self_store_->stride();
   for (const auto& e : events) {
-    if (e.block_index % config_.landmark_stride != 0) continue;
+    if (e.kind == prefix::BlockEvent::Kind::kAdded) {
+      *held_.TryEmplace(e.key, e.block_index).first = e.block_index;
+    } else {
+      held_.Erase(e.key);
+    }
+    if (e.block_index % stride != 0) continue;
     self_store_->PutCache(e.key, e.block_index, e.kind == prefix::BlockEvent::Kind::kAdded);
   }
   UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
 }
 
+void Node::MaybeRestride() {
+  const LandmarkStrideRule rule{config_.landmark_stride, config_.landmark_budget_members,
+                                std::min(config_.max_landmark_stride, kMaxLandmarkStride)};
+  const uint32_t current = self_store_->stride();
+  const uint32_t next = rule.Next(ClusterSize(), current);
+  if (next == current) return;
+  std::vector<prefix::BlockEvent> landmarks;
+  held_.ForEach([&](prefix::BlockKey key, const uint32_t& index) {
+    if (index % next == 0) landmarks.push_back({prefix::BlockEvent::Kind::kAdded, key, index});
+  });
+  const uint64_t old = self_store_->max_version();
+  self_store_->Restride(next, landmarks);
+  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+  ++counters_.restrides;
+}
+
 void Node::GossipTick() {
   if (left_) return;
+  MaybeRestride();
   // The fanout's Syns are spread over the interval rather than sent at once: replies to
   // simultaneous Syns would carry the same fresh writes.
   const int fanout =
@@ -929,6 +957,7 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
     MemberRec& m = it->second;
     events.clear();
     const uint64_t old = m.store->max_version();
+    const uint32_t old_stride = m.store->stride();
     if (!d.snapshot) {
       counters_.entries_received += d.entries.size();
       counters_.entries_redundant += static_cast<uint64_t>(
@@ -942,8 +971,14 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
       case OriginStore::ApplyResult::kGap:
         ++counters_.deltas_gap;
         continue;
+      case OriginStore::ApplyResult::kStrideMismatch:
+        ++counters_.deltas_stride_mismatch;
+        continue;
       case OriginStore::ApplyResult::kApplied:
         break;
+    }
+    if (listener_ != nullptr && m.store->stride() != old_stride) {
+      listener_->OnPeerStride(m.id, m.generation, m.store->stride());
     }
     UpdateDigest(m.id_hash, m.generation, old, m.store->max_version());
     NoteVersionSeen(m, m.store->max_version());
@@ -1330,6 +1365,11 @@ MemberView Node::ViewOf(const MemberRec& m) {
   return v;
 }
 
+uint32_t Node::PeerStride(const NodeId& peer) const {
+  const OriginStore* s = StoreFor(peer);
+  return s == nullptr ? 0 : s->stride();
+}
+
 const OriginStore* Node::PeerStore(const NodeId& id) const {
   auto it = members_.find(id);
   return it == members_.end() ? nullptr : it->second.store.get();
@@ -1339,7 +1379,7 @@ uint32_t Node::EstimateMatchedBlocks(const NodeId& peer,
                                      std::span<const prefix::BlockKey> chain) const {
   const OriginStore* s = StoreFor(peer);
   if (s == nullptr || chain.empty()) return 0;
-  const uint32_t stride = config_.landmark_stride;
+  const uint32_t stride = s->stride() != 0 ? s->stride() : config_.landmark_stride;
   const uint32_t last = static_cast<uint32_t>(chain.size() - 1);
   for (int64_t i = last - last % stride; i >= 0; i -= stride) {
     if (s->Contains(chain[static_cast<size_t>(i)])) return static_cast<uint32_t>(i) + 1;

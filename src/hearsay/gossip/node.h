@@ -20,10 +20,12 @@
 // stream channel. The sender's load rides in the header of every message, probe acks included.
 //
 // The cache summary is the node's own radix-tree events, filtered to landmarks: blocks whose index
-// is a multiple of Config::landmark_stride. A peer's matched prefix is then known to within the
-// stride (EstimateMatchedBlocks). Identity is (id, generation): a member seen with a newer
-// generation restarted with an empty cache, and its old replica is dropped at once, as is the
-// replica of a member declared dead or left.
+// is a multiple of the node's landmark stride, which grows with the cluster it sees
+// (landmark_stride.h; the node keeps every block it holds, so it can re-derive its landmarks when
+// the stride changes). A peer's matched prefix is known to within that peer's own stride, which
+// travels with its deltas (EstimateMatchedBlocks, PeerStride). Identity is (id, generation): a
+// member seen with a newer generation restarted with an empty cache, and its old replica is dropped
+// at once, as is the replica of a member declared dead or left.
 //
 // Ownership: the node borrows the scheduler, rng, transport, framer and listener; all must
 // outlive it. Its timers hold a weak token, so destroying the node makes pending ones no-ops.
@@ -47,6 +49,7 @@
 #include "hearsay/gossip/config.h"
 #include "hearsay/gossip/counters.h"
 #include "hearsay/gossip/framer.h"
+#include "hearsay/gossip/key_table.h"
 #include "hearsay/gossip/listener.h"
 #include "hearsay/gossip/origin_store.h"
 #include "hearsay/gossip/shared_history.h"
@@ -122,7 +125,10 @@ class Node final : public MessageSink {
   // landmark stride: the true value is in [estimate, estimate + stride - 1] if the view is fresh.
   // 0 for unknown or dead peers.
   uint32_t EstimateMatchedBlocks(const NodeId& peer, std::span<const prefix::BlockKey> chain) const;
-  uint32_t landmark_stride() const { return config_.landmark_stride; }
+  // The stride this node publishes its own landmarks at now.
+  uint32_t landmark_stride() const { return self_store_->stride(); }
+  // The stride of a live peer's replicated landmarks; 0 if unknown (nothing replicated yet).
+  uint32_t PeerStride(const NodeId& peer) const;
   const Counters& counters() const { return counters_; }
   const Config& config() const { return config_; }
 
@@ -254,6 +260,9 @@ class Node final : public MessageSink {
   void NoteVersionSeen(MemberRec& m, uint64_t version);
   void NoteLoad(MemberRec& m, const LoadRecord& rec);
   void WriteOwnLoad();
+  // Moves to the stride the cluster size calls for (landmark_stride.h), re-deriving the own
+  // landmarks from held_ if it changed.
+  void MaybeRestride();
   const OriginStore* StoreFor(const NodeId& id) const;
 
   // Messages.
@@ -309,6 +318,9 @@ class Node final : public MessageSink {
   BroadcastQueue broadcasts_;
 
   std::unique_ptr<OriginStore> self_store_;
+  // Every block this node holds (full key -> block index), from PublishCacheEvents: what a
+  // change of stride re-derives the landmarks from.
+  KeyTable<uint32_t> held_;
   uint64_t self_id_hash_ = 0;
   uint64_t digest_hash_ = 0;
   uint64_t digest_count_ = 0;

@@ -42,6 +42,9 @@ class RecordingListener : public Listener {
     for (const auto& e : live) c.insert(e.key);
   }
   void OnPeerLoad(const NodeId& id, Generation, const LoadReport& l) override { loads[id] = l; }
+  void OnPeerStride(const NodeId& id, Generation, uint32_t stride) override {
+    strides[id] = stride;
+  }
 
   struct Change {
     NodeId id;
@@ -52,6 +55,7 @@ class RecordingListener : public Listener {
   std::map<NodeId, std::set<prefix::BlockKey>> caches;
   std::map<NodeId, Generation> generations;
   std::map<NodeId, LoadReport> loads;
+  std::map<NodeId, uint32_t> strides;
 };
 
 struct TestNode {
@@ -800,6 +804,90 @@ TEST(NodeTest, ConvergesUnderLossAndDuplication) {
       EXPECT_TRUE(c.Sees(i, k, MemberState::kAlive));
     }
   }
+}
+
+}  // namespace
+}  // namespace hearsay::gossip
+
+namespace hearsay::gossip {
+namespace {
+
+// Session 7: each node's landmark stride follows the cluster size it sees. When the cluster grows
+// past the budget every origin re-publishes at a coarser stride and its peers take a snapshot;
+// when it shrinks well below, the finer landmarks come back from the blocks the origin holds.
+// At every step, no replica holds a key off its stated stride, and the estimates stay within it.
+TEST(NodeTest, StrideFollowsTheClusterSizeAndPeersNeverMixStrides) {
+  Config config;
+  config.landmark_stride = 2;
+  config.landmark_budget_members = 3;
+  Cluster c(6, 11, config);
+  for (int i = 0; i < 3; ++i) c.Start(i);
+  // n2 holds blocks 0..20 of one chain (keys 5000 + index).
+  const auto events = Chain(5000, 21);
+  c.node(2).PublishCacheEvents(events);
+  std::vector<prefix::BlockKey> chain;
+  for (const auto& e : events) chain.push_back(e.key);
+  // Invariant, checked every 50 ms: every replica of n2 holds only keys at its stated stride, and
+  // the listener's view agrees with the replica.
+  int checks = 0;
+  std::set<int> down;
+  auto check = [&] {
+    for (int i = 0; i < c.size(); ++i) {
+      if (i == 2 || down.count(i) != 0 || !c.Sees(i, 2, MemberState::kAlive)) continue;
+      const OriginStore* r = c.node(i).PeerStore("n2");
+      if (r == nullptr || r->stride() == 0) continue;
+      ++checks;
+      for (const auto& e : r->LiveKeys()) {
+        ASSERT_EQ(e.block_index % r->stride(), 0u) << "node " << i << " stride " << r->stride();
+      }
+      ASSERT_EQ(c.listener(i).strides["n2"], r->stride()) << i;
+    }
+  };
+  auto run_checked = [&](Duration d) {
+    for (Duration t{}; t < d; t += 50ms) {
+      c.Run(50ms);
+      check();
+    }
+  };
+  auto expect_view = [&](int i, uint32_t stride) {
+    SCOPED_TRACE(::testing::Message() << "node " << i << " stride " << stride);
+    EXPECT_EQ(c.node(i).PeerStride("n2"), stride);
+    std::set<prefix::BlockKey> want;
+    for (uint32_t b = 0; b < 21; b += stride) want.insert(5000 + b);
+    EXPECT_EQ(c.listener(i).caches["n2"], want);
+    // Truth 21 blocks; the estimate is the last landmark held + 1, within the stride.
+    const uint32_t est = c.node(i).EstimateMatchedBlocks("n2", chain);
+    EXPECT_EQ(est, (20 / stride) * stride + 1);
+    EXPECT_LT(21 - est, stride);
+  };
+  run_checked(3s);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c.node(i).landmark_stride(), 2u);
+  for (int i : {0, 1}) expect_view(i, 2);
+
+  // Six members: 6 > 3, so 2 x 2 = 4.
+  const uint64_t snapshots_before = c.node(0).counters().snapshots_applied;
+  for (int i = 3; i < 6; ++i) c.Start(i);
+  run_checked(5s);
+  for (int i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(c.node(i).landmark_stride(), 4u) << i;
+    EXPECT_EQ(c.node(i).counters().deltas_stride_mismatch, 0u) << i;
+    if (i != 2) expect_view(i, 4);
+  }
+  EXPECT_EQ(c.node(2).counters().restrides, 1u);
+  EXPECT_GT(c.node(0).counters().snapshots_applied, snapshots_before);
+
+  // Down to two: 2 + 2 / 3 = 2 <= 3 members calls for stride 2 again; n2 re-derives landmarks
+  // 2, 6, 10, 14 and 18, which it never published at stride 4.
+  for (int i : {1, 3, 4, 5}) {
+    c.Crash(i);
+    down.insert(i);
+  }
+  run_checked(40s);
+  ASSERT_TRUE(c.Sees(0, 1, MemberState::kDead));
+  EXPECT_EQ(c.node(2).landmark_stride(), 2u);
+  EXPECT_EQ(c.node(2).counters().restrides, 2u);
+  expect_view(0, 2);
+  EXPECT_GT(checks, 1000);
 }
 
 }  // namespace

@@ -8,10 +8,11 @@ using prefix::BlockEvent;
 using prefix::BlockKey;
 
 OriginStore::OriginStore(NodeId id, Generation generation, size_t min_tombstones,
-                         std::shared_ptr<SharedHistory> history, bool writer)
+                         std::shared_ptr<SharedHistory> history, bool writer, uint32_t stride)
     : id_(std::move(id)),
       generation_(generation),
       min_tombstones_(min_tombstones),
+      stride_(stride),
       history_(std::move(history)),
       writer_(writer) {}
 
@@ -29,6 +30,47 @@ bool OriginStore::PutCache(BlockKey full_key, uint32_t block_index, bool live) {
   if (history_ && writer_) history_->RecordCache(max_version_, key, block_index, live);
   MaybeCollect();
   return true;
+}
+
+size_t OriginStore::Restride(uint32_t stride, std::span<const BlockEvent> landmarks) {
+  KeyTable<uint32_t> next;
+  next.Reserve(landmarks.size());
+  for (const BlockEvent& e : landmarks) next.TryEmplace(SummaryKey(e.key), e.block_index);
+  std::vector<std::pair<BlockKey, uint32_t>> removed;
+  entries_.ForEach([&](BlockKey key, const Slot& slot) {
+    if (slot.live && !next.Contains(key)) removed.emplace_back(key, slot.block_index);
+  });
+  size_t written = 0;
+  // Sorted, so the versions do not depend on the tables' layouts.
+  std::sort(removed.begin(), removed.end());
+  for (const auto& [key, index] : removed) written += PutCache(key, index, false) ? 1 : 0;
+  std::vector<std::pair<BlockKey, uint32_t>> added;
+  next.ForEach([&](BlockKey key, const uint32_t& index) {
+    const Slot* s = entries_.Find(key);
+    if (s == nullptr || !s->live) added.emplace_back(key, index);
+  });
+  std::sort(added.begin(), added.end());
+  for (const auto& [key, index] : added) written += PutCache(key, index, true) ? 1 : 0;
+  stride_ = stride;
+  PutLoad(load_.load, load_.heartbeat);
+  // Nobody may continue from a version before this one by a run: it would mix two strides.
+  // The tombstones are then needed by no one.
+  gc_floor_ = max_version_;
+  epoch_ = max_version_;
+  std::vector<BlockKey> dead;
+  entries_.ForEach([&](BlockKey key, const Slot& slot) {
+    if (!slot.live) dead.push_back(key);
+  });
+  for (BlockKey key : dead) entries_.Erase(key);
+  tombstones_ = 0;
+  std::vector<LogItem> compact;
+  compact.reserve(entries_.size());
+  for (size_t i = head_; i < log_.size(); ++i) {
+    if (Current(log_[i])) compact.push_back(log_[i]);
+  }
+  log_ = std::move(compact);
+  head_ = 0;
+  return written;
 }
 
 void OriginStore::Write(BlockKey full_key, uint32_t block_index, bool live, uint64_t version,
@@ -52,7 +94,11 @@ void OriginStore::Write(BlockKey full_key, uint32_t block_index, bool live, uint
 
 OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<BlockEvent>* events) {
   if (d.to_version <= max_version_) return ApplyResult::kStale;
+  if (!d.snapshot && stride_ != 0 && d.stride != stride_) {
+    return d.from_version > max_version_ ? ApplyResult::kGap : ApplyResult::kStrideMismatch;
+  }
   if (shared()) return ApplyShared(d, events);
+  if (d.snapshot || stride_ == 0) stride_ = d.stride;
   if (d.snapshot) {
     KeyTable<Slot> next;
     next.Reserve(d.entries.size());
@@ -80,6 +126,8 @@ OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<Bl
     entries_.ForEach([&](BlockKey key, const Slot&) { log_.push_back({d.to_version, key}); });
     max_version_ = d.to_version;
     gc_floor_ = d.to_version;
+    snapshot_floor_ = d.to_version;
+    epoch_ = d.from_version;
     if (d.load && d.load->version > load_.version) load_ = *d.load;
     return ApplyResult::kApplied;
   }
@@ -123,6 +171,14 @@ void OriginStore::MaybeCollect() {
 
 std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget_bytes) const {
   if (known >= max_version_) return std::nullopt;
+  // A peer already at the origin's current stride (known >= epoch_) but behind the snapshot
+  // this replica started from: the writes it lacks are not here, and a snapshot from every such
+  // replica would give that peer a recent floor too, so that under loss snapshots breed snapshots
+  // (docs/gossip.md, session 7). Leave it to the origin or a replica that has the writes.
+  if (decline_behind_snapshot_ && !writer_ && epoch_ > 0 && known >= epoch_ &&
+      gc_floor_ == snapshot_floor_ && known < gc_floor_) {
+    return std::nullopt;
+  }
   if (known < gc_floor_) {
     std::optional<OriginDelta> d = SnapshotShell(budget_bytes);
     if (!d) return std::nullopt;
@@ -167,7 +223,8 @@ std::optional<OriginDelta> OriginStore::SnapshotShell(size_t budget_bytes) const
   d.id = id_;
   d.generation = generation_;
   d.snapshot = true;
-  d.from_version = 0;
+  d.stride = std::max<uint32_t>(stride_, 1);
+  d.from_version = decline_behind_snapshot_ ? epoch_ : 0;
   d.to_version = max_version_;
   if (load_.version > 0) d.load = load_;
   const size_t bound =
@@ -182,6 +239,7 @@ std::optional<OriginDelta> OriginStore::BuildRun(uint64_t known, size_t budget_b
   OriginDelta d;
   d.id = id_;
   d.generation = generation_;
+  d.stride = std::max<uint32_t>(stride_, 1);
   d.from_version = known;
   d.to_version = known;
   size_t used = EncodedDeltaHeaderSize(d) + 4;  // + room for the varints growing
@@ -247,6 +305,7 @@ OriginStore::ApplyResult OriginStore::ApplyShared(const OriginDelta& d,
   if (!d.snapshot && d.from_version > max_version_) return ApplyResult::kGap;
   const uint64_t to = std::min(d.to_version, history_->max_version());
   if (to <= max_version_) return ApplyResult::kStale;
+  if (d.snapshot || stride_ == 0) stride_ = d.stride;
   const uint64_t old = max_version_;
   for (uint64_t u = old + 1; u <= to; ++u) {
     const SharedHistory::Write& w = history_->At(u);
@@ -272,6 +331,8 @@ OriginStore::ApplyResult OriginStore::ApplyShared(const OriginDelta& d,
     tombstones_ = 0;
     gc_floor_ = to;
     gc_cursor_ = to;
+    snapshot_floor_ = to;
+    epoch_ = d.from_version;
   } else {
     MaybeCollectShared();
   }

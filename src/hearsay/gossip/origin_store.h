@@ -10,6 +10,13 @@
 // max(min_tombstones, live keys); collecting them raises gc_floor(), and a peer that knows less
 // than gc_floor() is sent a snapshot (every live key) instead of a run.
 //
+// Landmark stride: the cache keys are the origin's blocks whose index is a multiple of stride().
+// Every delta carries the stride of the store that built it. An origin that changes its stride
+// (Restride) rewrites its keys and raises gc_floor() to its new version, so every peer that is
+// behind it gets a snapshot at the new stride: a replica never holds keys of two strides. A
+// replica adopts the stride of the first delta it applies and of every snapshot, and refuses a
+// run at another stride (kStrideMismatch; the protocol above never sends one).
+//
 // Ownership: plain value owned by gossip::Node, one per (origin id, generation).
 // Thread-safety: none.
 #pragma once
@@ -33,15 +40,18 @@ namespace hearsay::gossip {
 class OriginStore {
  public:
   enum class ApplyResult {
-    kApplied,  // the delta raised max_version()
-    kStale,    // nothing new (duplicate or older): ignored
-    kGap,      // its base is above max_version(): refused, state unchanged
+    kApplied,         // the delta raised max_version()
+    kStale,           // nothing new (duplicate or older): ignored
+    kGap,             // its base is above max_version(): refused, state unchanged
+    kStrideMismatch,  // a run at a stride other than this replica's: refused, state unchanged
   };
 
   // With `history` (simulation only, shared_history.h): the origin's own store (`writer`)
   // records every write there, and a replica keeps no keys of its own but answers from it.
+  // `stride` is the writer's landmark stride; a replica (stride 0 here) learns it from deltas.
   OriginStore(NodeId id, Generation generation, size_t min_tombstones,
-              std::shared_ptr<SharedHistory> history = nullptr, bool writer = false);
+              std::shared_ptr<SharedHistory> history = nullptr, bool writer = false,
+              uint32_t stride = 0);
 
   // --- Writer side (the origin's own store) ---
   // Writes the load record (heartbeat as given); returns its version.
@@ -49,6 +59,12 @@ class OriginStore {
   // Writes key (as its summary key, summary_key.h) as held (live) or removed; a write that
   // changes nothing is skipped. Returns true if a version was taken.
   bool PutCache(prefix::BlockKey key, uint32_t block_index, bool live);
+  // Switches to `stride` (>= 1): `landmarks` (full or summary keys with their block indices) is
+  // everything the origin now holds at that stride. Writes the removals and additions that turn
+  // the current keys into it, rewrites the load record (so the change has a version even when
+  // no key changes), and raises gc_floor() to the new version: every peer that knew less gets a
+  // snapshot at the new stride. Returns the number of cache keys written.
+  size_t Restride(uint32_t stride, std::span<const prefix::BlockEvent> landmarks);
 
   // --- Replica side ---
   // Applies `d` (same id and generation); appends the resulting cache changes to `events`
@@ -65,6 +81,12 @@ class OriginStore {
   // Every write with a version <= max_version() is reflected here.
   uint64_t max_version() const { return max_version_; }
   uint64_t gc_floor() const { return gc_floor_; }
+  // Config::decline_behind_snapshot (off by default): snapshots name the version at which the
+  // origin's stride took effect (else 0), and a replica asked for writes it lost to its own
+  // snapshot by a peer already at that stride sends nothing rather than a snapshot.
+  void set_decline_behind_snapshot(bool on) { decline_behind_snapshot_ = on; }
+  // The landmark stride of the cache keys; 0 for a replica that has applied nothing yet.
+  uint32_t stride() const { return stride_; }
   const LoadRecord& load() const { return load_; }
   size_t live_count() const { return shared() ? shared_live_ : entries_.size() - tombstones_; }
   size_t tombstone_count() const { return tombstones_; }
@@ -124,6 +146,12 @@ class OriginStore {
   size_t min_tombstones_;
   uint64_t max_version_ = 0;
   uint64_t gc_floor_ = 0;
+  uint32_t stride_ = 0;
+  // The origin's version at which stride_ took effect (0: never changed), carried by snapshots
+  // as their from_version; and the to_version of the last snapshot applied here.
+  uint64_t epoch_ = 0;
+  uint64_t snapshot_floor_ = 0;
+  bool decline_behind_snapshot_ = false;
   LoadRecord load_;
   KeyTable<Slot> entries_;
   size_t tombstones_ = 0;

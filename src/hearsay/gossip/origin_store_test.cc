@@ -249,3 +249,147 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
 
 }  // namespace
 }  // namespace hearsay::gossip
+
+namespace hearsay::gossip {
+namespace {
+
+// The origin's blocks 0..n-1 (keys 100 + index) whose index is a multiple of `stride`.
+std::vector<BlockEvent> Landmarks(uint32_t n, uint32_t stride) {
+  std::vector<BlockEvent> out;
+  for (uint32_t i = 0; i < n; i += stride) out.push_back({BlockEvent::Kind::kAdded, 100 + i, i});
+  return out;
+}
+
+std::map<prefix::BlockKey, uint32_t> AsMap(const std::vector<BlockEvent>& events) {
+  std::map<prefix::BlockKey, uint32_t> out;
+  for (const auto& e : events) out[e.key] = e.block_index;
+  return out;
+}
+
+// Session 7: an origin that changes its landmark stride makes every peer behind it take a
+// snapshot at the new stride; no replica ever holds keys of two strides.
+TEST(OriginStoreTest, RestrideSendsEveryPeerBehindASnapshotAndNeverMixesStrides) {
+  OriginStore w("a", 1, 4, nullptr, true, 2);
+  w.PutLoad(LoadReport{}, 1);
+  for (const auto& e : Landmarks(40, 2)) ASSERT_TRUE(w.PutCache(e.key, e.block_index, true));
+  ASSERT_TRUE(w.PutCache(100 + 38, 38, false));  // a tombstone
+  OriginStore caught_up("a", 1, 4);
+  OriginStore behind("a", 1, 4);
+  ASSERT_EQ(caught_up.Apply(*w.BuildDelta(0, 1 << 20), nullptr),
+            OriginStore::ApplyResult::kApplied);
+  ASSERT_EQ(behind.Apply(*w.BuildDelta(0, 1 << 20), nullptr), OriginStore::ApplyResult::kApplied);
+  EXPECT_EQ(caught_up.stride(), 2u);
+  // A write that `behind` misses.
+  ASSERT_TRUE(w.PutCache(100 + 38, 38, true));
+  ASSERT_EQ(caught_up.Apply(*w.BuildDelta(caught_up.max_version(), 1 << 20), nullptr),
+            OriginStore::ApplyResult::kApplied);
+  const OriginDelta old_run = *w.BuildDelta(behind.max_version(), 1 << 20);
+  EXPECT_EQ(old_run.stride, 2u);
+
+  // Coarser: 2 -> 8. Keys not at a multiple of 8 are removed, and every peer is behind.
+  const uint64_t before = w.max_version();
+  w.Restride(8, Landmarks(40, 8));
+  EXPECT_EQ(w.stride(), 8u);
+  EXPECT_GT(w.max_version(), before);
+  EXPECT_EQ(w.gc_floor(), w.max_version());
+  EXPECT_EQ(w.tombstone_count(), 0u);
+  EXPECT_EQ(LiveMap(w), AsMap(Landmarks(40, 8)));
+  for (OriginStore* r : {&caught_up, &behind}) {
+    auto d = w.BuildDelta(r->max_version(), 1 << 20);
+    ASSERT_TRUE(d);
+    EXPECT_TRUE(d->snapshot);
+    EXPECT_EQ(d->stride, 8u);
+    std::vector<BlockEvent> ev;
+    ASSERT_EQ(r->Apply(*d, &ev), OriginStore::ApplyResult::kApplied);
+    EXPECT_EQ(r->stride(), 8u);
+    EXPECT_EQ(LiveMap(*r), AsMap(Landmarks(40, 8)));
+  }
+  // A late run at the old stride never lands on a replica at the new one.
+  OriginDelta late = old_run;
+  late.to_version = w.max_version() + 5;
+  late.from_version = behind.max_version();
+  EXPECT_EQ(behind.Apply(late, nullptr), OriginStore::ApplyResult::kStrideMismatch);
+  EXPECT_EQ(LiveMap(behind), AsMap(Landmarks(40, 8)));
+
+  // Finer again: 8 -> 4 (the in-between landmarks come from the caller, i.e. the radix tree).
+  w.Restride(4, Landmarks(40, 4));
+  auto d = w.BuildDelta(behind.max_version(), 1 << 20);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->snapshot);
+  ASSERT_EQ(behind.Apply(*d, nullptr), OriginStore::ApplyResult::kApplied);
+  EXPECT_EQ(behind.stride(), 4u);
+  EXPECT_EQ(LiveMap(behind), AsMap(Landmarks(40, 4)));
+  // After the change, fresh writes are runs at the new stride again.
+  ASSERT_TRUE(w.PutCache(100 + 40, 40, true));
+  auto run = w.BuildDelta(behind.max_version(), 1 << 20);
+  ASSERT_TRUE(run);
+  EXPECT_FALSE(run->snapshot);
+  EXPECT_EQ(run->stride, 4u);
+  ASSERT_EQ(behind.Apply(*run, nullptr), OriginStore::ApplyResult::kApplied);
+  EXPECT_TRUE(behind.Contains(100 + 40));
+}
+
+TEST(OriginStoreTest, RestrideWithNoKeyChangeStillTakesAVersion) {
+  OriginStore w("a", 1, 4, nullptr, true, 16);
+  w.PutLoad(LoadReport{}, 3);
+  OriginStore r("a", 1, 4);
+  ASSERT_EQ(r.Apply(*w.BuildDelta(0, 1 << 20), nullptr), OriginStore::ApplyResult::kApplied);
+  EXPECT_EQ(w.Restride(32, {}), 0u);
+  auto d = w.BuildDelta(r.max_version(), 1 << 20);
+  ASSERT_TRUE(d);  // without a new version the peer would never learn the stride
+  EXPECT_TRUE(d->snapshot);
+  ASSERT_EQ(r.Apply(*d, nullptr), OriginStore::ApplyResult::kApplied);
+  EXPECT_EQ(r.stride(), 32u);
+  EXPECT_EQ(r.load().heartbeat, 3u);
+}
+
+}  // namespace
+}  // namespace hearsay::gossip
+
+namespace hearsay::gossip {
+namespace {
+
+TEST(OriginStoreTest, DeclineBehindSnapshotLeavesPeersAtTheCurrentStrideToOthers) {
+  for (const bool on : {false, true}) {
+    SCOPED_TRACE(on ? "on" : "off");
+    OriginStore w("a", 1, 4, nullptr, true, 2);
+    w.set_decline_behind_snapshot(on);
+    w.PutLoad(LoadReport{}, 1);
+    for (uint32_t i = 0; i < 20; i += 2) ASSERT_TRUE(w.PutCache(100 + i, i, true));
+    OriginStore old_stride("a", 1, 4);  // never saw the change
+    ASSERT_EQ(old_stride.Apply(*w.BuildDelta(0, 1 << 20), nullptr),
+              OriginStore::ApplyResult::kApplied);
+    w.Restride(4, {});
+    const uint64_t epoch = w.max_version();
+    // `early` takes the snapshot at the epoch, then a write later `late` takes one.
+    OriginStore early("a", 1, 4), late("a", 1, 4);
+    early.set_decline_behind_snapshot(on);
+    late.set_decline_behind_snapshot(on);
+    auto snap = w.BuildDelta(0, 1 << 20);
+    ASSERT_TRUE(snap && snap->snapshot);
+    EXPECT_EQ(snap->from_version, on ? epoch : 0u);
+    ASSERT_EQ(early.Apply(*snap, nullptr), OriginStore::ApplyResult::kApplied);
+    ASSERT_TRUE(w.PutCache(100 + 20, 20, true));
+    ASSERT_EQ(late.Apply(*w.BuildDelta(0, 1 << 20), nullptr), OriginStore::ApplyResult::kApplied);
+    // `late` cannot give `early` a run; with the option it gives nothing, else a snapshot.
+    auto d = late.BuildDelta(early.max_version(), 1 << 20);
+    if (on) {
+      EXPECT_FALSE(d.has_value());
+    } else {
+      ASSERT_TRUE(d);
+      EXPECT_TRUE(d->snapshot);
+    }
+    // A peer still at the old stride always gets the snapshot, and the origin serves everyone.
+    auto for_old = late.BuildDelta(old_stride.max_version(), 1 << 20);
+    ASSERT_TRUE(for_old);
+    EXPECT_TRUE(for_old->snapshot);
+    auto from_origin = w.BuildDelta(early.max_version(), 1 << 20);
+    ASSERT_TRUE(from_origin);
+    EXPECT_FALSE(from_origin->snapshot);
+    ASSERT_EQ(early.Apply(*from_origin, nullptr), OriginStore::ApplyResult::kApplied);
+    EXPECT_TRUE(early.Contains(100 + 20));
+  }
+}
+
+}  // namespace
+}  // namespace hearsay::gossip

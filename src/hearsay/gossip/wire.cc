@@ -1,6 +1,7 @@
 #include "hearsay/gossip/wire.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -57,6 +58,15 @@ uint32_t IndexOfCode(uint64_t code, ByteReader& r) {
 // A run entry's tag: live, next, and for a live entry its index code (a removal needs none).
 uint64_t RunTag(const CacheEntry& e, bool next) {
   return (e.live ? kFlagLive | IndexCode(e.block_index) << 2 : 0) | (next ? kFlagNext : 0);
+}
+
+// Stride codes 1..kMaxStrideCode stand for 2^(code - 1); 0 says a varint stride follows.
+constexpr uint8_t kMaxStrideCode = 21;
+static_assert(uint32_t{1} << (kMaxStrideCode - 1) == kMaxLandmarkStride);
+
+uint8_t StrideCode(uint32_t stride) {
+  if (stride == 0 || (stride & (stride - 1)) != 0 || stride > kMaxLandmarkStride) return 0;
+  return static_cast<uint8_t>(std::countr_zero(stride) + 1);
 }
 
 void PutKey(ByteWriter& w, prefix::BlockKey key) {
@@ -183,7 +193,9 @@ std::vector<DigestEntry> ReadDigest(ByteReader& r) {
 void PutDelta(ByteWriter& w, const OriginDelta& d) {
   w.PutString(d.id);
   w.PutVarint(d.generation);
-  w.PutU8(d.snapshot ? 1 : 0);
+  const uint8_t code = StrideCode(d.stride);
+  w.PutU8(static_cast<uint8_t>(code << 1 | (d.snapshot ? 1 : 0)));
+  if (code == 0) w.PutVarint(d.stride);
   w.PutVarint(d.from_version);
   w.PutVarint(d.to_version);
   w.PutU8(d.load ? 1 : 0);
@@ -216,13 +228,21 @@ OriginDelta ReadDelta(ByteReader& r) {
   OriginDelta d;
   d.id = ReadId(r);
   d.generation = r.ReadVarint();
-  const uint8_t snapshot = r.ReadU8();
-  if (snapshot > 1) r.Fail("bad snapshot flag");
-  d.snapshot = snapshot == 1;
+  const uint8_t flags = r.ReadU8();
+  d.snapshot = (flags & 1) == 1;
+  const uint8_t code = flags >> 1;
+  if (code > kMaxStrideCode) {
+    r.Fail("bad stride code");
+  } else if (code > 0) {
+    d.stride = uint32_t{1} << (code - 1);
+  } else {
+    const uint64_t stride = r.ReadVarint();
+    if (stride == 0 || stride > kMaxLandmarkStride) r.Fail("landmark stride out of range");
+    d.stride = static_cast<uint32_t>(stride);
+  }
   d.from_version = r.ReadVarint();
   d.to_version = r.ReadVarint();
   if (d.from_version > d.to_version) r.Fail("delta range reversed");
-  if (d.snapshot && d.from_version != 0) r.Fail("snapshot with a base");
   const uint8_t has_load = r.ReadU8();
   if (has_load > 1) r.Fail("bad load flag");
   if (has_load == 1) {
@@ -322,7 +342,8 @@ size_t EncodedSize(const LoadRecord& r) {
 }
 
 size_t EncodedDeltaHeaderSize(const OriginDelta& d) {
-  return StringSize(d.id) + VarintSize(d.generation) + 1 + VarintSize(d.from_version) +
+  return StringSize(d.id) + VarintSize(d.generation) + 1 +
+         (StrideCode(d.stride) == 0 ? VarintSize(d.stride) : 0) + VarintSize(d.from_version) +
          VarintSize(d.to_version) + 1 + (d.load ? EncodedSize(*d.load) : 0) +
          VarintSize(d.entries.size() + 1);
 }

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "hearsay/common/bytes.h"
 #include "hearsay/env/rng.h"
 
@@ -307,6 +313,128 @@ TEST(WireTest, RandomMutationsNeverCrash) {
     }
   }
   EXPECT_LT(accepted, 20000);
+}
+
+}  // namespace
+}  // namespace hearsay::gossip
+
+namespace hearsay::gossip {
+namespace {
+
+// Session 7: every delta names its origin's landmark stride. A power of two costs no byte over
+// version 2's bare snapshot flag; any other stride costs a varint.
+TEST(WireTest, DeltaStrideRoundTripsInTheFlagsByte) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  m.deltas = {SampleRun(), SampleSnapshot()};
+  const size_t base = Encode(m).size();
+  for (uint32_t stride : {1u, 2u, 16u, 128u, 4096u, kMaxLandmarkStride}) {
+    for (auto& d : m.deltas) d.stride = stride;
+    const std::vector<uint8_t> bytes = Encode(m);
+    EXPECT_EQ(bytes.size(), base) << stride;
+    auto back = Decode(bytes);
+    ASSERT_TRUE(back.ok()) << stride;
+    EXPECT_EQ(back->deltas[0].stride, stride);
+    EXPECT_EQ(back->deltas[1].stride, stride);
+    EXPECT_TRUE(back->deltas[1].snapshot);
+    EXPECT_FALSE(back->deltas[0].snapshot);
+  }
+  for (uint32_t stride : {3u, 48u, kMaxLandmarkStride - 1}) {
+    for (auto& d : m.deltas) d.stride = stride;
+    const std::vector<uint8_t> bytes = Encode(m);
+    EXPECT_EQ(bytes.size(), base + 2 * VarintSize(stride)) << stride;
+    EXPECT_EQ(EncodedDeltaHeaderSize(m.deltas[0]),
+              EncodedDeltaHeaderSize(SampleRun()) + VarintSize(stride));
+    auto back = Decode(bytes);
+    ASSERT_TRUE(back.ok()) << stride;
+    EXPECT_EQ(back->deltas[0].stride, stride);
+    EXPECT_EQ(back->deltas[1].stride, stride);
+  }
+}
+
+// The flags byte of the only delta: the one byte that differs between two encodings whose
+// strides are 2^20 and 2^19.
+size_t FlagsOffset(Message m) {
+  m.deltas[0].stride = kMaxLandmarkStride;
+  const std::vector<uint8_t> a = Encode(m);
+  m.deltas[0].stride = kMaxLandmarkStride / 2;
+  const std::vector<uint8_t> b = Encode(m);
+  size_t at = a.size();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) {
+      EXPECT_EQ(at, a.size()) << "more than one byte differs";
+      at = i;
+    }
+  }
+  return at;
+}
+
+TEST(WireTest, RejectsABadStride) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  m.deltas = {SampleRun()};
+  const size_t at = FlagsOffset(m);
+  ASSERT_LT(at, Encode(m).size());
+  std::vector<uint8_t> bytes = Encode(m);
+  bytes[at] = 22 << 1;  // stride code above 2^20
+  EXPECT_FALSE(Decode(bytes).ok());
+  // Code 0 with an explicit stride of 0, and of 2^20 + 1.
+  m.deltas[0].stride = 3;
+  bytes = Encode(m);
+  ASSERT_EQ(bytes[at], 0);
+  ASSERT_EQ(bytes[at + 1], 3);
+  bytes[at + 1] = 0;
+  EXPECT_FALSE(Decode(bytes).ok());
+  bytes[at + 1] = 0x81;
+  const std::vector<uint8_t> wide = {0x80, 0x40};  // with 0x81: 2^20 + 1
+  bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at + 2), wide.begin(), wide.end());
+  EXPECT_FALSE(Decode(bytes).ok());
+  // The same splice with 2^20 exactly decodes.
+  bytes[at + 1] = 0x80;
+  auto ok = Decode(bytes);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->deltas[0].stride, kMaxLandmarkStride);
+}
+
+}  // namespace
+}  // namespace hearsay::gossip
+
+namespace hearsay::gossip {
+namespace {
+
+// The message fuzz target's seed corpus (fuzz/corpus/message_fuzz/typeN.bin: Samples(), one per
+// type, with landmark strides of 16 and 3 on the deltas) must decode with the current wire
+// version. HEARSAY_WRITE_MESSAGE_CORPUS=1 rewrites it after a wire change.
+TEST(WireCorpusTest, SeedCorpusDecodes) {
+  const char* root = std::getenv("HEARSAY_SOURCE_DIR");
+  if (root == nullptr) GTEST_SKIP() << "HEARSAY_SOURCE_DIR is not set";
+  const std::filesystem::path dir = std::filesystem::path(root) / "fuzz/corpus/message_fuzz";
+  ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
+  std::vector<Message> samples = Samples();
+  for (Message& m : samples) {
+    for (size_t i = 0; i < m.deltas.size(); ++i) m.deltas[i].stride = i == 0 ? 16 : 3;
+  }
+  if (std::getenv("HEARSAY_WRITE_MESSAGE_CORPUS") != nullptr) {
+    for (const Message& m : samples) {
+      const std::vector<uint8_t> bytes = Encode(m);
+      std::ofstream out(dir / ("type" + std::to_string(static_cast<int>(m.type)) + ".bin"),
+                        std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
+    }
+  }
+  for (const Message& m : samples) {
+    const std::filesystem::path file =
+        dir / ("type" + std::to_string(static_cast<int>(m.type)) + ".bin");
+    std::ifstream in(file, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+    auto decoded = Decode(bytes);
+    ASSERT_TRUE(decoded.ok()) << file << ": " << decoded.status().ToString();
+    EXPECT_EQ(*decoded, m) << file;
+  }
 }
 
 }  // namespace

@@ -127,6 +127,11 @@ Node::Peer* Node::EnsurePeer(const NodeId& id, Generation generation) {
     p.generation = generation;
     p.one_way = options_.default_one_way_delay;
     members_dirty_ = true;
+    // Until its first delta names its stride it holds nothing here, so any stride would do; the
+    // replica's, if there is one, keeps the index right should the order of callbacks change.
+    const uint32_t stride = gossip_->PeerStride(id);
+    peer_index_.SetStride(id, generation, stride != 0 ? stride : options_.gossip.landmark_stride)
+        .IgnoreError();
   }
   return &p;
 }
@@ -148,6 +153,11 @@ void Node::OnPeerCacheEvents(const NodeId& id, Generation generation,
                              std::span<const prefix::BlockEvent> events) {
   if (EnsurePeer(id, generation) == nullptr) return;
   peer_index_.ApplyEvents(id, generation, events).IgnoreError();
+}
+
+void Node::OnPeerStride(const NodeId& id, Generation generation, uint32_t stride) {
+  if (EnsurePeer(id, generation) == nullptr) return;
+  peer_index_.SetStride(id, generation, stride).IgnoreError();
 }
 
 void Node::OnPeerCacheSnapshot(const NodeId& id, Generation generation,
@@ -204,13 +214,11 @@ uint32_t Node::EstimatePeerCachedTokens(const NodeId& peer,
   std::optional<prefix::PeerSlot> s = peer_index_.FindSlot(peer);
   if (!s) return 0;
   std::vector<prefix::BlockKey> keys = keyer_.Keys(prompt);
-  const uint32_t stride = options_.gossip.landmark_stride;
-  std::vector<prefix::BlockKey> marks;
-  gossip::LandmarkQuery(keys, stride, &marks);
+  std::vector<prefix::BlockKey> chain;
+  gossip::LandmarkQuery(keys, 1, &chain);  // every block, as summary keys
   std::vector<uint32_t> out(peer_index_.slot_limit());
-  if (!peer_index_.Match(marks, out).ok()) return 0;
-  const uint32_t m = out[*s];
-  const uint64_t blocks = m == 0 ? 0 : uint64_t{m - 1} * stride + 1;
+  if (!peer_index_.MatchStrided(chain, out).ok()) return 0;
+  const uint64_t blocks = out[*s];
   return static_cast<uint32_t>(
       std::min<uint64_t>(blocks * keyer_.tokens_per_block(), prompt.size()));
 }
@@ -289,12 +297,12 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   if (measured) self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
   candidates_.push_back(self);
 
-  const uint32_t stride = options_.gossip.landmark_stride;
   const uint32_t block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
   if (exact_ == nullptr) {
-    gossip::LandmarkQuery(p.keys, stride, &landmarks_);
+    // Every block as a summary key; the index matches each peer at its own landmark stride.
+    gossip::LandmarkQuery(p.keys, 1, &landmarks_);
     match_.assign(peer_index_.slot_limit(), 0);
-    peer_index_.Match(landmarks_, match_).IgnoreError();
+    peer_index_.MatchStrided(landmarks_, match_).IgnoreError();
   }
   for (size_t s = 0; s < peers_.size(); ++s) {
     const Peer& peer = peers_[s];
@@ -317,16 +325,17 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
         c.load.queue_wait = el->estimated_queue_wait;
       }
     } else {
-      const uint32_t m = s < match_.size() ? match_[s] : 0;
-      const uint64_t blocks = m == 0 ? 0 : uint64_t{m - 1} * stride + 1;
+      const uint64_t blocks = s < match_.size() ? match_[s] : 0;
       c.cached_tokens =
           static_cast<uint32_t>(std::min<uint64_t>(blocks * block_tokens, prompt.size()));
-      // Landmark m (the first not held) bounds the run from above; past the last landmark only
-      // the prompt does.
-      const uint64_t max_tokens = m == 0 ? 0
-                                  : m < landmarks_.size()
-                                      ? (uint64_t{m} * stride + 1) * block_tokens - 1
-                                      : prompt.size();
+      // At the peer's own stride: m landmarks held; landmark m (the first not held) bounds the
+      // run from above, and past the last landmark only the prompt does.
+      const uint64_t stride = std::max<uint32_t>(peer_index_.StrideOf(static_cast<uint32_t>(s)), 1);
+      const uint64_t m = blocks == 0 ? 0 : (blocks - 1) / stride + 1;
+      const uint64_t marks = (landmarks_.size() + stride - 1) / stride;
+      const uint64_t max_tokens = m == 0      ? 0
+                                  : m < marks ? (m * stride + 1) * block_tokens - 1
+                                              : prompt.size();
       c.cached_tokens_max = static_cast<uint32_t>(std::min<uint64_t>(max_tokens, prompt.size()));
       c.cache_age = peer.has_load ? now - peer.load_at : Duration{0};
       if (peer.has_load) {

@@ -18,9 +18,11 @@
 //   5. the first token's cached-token count goes back to the policy (OnOutcome).
 //
 // Landmarks and granularity: gossip publishes only blocks whose index is a multiple of the
-// landmark stride s. The node queries the PeerIndex with the landmark sub-chain
-// [k_0, k_s, k_2s, ...]; m matched landmarks mean blocks 0..(m-1)s are held, so the estimate is
-// (m-1)s + 1 blocks (0 when m = 0), at most s - 1 blocks below the truth for a fresh view.
+// publishing peer's own landmark stride s (it grows with the cluster; gossip/landmark_stride.h),
+// and tells OnPeerStride. The PeerIndex matches each peer on the sub-chain [k_0, k_s, k_2s, ...]
+// of its own s (MatchStrided); m matched landmarks mean blocks 0..(m-1)s are held, so the
+// estimate is (m-1)s + 1 blocks (0 when m = 0), at most s - 1 blocks below the truth for a
+// fresh view.
 //
 // Periodic work (every publish_interval): drain the engine's cache events into gossip
 // (PublishCacheEvents), report its load (SetLoad), and refresh the peers' addresses and RTTs from
@@ -173,6 +175,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
                          std::span<const prefix::BlockEvent> events) override;
   void OnPeerCacheSnapshot(const NodeId& id, Generation generation,
                            std::span<const prefix::BlockEvent> live) override;
+  void OnPeerStride(const NodeId& id, Generation generation, uint32_t stride) override;
   void OnPeerLoad(const NodeId& id, Generation generation, const gossip::LoadReport& load) override;
 
   // engine::EngineObserver (the node's own engine).
@@ -251,7 +254,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   uint64_t next_token_ = 1;
   std::vector<prefix::BlockEvent> events_scratch_;
   std::vector<route::Candidate> candidates_;
-  std::vector<prefix::BlockKey> landmarks_;
+  std::vector<prefix::BlockKey> landmarks_;  // the prompt's chain as summary keys
   std::vector<uint32_t> match_;
   std::optional<gossip::LoadReport> last_load_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

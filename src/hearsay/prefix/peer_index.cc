@@ -62,6 +62,7 @@ Result<PeerSlot> PeerIndex::ObservePeer(const NodeId& peer, Generation generatio
   p.id = peer;
   p.generation = generation;
   p.held = 0;
+  p.stride = 1;
   p.in_use = true;
   p.column = NewColumn(slot);
   by_id_.emplace(peer, slot);
@@ -185,6 +186,14 @@ Status PeerIndex::ApplySnapshot(const NodeId& peer, Generation generation,
   return OkStatus();
 }
 
+Status PeerIndex::SetStride(const NodeId& peer, Generation generation, uint32_t stride) {
+  if (stride == 0) return InvalidArgumentError(Describe(peer) + ": landmark stride 0");
+  HEARSAY_ASSIGN_OR_RETURN(const PeerSlot slot, SlotForUpdate(peer, generation));
+  if (generation > peers_[slot].generation) Restart(slot, generation);
+  peers_[slot].stride = stride;
+  return OkStatus();
+}
+
 // ---- Queries ----
 
 Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out) const {
@@ -194,21 +203,57 @@ Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out
   }
   if (chain.size() > UINT32_MAX) return InvalidArgumentError("chain longer than 2^32-1 blocks");
   std::fill_n(out.data(), slot_limit_, 0u);
+  MatchRun(
+      chain.size(), [&](size_t i) { return chain[i]; },
+      [&](PeerSlot slot, uint32_t depth) { out[slot] = depth; });
+  return OkStatus();
+}
+
+Status PeerIndex::MatchStrided(std::span<const BlockKey> chain, std::span<uint32_t> out) const {
+  if (out.size() < slot_limit_) {
+    return InvalidArgumentError("match output holds " + std::to_string(out.size()) +
+                                " slots, needs slot_limit()=" + std::to_string(slot_limit_));
+  }
+  if (chain.size() > UINT32_MAX) return InvalidArgumentError("chain longer than 2^32-1 blocks");
+  std::fill_n(out.data(), slot_limit_, 0u);
   const size_t n = chain.size();
-  if (n == 0 || by_id_.empty()) return OkStatus();
+  // One pass per distinct stride in use, smallest first (no allocation: the next stride is the
+  // smallest above the previous one).
+  uint64_t prev = 0;
+  while (true) {
+    uint64_t stride = UINT64_MAX;
+    for (PeerSlot s = 0; s < slot_limit_; ++s) {
+      const PeerState& p = peers_[s];
+      if (p.in_use && p.stride > prev && p.stride < stride) stride = p.stride;
+    }
+    if (stride == UINT64_MAX) return OkStatus();
+    prev = stride;
+    const size_t marks = (n + stride - 1) / stride;
+    MatchRun(
+        marks, [&](size_t i) { return chain[i * stride]; },
+        [&](PeerSlot slot, uint32_t depth) {
+          if (peers_[slot].stride != stride) return;
+          out[slot] = depth == 0 ? 0 : static_cast<uint32_t>((depth - 1) * stride + 1);
+        });
+  }
+}
+
+template <typename KeyAt, typename Emit>
+void PeerIndex::MatchRun(size_t n, KeyAt key_at, Emit emit_slot) const {
+  if (n == 0 || by_id_.empty()) return;
 
   // A two-stage pipeline: a key's bucket is prefetched kPrefetchAhead steps early, then looked
   // up kResolveAhead steps early so that a bitset it points to can be prefetched too.
   const HolderTable::Bucket* ring[kPrefetchAhead];
   const auto resolve = [&](size_t j) {
-    const HolderTable::Bucket* f = table_.Find(chain[j]);
+    const HolderTable::Bucket* f = table_.Find(key_at(j));
     if (f != nullptr && f->count > HolderTable::kInline) PrefetchLine(table_.SetBits(*f));
     ring[j % kPrefetchAhead] = f;
   };
-  for (size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) table_.Prefetch(chain[i]);
+  for (size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) table_.Prefetch(key_at(i));
   for (size_t i = 0; i < std::min(n, kResolveAhead + 1); ++i) resolve(i);
   const HolderTable::Bucket* b = ring[0];
-  if (b == nullptr) return OkStatus();
+  if (b == nullptr) return;
 
   // alive: the live columns that hold k_0..k_{i-1}; its nonzero words lie in [lo, hi).
   uint64_t alive[kMaxWords];
@@ -228,20 +273,20 @@ Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out
 
   const auto emit = [&](size_t w, uint64_t dropped, uint32_t depth) {
     for (; dropped != 0; dropped &= dropped - 1) {
-      out[column_slot_[w * 64 + std::countr_zero(dropped)]] = depth;
+      emit_slot(column_slot_[w * 64 + std::countr_zero(dropped)], depth);
     }
   };
   for (size_t i = 1; i < n; ++i) {
     while (lo < hi && alive[lo] == 0) ++lo;
     while (hi > lo && alive[hi - 1] == 0) --hi;
-    if (lo == hi) return OkStatus();
-    if (i + kPrefetchAhead < n) table_.Prefetch(chain[i + kPrefetchAhead]);
+    if (lo == hi) return;
+    if (i + kPrefetchAhead < n) table_.Prefetch(key_at(i + kPrefetchAhead));
     if (i + kResolveAhead < n) resolve(i + kResolveAhead);
     const uint32_t depth = static_cast<uint32_t>(i);
     b = ring[i % kPrefetchAhead];
     if (b == nullptr) {
       for (size_t w = lo; w < hi; ++w) emit(w, alive[w], depth);
-      return OkStatus();
+      return;
     }
     if (b->count <= HolderTable::kInline) {
       // At most kInline columns survive: collect them, drop everyone else.
@@ -271,7 +316,6 @@ Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out
     }
   }
   for (size_t w = lo; w < hi; ++w) emit(w, alive[w], static_cast<uint32_t>(n));
-  return OkStatus();
 }
 
 std::optional<PeerSlot> PeerIndex::FindSlot(const NodeId& peer) const {
@@ -295,6 +339,11 @@ Result<uint64_t> PeerIndex::BlocksHeld(const NodeId& peer) const {
   auto it = by_id_.find(peer);
   if (it == by_id_.end()) return NotFoundError(Describe(peer) + " is not known");
   return peers_[it->second].held;
+}
+
+uint32_t PeerIndex::StrideOf(PeerSlot slot) const {
+  if (slot >= slot_limit_ || !peers_[slot].in_use) return 0;
+  return peers_[slot].stride;
 }
 
 uint64_t PeerIndex::BlocksHeld(PeerSlot slot) const {

@@ -23,6 +23,14 @@
 // bound under staleness, to be discounted by its age), and the run lets Match stop as soon as no
 // peer is still matching.
 //
+// Strides: a peer may advertise only every s-th block of its chains (gossip landmarks: the
+// blocks whose index is a multiple of s), and peers may use different strides (each chooses its
+// own from the cluster size it sees). SetStride records s per peer (default 1: every block), and
+// MatchStrided matches each peer on the sub-chain k_0, k_s, k_2s, ... of its own stride: m
+// landmarks held mean blocks 0..(m-1)s are held, so the estimate is (m-1)s + 1 blocks, at most
+// s - 1 below the truth for a fresh view. Matching a peer at another stride than it advertises
+// would stop at the first landmark it does not publish, so each stride in use costs one pass.
+//
 // Extensibility: every peer's belief is an exact key set today, stored as a column of one shared
 // inverted index (see peer_index_table.h). A compact belief (a per-peer Bloom-like filter or
 // truncated keys, fed by lossy snapshots) can be added as a second kind of peer that Match tests
@@ -99,6 +107,10 @@ class PeerIndex {
   Status ApplyEvents(const NodeId& peer, Generation generation, std::span<const BlockEvent> events);
   // Replaces everything `peer` holds with `keys` (duplicates allowed). Errors as ApplyEvents.
   Status ApplySnapshot(const NodeId& peer, Generation generation, std::span<const BlockKey> keys);
+  // Records that `peer`'s keys are the blocks whose index is a multiple of `stride` (see the
+  // top of this file). Errors: NOT_FOUND, FAILED_PRECONDITION as ApplyEvents; INVALID_ARGUMENT
+  // for a stride of 0. The keys held are unchanged (a new stride comes with a snapshot).
+  Status SetStride(const NodeId& peer, Generation generation, uint32_t stride);
 
   // ---- Queries ----
 
@@ -106,6 +118,14 @@ class PeerIndex {
   // slots and non-matching peers. INVALID_ARGUMENT if out.size() < slot_limit(). An empty
   // chain matches 0 everywhere. Never allocates.
   Status Match(std::span<const BlockKey> chain, std::span<uint32_t> out) const;
+
+  // Writes, for every slot, the blocks of `chain` (every block's key, not only landmarks) that
+  // peer is believed to hold, matching it at its own stride: (m - 1) * stride + 1 for m
+  // landmarks matched as a run, 0 for none, free slots and unknown peers. INVALID_ARGUMENT if
+  // out.size() < slot_limit(). Never allocates; one pass over the chain per stride in use.
+  Status MatchStrided(std::span<const BlockKey> chain, std::span<uint32_t> out) const;
+  // The stride of the peer in `slot` (1 unless set); 0 for a free or out-of-range slot.
+  uint32_t StrideOf(PeerSlot slot) const;
 
   // The slot of `peer`, or nullopt if unknown.
   std::optional<PeerSlot> FindSlot(const NodeId& peer) const;
@@ -140,8 +160,14 @@ class PeerIndex {
     Generation generation = 0;
     Column column = 0;
     uint64_t held = 0;
+    uint32_t stride = 1;
     bool in_use = false;
   };
+
+  // The match of Match(), over the n keys key_at(0..n-1), reporting each column that stops
+  // matching (or reaches the end) with emit(slot, depth). Slots never emitted matched 0.
+  template <typename KeyAt, typename Emit>
+  void MatchRun(size_t n, KeyAt key_at, Emit emit) const;
 
   // The in-use slot of `peer`, or an error for unknown peers and stale generations.
   Result<PeerSlot> SlotForUpdate(const NodeId& peer, Generation generation) const;

@@ -604,3 +604,72 @@ TEST(PeerIndexPropertyTest, LargeBatchesGrowAndShrinkTheTable) {
 
 }  // namespace
 }  // namespace hearsay::prefix
+
+namespace hearsay::prefix {
+namespace {
+
+// Session 7: each peer chooses its own landmark stride; the index matches each at its own.
+TEST(PeerIndexTest, PeersAtDifferentStridesAreEachMatchedWithinTheirStride) {
+  PeerIndex index;
+  ASSERT_TRUE(index.ObservePeer("fine", 1).ok());
+  ASSERT_TRUE(index.ObservePeer("coarse", 1).ok());
+  ASSERT_TRUE(index.ObservePeer("exact", 1).ok());
+  ASSERT_TRUE(index.SetStride("fine", 1, 4).ok());
+  ASSERT_TRUE(index.SetStride("coarse", 1, 16).ok());
+  const std::vector<BlockKey> chain = Chain(11, 40);
+  // Truth: "fine" holds the first 30 blocks, "coarse" the first 20, "exact" the first 7; each
+  // advertises only the blocks whose index is a multiple of its stride.
+  std::vector<BlockEvent> fine, coarse;
+  for (size_t i = 0; i < 30; i += 4) fine.push_back(Add(chain[i]));
+  for (size_t i = 0; i < 20; i += 16) coarse.push_back(Add(chain[i]));
+  ASSERT_TRUE(index.ApplyEvents("fine", 1, fine).ok());
+  ASSERT_TRUE(index.ApplyEvents("coarse", 1, coarse).ok());
+  ASSERT_TRUE(index.ApplyEvents("exact", 1, Adds(std::span(chain).first(7))).ok());
+  std::vector<uint32_t> out(index.slot_limit(), 12345);
+  ASSERT_TRUE(index.MatchStrided(chain, out).ok());
+  const uint32_t f = out[*index.FindSlot("fine")];
+  const uint32_t c = out[*index.FindSlot("coarse")];
+  const uint32_t e = out[*index.FindSlot("exact")];
+  EXPECT_EQ(f, 29u);  // landmarks 0..28: (8 - 1) * 4 + 1
+  EXPECT_EQ(c, 17u);  // landmarks 0, 16
+  EXPECT_EQ(e, 7u);   // stride 1 (the default): exact
+  EXPECT_LT(30 - f, 4u);
+  EXPECT_LT(20 - c, 16u);
+  EXPECT_EQ(index.StrideOf(*index.FindSlot("coarse")), 16u);
+  EXPECT_EQ(index.StrideOf(*index.FindSlot("exact")), 1u);
+  // One stride for all would be wrong for the other: at stride 4, "coarse" lacks landmark 4.
+  std::vector<BlockKey> every4;
+  for (size_t i = 0; i < chain.size(); i += 4) every4.push_back(chain[i]);
+  EXPECT_EQ(MatchOf(index, "coarse", every4), 1u);
+  // A short chain: only landmark 0 of each.
+  ASSERT_TRUE(index.MatchStrided(std::span(chain).first(3), out).ok());
+  EXPECT_EQ(out[*index.FindSlot("fine")], 1u);
+  EXPECT_EQ(out[*index.FindSlot("coarse")], 1u);
+  EXPECT_EQ(out[*index.FindSlot("exact")], 3u);
+  // A new stride keeps the keys (the snapshot that comes with it replaces them).
+  ASSERT_TRUE(index.SetStride("coarse", 1, 8).ok());
+  ASSERT_TRUE(index.MatchStrided(chain, out).ok());
+  EXPECT_EQ(out[*index.FindSlot("coarse")], 1u);  // landmark 8 is not held
+  ASSERT_TRUE(
+      index.ApplySnapshot("coarse", 1, std::vector<BlockKey>{chain[0], chain[8], chain[16]}).ok());
+  ASSERT_TRUE(index.MatchStrided(chain, out).ok());
+  EXPECT_EQ(out[*index.FindSlot("coarse")], 17u);
+}
+
+TEST(PeerIndexTest, SetStrideRejectsBadInputAndMatchStridedChecksItsOutput) {
+  PeerIndex index;
+  ASSERT_TRUE(index.ObservePeer("a", 2).ok());
+  EXPECT_EQ(index.SetStride("a", 2, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(index.SetStride("b", 2, 4).code(), StatusCode::kNotFound);
+  EXPECT_EQ(index.SetStride("a", 1, 4).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(index.StrideOf(*index.FindSlot("a")), 1u);
+  EXPECT_EQ(index.StrideOf(99), 0u);
+  std::vector<uint32_t> none;
+  EXPECT_EQ(index.MatchStrided(Chain(1, 3), none).code(), StatusCode::kInvalidArgument);
+  std::vector<uint32_t> out(1, 7);
+  ASSERT_TRUE(index.MatchStrided({}, out).ok());
+  EXPECT_EQ(out[0], 0u);
+}
+
+}  // namespace
+}  // namespace hearsay::prefix

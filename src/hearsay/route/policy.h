@@ -103,9 +103,10 @@ struct Candidate {
   // from the peer index for peers (matched blocks × block_tokens, capped at the prompt).
   uint32_t cached_tokens = 0;
   // The most the view allows the member to hold, when that is more than cached_tokens: a gossiped
-  // view knows only every landmark_stride-th block, so a peer that holds landmark m but not m + 1
-  // may hold anything up to the block before landmark m + 1. 0 (or <= cached_tokens) = exactly
-  // cached_tokens.
+  // view knows only every s-th block, s being that peer's own landmark stride (it grows with the
+  // cluster; the node fills this field at each peer's s), so a peer that holds landmark m but not
+  // m + 1 may hold anything up to the block before landmark m + 1. 0 (or <= cached_tokens) =
+  // exactly cached_tokens.
   uint32_t cached_tokens_max = 0;
   // True when cached_tokens is exact (self, or every member for the oracle).
   bool cache_exact = false;

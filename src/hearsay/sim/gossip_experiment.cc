@@ -166,7 +166,9 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.faults.latency = LatencyModel::Uniform(500us, 2ms);
   co.faults.loss = o.loss;
   co.config.landmark_stride = o.landmark_stride;
+  co.config.landmark_budget_members = o.landmark_budget_members;
   co.config.relayed_evidence = o.relayed_evidence;
+  co.config.decline_behind_snapshot = o.decline_behind_snapshot;
   co.config.silence_probe_mult = o.silence_probe_mult;
   co.share_replicas = o.share_replicas;
   co.model_caches = false;  // figures come from the replicas themselves
@@ -267,12 +269,25 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   bool ended = false;
   uint64_t acc_total = 0, acc_ok = 0, acc_exact = 0, acc_nonzero = 0;
   double acc_abs_err = 0;
+  double acc_stride_sum = 0;
   const int query_rounds = 10;
   double health_sum = 0;
   uint64_t health_samples = 0;
   int health_max = 0;
   int rounds_done = 0;
 
+  // Per node, at the start of the measured window: what its replicas had received, so the JSON
+  // can say what the window's bytes carried (over the nodes up at its end).
+  struct Received {
+    uint64_t entries = 0, redundant = 0, runs = 0, snapshots = 0, stale = 0;
+  };
+  auto received = [&](int i) {
+    const gossip::Counters& k = c.node(i).counters();
+    return Received{k.entries_received, k.entries_redundant, k.deltas_applied, k.snapshots_applied,
+                    k.deltas_stale};
+  };
+  std::vector<Received> received_before(static_cast<size_t>(n));
+  Received window;
   auto sum_counters = [&](double* bytes, double* msgs) {
     *bytes = 0;
     *msgs = 0;
@@ -293,6 +308,9 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     if (!started_measuring && t >= warmup) {
       started_measuring = true;
       sum_counters(&bytes_before, &msgs_before);
+      for (int i = 0; i < n; ++i) {
+        if (c.up(i)) received_before[static_cast<size_t>(i)] = received(i);
+      }
     }
     if (!ended && t >= end) {
       ended = true;
@@ -300,6 +318,15 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
       sum_counters(&b, &m);
       bytes_killed += b;
       msgs_killed += m;
+      for (int i = 0; i < n; ++i) {
+        if (!c.up(i)) continue;
+        const Received now = received(i), was = received_before[static_cast<size_t>(i)];
+        window.entries += now.entries - was.entries;
+        window.redundant += now.redundant - was.redundant;
+        window.runs += now.runs - was.runs;
+        window.snapshots += now.snapshots - was.snapshots;
+        window.stale += now.stale - was.stale;
+      }
     }
     if (t >= end && detect_s >= 0) break;
     // Workload, in 10 ms ticks within each 50 ms step.
@@ -320,7 +347,8 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
             c.node(i).PublishCacheEvents(events);
             if (measuring) {
               for (const auto& e : events) {
-                if (e.kind == BlockEvent::Kind::kAdded && e.block_index % o.landmark_stride == 0 &&
+                if (e.kind == BlockEvent::Kind::kAdded &&
+                    e.block_index % c.node(i).landmark_stride() == 0 &&
                     node_rng[i].Bernoulli(sample_prob)) {
                   active.push_back({i, e.key, t + sub, std::vector<bool>(n, false)});
                 }
@@ -423,8 +451,13 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
         const uint32_t truth = caches[j].Matched(chain);
         const uint32_t est = c.node(i).EstimateMatchedBlocks(GossipCluster::Name(j), chain);
         const double err = std::abs(static_cast<double>(truth) - static_cast<double>(est));
+        // Within the peer's stated granularity: its own stride as node i knows it (the base
+        // stride if nothing of it has reached i yet, as EstimateMatchedBlocks assumes).
+        const uint32_t known = c.node(i).PeerStride(GossipCluster::Name(j));
+        const uint32_t stride = known != 0 ? known : o.landmark_stride;
         ++acc_total;
-        acc_ok += err < o.landmark_stride ? 1 : 0;
+        acc_stride_sum += stride;
+        acc_ok += err < stride ? 1 : 0;
         acc_exact += err == 0 ? 1 : 0;
         acc_nonzero += truth > 0 ? 1 : 0;
         acc_abs_err += err;
@@ -437,7 +470,10 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   const double node_seconds = (n - 1) * o.duration_s + ToSeconds(kill_at - warmup);
   uint64_t snapshots = 0, gaps = 0, stale = 0, entries = 0, redundant = 0, streamed = 0, msgs = 0;
   uint64_t probes = 0, probe_failures = 0, probes_heard = 0, probes_relayed = 0, refutations = 0;
-  uint64_t evidence_notices = 0, silence_probes = 0;
+  uint64_t evidence_notices = 0, silence_probes = 0, restrides = 0, stride_mismatches = 0;
+  double stride_sum = 0;
+  uint32_t stride_max = 0;
+  int up_nodes = 0;
   std::array<double, 16> bytes_by_type{};
   for (int i = 0; i < n; ++i) {
     if (!c.up(i)) continue;
@@ -456,6 +492,11 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     refutations += k.refutations;
     evidence_notices += k.evidence_notices;
     silence_probes += k.silence_probes;
+    restrides += k.restrides;
+    stride_mismatches += k.deltas_stride_mismatch;
+    stride_sum += c.node(i).landmark_stride();
+    stride_max = std::max(stride_max, c.node(i).landmark_stride());
+    ++up_nodes;
     for (size_t t = 0; t < bytes_by_type.size(); ++t) {
       bytes_by_type[t] += static_cast<double>(k.bytes_sent_by_type[t]);
     }
@@ -537,6 +578,20 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["summary_accuracy"] = acc_total ? static_cast<double>(acc_ok) / acc_total : -1;
   j["summary_exact"] = acc_total ? static_cast<double>(acc_exact) / acc_total : -1;
   j["summary_mean_abs_error_blocks"] = acc_total ? acc_abs_err / acc_total : -1;
+  j["summary_stride_mean"] = acc_total ? acc_stride_sum / acc_total : -1;
+  // What each surviving node received per second of the measured window.
+  const double window_node_s = (n - 1) * o.duration_s;
+  j["window_received_per_node_s"] = {
+      {"run_entries", static_cast<double>(window.entries) / window_node_s},
+      {"run_entries_redundant", static_cast<double>(window.redundant) / window_node_s},
+      {"runs_applied", static_cast<double>(window.runs) / window_node_s},
+      {"snapshots_applied", static_cast<double>(window.snapshots) / window_node_s},
+      {"deltas_stale", static_cast<double>(window.stale) / window_node_s}};
+  j["landmark_budget_members"] = o.landmark_budget_members;
+  j["landmark_stride_mean"] = up_nodes ? stride_sum / up_nodes : 0.0;
+  j["landmark_stride_max"] = stride_max;
+  j["restrides"] = restrides;
+  j["deltas_stride_mismatch"] = stride_mismatches;
   j["summary_queries"] = acc_total;
   j["summary_queries_with_match"] = acc_nonzero;
   j["events_per_node_s"] = static_cast<double>(events_total) / (n * ToSeconds(end));

@@ -25,12 +25,15 @@ struct GossipExperimentOptions {
   double duration_s = 30;  // measured virtual time, after a 5 s join warm-up
   double churn = 1000;     // cache events (adds + removes) per node per second
   uint64_t seed = 1;
-  uint32_t landmark_stride = 16;  // summary granularity, in blocks (1 = every block)
-  uint32_t cache_blocks = 4096;   // per-node cache capacity, in blocks
-  int accuracy_queries = 2000;    // (node, peer, prompt) samples for summary_accuracy
+  uint32_t landmark_stride = 16;  // base summary granularity, in blocks (1 = every block)
+  // gossip::Config::landmark_budget_members: above this many members each node's stride grows.
+  size_t landmark_budget_members = gossip::Config{}.landmark_budget_members;
+  uint32_t cache_blocks = 4096;  // per-node cache capacity, in blocks
+  int accuracy_queries = 2000;   // (node, peer, prompt) samples for summary_accuracy
   // Replicas as views of shared per-origin histories (O(N) memory; see gossip/shared_history.h).
   // Same figures as private replicas (GossipExperimentTest.SharedReplicasGiveTheSameFigures).
   bool share_replicas = true;
+  bool decline_behind_snapshot = false;  // gossip::Config::decline_behind_snapshot
   bool relayed_evidence = true;  // gossip::Config::relayed_evidence (off: the session-3 probe)
   double silence_probe_mult = gossip::Config{}.silence_probe_mult;  // 0: off
 };
@@ -42,7 +45,11 @@ struct GossipExperimentOptions {
 //   detect_s              time until every live node declared the killed node dead
 //   false_deaths          (observer, healthy member) pairs ever declared dead
 //   bytes_per_node_s, msgs_per_node_s   sent per node per second (sealed bytes)
-//   summary_accuracy      fraction of sampled queries with |estimate - truth| < stride blocks
+//   summary_accuracy      fraction of sampled queries with |estimate - truth| < s blocks, s
+//                         being the queried peer's own landmark stride as the querying node
+//                         knows it (each peer's stated granularity)
+//   summary_stride_mean   the mean of that s over the queries; landmark_stride_mean /_max the
+//                         nodes' own strides at the end (restrides: stride changes, summed)
 //   summary_exact         fraction with estimate == truth
 //   probe_failure_share, probe_heard_share   probes that failed / were saved by a message from
 //                         the target; local_health_mean/max over the measured window
