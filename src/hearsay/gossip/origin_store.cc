@@ -63,13 +63,7 @@ size_t OriginStore::Restride(uint32_t stride, std::span<const BlockEvent> landma
   });
   for (BlockKey key : dead) entries_.Erase(key);
   tombstones_ = 0;
-  std::vector<LogItem> compact;
-  compact.reserve(entries_.size());
-  for (size_t i = head_; i < log_.size(); ++i) {
-    if (Current(log_[i])) compact.push_back(log_[i]);
-  }
-  log_ = std::move(compact);
-  head_ = 0;
+  CompactLog();
   return written;
 }
 
@@ -158,15 +152,17 @@ void OriginStore::MaybeCollect() {
     }
   }
   // Drop stale log items once they are the majority.
-  if (log_.size() - head_ > 2 * entries_.size() + 64) {
-    std::vector<LogItem> compact;
-    compact.reserve(entries_.size());
-    for (size_t i = head_; i < log_.size(); ++i) {
-      if (Current(log_[i])) compact.push_back(log_[i]);
-    }
-    log_ = std::move(compact);
-    head_ = 0;
+  if (log_.size() - head_ > 2 * entries_.size() + 64) CompactLog();
+}
+
+void OriginStore::CompactLog() {
+  std::vector<LogItem> compact;
+  compact.reserve(entries_.size());
+  for (size_t i = head_; i < log_.size(); ++i) {
+    if (Current(log_[i])) compact.push_back(log_[i]);
   }
+  log_ = std::move(compact);
+  head_ = 0;
 }
 
 std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget_bytes) const {

@@ -130,6 +130,8 @@ class OriginStore {
                                       ForEachCurrent for_each_current) const;
   void MaybeCollectShared();
   void MaybeCollect();
+  // Keeps only the log items that are still their key's current write.
+  void CompactLog();
   bool Current(const LogItem& item) const {
     const Slot* s = entries_.Find(item.key);
     return s != nullptr && s->version == item.version;
