@@ -196,13 +196,18 @@ Status PeerIndex::SetStride(const NodeId& peer, Generation generation, uint32_t 
 
 // ---- Queries ----
 
-Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out) const {
+Status PeerIndex::StartMatch(size_t chain_size, std::span<uint32_t> out) const {
   if (out.size() < slot_limit_) {
     return InvalidArgumentError("match output holds " + std::to_string(out.size()) +
                                 " slots, needs slot_limit()=" + std::to_string(slot_limit_));
   }
-  if (chain.size() > UINT32_MAX) return InvalidArgumentError("chain longer than 2^32-1 blocks");
+  if (chain_size > UINT32_MAX) return InvalidArgumentError("chain longer than 2^32-1 blocks");
   std::fill_n(out.data(), slot_limit_, 0u);
+  return OkStatus();
+}
+
+Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out) const {
+  HEARSAY_RETURN_IF_ERROR(StartMatch(chain.size(), out));
   MatchRun(
       chain.size(), [&](size_t i) { return chain[i]; },
       [&](PeerSlot slot, uint32_t depth) { out[slot] = depth; });
@@ -210,12 +215,7 @@ Status PeerIndex::Match(std::span<const BlockKey> chain, std::span<uint32_t> out
 }
 
 Status PeerIndex::MatchStrided(std::span<const BlockKey> chain, std::span<uint32_t> out) const {
-  if (out.size() < slot_limit_) {
-    return InvalidArgumentError("match output holds " + std::to_string(out.size()) +
-                                " slots, needs slot_limit()=" + std::to_string(slot_limit_));
-  }
-  if (chain.size() > UINT32_MAX) return InvalidArgumentError("chain longer than 2^32-1 blocks");
-  std::fill_n(out.data(), slot_limit_, 0u);
+  HEARSAY_RETURN_IF_ERROR(StartMatch(chain.size(), out));
   const size_t n = chain.size();
   // One pass per distinct stride in use, smallest first (no allocation: the next stride is the
   // smallest above the previous one).

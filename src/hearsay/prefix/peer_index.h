@@ -164,6 +164,8 @@ class PeerIndex {
     bool in_use = false;
   };
 
+  // Checks a match's arguments and zeroes `out`'s slots.
+  Status StartMatch(size_t chain_size, std::span<uint32_t> out) const;
   // The match of Match(), over the n keys key_at(0..n-1), reporting each column that stops
   // matching (or reaches the end) with emit(slot, depth). Slots never emitted matched 0.
   template <typename KeyAt, typename Emit>
