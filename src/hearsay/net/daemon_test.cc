@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "hearsay/http/client.h"
@@ -212,6 +213,10 @@ TEST(DaemonTest, AnswersCompletionsAndChatStreamingAndNot) {
   EXPECT_EQ(j["usage"]["prompt_tokens"], 100);
   EXPECT_EQ(j["usage"]["completion_tokens"], 5);
   EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  // Ids are "cmpl-" or "chatcmpl-", then the generation and the request number in hex.
+  const std::regex id_shape("cmpl-[0-9a-f]+-[0-9a-f]+");
+  const std::string first_id = j["id"];
+  EXPECT_TRUE(std::regex_match(first_id, id_shape)) << first_id;
 
   // The same prompt again hits the engine's prefix cache (all but the last token).
   r = client.Post(hp, "/v1/completions", Completion(prompt, 5, /*stream=*/true));
@@ -245,6 +250,12 @@ TEST(DaemonTest, AnswersCompletionsAndChatStreamingAndNot) {
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(ev.back(), "[DONE]");
   EXPECT_EQ(json::parse(ev[0])["object"], "chat.completion.chunk");
+  const std::string chat_id = json::parse(ev[0])["id"];
+  EXPECT_TRUE(std::regex_match(chat_id, std::regex("chatcmpl-[0-9a-f]+-[0-9a-f]+")))
+      << chat_id;
+  // The generation's part is shared, the request number's differs.
+  EXPECT_EQ(chat_id.substr(4, chat_id.rfind('-') - 4), first_id.substr(0, first_id.rfind('-')));
+  EXPECT_NE(chat_id.substr(chat_id.rfind('-')), first_id.substr(first_id.rfind('-')));
   EXPECT_EQ(json::parse(ev[0])["choices"][0]["delta"]["role"], "assistant");
 
   // Models, health, metrics.

@@ -27,14 +27,22 @@ bool Once(uint32_t* seen, uint32_t bit) {
   return true;
 }
 
-bool ReadText(JsonScanner& s, int depth, Kind* kind, std::string* out) {
+// Reads a text field. A string without escapes also sets *span to its bytes between the quotes
+// (its decoded value is then those bytes: every escape decodes to fewer bytes than it spells).
+bool ReadText(JsonScanner& s, int depth, Kind* kind, std::string* out,
+              std::optional<TextSpan>* span) {
   switch (s.Peek()) {
     case 'n':
       *kind = Kind::kNull;
       return s.Literal("null");
-    case '"':
+    case '"': {
       *kind = Kind::kString;
-      return s.String(out);
+      const size_t open = s.offset();
+      if (!s.String(out)) return false;
+      const size_t close = s.offset();
+      if (out->size() == close - open - 2) *span = TextSpan{open + 1, close - 1};
+      return true;
+    }
     default:
       *kind = Kind::kOther;
       return s.Skip(depth);
@@ -54,7 +62,8 @@ bool ReadCount(JsonScanner& s, std::optional<uint32_t>* out) {
 
 }  // namespace
 
-std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data) {
+std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data,
+                                               std::optional<TextSpan>* text_span) {
   JsonScanner s(data);
   UpstreamChunk c;
   bool has_choices = false;
@@ -62,12 +71,14 @@ std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data) {
   bool has_timings = false;
   Kind text_kind = Kind::kAbsent;
   std::string text;
+  std::optional<TextSpan> text_at;
   // choices[0].delta (a streamed chunk) and choices[0].message (an answer that was not streamed):
   // each an object whose "content" is the text.
   struct Holder {
     Kind kind = Kind::kAbsent;
     Kind content_kind = Kind::kAbsent;
     std::string content;
+    std::optional<TextSpan> content_at;
   };
   Holder delta;
   Holder message;
@@ -84,14 +95,14 @@ std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data) {
     uint32_t seen = 0;
     return sc.Object(4, [&](std::string_view k) {
       if (k != "content") return sc.Skip(5);
-      return Once(&seen, 1) && ReadText(sc, 5, &h->content_kind, &h->content);
+      return Once(&seen, 1) && ReadText(sc, 5, &h->content_kind, &h->content, &h->content_at);
     });
   };
   auto choice = [&](JsonScanner& sc) {
     if (sc.Peek() != '{') return false;
     uint32_t seen = 0;
     return sc.Object(3, [&](std::string_view k) {
-      if (k == "text") return Once(&seen, 1) && ReadText(sc, 4, &text_kind, &text);
+      if (k == "text") return Once(&seen, 1) && ReadText(sc, 4, &text_kind, &text, &text_at);
       if (k == "finish_reason") {
         if (!Once(&seen, 2)) return false;
         return sc.Peek() == '"' ? sc.String(&c.finish_reason) : sc.Skip(4);
@@ -165,8 +176,10 @@ std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data) {
 
   // The tree decoder reads text when it is present and not null, else the delta's content, else
   // the message's.
+  std::optional<TextSpan> chosen;
   if (text_kind == Kind::kString) {
     c.text = std::move(text);
+    chosen = text_at;
   } else if (text_kind == Kind::kOther) {
     return std::nullopt;
   } else {
@@ -174,9 +187,13 @@ std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data) {
     if (h.kind == Kind::kOther) return std::nullopt;
     if (h.kind == Kind::kObject) {
       if (h.content_kind == Kind::kOther) return std::nullopt;
-      if (h.content_kind == Kind::kString) c.text = std::move(h.content);
+      if (h.content_kind == Kind::kString) {
+        c.text = std::move(h.content);
+        chosen = h.content_at;
+      }
     }
   }
+  if (text_span != nullptr) *text_span = chosen;
   if (has_timings) {
     if (!c.cached_tokens) c.cached_tokens = cache_n;
     if (!c.prompt_tokens && cache_n && c.prompt_computed_tokens) {

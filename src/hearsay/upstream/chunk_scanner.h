@@ -23,7 +23,16 @@
 
 namespace hearsay::upstream {
 
-// The chunk, or nullopt when the tree decoder must decide (see above). Not for "[DONE]".
-std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data);
+// Where the string that became UpstreamChunk::text lies in the scanned data: the bytes between
+// its quotes, [begin, end). Set only for a string without escapes, whose value is those bytes.
+struct TextSpan {
+  size_t begin = 0;
+  size_t end = 0;
+};
+
+// The chunk, or nullopt when the tree decoder must decide (see above). Not for "[DONE]". With
+// `text_span`, an answer also tells where its text came from (nullopt: no text, or escaped).
+std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data,
+                                               std::optional<TextSpan>* text_span = nullptr);
 
 }  // namespace hearsay::upstream

@@ -97,10 +97,6 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   r->prompt_len = static_cast<uint32_t>(request.prompt.size());
   r->submitted = scheduler_.clock().Now();
   r->streamed = stream;
-  // The prompt text only serves /slots reconciliation (llama.cpp); other upstreams skip the parse.
-  const bool llamacpp = options_.flavor == UpstreamFlavor::kLlamaCpp;
-  r->estimate = tracker_.Predict(
-      id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(), r->submitted);
   Live& live = *r;
   live_.emplace(id, std::move(r));
   ++stats_.requests;
@@ -119,6 +115,13 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   cb.on_headers = [this, id](int status) { OnHeaders(id, status); };
   cb.on_body = [this, id](std::string_view chunk) { OnBody(id, chunk); };
   cb.on_done = [this, id](Status s) { OnDone(id, std::move(s)); };
+  // Sent first: what follows is needed only once the upstream answers (the transport never calls
+  // back inside Send), so it runs while the upstream works instead of before it starts.
+  live.call = transport_.Send(std::move(http), std::move(cb));
+  // The prompt text only serves /slots reconciliation (llama.cpp); other upstreams skip the parse.
+  const bool llamacpp = options_.flavor == UpstreamFlavor::kLlamaCpp;
+  live.estimate = tracker_.Predict(
+      id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(), live.submitted);
   live.first_token_timer = scheduler_.RunAfter(deadline, [this, id, stream, deadline] {
     auto it = live_.find(id);
     if (it == live_.end()) return;
@@ -130,7 +133,6 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
                                std::to_string(static_cast<int64_t>(ToMillis(deadline))) + " ms"),
          true);
   });
-  live.call = transport_.Send(std::move(http), std::move(cb));
   return OkStatus();
 }
 
@@ -202,7 +204,9 @@ void OpenAiEngine::OnBody(RequestId id, std::string_view chunk) {
 }
 
 bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
-  Result<UpstreamChunk> parsed = ParseUpstreamChunk(data);
+  auto live = live_.find(id);
+  if (live == live_.end()) return false;
+  Result<UpstreamChunk> parsed = live->second->decoder.Decode(data);
   if (!parsed.ok()) {
     ++stats_.malformed;
     Fail(id, DataLossError("upstream sent a malformed event: " + parsed.status().message()), true);
@@ -214,7 +218,7 @@ bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
     Fail(id, UnavailableError("upstream engine error: " + *c.error), true);
     return false;
   }
-  Live& r = *live_.at(id);
+  Live& r = *live->second;
   if (c.done) {
     r.done_seen = true;
     return true;

@@ -50,6 +50,7 @@
 #include "hearsay/env/scheduler.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/upstream/cache_tracker.h"
+#include "hearsay/upstream/chunk_stream_decoder.h"
 #include "hearsay/upstream/drift_detector.h"
 #include "hearsay/upstream/openai_engine_options.h"
 #include "hearsay/upstream/upstream_transport.h"
@@ -129,7 +130,8 @@ class OpenAiEngine final : public engine::Engine {
     engine::EngineObserver* observer = nullptr;
     std::unique_ptr<UpstreamCall> call;
     api::SseParser parser;
-    uint32_t prompt_len = 0;  // node tokens
+    ChunkStreamDecoder decoder;  // the stream's events (or the one answer)
+    uint32_t prompt_len = 0;     // node tokens
     size_t estimate = 0;      // node tokens believed cached at send
     TimePoint submitted{};
     TimerId first_token_timer = kNoTimer;
