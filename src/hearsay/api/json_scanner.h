@@ -24,6 +24,13 @@ namespace hearsay::api {
 // Real chunks and requests nest a few levels; deeper input goes to the tree.
 inline constexpr int kMaxScanDepth = 32;
 
+// Where a string without escapes lies in the scanned input: the bytes between its quotes,
+// [begin, end), which are then its value.
+struct TextSpan {
+  size_t begin = 0;
+  size_t end = 0;
+};
+
 inline bool IsJsonDigit(char c) { return c >= '0' && c <= '9'; }
 
 // Appends code point `cp` (not a surrogate, at most U+10FFFF) as UTF-8.
@@ -131,6 +138,22 @@ class JsonScanner {
       }
       if (out != nullptr) out->push_back(decoded);
     }
+  }
+
+  // A string, as String(out); *span gets where its bytes lie when it has no escapes, else nullopt
+  // (a string without escapes is as long as its value: every escape spells more bytes than it
+  // stands for).
+  bool StringAt(std::string* out, std::optional<TextSpan>* span) {
+    Peek();
+    const size_t open = offset();
+    if (!String(out)) return false;
+    const size_t close = offset();
+    if (out->size() == close - open - 2) {
+      *span = TextSpan{open + 1, close - 1};
+    } else {
+      span->reset();
+    }
+    return true;
   }
 
   // A string, seen through *view: the input itself when it has no escapes (no copy), else its

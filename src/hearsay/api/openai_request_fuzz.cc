@@ -10,7 +10,8 @@
 //   - ParseStreamEvent never crashes on any event, and agrees with a naive reference decoder
 //     built on a JSON tree (ReferenceDecode); whenever the one-pass scanner (ScanStreamEvent)
 //     answers, the SAX decoder returns the same event; a decoded chunk re-rendered and decoded
-//     again gives the same text and usage;
+//     again gives the same text and usage; StreamEventDecoder answers as ParseStreamEvent, also
+//     for the event again with its text replaced (the event it keeps, repeated);
 //   - the tokenizer's pieces are non-empty and concatenate back to the input.
 // The seed corpus (fuzz/corpus/openai_request_fuzz/) holds valid and invalid request bodies and
 // event streams.
@@ -204,6 +205,32 @@ void CheckEvent(std::string_view data) {
   }
 }
 
+bool SameEvent(const Result<StreamEvent>& a, const Result<StreamEvent>& b) {
+  if (a.ok() != b.ok()) return false;
+  if (!a.ok()) return a.status().ToString() == b.status().ToString();
+  return a->done == b->done && a->delta_text == b->delta_text &&
+         a->finish_reason == b->finish_reason && a->usage == b->usage && a->error == b->error;
+}
+
+// One decoder: the event, then the event with its text's string replaced by plain, escaped,
+// non-ASCII and quote-bearing strings and by its own tail.
+void CheckRepeatedEvents(std::string_view data) {
+  StreamEventDecoder decoder;
+  HEARSAY_CHECK(SameEvent(decoder.Decode(data), ParseStreamEvent(data)));
+  std::optional<TextSpan> span;
+  if (!ScanStreamEvent(data, &span) || !span) return;
+  const std::string_view head = data.substr(0, span->begin);
+  const std::string_view tail = data.substr(span->end);
+  for (std::string_view text : {std::string_view(""), std::string_view(" w"),
+                                std::string_view("\\"), std::string_view("\xC3\xA9"),
+                                std::string_view("\""), tail, data}) {
+    std::string again(head);
+    again.append(text);
+    again.append(tail);
+    HEARSAY_CHECK(SameEvent(decoder.Decode(again), ParseStreamEvent(again)));
+  }
+}
+
 void CheckSse(std::string_view bytes) {
   if (bytes.empty()) return;
   const size_t split = static_cast<uint8_t>(bytes[0]) % (bytes.size() + 1);
@@ -217,6 +244,7 @@ void CheckSse(std::string_view bytes) {
   for (const std::string& data : whole) CheckEvent(data);
   // Each input is also tried as one event's data.
   CheckEvent(bytes);
+  CheckRepeatedEvents(bytes);
 }
 
 void CheckTokenizer(std::string_view text) {

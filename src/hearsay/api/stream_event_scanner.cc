@@ -19,13 +19,17 @@ bool Once(uint32_t* seen, uint32_t bit) {
   return true;
 }
 
-// A string, or null (as the empty string); anything else is the SAX decoder's to refuse.
-bool ReadText(JsonScanner& s, std::string* out) {
+// A string, or null (as the empty string); anything else is the SAX decoder's to refuse. *span
+// (if given) tells where a string without escapes lies.
+bool ReadText(JsonScanner& s, std::string* out, std::optional<TextSpan>* span = nullptr) {
   if (s.Peek() == 'n') {
     out->clear();
+    if (span != nullptr) span->reset();
     return s.Literal("null");
   }
-  return s.Peek() == '"' && s.String(out);
+  if (s.Peek() != '"') return false;
+  if (span == nullptr) return s.String(out);
+  return s.StringAt(out, span);
 }
 
 // A usage count: null is 0; a plain integer within uint32 is itself; anything else is refused.
@@ -43,7 +47,8 @@ bool ReadCount(JsonScanner& s, uint32_t* out) {
 
 }  // namespace
 
-std::optional<StreamEvent> ScanStreamEvent(std::string_view data) {
+std::optional<StreamEvent> ScanStreamEvent(std::string_view data,
+                                           std::optional<TextSpan>* text_span) {
   JsonScanner s(data);
   StreamEvent event;
   bool choices_present = false;
@@ -51,6 +56,8 @@ std::optional<StreamEvent> ScanStreamEvent(std::string_view data) {
   bool delta_present = false;
   std::string delta_content;
   std::string text;
+  std::optional<TextSpan> delta_content_at;
+  std::optional<TextSpan> text_at;
   UsageCounts usage;
 
   auto choice = [&]() {
@@ -60,7 +67,7 @@ std::optional<StreamEvent> ScanStreamEvent(std::string_view data) {
       if (k == "text") {
         if (!Once(&seen, 1)) return false;
         // Only a string or null: another type is an error when there is no delta.
-        return ReadText(s, &text);
+        return ReadText(s, &text, &text_at);
       }
       if (k == "finish_reason") return Once(&seen, 2) && ReadText(s, &event.finish_reason);
       if (k != "delta") return s.Skip(4);
@@ -72,10 +79,11 @@ std::optional<StreamEvent> ScanStreamEvent(std::string_view data) {
       if (s.Peek() != '{') return false;
       delta_present = true;
       delta_content.clear();
+      delta_content_at.reset();
       uint32_t delta_seen = 0;
       return s.Object(4, [&](std::string_view dk) {
         if (dk != "content") return s.Skip(5);
-        return Once(&delta_seen, 1) && ReadText(s, &delta_content);
+        return Once(&delta_seen, 1) && ReadText(s, &delta_content, &delta_content_at);
       });
     });
   };
@@ -121,6 +129,7 @@ std::optional<StreamEvent> ScanStreamEvent(std::string_view data) {
   if (!parsed || !s.AtEnd()) return std::nullopt;
   if (!choices_present && !usage_present) return std::nullopt;
   event.delta_text = delta_present ? std::move(delta_content) : std::move(text);
+  if (text_span != nullptr) *text_span = delta_present ? delta_content_at : text_at;
   if (usage_present) event.usage = usage;
   return event;
 }

@@ -17,12 +17,31 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
+#include "hearsay/api/json_scanner.h"
+#include "hearsay/api/repeated_event_decoder.h"
 #include "hearsay/api/sse_parser.h"
 
 namespace hearsay::api {
 
-std::optional<StreamEvent> ScanStreamEvent(std::string_view data);
+// With `text_span`, an answer also tells where the string that became delta_text lies (nullopt:
+// no such string, or one with escapes).
+std::optional<StreamEvent> ScanStreamEvent(std::string_view data,
+                                           std::optional<TextSpan>* text_span = nullptr);
+
+// ParseStreamEvent for the events of one stream (the serving peer's, at the entry node),
+// answering an event that repeats the one before it around another plain text without scanning
+// it again (repeated_event_decoder.h).
+struct StreamEventTraits {
+  using Event = StreamEvent;
+  static std::optional<StreamEvent> Scan(std::string_view data, std::optional<TextSpan>* span) {
+    return ScanStreamEvent(data, span);  // never accepts "[DONE]": not an object
+  }
+  static Result<StreamEvent> Parse(std::string_view data) { return ParseStreamEvent(data); }
+  static std::string& Text(StreamEvent& e) { return e.delta_text; }
+};
+using StreamEventDecoder = RepeatedEventDecoder<StreamEventTraits>;
 
 }  // namespace hearsay::api

@@ -69,13 +69,16 @@ TEST(ClientTeardownTest, RequestCutOffByAStoppedLoopIsFreedWithTheLoop) {
   ASSERT_TRUE(Ready(headers_seen));
   auto responder_future = started.get_future();
   ASSERT_TRUE(Ready(responder_future));
-  responder_future.get().reset();  // only the loop's pending I/O refers to the stream now
+  std::shared_ptr<Responder> responder = responder_future.get();
 
   // The loop stops abruptly, as at a process's shutdown: the cancellation the client's destructor
-  // posts, and the read pending on the stream, never run.
+  // posts, and the read pending on the stream, never run. The server's responder goes only after
+  // the stop: dropped before, it ends the stream, and the client could read that end (and free
+  // the request) before the loop stops.
   work.reset();
   io->stop();
   thread.join();
+  responder.reset();  // only the loop's pending I/O refers to the stream now
   client.reset();
   server->reset();
   EXPECT_FALSE(watch.expired()) << "the pending read still holds the request";

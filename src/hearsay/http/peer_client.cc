@@ -7,6 +7,7 @@
 
 #include "hearsay/api/api_error.h"
 #include "hearsay/api/sse_parser.h"
+#include "hearsay/api/stream_event_scanner.h"
 #include "hearsay/common/check.h"
 #include "hearsay/env/bounce_header.h"
 
@@ -63,6 +64,7 @@ struct HttpPeerClient::Forwarding {
   // I/O thread only (one request's client callbacks never run concurrently).
   std::string peer;
   api::SseParser parser;
+  api::StreamEventDecoder decoder;  // the peer's events, which repeat one envelope
   int http_status = 0;
   bool accepted = false;         // 2xx headers arrived
   bool terminal_posted = false;  // [DONE] or an error already went to the core
@@ -172,7 +174,7 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
     std::string text;
     fwd->parser.Feed(bytes, [&](std::string_view data) {
       if (fwd->terminal_posted) return;
-      auto event = api::ParseStreamEvent(data);
+      auto event = fwd->decoder.Decode(data);
       if (!event.ok()) {
         fwd->terminal_posted = true;
         terminate(std::nullopt, DataLossError("bad event from peer " + fwd->peer + ": " +

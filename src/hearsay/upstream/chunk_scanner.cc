@@ -15,6 +15,7 @@ namespace hearsay::upstream {
 
 using api::IsJsonDigit;
 using api::JsonScanner;
+using api::TextSpan;
 namespace {
 
 // What a text field held.
@@ -27,22 +28,16 @@ bool Once(uint32_t* seen, uint32_t bit) {
   return true;
 }
 
-// Reads a text field. A string without escapes also sets *span to its bytes between the quotes
-// (its decoded value is then those bytes: every escape decodes to fewer bytes than it spells).
+// Reads a text field; a string without escapes also tells where its bytes lie.
 bool ReadText(JsonScanner& s, int depth, Kind* kind, std::string* out,
               std::optional<TextSpan>* span) {
   switch (s.Peek()) {
     case 'n':
       *kind = Kind::kNull;
       return s.Literal("null");
-    case '"': {
+    case '"':
       *kind = Kind::kString;
-      const size_t open = s.offset();
-      if (!s.String(out)) return false;
-      const size_t close = s.offset();
-      if (out->size() == close - open - 2) *span = TextSpan{open + 1, close - 1};
-      return true;
-    }
+      return s.StringAt(out, span);
     default:
       *kind = Kind::kOther;
       return s.Skip(depth);

@@ -19,20 +19,15 @@
 #include <optional>
 #include <string_view>
 
+#include "hearsay/api/json_scanner.h"
 #include "hearsay/upstream/upstream_response.h"
 
 namespace hearsay::upstream {
 
-// Where the string that became UpstreamChunk::text lies in the scanned data: the bytes between
-// its quotes, [begin, end). Set only for a string without escapes, whose value is those bytes.
-struct TextSpan {
-  size_t begin = 0;
-  size_t end = 0;
-};
-
 // The chunk, or nullopt when the tree decoder must decide (see above). Not for "[DONE]". With
-// `text_span`, an answer also tells where its text came from (nullopt: no text, or escaped).
+// `text_span`, an answer also tells where the string that became its text lies (nullopt: no
+// text, or a text with escapes).
 std::optional<UpstreamChunk> ScanUpstreamChunk(std::string_view data,
-                                               std::optional<TextSpan>* text_span = nullptr);
+                                               std::optional<api::TextSpan>* text_span = nullptr);
 
 }  // namespace hearsay::upstream

@@ -38,13 +38,13 @@ bool Same(const hearsay::Result<hearsay::upstream::UpstreamChunk>& a,
 void CheckStreamDecoder(std::string_view text) {
   hearsay::upstream::ChunkStreamDecoder decoder;
   if (!Same(decoder.Decode(text), hearsay::upstream::ParseUpstreamChunk(text))) std::abort();
-  std::optional<hearsay::upstream::TextSpan> span;
+  std::optional<hearsay::api::TextSpan> span;
   if (!hearsay::upstream::ScanUpstreamChunk(text, &span) || !span) return;
   const std::string_view head = text.substr(0, span->begin);
   const std::string_view tail = text.substr(span->end);
   for (std::string_view replacement :
-       {std::string_view(""), std::string_view(" next"), std::string_view("\""),
-        std::string_view("Ã©"), std::string_view("""), tail, text}) {
+       {std::string_view(""), std::string_view(" next"), std::string_view(R"(\")"),
+        std::string_view("\xC3\xA9"), std::string_view("\""), tail, text}) {
     std::string again(head);
     again.append(replacement);
     again.append(tail);
