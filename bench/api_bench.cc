@@ -8,6 +8,7 @@
 #include "hearsay/api/openai_request.h"
 #include "hearsay/api/openai_response.h"
 #include "hearsay/api/sse_parser.h"
+#include "hearsay/api/stream_event_scanner.h"
 #include "hearsay/api/tokenizer.h"
 
 namespace hearsay::api {
@@ -70,6 +71,18 @@ void BM_ParseStreamEvent(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(ParseStreamEvent(data));
 }
 BENCHMARK(BM_ParseStreamEvent);
+
+// The same events through one stream's decoder: each repeats the one before around a new text.
+void BM_StreamEventDecoder(benchmark::State& state) {
+  const std::string a = RenderChunk(Meta(), " token", false);
+  const std::string b = RenderChunk(Meta(), " other", false);
+  const std::string_view events[] = {std::string_view(a).substr(6, a.size() - 8),
+                                     std::string_view(b).substr(6, b.size() - 8)};
+  StreamEventDecoder decoder;
+  size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(decoder.Decode(events[i++ & 1]));
+}
+BENCHMARK(BM_StreamEventDecoder);
 
 void BM_SseParserFeed(benchmark::State& state) {
   std::string stream;
