@@ -32,7 +32,8 @@ struct Counters {
   uint64_t entries_received = 0;        // cache entries in received run deltas
   uint64_t entries_redundant = 0;       // ... of which the replica already had (versions it knew)
   uint64_t deltas_gap = 0;              // base above what we know: refused
-  uint64_t deltas_stride_mismatch = 0;  // a run at another stride than the replica's: refused
+  uint64_t deltas_stride_mismatch = 0;  // a run at another stride, not holding the whole change
+  uint64_t stride_runs_applied = 0;     // runs that changed a replica's stride (whole changes)
   uint64_t restrides = 0;               // own landmark stride changes (each re-publishes)
   uint64_t deltas_unknown = 0;          // origin not a live member of that generation: ignored
   uint64_t pulls_deduplicated = 0;      // an origin not asked of a peer: a pull was in flight

@@ -40,6 +40,15 @@ OriginDelta SampleRun() {
   return d;
 }
 
+// A run across its origin's change of stride (session 8): it names the stride start.
+OriginDelta SampleCrossingRun() {
+  OriginDelta d = SampleRun();
+  d.id = "gpu-04";
+  d.stride = 32;
+  d.stride_start = 15;
+  return d;
+}
+
 OriginDelta SampleSnapshot() {
   OriginDelta d;
   d.id = "gpu-09";
@@ -85,7 +94,7 @@ std::vector<Message> Samples() {
         m.deltas = {SampleRun(), SampleSnapshot()};
         break;
       case MsgType::kDeltas:
-        m.deltas = {SampleSnapshot()};
+        m.deltas = {SampleSnapshot(), SampleCrossingRun()};
         break;
       case MsgType::kPushPull:
         m.reply_wanted = true;
@@ -398,6 +407,69 @@ TEST(WireTest, RejectsABadStride) {
   EXPECT_EQ(ok->deltas[0].stride, kMaxLandmarkStride);
 }
 
+// Session 8 (wire v4): a run across its origin's change of stride carries the stride start, as a
+// step above its from version after a flag in the flags byte; other deltas cost nothing more.
+TEST(WireTest, StrideStartRoundTrips) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  m.deltas = {SampleRun()};
+  const size_t base = Encode(m).size();
+  for (uint64_t start : {11u, 15u, 20u}) {
+    m.deltas[0].stride_start = start;
+    const std::vector<uint8_t> bytes = Encode(m);
+    EXPECT_EQ(bytes.size(), base + 1) << start;
+    EXPECT_EQ(EncodedDeltaHeaderSize(m.deltas[0]), EncodedDeltaHeaderSize(SampleRun()) + 1);
+    auto back = Decode(bytes);
+    ASSERT_TRUE(back.ok()) << start;
+    EXPECT_EQ(back->deltas[0], m.deltas[0]);
+  }
+  // A long run: the step takes more than one byte, and the size helper agrees.
+  m.deltas[0].to_version = 1'000'000;
+  m.deltas[0].stride_start = 900'000;
+  const std::vector<uint8_t> bytes = Encode(m);
+  m.deltas[0].stride_start = 0;
+  EXPECT_EQ(bytes.size(), Encode(m).size() + VarintSize(900'000 - 10));
+  auto back = Decode(bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->deltas[0].stride_start, 900'000u);
+}
+
+TEST(WireTest, RejectsAMalformedStrideStart) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  m.deltas = {SampleRun()};
+  const size_t at = FlagsOffset(m);
+  m.deltas[0].stride_start = 15;
+  std::vector<uint8_t> bytes = Encode(m);
+  ASSERT_TRUE(Decode(bytes).ok());
+  // flags, from (10), step (5), to (20).
+  ASSERT_EQ(bytes[at] & 0x40, 0x40);
+  ASSERT_EQ(bytes[at + 1], 10);
+  ASSERT_EQ(bytes[at + 2], 5);
+  ASSERT_EQ(bytes[at + 3], 20);
+  std::vector<uint8_t> bad = bytes;
+  bad[at + 2] = 0;  // at the from version: the run does not start below it
+  EXPECT_FALSE(Decode(bad).ok());
+  bad[at + 2] = 11;  // beyond the to version
+  EXPECT_FALSE(Decode(bad).ok());
+  bad[at + 2] = 10;  // exactly the to version decodes
+  EXPECT_TRUE(Decode(bad).ok());
+  bad = bytes;
+  bad[at] |= 0x80;  // the reserved bit
+  EXPECT_FALSE(Decode(bad).ok());
+  // A snapshot never names a stride start.
+  m.deltas = {SampleSnapshot()};
+  bytes = Encode(m);
+  const size_t snap_at = FlagsOffset(m);
+  ASSERT_EQ(bytes[snap_at] & 1, 1);
+  // Splice a step after its from version (0) and set the flag.
+  bytes[snap_at] |= 0x40;
+  bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(snap_at + 2), uint8_t{1});
+  EXPECT_FALSE(Decode(bytes).ok());
+}
+
 }  // namespace
 }  // namespace hearsay::gossip
 
@@ -405,7 +477,8 @@ namespace hearsay::gossip {
 namespace {
 
 // The message fuzz target's seed corpus (fuzz/corpus/message_fuzz/typeN.bin: Samples(), one per
-// type, with landmark strides of 16 and 3 on the deltas) must decode with the current wire
+// type, with landmark strides of 16 and 3 on the deltas, and a run naming its stride start)
+// must decode with the current wire
 // version. HEARSAY_WRITE_MESSAGE_CORPUS=1 rewrites it after a wire change.
 TEST(WireCorpusTest, SeedCorpusDecodes) {
   const char* root = std::getenv("HEARSAY_SOURCE_DIR");

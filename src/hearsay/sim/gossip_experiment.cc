@@ -168,7 +168,6 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.config.landmark_stride = o.landmark_stride;
   co.config.landmark_budget_members = o.landmark_budget_members;
   co.config.relayed_evidence = o.relayed_evidence;
-  co.config.decline_behind_snapshot = o.decline_behind_snapshot;
   co.config.silence_probe_mult = o.silence_probe_mult;
   co.share_replicas = o.share_replicas;
   co.model_caches = false;  // figures come from the replicas themselves
@@ -470,7 +469,8 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   const double node_seconds = (n - 1) * o.duration_s + ToSeconds(kill_at - warmup);
   uint64_t snapshots = 0, gaps = 0, stale = 0, entries = 0, redundant = 0, streamed = 0, msgs = 0;
   uint64_t probes = 0, probe_failures = 0, probes_heard = 0, probes_relayed = 0, refutations = 0;
-  uint64_t evidence_notices = 0, silence_probes = 0, restrides = 0, stride_mismatches = 0;
+  uint64_t evidence_notices = 0, silence_probes = 0, restrides = 0, stride_mismatches = 0,
+           stride_runs = 0;
   double stride_sum = 0;
   uint32_t stride_max = 0;
   int up_nodes = 0;
@@ -494,6 +494,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     silence_probes += k.silence_probes;
     restrides += k.restrides;
     stride_mismatches += k.deltas_stride_mismatch;
+    stride_runs += k.stride_runs_applied;
     stride_sum += c.node(i).landmark_stride();
     stride_max = std::max(stride_max, c.node(i).landmark_stride());
     ++up_nodes;
@@ -592,6 +593,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["landmark_stride_max"] = stride_max;
   j["restrides"] = restrides;
   j["deltas_stride_mismatch"] = stride_mismatches;
+  j["stride_runs_applied"] = stride_runs;
   j["summary_queries"] = acc_total;
   j["summary_queries_with_match"] = acc_nonzero;
   j["events_per_node_s"] = static_cast<double>(events_total) / (n * ToSeconds(end));
