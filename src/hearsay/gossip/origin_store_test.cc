@@ -410,12 +410,12 @@ TEST(OriginStoreTest, RestrideKeepsItsRemovalsForPeersBehind) {
   ASSERT_TRUE(w.PutCache(100 + 38, 38, false));  // 19 live, 1 tombstone
   OriginStore r("a", 1, 8);
   ASSERT_NO_FATAL_FAILURE(ApplyRun(w, r));
-  w.Restride(4, Landmarks(40, 4));  // 9 more tombstones; 10 live
-  EXPECT_EQ(w.tombstone_count(), 10u);
+  w.Restride(8, Landmarks(40, 8));  // 14 more tombstones, 5 live: over max(8, 5), not twice it
+  EXPECT_EQ(w.tombstone_count(), 15u);
   EXPECT_EQ(w.gc_floor(), 0u);
   ASSERT_NO_FATAL_FAILURE(ApplyRun(w, r));
-  EXPECT_EQ(r.stride(), 4u);
-  EXPECT_EQ(LiveMap(r), AsMap(Landmarks(40, 4)));
+  EXPECT_EQ(r.stride(), 8u);
+  EXPECT_EQ(LiveMap(r), AsMap(Landmarks(40, 8)));
 }
 
 TEST(OriginStoreTest, RestrideWithNoKeyChangeStillTakesAVersion) {
