@@ -62,8 +62,10 @@ uint64_t RunTag(const CacheEntry& e, bool next) {
 
 // Stride codes 1..kMaxStrideCode (flags bits 1-5) stand for 2^(code - 1); 0 says a varint stride
 // follows. Bit 6: a stride start follows the from version (a run crossing a change of stride).
+// Bit 7: a load record follows the version range.
 constexpr uint8_t kMaxStrideCode = 21;
 constexpr uint8_t kFlagStrideStart = 0x40;
+constexpr uint8_t kFlagLoad = 0x80;
 static_assert(uint32_t{1} << (kMaxStrideCode - 1) == kMaxLandmarkStride);
 
 uint8_t StrideCode(uint32_t stride) {
@@ -197,13 +199,12 @@ void PutDelta(ByteWriter& w, const OriginDelta& d) {
   w.PutVarint(d.generation);
   const uint8_t code = StrideCode(d.stride);
   const bool crossing = d.stride_start != 0;
-  w.PutU8(
-      static_cast<uint8_t>((crossing ? kFlagStrideStart : 0) | code << 1 | (d.snapshot ? 1 : 0)));
+  w.PutU8(static_cast<uint8_t>((d.load ? kFlagLoad : 0) | (crossing ? kFlagStrideStart : 0) |
+                               code << 1 | (d.snapshot ? 1 : 0)));
   if (code == 0) w.PutVarint(d.stride);
   w.PutVarint(d.from_version);
   if (crossing) w.PutVarint(d.stride_start - d.from_version);
-  w.PutVarint(d.to_version);
-  w.PutU8(d.load ? 1 : 0);
+  w.PutVarint(d.to_version - d.from_version);
   if (d.load) PutLoad(w, *d.load);
   w.PutVarint(d.entries.size());
   if (!d.snapshot) {
@@ -236,7 +237,6 @@ OriginDelta ReadDelta(ByteReader& r) {
   const uint8_t flags = r.ReadU8();
   d.snapshot = (flags & 1) == 1;
   const bool crossing = (flags & kFlagStrideStart) != 0;
-  if ((flags & 0x80) != 0) r.Fail("reserved delta flag");
   if (crossing && d.snapshot) r.Fail("snapshot with a stride start");
   const uint8_t code = (flags >> 1) & 0x1f;
   if (code > kMaxStrideCode) {
@@ -254,15 +254,15 @@ OriginDelta ReadDelta(ByteReader& r) {
     start_step = r.ReadVarint();
     if (start_step == 0) r.Fail("stride start not above the delta's base");
   }
-  d.to_version = r.ReadVarint();
-  if (d.from_version > d.to_version) r.Fail("delta range reversed");
+  const uint64_t span = r.ReadVarint();
+  if (span > std::numeric_limits<uint64_t>::max() - d.from_version) r.Fail("delta range overflows");
+  d.to_version = d.from_version + span;
   if (crossing) {
-    if (start_step > d.to_version - d.from_version) r.Fail("stride start beyond the delta");
+    if (start_step > span) r.Fail("stride start beyond the delta");
     d.stride_start = d.from_version + start_step;
   }
-  const uint8_t has_load = r.ReadU8();
-  if (has_load > 1) r.Fail("bad load flag");
-  if (has_load == 1) {
+  if (!r.ok()) return d;
+  if ((flags & kFlagLoad) != 0) {
     d.load = ReadLoad(r);
     if (d.load->version > d.to_version || (!d.snapshot && d.load->version <= d.from_version) ||
         d.load->version == 0) {
@@ -323,7 +323,8 @@ void PutDeltas(ByteWriter& w, const std::vector<OriginDelta>& ds) {
 
 std::vector<OriginDelta> ReadDeltas(ByteReader& r) {
   std::vector<OriginDelta> out;
-  const size_t n = r.ReadCount(kMaxOrigins, 2 + 1 + 1 + 1 + 1 + 1 + 1);
+  // At least: id (2), generation, flags, from, span, count.
+  const size_t n = r.ReadCount(kMaxOrigins, 2 + 1 + 1 + 1 + 1 + 1);
   out.reserve(n);
   for (size_t i = 0; i < n && r.ok(); ++i) out.push_back(ReadDelta(r));
   return out;
@@ -362,7 +363,7 @@ size_t EncodedDeltaHeaderSize(const OriginDelta& d) {
   return StringSize(d.id) + VarintSize(d.generation) + 1 +
          (StrideCode(d.stride) == 0 ? VarintSize(d.stride) : 0) + VarintSize(d.from_version) +
          (d.stride_start != 0 ? VarintSize(d.stride_start - d.from_version) : 0) +
-         VarintSize(d.to_version) + 1 + (d.load ? EncodedSize(*d.load) : 0) +
+         VarintSize(d.to_version - d.from_version) + (d.load ? EncodedSize(*d.load) : 0) +
          VarintSize(d.entries.size() + 1);
 }
 

@@ -15,11 +15,12 @@
 // A cache-delta run encodes each entry as a varint tag (bit 0: live, bit 1: version = previous
 // + 1, and for a live entry the block index code above them), then the version step if bit 1 is
 // clear, then the summary key (summary_key.h: its low 48 bits, 6 bytes, little-endian). A
-// removal carries no block index (it decodes as 0). A delta's flags byte holds the snapshot bit
-// (bit 0), its landmark stride in bits 1-5 (c in 1..21 for a stride of 2^(c - 1), one byte as the
-// bare snapshot flag of version 2 was, or 0 followed by the stride as a varint after the flags),
-// and in bit 6 (runs only; version 4) that the run crosses its origin's change of stride: the
-// stride start follows the from version, as a varint step above it. Bit 7 is 0. An index code
+// removal carries no block index (it decodes as 0). A delta is: id, generation, a flags byte,
+// [stride], from version, [stride start step], to version as a step above from, [load record],
+// entry count, entries. The flags byte holds the snapshot bit (bit 0), the landmark stride in
+// bits 1-5 (c in 1..21 for a stride of 2^(c - 1); 0: the stride follows as a varint), in bit 6
+// (runs only) that the run crosses its origin's change of stride, so the stride start follows
+// the from version as a step above it, and in bit 7 that a load record follows. An index code
 // is the index times 2, or, for a multiple of 16, the index / 16 times 2 plus 1: a live landmark up
 // to block 240 is 7 bytes, a removal 7 (version 1: 10-11 bytes each). A snapshot sorts its entries
 // by key and sends key steps and index codes as varints.
@@ -44,9 +45,11 @@
 namespace hearsay::gossip {
 
 // Version 4 (session 8): a run that crosses its origin's change of stride says where it took
-// effect. Version 3 (session 7): a delta's flags byte also carries its origin's landmark stride.
-// Version 2 (session 5): run entries with a tag varint and 48-bit keys (version 1: flag byte,
-// 64-bit key, block index varint); block indices sent as index codes.
+// effect; the to version is a step above the from version, and the load flag is a bit of the
+// flags byte (every delta header is a byte or two shorter). Version 3 (session 7): a delta's flags
+// byte also carries its origin's landmark stride. Version 2 (session 5): run entries with a tag
+// varint and 48-bit keys (version 1: flag byte, 64-bit key, block index varint); block indices sent
+// as index codes.
 inline constexpr uint8_t kWireVersion = 4;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
