@@ -16,6 +16,7 @@ struct Counters {
   uint64_t send_failures = 0;               // the framer refused to seal (too large, no key)
   std::array<uint64_t, 16> sent_by_type{};  // indexed by MsgType
   std::array<uint64_t, 16> bytes_sent_by_type{};
+  uint64_t update_bytes_sent = 0;  // of the bodies' bytes, piggybacked membership updates
   std::array<uint64_t, 16> received_by_type{};
   // Dropped incoming messages.
   uint64_t dropped_envelope = 0;   // the framer refused it (forged, replayed, malformed frame)

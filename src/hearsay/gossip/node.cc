@@ -1065,6 +1065,7 @@ void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
                                       TransmitLimit(), prefer_update, to, scheduler_.clock().Now());
   // Most messages carry no update (membership is quiet): then the bare body is the body.
   if (had_updates || !m.header.updates.empty()) body = Encode(m);
+  for (const MemberUpdate& u : m.header.updates) counters_.update_bytes_sent += EncodedSize(u);
   const size_t dgram_limit = std::min(config_.datagram_budget_bytes, transport_.MaxDatagramBytes());
   const Channel channel =
       framer_.SealedBytes(body.size()) <= dgram_limit ? Channel::kDatagram : Channel::kStream;
