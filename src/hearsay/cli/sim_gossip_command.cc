@@ -29,8 +29,6 @@ CLI::App* AddSimGossipCommand(CLI::App& sim, int& exit_code) {
                   "Cluster size up to which the base stride is kept; above it each node's stride "
                   "doubles each time the cluster doubles")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20));
-  cmd->add_flag("--decline-behind-snapshot", options->decline_behind_snapshot,
-                "Replicas leave peers behind their snapshot to others (gossip::Config)");
   cmd->add_option("--cache-blocks", options->cache_blocks, "Per-node cache capacity, in blocks")
       ->check(CLI::Range(1u, 1u << 28));
   // Shared replicas are the default (same figures, O(N) memory); --share-replicas stays

@@ -83,14 +83,6 @@ struct Config {
   uint32_t landmark_stride = 16;
   size_t landmark_budget_members = 128;
   uint32_t max_landmark_stride = 4096;
-  // After a change of stride every replica starts from a snapshot, and cannot answer a peer that
-  // knows less than that snapshot's version with a run; it sends a snapshot, which gives that
-  // peer a recent floor as well, so under loss snapshots breed snapshots for a while. With this
-  // on, snapshots name the version at which the stride took effect, and such a replica sends
-  // nothing to a peer already at the current stride. Off: at N = 256, 50% loss, seed 1 (first 3 s
-  // measured) it took bandwidth from 293.5 to 196.0 KB/s but the convergence tail from 2.84 to
-  // 8.10 s (docs/gossip.md, session 7).
-  bool decline_behind_snapshot = false;
   // --- Load ---
   OverloadThresholds overload;
 };

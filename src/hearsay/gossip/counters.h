@@ -16,6 +16,7 @@ struct Counters {
   uint64_t send_failures = 0;               // the framer refused to seal (too large, no key)
   std::array<uint64_t, 16> sent_by_type{};  // indexed by MsgType
   std::array<uint64_t, 16> bytes_sent_by_type{};
+  uint64_t update_bytes_sent = 0;  // of the bodies' bytes, piggybacked membership updates
   std::array<uint64_t, 16> received_by_type{};
   // Dropped incoming messages.
   uint64_t dropped_envelope = 0;   // the framer refused it (forged, replayed, malformed frame)
@@ -32,7 +33,8 @@ struct Counters {
   uint64_t entries_received = 0;        // cache entries in received run deltas
   uint64_t entries_redundant = 0;       // ... of which the replica already had (versions it knew)
   uint64_t deltas_gap = 0;              // base above what we know: refused
-  uint64_t deltas_stride_mismatch = 0;  // a run at another stride than the replica's: refused
+  uint64_t deltas_stride_mismatch = 0;  // a run at another stride, not holding the whole change
+  uint64_t stride_runs_applied = 0;     // runs that changed a replica's stride (whole changes)
   uint64_t restrides = 0;               // own landmark stride changes (each re-publishes)
   uint64_t deltas_unknown = 0;          // origin not a live member of that generation: ignored
   uint64_t pulls_deduplicated = 0;      // an origin not asked of a peer: a pull was in flight

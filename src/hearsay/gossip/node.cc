@@ -76,7 +76,6 @@ Node::Node(NodeId id, Generation generation, Address self, Config config, Schedu
       std::make_unique<OriginStore>(id_, generation_, config_.min_tombstones,
                                     shared_ != nullptr ? shared_->For(id_, generation_) : nullptr,
                                     /*writer=*/true, config_.landmark_stride);
-  self_store_->set_decline_behind_snapshot(config_.decline_behind_snapshot);
   self_id_hash_ = HashId(id_);
   digest_hash_ = DigestTerm(self_id_hash_, generation_, 0);
   digest_count_ = 1;
@@ -391,7 +390,6 @@ void Node::NewStore(MemberRec& m) {
   m.store = std::make_unique<OriginStore>(
       m.id, m.generation, config_.min_tombstones,
       shared_ != nullptr ? shared_->For(m.id, m.generation) : nullptr, /*writer=*/false);
-  m.store->set_decline_behind_snapshot(config_.decline_behind_snapshot);
   m.pull_version = 0;
   m.pull_until = TimePoint{};
   m.seen_version = 0;
@@ -977,8 +975,9 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
       case OriginStore::ApplyResult::kApplied:
         break;
     }
-    if (listener_ != nullptr && m.store->stride() != old_stride) {
-      listener_->OnPeerStride(m.id, m.generation, m.store->stride());
+    if (m.store->stride() != old_stride) {
+      if (!d.snapshot && old_stride != 0) ++counters_.stride_runs_applied;
+      if (listener_ != nullptr) listener_->OnPeerStride(m.id, m.generation, m.store->stride());
     }
     UpdateDigest(m.id_hash, m.generation, old, m.store->max_version());
     NoteVersionSeen(m, m.store->max_version());
@@ -1066,6 +1065,7 @@ void Node::Send(const Address& to, Message m, const NodeId& prefer_update) {
                                       TransmitLimit(), prefer_update, to, scheduler_.clock().Now());
   // Most messages carry no update (membership is quiet): then the bare body is the body.
   if (had_updates || !m.header.updates.empty()) body = Encode(m);
+  for (const MemberUpdate& u : m.header.updates) counters_.update_bytes_sent += EncodedSize(u);
   const size_t dgram_limit = std::min(config_.datagram_budget_bytes, transport_.MaxDatagramBytes());
   const Channel channel =
       framer_.SealedBytes(body.size()) <= dgram_limit ? Channel::kDatagram : Channel::kStream;

@@ -813,7 +813,7 @@ namespace hearsay::gossip {
 namespace {
 
 // Session 7: each node's landmark stride follows the cluster size it sees. When the cluster grows
-// past the budget every origin re-publishes at a coarser stride and its peers take a snapshot;
+// past the budget every origin re-publishes at a coarser stride, which its peers take as a run;
 // when it shrinks well below, the finer landmarks come back from the blocks the origin holds.
 // At every step, no replica holds a key off its stated stride, and the estimates stay within it.
 TEST(NodeTest, StrideFollowsTheClusterSizeAndPeersNeverMixStrides) {
@@ -874,7 +874,7 @@ TEST(NodeTest, StrideFollowsTheClusterSizeAndPeersNeverMixStrides) {
     if (i != 2) expect_view(i, 4);
   }
   EXPECT_EQ(c.node(2).counters().restrides, 1u);
-  EXPECT_GT(c.node(0).counters().snapshots_applied, snapshots_before);
+  EXPECT_EQ(c.node(0).counters().snapshots_applied, snapshots_before);
 
   // Down to two: 2 + 2 / 3 = 2 <= 3 members calls for stride 2 again; n2 re-derives landmarks
   // 2, 6, 10, 14 and 18, which it never published at stride 4.
@@ -888,6 +888,63 @@ TEST(NodeTest, StrideFollowsTheClusterSizeAndPeersNeverMixStrides) {
   EXPECT_EQ(c.node(2).counters().restrides, 2u);
   expect_view(0, 2);
   EXPECT_GT(checks, 1000);
+}
+
+}  // namespace
+}  // namespace hearsay::gossip
+
+namespace hearsay::gossip {
+namespace {
+
+// Session 8: a change of stride travels as an ordinary run applied whole, never as a snapshot,
+// and a replica that applied it serves it on: here n1 never hears from n2 directly, so it can only
+// learn n2's new stride from replicas that took the change as a run.
+TEST(NodeTest, StrideChangeReachesPeersAsARunThroughReplicas) {
+  Config config;
+  config.landmark_stride = 2;
+  config.landmark_budget_members = 3;
+  Cluster c(6, 12, config);
+  c.net().Block("n1", "n2", true);
+  c.net().Block("n2", "n1", true);
+  for (int i = 0; i < 3; ++i) c.Start(i);
+  c.node(2).PublishCacheEvents(Chain(5000, 21));
+  auto view_of_n2 = [&](int i) {
+    std::set<prefix::BlockKey> out;
+    const OriginStore* r = c.node(i).PeerStore("n2");
+    if (r == nullptr) return out;
+    for (const auto& e : r->LiveKeys()) out.insert(e.key);
+    return out;
+  };
+  auto want = [](uint32_t stride) {
+    std::set<prefix::BlockKey> out;
+    for (uint32_t b = 0; b < 21; b += stride) out.insert(5000 + b);
+    return out;
+  };
+  c.Run(3s);
+  ASSERT_EQ(view_of_n2(1), want(2));
+  ASSERT_EQ(c.node(1).PeerStride("n2"), 2u);
+  // Six members: every node's stride goes 2 -> 4. Each check runs every 50 ms: a replica holds
+  // only keys at its stride.
+  for (int i = 3; i < 6; ++i) c.Start(i);
+  for (int step = 0; step < 100; ++step) {
+    c.Run(50ms);
+    for (int i = 0; i < c.size(); ++i) {
+      const OriginStore* r = i == 2 ? nullptr : c.node(i).PeerStore("n2");
+      if (r == nullptr || r->stride() == 0) continue;
+      for (const auto& e : r->LiveKeys()) ASSERT_EQ(e.block_index % r->stride(), 0u) << i;
+    }
+  }
+  EXPECT_EQ(c.node(2).landmark_stride(), 4u);
+  EXPECT_EQ(c.node(1).PeerStride("n2"), 4u);
+  EXPECT_EQ(view_of_n2(1), want(4));
+  EXPECT_EQ(c.listener(1).caches["n2"], want(4));
+  EXPECT_EQ(c.listener(1).strides["n2"], 4u);
+  for (int i = 0; i < c.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(c.node(i).counters().snapshots_applied, 0u);
+    EXPECT_EQ(c.node(i).counters().snapshots_sent, 0u);
+    EXPECT_EQ(c.node(i).counters().deltas_stride_mismatch, 0u);
+  }
 }
 
 }  // namespace

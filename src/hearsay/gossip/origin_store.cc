@@ -23,12 +23,17 @@ uint64_t OriginStore::PutLoad(const LoadReport& load, uint64_t heartbeat) {
 }
 
 bool OriginStore::PutCache(BlockKey full_key, uint32_t block_index, bool live) {
+  if (!Put(full_key, block_index, live)) return false;
+  MaybeCollect();
+  return true;
+}
+
+bool OriginStore::Put(BlockKey full_key, uint32_t block_index, bool live) {
   const BlockKey key = SummaryKey(full_key);
   const Slot* s = entries_.Find(key);
   if (s == nullptr ? !live : s->live == live) return false;
   Write(key, block_index, live, ++max_version_, nullptr);
   if (history_ && writer_) history_->RecordCache(max_version_, key, block_index, live);
-  MaybeCollect();
   return true;
 }
 
@@ -43,27 +48,20 @@ size_t OriginStore::Restride(uint32_t stride, std::span<const BlockEvent> landma
   size_t written = 0;
   // Sorted, so the versions do not depend on the tables' layouts.
   std::sort(removed.begin(), removed.end());
-  for (const auto& [key, index] : removed) written += PutCache(key, index, false) ? 1 : 0;
+  for (const auto& [key, index] : removed) written += Put(key, index, false) ? 1 : 0;
   std::vector<std::pair<BlockKey, uint32_t>> added;
   next.ForEach([&](BlockKey key, const uint32_t& index) {
     const Slot* s = entries_.Find(key);
     if (s == nullptr || !s->live) added.emplace_back(key, index);
   });
   std::sort(added.begin(), added.end());
-  for (const auto& [key, index] : added) written += PutCache(key, index, true) ? 1 : 0;
+  for (const auto& [key, index] : added) written += Put(key, index, true) ? 1 : 0;
   stride_ = stride;
   PutLoad(load_.load, load_.heartbeat);
-  // Nobody may continue from a version before this one by a run: it would mix two strides.
-  // The tombstones are then needed by no one.
-  gc_floor_ = max_version_;
+  // The change is the versioned writes above, nothing more: a peer behind it gets them as one run
+  // that is never cut (BuildRun), so no replica ever holds keys of two strides.
   epoch_ = max_version_;
-  std::vector<BlockKey> dead;
-  entries_.ForEach([&](BlockKey key, const Slot& slot) {
-    if (!slot.live) dead.push_back(key);
-  });
-  for (BlockKey key : dead) entries_.Erase(key);
-  tombstones_ = 0;
-  CompactLog();
+  MaybeCollect();
   return written;
 }
 
@@ -86,13 +84,22 @@ void OriginStore::Write(BlockKey full_key, uint32_t block_index, bool live, uint
   }
 }
 
+bool OriginStore::CrossesStrideStart(const OriginDelta& d) {
+  return !d.snapshot && d.stride_start > d.from_version && d.stride_start <= d.to_version;
+}
+
 OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<BlockEvent>* events) {
   if (d.to_version <= max_version_) return ApplyResult::kStale;
   if (!d.snapshot && stride_ != 0 && d.stride != stride_) {
-    return d.from_version > max_version_ ? ApplyResult::kGap : ApplyResult::kStrideMismatch;
+    if (d.from_version > max_version_) return ApplyResult::kGap;
+    // Another stride only with the whole change in the run: every write from what this replica
+    // knows through the version at which the new stride took effect.
+    if (!CrossesStrideStart(d)) return ApplyResult::kStrideMismatch;
   }
+  if (!d.snapshot && d.from_version > max_version_) return ApplyResult::kGap;
+  if (CrossesStrideStart(d)) epoch_ = std::max(epoch_, d.stride_start);
   if (shared()) return ApplyShared(d, events);
-  if (d.snapshot || stride_ == 0) stride_ = d.stride;
+  stride_ = d.stride;
   if (d.snapshot) {
     KeyTable<Slot> next;
     next.Reserve(d.entries.size());
@@ -120,12 +127,9 @@ OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<Bl
     entries_.ForEach([&](BlockKey key, const Slot&) { log_.push_back({d.to_version, key}); });
     max_version_ = d.to_version;
     gc_floor_ = d.to_version;
-    snapshot_floor_ = d.to_version;
-    epoch_ = d.from_version;
     if (d.load && d.load->version > load_.version) load_ = *d.load;
     return ApplyResult::kApplied;
   }
-  if (d.from_version > max_version_) return ApplyResult::kGap;
   for (const auto& e : d.entries) {
     if (e.version <= max_version_) continue;
     Write(e.key, e.block_index, e.live, e.version, events);
@@ -136,8 +140,15 @@ OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<Bl
   return ApplyResult::kApplied;
 }
 
-void OriginStore::MaybeCollect() {
+size_t OriginStore::TombstoneAllowance() const {
   const size_t keep = std::max(min_tombstones_, live_count());
+  // After a change of stride, room for its removals as well (up to the old stride's keys): a
+  // collected removal of the change would send every peer still behind it a snapshot.
+  return epoch_ > 0 ? 2 * keep : keep;
+}
+
+void OriginStore::MaybeCollect() {
+  const size_t keep = TombstoneAllowance();
   if (tombstones_ > keep) {
     // Collect the oldest tombstones down to half the allowance, so collection is amortized.
     size_t drop = tombstones_ - keep / 2;
@@ -167,28 +178,30 @@ void OriginStore::CompactLog() {
 
 std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget_bytes) const {
   if (known >= max_version_) return std::nullopt;
-  // A peer already at the origin's current stride (known >= epoch_) but behind the snapshot
-  // this replica started from: the writes it lacks are not here, and a snapshot from every such
-  // replica would give that peer a recent floor too, so that under loss snapshots breed snapshots
-  // (docs/gossip.md, session 7). Leave it to the origin or a replica that has the writes.
-  if (decline_behind_snapshot_ && !writer_ && epoch_ > 0 && known >= epoch_ &&
-      gc_floor_ == snapshot_floor_ && known < gc_floor_) {
-    return std::nullopt;
+  if (known < gc_floor_) return BuildSnapshot(budget_bytes);
+  std::optional<OriginDelta> run = BuildAnyRun(known, budget_bytes);
+  // A run across the change of stride is whole or not at all (BuildRun); a peer it does not fit
+  // gets a snapshot at the new stride instead.
+  if (!run && known < epoch_) return BuildSnapshot(budget_bytes);
+  return run;
+}
+
+std::optional<OriginDelta> OriginStore::BuildSnapshot(size_t budget_bytes) const {
+  std::optional<OriginDelta> d = SnapshotShell(budget_bytes);
+  if (!d) return std::nullopt;
+  d->entries.reserve(live_count());
+  if (shared()) {
+    for (const auto& e : LiveKeys())
+      d->entries.push_back({e.key, e.block_index, true, max_version_});
+  } else {
+    entries_.ForEach([&](BlockKey key, const Slot& slot) {
+      if (slot.live) d->entries.push_back({key, slot.block_index, true, max_version_});
+    });
   }
-  if (known < gc_floor_) {
-    std::optional<OriginDelta> d = SnapshotShell(budget_bytes);
-    if (!d) return std::nullopt;
-    d->entries.reserve(live_count());
-    if (shared()) {
-      for (const auto& e : LiveKeys())
-        d->entries.push_back({e.key, e.block_index, true, max_version_});
-    } else {
-      entries_.ForEach([&](BlockKey key, const Slot& slot) {
-        if (slot.live) d->entries.push_back({key, slot.block_index, true, max_version_});
-      });
-    }
-    return d;
-  }
+  return d;
+}
+
+std::optional<OriginDelta> OriginStore::BuildAnyRun(uint64_t known, size_t budget_bytes) const {
   if (shared()) {
     return BuildRun(known, budget_bytes, [&](auto&& take) {
       for (uint64_t u = known + 1; u <= max_version_; ++u) {
@@ -220,7 +233,7 @@ std::optional<OriginDelta> OriginStore::SnapshotShell(size_t budget_bytes) const
   d.generation = generation_;
   d.snapshot = true;
   d.stride = std::max<uint32_t>(stride_, 1);
-  d.from_version = decline_behind_snapshot_ ? epoch_ : 0;
+  d.from_version = 0;
   d.to_version = max_version_;
   if (load_.version > 0) d.load = load_;
   const size_t bound =
@@ -238,6 +251,9 @@ std::optional<OriginDelta> OriginStore::BuildRun(uint64_t known, size_t budget_b
   d.stride = std::max<uint32_t>(stride_, 1);
   d.from_version = known;
   d.to_version = known;
+  // Across the change of stride the run must hold all of it: it is sent whole, never cut.
+  const bool whole = known < epoch_;
+  if (whole) d.stride_start = epoch_;
   size_t used = EncodedDeltaHeaderSize(d) + 4;  // + room for the varints growing
   bool load_done = load_.version <= known;
   uint64_t prev = known;
@@ -270,7 +286,7 @@ std::optional<OriginDelta> OriginStore::BuildRun(uint64_t known, size_t budget_b
   });
   if (!cut && !load_done && !add_load()) cut = true;
   if (!cut) d.to_version = max_version_;
-  if (d.to_version == known) return std::nullopt;
+  if (d.to_version == known || (whole && cut)) return std::nullopt;
   return d;
 }
 
@@ -298,10 +314,9 @@ std::vector<BlockEvent> OriginStore::LiveKeys() const {
 
 OriginStore::ApplyResult OriginStore::ApplyShared(const OriginDelta& d,
                                                   std::vector<BlockEvent>* events) {
-  if (!d.snapshot && d.from_version > max_version_) return ApplyResult::kGap;
   const uint64_t to = std::min(d.to_version, history_->max_version());
   if (to <= max_version_) return ApplyResult::kStale;
-  if (d.snapshot || stride_ == 0) stride_ = d.stride;
+  stride_ = d.stride;
   const uint64_t old = max_version_;
   for (uint64_t u = old + 1; u <= to; ++u) {
     const SharedHistory::Write& w = history_->At(u);
@@ -327,8 +342,6 @@ OriginStore::ApplyResult OriginStore::ApplyShared(const OriginDelta& d,
     tombstones_ = 0;
     gc_floor_ = to;
     gc_cursor_ = to;
-    snapshot_floor_ = to;
-    epoch_ = d.from_version;
   } else {
     MaybeCollectShared();
   }
@@ -336,7 +349,7 @@ OriginStore::ApplyResult OriginStore::ApplyShared(const OriginDelta& d,
 }
 
 void OriginStore::MaybeCollectShared() {
-  const size_t keep = std::max(min_tombstones_, live_count());
+  const size_t keep = TombstoneAllowance();
   if (tombstones_ <= keep) return;
   size_t drop = tombstones_ - keep / 2;
   for (uint64_t u = std::max(gc_cursor_, gc_floor_) + 1; u <= max_version_ && drop > 0; ++u) {

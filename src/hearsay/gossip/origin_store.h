@@ -12,10 +12,15 @@
 //
 // Landmark stride: the cache keys are the origin's blocks whose index is a multiple of stride().
 // Every delta carries the stride of the store that built it. An origin that changes its stride
-// (Restride) rewrites its keys and raises gc_floor() to its new version, so every peer that is
-// behind it gets a snapshot at the new stride: a replica never holds keys of two strides. A
-// replica adopts the stride of the first delta it applies and of every snapshot, and refuses a
-// run at another stride (kStrideMismatch; the protocol above never sends one).
+// (Restride) writes the difference (removals and additions) as ordinary versioned writes; the
+// version of the last of them is the *stride start*, stride_start(). A run for a peer that knows
+// less than the stride start holds the whole change: it is never cut to a budget (if it does not
+// fit, the peer gets a snapshot), and it names the stride start (OriginDelta::stride_start). A
+// replica adopts the stride of the first delta it applies, of every snapshot, and of a run that
+// holds the whole change (it knows the stride start from it, so it serves such runs in turn); it
+// refuses any other run at another stride (kStrideMismatch). So a replica never holds keys of two
+// strides. After a change the tombstone allowance doubles, so the change's removals are not
+// collected at once (a collected one would send every peer still behind the change a snapshot).
 //
 // Ownership: plain value owned by gossip::Node, one per (origin id, generation).
 // Thread-safety: none.
@@ -61,18 +66,21 @@ class OriginStore {
   bool PutCache(prefix::BlockKey key, uint32_t block_index, bool live);
   // Switches to `stride` (>= 1): `landmarks` (full or summary keys with their block indices) is
   // everything the origin now holds at that stride. Writes the removals and additions that turn
-  // the current keys into it, rewrites the load record (so the change has a version even when
-  // no key changes), and raises gc_floor() to the new version: every peer that knew less gets a
-  // snapshot at the new stride. Returns the number of cache keys written.
+  // the current keys into it and rewrites the load record (so the change has a version even when
+  // no key changes); that version becomes stride_start(). Returns the number of cache keys
+  // written.
   size_t Restride(uint32_t stride, std::span<const prefix::BlockEvent> landmarks);
 
   // --- Replica side ---
   // Applies `d` (same id and generation); appends the resulting cache changes to `events`
   // (for a snapshot: first every removal, then every addition, relative to the previous state).
+  // A run at a stride other than stride() is applied only if it covers its stride start (then
+  // whole, adopting its stride), else refused with kStrideMismatch.
   ApplyResult Apply(const OriginDelta& d, std::vector<prefix::BlockEvent>* events);
 
   // What a peer that knows `known` lacks, cut so that EncodedSize <= budget_bytes; nullopt if it
-  // lacks nothing or not even the first item fits. A snapshot if known < gc_floor().
+  // lacks nothing or not even the first item fits. A snapshot if known < gc_floor(), or if
+  // known < stride_start() and the (uncuttable) run does not fit.
   std::optional<OriginDelta> BuildDelta(uint64_t known, size_t budget_bytes) const;
 
   // --- Views ---
@@ -81,10 +89,9 @@ class OriginStore {
   // Every write with a version <= max_version() is reflected here.
   uint64_t max_version() const { return max_version_; }
   uint64_t gc_floor() const { return gc_floor_; }
-  // Config::decline_behind_snapshot (off by default): snapshots name the version at which the
-  // origin's stride took effect (else 0), and a replica asked for writes it lost to its own
-  // snapshot by a peer already at that stride sends nothing rather than a snapshot.
-  void set_decline_behind_snapshot(bool on) { decline_behind_snapshot_ = on; }
+  // The origin's version at which stride() took effect, as far as this store knows (the writer
+  // always; a replica from the crossing run it applied); 0 if none is known.
+  uint64_t stride_start() const { return epoch_; }
   // The landmark stride of the cache keys; 0 for a replica that has applied nothing yet.
   uint32_t stride() const { return stride_; }
   const LoadRecord& load() const { return load_; }
@@ -111,8 +118,18 @@ class OriginStore {
     prefix::BlockKey key;
   };
 
+  // PutCache without collection (Restride collects once, after the whole change).
+  bool Put(prefix::BlockKey full_key, uint32_t block_index, bool live);
   void Write(prefix::BlockKey key, uint32_t block_index, bool live, uint64_t version,
              std::vector<prefix::BlockEvent>* events);
+  // True if `d` is a run that starts below its stride start and reaches it.
+  static bool CrossesStrideStart(const OriginDelta& d);
+  // Tombstones kept before the oldest are collected.
+  size_t TombstoneAllowance() const;
+  // Every live key, stamped max_version_; nullopt if it might not fit the budget.
+  std::optional<OriginDelta> BuildSnapshot(size_t budget_bytes) const;
+  // The run of what a peer that knows `known` lacks (either mode), as BuildRun.
+  std::optional<OriginDelta> BuildAnyRun(uint64_t known, size_t budget_bytes) const;
   // Shared-replica mode: the same contracts, answered from history_.
   bool shared() const { return history_ != nullptr && !writer_; }
   bool SharedLiveAt(prefix::BlockKey key, uint64_t version) const {
@@ -122,7 +139,8 @@ class OriginStore {
   ApplyResult ApplyShared(const OriginDelta& d, std::vector<prefix::BlockEvent>* events);
   // A snapshot delta without its entries, or nullopt if every live key might not fit the budget.
   std::optional<OriginDelta> SnapshotShell(size_t budget_bytes) const;
-  // A run of what a peer that knows `known` lacks, cut to the budget. for_each_current(take)
+  // A run of what a peer that knows `known` lacks, cut to the budget (never when known <
+  // epoch_: then whole or nullopt). for_each_current(take)
   // calls take(entry) for every current cache write above `known` in version order, and stops
   // when take returns false (shared by the private and shared-replica modes).
   template <typename ForEachCurrent>
@@ -149,11 +167,8 @@ class OriginStore {
   uint64_t max_version_ = 0;
   uint64_t gc_floor_ = 0;
   uint32_t stride_ = 0;
-  // The origin's version at which stride_ took effect (0: never changed), carried by snapshots
-  // as their from_version; and the to_version of the last snapshot applied here.
+  // The origin's version at which stride_ took effect (0: never changed, or not known here).
   uint64_t epoch_ = 0;
-  uint64_t snapshot_floor_ = 0;
-  bool decline_behind_snapshot_ = false;
   LoadRecord load_;
   KeyTable<Slot> entries_;
   size_t tombstones_ = 0;

@@ -266,67 +266,156 @@ std::map<prefix::BlockKey, uint32_t> AsMap(const std::vector<BlockEvent>& events
   return out;
 }
 
-// Session 7: an origin that changes its landmark stride makes every peer behind it take a
-// snapshot at the new stride; no replica ever holds keys of two strides.
-TEST(OriginStoreTest, RestrideSendsEveryPeerBehindASnapshotAndNeverMixesStrides) {
-  OriginStore w("a", 1, 4, nullptr, true, 2);
+// The run from `from` for a replica, applied there; the run must not be a snapshot.
+void ApplyRun(const OriginStore& from, OriginStore& to, std::vector<BlockEvent>* ev = nullptr) {
+  auto d = from.BuildDelta(to.max_version(), 1 << 20);
+  ASSERT_TRUE(d);
+  ASSERT_FALSE(d->snapshot);
+  ASSERT_EQ(to.Apply(*d, ev), OriginStore::ApplyResult::kApplied);
+}
+
+// Session 8: a change of stride reaches every peer behind it as one run, applied whole: no
+// snapshot, no raised floor. A replica that applied it serves the same run to a third peer.
+TEST(OriginStoreTest, RestrideReachesPeersBehindAsOneWholeRun) {
+  for (const bool shared : {false, true}) {
+    SCOPED_TRACE(shared ? "shared replicas" : "private replicas");
+    auto history = shared ? std::make_shared<SharedHistory>() : nullptr;
+    OriginStore w("a", 1, 64, history, true, 2);
+    w.PutLoad(LoadReport{}, 1);
+    for (const auto& e : Landmarks(40, 2)) ASSERT_TRUE(w.PutCache(e.key, e.block_index, true));
+    ASSERT_TRUE(w.PutCache(100 + 38, 38, false));  // a tombstone
+    OriginStore caught_up("a", 1, 64, history), behind("a", 1, 64, history),
+        third("a", 1, 64, history);
+    ASSERT_NO_FATAL_FAILURE(ApplyRun(w, behind));
+    ASSERT_NO_FATAL_FAILURE(ApplyRun(w, third));
+    ASSERT_TRUE(w.PutCache(100 + 38, 38, true));  // a write `behind` and `third` miss
+    ASSERT_NO_FATAL_FAILURE(ApplyRun(w, caught_up));
+    EXPECT_EQ(caught_up.stride(), 2u);
+
+    // Coarser: 2 -> 8. The keys not at a multiple of 8 are removed, by ordinary writes.
+    const uint64_t before = w.max_version();
+    w.Restride(8, Landmarks(40, 8));
+    EXPECT_EQ(w.stride(), 8u);
+    EXPECT_EQ(w.stride_start(), w.max_version());
+    EXPECT_GT(w.max_version(), before);
+    EXPECT_EQ(w.gc_floor(), 0u);
+    EXPECT_EQ(LiveMap(w), AsMap(Landmarks(40, 8)));
+    for (OriginStore* r : {&caught_up, &behind}) {
+      auto d = w.BuildDelta(r->max_version(), 1 << 20);
+      ASSERT_TRUE(d);
+      EXPECT_FALSE(d->snapshot);
+      EXPECT_EQ(d->stride, 8u);
+      EXPECT_EQ(d->stride_start, w.stride_start());
+      EXPECT_EQ(d->to_version, w.max_version());
+      std::vector<BlockEvent> ev;
+      ASSERT_EQ(r->Apply(*d, &ev), OriginStore::ApplyResult::kApplied);
+      EXPECT_EQ(r->stride(), 8u);
+      EXPECT_EQ(r->stride_start(), w.stride_start());
+      EXPECT_EQ(r->max_version(), w.max_version());
+      EXPECT_EQ(LiveMap(*r), AsMap(Landmarks(40, 8)));
+      for (const auto& e : ev) EXPECT_EQ(e.kind, BlockEvent::Kind::kRemoved);
+    }
+    // `behind` holds the change's writes: it serves `third`, still at the old stride, a run.
+    std::vector<BlockEvent> ev;
+    ASSERT_NO_FATAL_FAILURE(ApplyRun(behind, third, &ev));
+    EXPECT_EQ(third.stride(), 8u);
+    EXPECT_EQ(LiveMap(third), AsMap(Landmarks(40, 8)));
+    EXPECT_EQ(ev.size(), 19u - 5u);  // it never held block 38
+
+    // Finer again: 8 -> 4 (the in-between landmarks come from the caller, i.e. the radix tree):
+    // additions, in one run as well.
+    w.Restride(4, Landmarks(40, 4));
+    ev.clear();
+    ASSERT_NO_FATAL_FAILURE(ApplyRun(w, third, &ev));
+    EXPECT_EQ(third.stride(), 4u);
+    EXPECT_EQ(LiveMap(third), AsMap(Landmarks(40, 4)));
+    for (const auto& e : ev) EXPECT_EQ(e.kind, BlockEvent::Kind::kAdded);
+    // After the change, fresh writes are runs at the new stride that do not name it.
+    ASSERT_TRUE(w.PutCache(100 + 40, 40, true));
+    auto run = w.BuildDelta(third.max_version(), 1 << 20);
+    ASSERT_TRUE(run);
+    EXPECT_FALSE(run->snapshot);
+    EXPECT_EQ(run->stride, 4u);
+    EXPECT_EQ(run->stride_start, 0u);
+    ASSERT_EQ(third.Apply(*run, nullptr), OriginStore::ApplyResult::kApplied);
+    EXPECT_TRUE(third.Contains(100 + 40));
+  }
+}
+
+// A run across the change is never cut: too large for the budget, it becomes a snapshot (or
+// nothing). And a replica refuses a run at another stride unless it holds the whole change.
+TEST(OriginStoreTest, ACrossingRunIsWholeOrRefused) {
+  OriginStore w("a", 1, 64, nullptr, true, 2);
   w.PutLoad(LoadReport{}, 1);
   for (const auto& e : Landmarks(40, 2)) ASSERT_TRUE(w.PutCache(e.key, e.block_index, true));
-  ASSERT_TRUE(w.PutCache(100 + 38, 38, false));  // a tombstone
-  OriginStore caught_up("a", 1, 4);
-  OriginStore behind("a", 1, 4);
-  ASSERT_EQ(caught_up.Apply(*w.BuildDelta(0, 1 << 20), nullptr),
-            OriginStore::ApplyResult::kApplied);
-  ASSERT_EQ(behind.Apply(*w.BuildDelta(0, 1 << 20), nullptr), OriginStore::ApplyResult::kApplied);
-  EXPECT_EQ(caught_up.stride(), 2u);
-  // A write that `behind` misses.
-  ASSERT_TRUE(w.PutCache(100 + 38, 38, true));
-  ASSERT_EQ(caught_up.Apply(*w.BuildDelta(caught_up.max_version(), 1 << 20), nullptr),
-            OriginStore::ApplyResult::kApplied);
-  const OriginDelta old_run = *w.BuildDelta(behind.max_version(), 1 << 20);
-  EXPECT_EQ(old_run.stride, 2u);
-
-  // Coarser: 2 -> 8. Keys not at a multiple of 8 are removed, and every peer is behind.
-  const uint64_t before = w.max_version();
+  OriginStore r("a", 1, 64);
+  ASSERT_NO_FATAL_FAILURE(ApplyRun(w, r));
   w.Restride(8, Landmarks(40, 8));
-  EXPECT_EQ(w.stride(), 8u);
-  EXPECT_GT(w.max_version(), before);
-  EXPECT_EQ(w.gc_floor(), w.max_version());
-  EXPECT_EQ(w.tombstone_count(), 0u);
-  EXPECT_EQ(LiveMap(w), AsMap(Landmarks(40, 8)));
-  for (OriginStore* r : {&caught_up, &behind}) {
-    auto d = w.BuildDelta(r->max_version(), 1 << 20);
-    ASSERT_TRUE(d);
-    EXPECT_TRUE(d->snapshot);
-    EXPECT_EQ(d->stride, 8u);
-    std::vector<BlockEvent> ev;
-    ASSERT_EQ(r->Apply(*d, &ev), OriginStore::ApplyResult::kApplied);
-    EXPECT_EQ(r->stride(), 8u);
-    EXPECT_EQ(LiveMap(*r), AsMap(Landmarks(40, 8)));
+  const auto whole = w.BuildDelta(r.max_version(), 1 << 20);
+  ASSERT_TRUE(whole && !whole->snapshot);
+  ASSERT_EQ(whole->entries.size(), 15u);  // 20 keys at stride 2, 5 of them at stride 8
+  // Smaller budgets give nothing, then a snapshot of the 5 keys (too small for the 15 removals
+  // and the load record), then the whole run: never a part of it.
+  int snapshots = 0, runs = 0;
+  for (size_t budget = 30; budget < 300; budget += 5) {
+    SCOPED_TRACE(budget);
+    auto d = w.BuildDelta(r.max_version(), budget);
+    if (!d) {
+      EXPECT_EQ(snapshots + runs, 0);
+      continue;
+    }
+    if (d->snapshot) {
+      EXPECT_EQ(runs, 0);
+      EXPECT_EQ(d->entries.size(), 5u);
+      ++snapshots;
+    } else {
+      EXPECT_EQ(*d, *whole);
+      ++runs;
+    }
   }
-  // A late run at the old stride never lands on a replica at the new one.
-  OriginDelta late = old_run;
-  late.to_version = w.max_version() + 5;
-  late.from_version = behind.max_version();
-  EXPECT_EQ(behind.Apply(late, nullptr), OriginStore::ApplyResult::kStrideMismatch);
-  EXPECT_EQ(LiveMap(behind), AsMap(Landmarks(40, 8)));
+  EXPECT_GT(snapshots, 0);
+  EXPECT_GT(runs, 0);
 
-  // Finer again: 8 -> 4 (the in-between landmarks come from the caller, i.e. the radix tree).
-  w.Restride(4, Landmarks(40, 4));
-  auto d = w.BuildDelta(behind.max_version(), 1 << 20);
-  ASSERT_TRUE(d);
-  EXPECT_TRUE(d->snapshot);
-  ASSERT_EQ(behind.Apply(*d, nullptr), OriginStore::ApplyResult::kApplied);
-  EXPECT_EQ(behind.stride(), 4u);
-  EXPECT_EQ(LiveMap(behind), AsMap(Landmarks(40, 4)));
-  // After the change, fresh writes are runs at the new stride again.
-  ASSERT_TRUE(w.PutCache(100 + 40, 40, true));
-  auto run = w.BuildDelta(behind.max_version(), 1 << 20);
-  ASSERT_TRUE(run);
-  EXPECT_FALSE(run->snapshot);
-  EXPECT_EQ(run->stride, 4u);
-  ASSERT_EQ(behind.Apply(*run, nullptr), OriginStore::ApplyResult::kApplied);
-  EXPECT_TRUE(behind.Contains(100 + 40));
+  const auto before = LiveMap(r);
+  const uint64_t version = r.max_version();
+  auto expect_refused = [&](const OriginDelta& d) {
+    EXPECT_EQ(r.Apply(d, nullptr), OriginStore::ApplyResult::kStrideMismatch);
+    EXPECT_EQ(r.max_version(), version);
+    EXPECT_EQ(r.stride(), 2u);
+    EXPECT_EQ(LiveMap(r), before);
+  };
+  // Cut before the stride start (what an older sender's budget would have made of it).
+  OriginDelta cut = *whole;
+  cut.entries.resize(7);
+  cut.load.reset();
+  cut.to_version = cut.entries.back().version;
+  expect_refused(cut);
+  // Not naming the stride start, or naming one it does not reach.
+  OriginDelta unnamed = *whole;
+  unnamed.stride_start = 0;
+  expect_refused(unnamed);
+  cut.stride_start = w.stride_start();
+  expect_refused(cut);
+  // The whole run is applied.
+  ASSERT_EQ(r.Apply(*whole, nullptr), OriginStore::ApplyResult::kApplied);
+  EXPECT_EQ(r.stride(), 8u);
+  EXPECT_EQ(LiveMap(r), AsMap(Landmarks(40, 8)));
+}
+
+// The change's removals are kept as tombstones (the allowance doubles after a change), so a peer
+// that knew the state just before the change still gets a run, not a snapshot.
+TEST(OriginStoreTest, RestrideKeepsItsRemovalsForPeersBehind) {
+  OriginStore w("a", 1, 8, nullptr, true, 2);
+  for (const auto& e : Landmarks(40, 2)) ASSERT_TRUE(w.PutCache(e.key, e.block_index, true));
+  ASSERT_TRUE(w.PutCache(100 + 38, 38, false));  // 19 live, 1 tombstone
+  OriginStore r("a", 1, 8);
+  ASSERT_NO_FATAL_FAILURE(ApplyRun(w, r));
+  w.Restride(8, Landmarks(40, 8));  // 14 more tombstones, 5 live: over max(8, 5), not twice it
+  EXPECT_EQ(w.tombstone_count(), 15u);
+  EXPECT_EQ(w.gc_floor(), 0u);
+  ASSERT_NO_FATAL_FAILURE(ApplyRun(w, r));
+  EXPECT_EQ(r.stride(), 8u);
+  EXPECT_EQ(LiveMap(r), AsMap(Landmarks(40, 8)));
 }
 
 TEST(OriginStoreTest, RestrideWithNoKeyChangeStillTakesAVersion) {
@@ -337,57 +426,117 @@ TEST(OriginStoreTest, RestrideWithNoKeyChangeStillTakesAVersion) {
   EXPECT_EQ(w.Restride(32, {}), 0u);
   auto d = w.BuildDelta(r.max_version(), 1 << 20);
   ASSERT_TRUE(d);  // without a new version the peer would never learn the stride
-  EXPECT_TRUE(d->snapshot);
+  EXPECT_FALSE(d->snapshot);
+  EXPECT_EQ(d->stride_start, w.max_version());
   ASSERT_EQ(r.Apply(*d, nullptr), OriginStore::ApplyResult::kApplied);
   EXPECT_EQ(r.stride(), 32u);
   EXPECT_EQ(r.load().heartbeat, 3u);
 }
 
-}  // namespace
-}  // namespace hearsay::gossip
-
-namespace hearsay::gossip {
-namespace {
-
-TEST(OriginStoreTest, DeclineBehindSnapshotLeavesPeersAtTheCurrentStrideToOthers) {
-  for (const bool on : {false, true}) {
-    SCOPED_TRACE(on ? "on" : "off");
-    OriginStore w("a", 1, 4, nullptr, true, 2);
-    w.set_decline_behind_snapshot(on);
-    w.PutLoad(LoadReport{}, 1);
-    for (uint32_t i = 0; i < 20; i += 2) ASSERT_TRUE(w.PutCache(100 + i, i, true));
-    OriginStore old_stride("a", 1, 4);  // never saw the change
-    ASSERT_EQ(old_stride.Apply(*w.BuildDelta(0, 1 << 20), nullptr),
-              OriginStore::ApplyResult::kApplied);
-    w.Restride(4, {});
-    const uint64_t epoch = w.max_version();
-    // `early` takes the snapshot at the epoch, then a write later `late` takes one.
-    OriginStore early("a", 1, 4), late("a", 1, 4);
-    early.set_decline_behind_snapshot(on);
-    late.set_decline_behind_snapshot(on);
-    auto snap = w.BuildDelta(0, 1 << 20);
-    ASSERT_TRUE(snap && snap->snapshot);
-    EXPECT_EQ(snap->from_version, on ? epoch : 0u);
-    ASSERT_EQ(early.Apply(*snap, nullptr), OriginStore::ApplyResult::kApplied);
-    ASSERT_TRUE(w.PutCache(100 + 20, 20, true));
-    ASSERT_EQ(late.Apply(*w.BuildDelta(0, 1 << 20), nullptr), OriginStore::ApplyResult::kApplied);
-    // `late` cannot give `early` a run; with the option it gives nothing, else a snapshot.
-    auto d = late.BuildDelta(early.max_version(), 1 << 20);
-    if (on) {
-      EXPECT_FALSE(d.has_value());
-    } else {
-      ASSERT_TRUE(d);
-      EXPECT_TRUE(d->snapshot);
+// Property: an origin that changes stride at random while replicas exchange random, budget-cut
+// deltas over a lossy, duplicating, reordering channel (relaying through each other, private and
+// shared): no replica ever holds a key off its stride, events reproduce each replica, and all
+// converge to the writer once the channel is drained.
+TEST(OriginStoreTest, RestridesUnderLossNeverMixStrides) {
+  const uint32_t strides[] = {1, 2, 4, 8};
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    Rng rng(seed);
+    const size_t min_tomb = 1 + rng.Below(32);
+    auto history = std::make_shared<SharedHistory>();
+    OriginStore w("o", 7, min_tomb, history, true, 1);
+    std::vector<OriginStore> replicas;
+    for (int i = 0; i < 4; ++i) replicas.emplace_back("o", 7, min_tomb, i < 2 ? nullptr : history);
+    std::vector<std::map<prefix::BlockKey, uint32_t>> models(replicas.size());
+    std::deque<std::pair<size_t, OriginDelta>> wire;
+    std::map<prefix::BlockKey, uint32_t> held;  // every block the origin holds
+    auto landmarks = [&](uint32_t stride) {
+      std::vector<BlockEvent> out;
+      for (const auto& [k, i] : held) {
+        if (i % stride == 0) out.push_back({BlockEvent::Kind::kAdded, k, i});
+      }
+      return out;
+    };
+    const int steps = 500;
+    for (int step = 0; step < steps + 300; ++step) {
+      if (step < steps) {
+        for (int k = 0, n = static_cast<int>(rng.Below(4)); k < n; ++k) {
+          const prefix::BlockKey key = rng.Below(80);
+          const auto index = static_cast<uint32_t>(key % 9);
+          const bool live = rng.Bernoulli(0.55);
+          if (live) {
+            held[key] = index;
+          } else {
+            held.erase(key);
+          }
+          if (index % w.stride() == 0) w.PutCache(key, index, live);
+        }
+        if (rng.Bernoulli(0.1)) w.PutLoad(LoadReport{}, static_cast<uint64_t>(step));
+        if (rng.Bernoulli(0.03)) {
+          const uint32_t next = strides[rng.Below(4)];
+          if (next != w.stride()) w.Restride(next, landmarks(next));
+        }
+      }
+      const size_t to = rng.Below(replicas.size());
+      const size_t from = rng.Below(replicas.size() + 1);  // the last: the writer
+      if (from != to) {
+        const OriginStore& src = from == replicas.size() ? w : replicas[from];
+        const uint64_t known = rng.Bernoulli(0.2) ? rng.Below(replicas[to].max_version() + 1)
+                                                  : replicas[to].max_version();
+        auto d = src.BuildDelta(known, 40 + rng.Below(600));
+        if (d && rng.Bernoulli(0.5)) {
+          Message m;
+          m.type = MsgType::kDeltas;
+          m.header.sender = "x";
+          m.deltas = {*d};
+          Result<Message> back = Decode(Encode(m));
+          ASSERT_TRUE(back.ok());
+          d = back->deltas[0];
+        }
+        if (d && !rng.Bernoulli(step < steps ? 0.3 : 0.0)) {
+          wire.emplace_back(to, *d);
+          if (rng.Bernoulli(0.2)) wire.emplace_back(to, *d);
+        }
+      }
+      if (!wire.empty()) {
+        const size_t i = rng.Below(wire.size());
+        auto [dst, d] = wire[i];
+        wire.erase(wire.begin() + static_cast<std::ptrdiff_t>(i));
+        OriginStore& r = replicas[dst];
+        std::vector<BlockEvent> ev;
+        if (r.Apply(d, &ev) != OriginStore::ApplyResult::kApplied) {
+          ASSERT_TRUE(ev.empty());
+        }
+        if (d.snapshot) {
+          models[dst].clear();
+          for (const auto& e : r.LiveKeys()) models[dst][e.key] = e.block_index;
+        }
+        for (const auto& e : ev) {
+          if (d.snapshot) break;
+          if (e.kind == BlockEvent::Kind::kAdded) {
+            models[dst][e.key] = e.block_index;
+          } else {
+            ASSERT_EQ(models[dst].erase(e.key), 1u);
+          }
+        }
+        ASSERT_EQ(models[dst], LiveMap(r));
+        for (const auto& [k, index] : models[dst]) {
+          ASSERT_EQ(index % r.stride(), 0u) << "replica " << dst << " key " << k;
+        }
+      }
     }
-    // A peer still at the old stride always gets the snapshot, and the origin serves everyone.
-    auto for_old = late.BuildDelta(old_stride.max_version(), 1 << 20);
-    ASSERT_TRUE(for_old);
-    EXPECT_TRUE(for_old->snapshot);
-    auto from_origin = w.BuildDelta(early.max_version(), 1 << 20);
-    ASSERT_TRUE(from_origin);
-    EXPECT_FALSE(from_origin->snapshot);
-    ASSERT_EQ(early.Apply(*from_origin, nullptr), OriginStore::ApplyResult::kApplied);
-    EXPECT_TRUE(early.Contains(100 + 20));
+    for (int round = 0; round < 3; ++round) {
+      for (auto& r : replicas) {
+        while (auto d = w.BuildDelta(r.max_version(), 300 + rng.Below(1 << 16))) {
+          ASSERT_EQ(r.Apply(*d, nullptr), OriginStore::ApplyResult::kApplied);
+        }
+      }
+    }
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      EXPECT_EQ(replicas[i].max_version(), w.max_version()) << "replica " << i;
+      EXPECT_EQ(replicas[i].stride(), w.stride()) << "replica " << i;
+      EXPECT_EQ(LiveMap(replicas[i]), LiveMap(w)) << "replica " << i;
+    }
   }
 }
 

@@ -60,8 +60,12 @@ uint64_t RunTag(const CacheEntry& e, bool next) {
   return (e.live ? kFlagLive | IndexCode(e.block_index) << 2 : 0) | (next ? kFlagNext : 0);
 }
 
-// Stride codes 1..kMaxStrideCode stand for 2^(code - 1); 0 says a varint stride follows.
+// Stride codes 1..kMaxStrideCode (flags bits 1-5) stand for 2^(code - 1); 0 says a varint stride
+// follows. Bit 6: a stride start follows the from version (a run crossing a change of stride).
+// Bit 7: a load record follows the version range.
 constexpr uint8_t kMaxStrideCode = 21;
+constexpr uint8_t kFlagStrideStart = 0x40;
+constexpr uint8_t kFlagLoad = 0x80;
 static_assert(uint32_t{1} << (kMaxStrideCode - 1) == kMaxLandmarkStride);
 
 uint8_t StrideCode(uint32_t stride) {
@@ -194,11 +198,13 @@ void PutDelta(ByteWriter& w, const OriginDelta& d) {
   w.PutString(d.id);
   w.PutVarint(d.generation);
   const uint8_t code = StrideCode(d.stride);
-  w.PutU8(static_cast<uint8_t>(code << 1 | (d.snapshot ? 1 : 0)));
+  const bool crossing = d.stride_start != 0;
+  w.PutU8(static_cast<uint8_t>((d.load ? kFlagLoad : 0) | (crossing ? kFlagStrideStart : 0) |
+                               code << 1 | (d.snapshot ? 1 : 0)));
   if (code == 0) w.PutVarint(d.stride);
   w.PutVarint(d.from_version);
-  w.PutVarint(d.to_version);
-  w.PutU8(d.load ? 1 : 0);
+  if (crossing) w.PutVarint(d.stride_start - d.from_version);
+  w.PutVarint(d.to_version - d.from_version);
   if (d.load) PutLoad(w, *d.load);
   w.PutVarint(d.entries.size());
   if (!d.snapshot) {
@@ -230,7 +236,9 @@ OriginDelta ReadDelta(ByteReader& r) {
   d.generation = r.ReadVarint();
   const uint8_t flags = r.ReadU8();
   d.snapshot = (flags & 1) == 1;
-  const uint8_t code = flags >> 1;
+  const bool crossing = (flags & kFlagStrideStart) != 0;
+  if (crossing && d.snapshot) r.Fail("snapshot with a stride start");
+  const uint8_t code = (flags >> 1) & 0x1f;
   if (code > kMaxStrideCode) {
     r.Fail("bad stride code");
   } else if (code > 0) {
@@ -241,11 +249,20 @@ OriginDelta ReadDelta(ByteReader& r) {
     d.stride = static_cast<uint32_t>(stride);
   }
   d.from_version = r.ReadVarint();
-  d.to_version = r.ReadVarint();
-  if (d.from_version > d.to_version) r.Fail("delta range reversed");
-  const uint8_t has_load = r.ReadU8();
-  if (has_load > 1) r.Fail("bad load flag");
-  if (has_load == 1) {
+  uint64_t start_step = 0;
+  if (crossing) {
+    start_step = r.ReadVarint();
+    if (start_step == 0) r.Fail("stride start not above the delta's base");
+  }
+  const uint64_t span = r.ReadVarint();
+  if (span > std::numeric_limits<uint64_t>::max() - d.from_version) r.Fail("delta range overflows");
+  d.to_version = d.from_version + span;
+  if (crossing) {
+    if (start_step > span) r.Fail("stride start beyond the delta");
+    d.stride_start = d.from_version + start_step;
+  }
+  if (!r.ok()) return d;
+  if ((flags & kFlagLoad) != 0) {
     d.load = ReadLoad(r);
     if (d.load->version > d.to_version || (!d.snapshot && d.load->version <= d.from_version) ||
         d.load->version == 0) {
@@ -306,7 +323,8 @@ void PutDeltas(ByteWriter& w, const std::vector<OriginDelta>& ds) {
 
 std::vector<OriginDelta> ReadDeltas(ByteReader& r) {
   std::vector<OriginDelta> out;
-  const size_t n = r.ReadCount(kMaxOrigins, 2 + 1 + 1 + 1 + 1 + 1 + 1);
+  // At least: id (2), generation, flags, from, span, count.
+  const size_t n = r.ReadCount(kMaxOrigins, 2 + 1 + 1 + 1 + 1 + 1);
   out.reserve(n);
   for (size_t i = 0; i < n && r.ok(); ++i) out.push_back(ReadDelta(r));
   return out;
@@ -344,7 +362,8 @@ size_t EncodedSize(const LoadRecord& r) {
 size_t EncodedDeltaHeaderSize(const OriginDelta& d) {
   return StringSize(d.id) + VarintSize(d.generation) + 1 +
          (StrideCode(d.stride) == 0 ? VarintSize(d.stride) : 0) + VarintSize(d.from_version) +
-         VarintSize(d.to_version) + 1 + (d.load ? EncodedSize(*d.load) : 0) +
+         (d.stride_start != 0 ? VarintSize(d.stride_start - d.from_version) : 0) +
+         VarintSize(d.to_version - d.from_version) + (d.load ? EncodedSize(*d.load) : 0) +
          VarintSize(d.entries.size() + 1);
 }
 

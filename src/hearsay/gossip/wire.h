@@ -15,9 +15,12 @@
 // A cache-delta run encodes each entry as a varint tag (bit 0: live, bit 1: version = previous
 // + 1, and for a live entry the block index code above them), then the version step if bit 1 is
 // clear, then the summary key (summary_key.h: its low 48 bits, 6 bytes, little-endian). A
-// removal carries no block index (it decodes as 0). A delta's flags byte holds the snapshot bit
-// (bit 0) and its landmark stride above it: c in 1..21 for a stride of 2^(c - 1) (one byte, as
-// the bare snapshot flag of version 2 was), or 0 followed by the stride as a varint. An index code
+// removal carries no block index (it decodes as 0). A delta is: id, generation, a flags byte,
+// [stride], from version, [stride start step], to version as a step above from, [load record],
+// entry count, entries. The flags byte holds the snapshot bit (bit 0), the landmark stride in
+// bits 1-5 (c in 1..21 for a stride of 2^(c - 1); 0: the stride follows as a varint), in bit 6
+// (runs only) that the run crosses its origin's change of stride, so the stride start follows
+// the from version as a step above it, and in bit 7 that a load record follows. An index code
 // is the index times 2, or, for a multiple of 16, the index / 16 times 2 plus 1: a live landmark up
 // to block 240 is 7 bytes, a removal 7 (version 1: 10-11 bytes each). A snapshot sorts its entries
 // by key and sends key steps and index codes as varints.
@@ -41,10 +44,13 @@
 
 namespace hearsay::gossip {
 
-// Version 3 (session 7): a delta's flags byte also carries its origin's landmark stride.
-// Version 2 (session 5): run entries with a tag varint and 48-bit keys (version 1: flag byte,
-// 64-bit key, block index varint); block indices sent as index codes.
-inline constexpr uint8_t kWireVersion = 3;
+// Version 4 (session 8): a run that crosses its origin's change of stride says where it took
+// effect; the to version is a step above the from version, and the load flag is a bit of the
+// flags byte (every delta header is a byte or two shorter). Version 3 (session 7): a delta's flags
+// byte also carries its origin's landmark stride. Version 2 (session 5): run entries with a tag
+// varint and 48-bit keys (version 1: flag byte, 64-bit key, block index varint); block indices sent
+// as index codes.
+inline constexpr uint8_t kWireVersion = 4;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;
@@ -114,10 +120,11 @@ struct CacheEntry {
 // A run (snapshot == false) holds every entry the sender has with a version in that range, in
 // version order; superseded writes are simply absent. A snapshot holds only the live entries, all
 // stamped to_version, and replaces the receiver's state for (id, generation); its from_version is
-// the origin's version at which its current stride took effect (0 if it never changed).
-// `stride` is the landmark stride the origin publishes at (its cache keys are the blocks whose
-// index is a multiple of it); a run only ever continues a replica at the same stride, since an
-// origin that changes stride makes every peer behind it take a snapshot (origin_store.h).
+// 0. `stride` is the landmark stride the origin publishes at (its cache keys are the blocks whose
+// index is a multiple of it). A run that starts before the version at which that stride took
+// effect carries that version as `stride_start` (in (from_version, to_version]; 0 otherwise): it
+// holds the whole change of stride, so a replica at another stride may apply it and adopt
+// `stride` (origin_store.h). Any other run only continues a replica at its own stride.
 struct OriginDelta {
   NodeId id;
   Generation generation = 0;
@@ -127,6 +134,7 @@ struct OriginDelta {
   std::optional<LoadRecord> load;  // present if its version is in (from_version, to_version]
   std::vector<CacheEntry> entries;
   uint32_t stride = 1;  // in [1, kMaxLandmarkStride]; last, so older aggregate initializers hold
+  uint64_t stride_start = 0;  // runs only: 0, or in (from_version, to_version] (see above)
   friend bool operator==(const OriginDelta&, const OriginDelta&) = default;
 };
 

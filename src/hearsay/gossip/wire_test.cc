@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 
 #include "hearsay/common/bytes.h"
@@ -37,6 +38,15 @@ OriginDelta SampleRun() {
                {5, 32, true, 14},
                {7, 17, true, 15},
                {6, 4000000000u, true, 20}};
+  return d;
+}
+
+// A run across its origin's change of stride (session 8): it names the stride start.
+OriginDelta SampleCrossingRun() {
+  OriginDelta d = SampleRun();
+  d.id = "gpu-04";
+  d.stride = 32;
+  d.stride_start = 15;
   return d;
 }
 
@@ -85,7 +95,7 @@ std::vector<Message> Samples() {
         m.deltas = {SampleRun(), SampleSnapshot()};
         break;
       case MsgType::kDeltas:
-        m.deltas = {SampleSnapshot()};
+        m.deltas = {SampleSnapshot(), SampleCrossingRun()};
         break;
       case MsgType::kPushPull:
         m.reply_wanted = true;
@@ -378,12 +388,12 @@ TEST(WireTest, RejectsABadStride) {
   const size_t at = FlagsOffset(m);
   ASSERT_LT(at, Encode(m).size());
   std::vector<uint8_t> bytes = Encode(m);
-  bytes[at] = 22 << 1;  // stride code above 2^20
+  bytes[at] = static_cast<uint8_t>((bytes[at] & 0xc1) | 22 << 1);  // stride code above 2^20
   EXPECT_FALSE(Decode(bytes).ok());
   // Code 0 with an explicit stride of 0, and of 2^20 + 1.
   m.deltas[0].stride = 3;
   bytes = Encode(m);
-  ASSERT_EQ(bytes[at], 0);
+  ASSERT_EQ(bytes[at] & 0x3e, 0);
   ASSERT_EQ(bytes[at + 1], 3);
   bytes[at + 1] = 0;
   EXPECT_FALSE(Decode(bytes).ok());
@@ -398,14 +408,117 @@ TEST(WireTest, RejectsABadStride) {
   EXPECT_EQ(ok->deltas[0].stride, kMaxLandmarkStride);
 }
 
+// Session 8 (wire v4): a run across its origin's change of stride carries the stride start, as a
+// step above its from version after a flag in the flags byte; other deltas cost nothing more.
+TEST(WireTest, StrideStartRoundTrips) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  m.deltas = {SampleRun()};
+  const size_t base = Encode(m).size();
+  for (uint64_t start : {11u, 15u, 20u}) {
+    m.deltas[0].stride_start = start;
+    const std::vector<uint8_t> bytes = Encode(m);
+    EXPECT_EQ(bytes.size(), base + 1) << start;
+    EXPECT_EQ(EncodedDeltaHeaderSize(m.deltas[0]), EncodedDeltaHeaderSize(SampleRun()) + 1);
+    auto back = Decode(bytes);
+    ASSERT_TRUE(back.ok()) << start;
+    EXPECT_EQ(back->deltas[0], m.deltas[0]);
+  }
+  // A long run: the step takes more than one byte, and the size helper agrees.
+  m.deltas[0].to_version = 1'000'000;
+  m.deltas[0].stride_start = 900'000;
+  const std::vector<uint8_t> bytes = Encode(m);
+  m.deltas[0].stride_start = 0;
+  EXPECT_EQ(bytes.size(), Encode(m).size() + VarintSize(900'000 - 10));
+  auto back = Decode(bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->deltas[0].stride_start, 900'000u);
+}
+
+TEST(WireTest, RejectsAMalformedStrideStart) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  m.deltas = {SampleRun()};
+  const size_t at = FlagsOffset(m);
+  m.deltas[0].stride_start = 15;
+  std::vector<uint8_t> bytes = Encode(m);
+  ASSERT_TRUE(Decode(bytes).ok());
+  // flags, from (10), start step (5), to step (10).
+  ASSERT_EQ(bytes[at] & 0x40, 0x40);
+  ASSERT_EQ(bytes[at + 1], 10);
+  ASSERT_EQ(bytes[at + 2], 5);
+  ASSERT_EQ(bytes[at + 3], 10);
+  std::vector<uint8_t> bad = bytes;
+  bad[at + 2] = 0;  // at the from version: the run does not start below it
+  EXPECT_FALSE(Decode(bad).ok());
+  bad[at + 2] = 11;  // beyond the to version
+  EXPECT_FALSE(Decode(bad).ok());
+  bad[at + 2] = 10;  // exactly the to version decodes
+  EXPECT_TRUE(Decode(bad).ok());
+  // A snapshot never names a stride start.
+  m.deltas = {SampleSnapshot()};
+  bytes = Encode(m);
+  const size_t snap_at = FlagsOffset(m);
+  ASSERT_EQ(bytes[snap_at] & 1, 1);
+  // Splice a step after its from version (0) and set the flag.
+  bytes[snap_at] |= 0x40;
+  bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(snap_at + 2), uint8_t{1});
+  EXPECT_FALSE(Decode(bytes).ok());
+}
+
 }  // namespace
 }  // namespace hearsay::gossip
 
 namespace hearsay::gossip {
 namespace {
 
+// Wire v4: a delta's to version is a step above its from version, and its load flag a bit of the
+// flags byte. A run far into its origin's history (versions of 2 and 3 bytes) costs 3 bytes less
+// than in version 3 (2 for the to version, 1 for the load flag byte).
+TEST(WireTest, RunHeadersCarryTheVersionRangeAsAStep) {
+  OriginDelta d = SampleRun();
+  d.from_version = 20'000;
+  d.to_version = 20'010;
+  d.load->version = 20'002;
+  for (auto& e : d.entries) e.version += 20'000 - 10;
+  EXPECT_EQ(EncodedDeltaHeaderSize(d), 1 + d.id.size() + VarintSize(d.generation) + 1 +
+                                           VarintSize(20'000) + 1 + EncodedSize(*d.load) + 1);
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  m.deltas = {d};
+  auto back = Decode(Encode(m));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->deltas[0], d);
+  // Without a load record nothing follows the range but the count.
+  m.deltas[0].load.reset();
+  back = Decode(Encode(m));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->deltas[0], m.deltas[0]);
+}
+
+TEST(WireTest, RejectsAVersionRangePast2To64) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  OriginDelta d;
+  d.id = "a";
+  d.from_version = std::numeric_limits<uint64_t>::max() - 1;
+  d.to_version = std::numeric_limits<uint64_t>::max();
+  m.deltas = {d};
+  std::vector<uint8_t> bytes = Encode(m);
+  ASSERT_TRUE(Decode(bytes).ok());
+  // The span (1) is the second-to-last byte, before the count (0): a span of 2 overflows.
+  ASSERT_EQ(bytes[bytes.size() - 2], 1);
+  bytes[bytes.size() - 2] = 2;
+  EXPECT_FALSE(Decode(bytes).ok());
+}
+
 // The message fuzz target's seed corpus (fuzz/corpus/message_fuzz/typeN.bin: Samples(), one per
-// type, with landmark strides of 16 and 3 on the deltas) must decode with the current wire
+// type, with landmark strides of 16 and 3 on the deltas, and a run naming its stride start)
+// must decode with the current wire
 // version. HEARSAY_WRITE_MESSAGE_CORPUS=1 rewrites it after a wire change.
 TEST(WireCorpusTest, SeedCorpusDecodes) {
   const char* root = std::getenv("HEARSAY_SOURCE_DIR");

@@ -109,7 +109,8 @@ class PeerIndex {
   Status ApplySnapshot(const NodeId& peer, Generation generation, std::span<const BlockKey> keys);
   // Records that `peer`'s keys are the blocks whose index is a multiple of `stride` (see the
   // top of this file). Errors: NOT_FOUND, FAILED_PRECONDITION as ApplyEvents; INVALID_ARGUMENT
-  // for a stride of 0. The keys held are unchanged (a new stride comes with a snapshot).
+  // for a stride of 0. The keys held are unchanged (a new stride comes with a snapshot, or with
+  // the events of a run that changes them).
   Status SetStride(const NodeId& peer, Generation generation, uint32_t stride);
 
   // ---- Queries ----

@@ -194,6 +194,16 @@ void GossipInvariants::Check() {
         violations_.push_back(GossipCluster::Name(i) + "'s version of " + name + " went back" + at);
       }
       seen.version = s->max_version();
+      // A replica holds keys of one stride only: its own.
+      if (s->stride() > 0) {
+        for (const auto& e : s->LiveKeys()) {
+          if (e.block_index % s->stride() != 0) {
+            violations_.push_back(GossipCluster::Name(i) + "'s replica of " + name +
+                                  " holds a key off its stride" + at);
+            break;
+          }
+        }
+      }
       // The listener's events reproduce the replica exactly.
       const auto& cache = model.cache(name);
       if (cache.size() != s->live_count()) {

@@ -168,7 +168,6 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.config.landmark_stride = o.landmark_stride;
   co.config.landmark_budget_members = o.landmark_budget_members;
   co.config.relayed_evidence = o.relayed_evidence;
-  co.config.decline_behind_snapshot = o.decline_behind_snapshot;
   co.config.silence_probe_mult = o.silence_probe_mult;
   co.share_replicas = o.share_replicas;
   co.model_caches = false;  // figures come from the replicas themselves
@@ -288,6 +287,13 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   };
   std::vector<Received> received_before(static_cast<size_t>(n));
   Received window;
+  // Bytes by message type (index 0: piggybacked membership updates), as bytes are counted.
+  std::array<double, 16> window_types_before{}, window_types_after{};
+  auto add_types = [&](int i, std::array<double, 16>& to) {
+    const gossip::Counters& k = c.node(i).counters();
+    to[0] += static_cast<double>(k.update_bytes_sent);
+    for (size_t t = 1; t < to.size(); ++t) to[t] += static_cast<double>(k.bytes_sent_by_type[t]);
+  };
   auto sum_counters = [&](double* bytes, double* msgs) {
     *bytes = 0;
     *msgs = 0;
@@ -310,6 +316,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
       sum_counters(&bytes_before, &msgs_before);
       for (int i = 0; i < n; ++i) {
         if (c.up(i)) received_before[static_cast<size_t>(i)] = received(i);
+        if (c.up(i)) add_types(i, window_types_before);
       }
     }
     if (!ended && t >= end) {
@@ -320,6 +327,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
       msgs_killed += m;
       for (int i = 0; i < n; ++i) {
         if (!c.up(i)) continue;
+        add_types(i, window_types_after);
         const Received now = received(i), was = received_before[static_cast<size_t>(i)];
         window.entries += now.entries - was.entries;
         window.redundant += now.redundant - was.redundant;
@@ -367,6 +375,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
       killed = true;
       bytes_killed += static_cast<double>(c.node(victim).counters().bytes_sent);
       msgs_killed += static_cast<double>(c.node(victim).counters().msgs_sent);
+      if (t < end) add_types(victim, window_types_after);
       c.Crash(victim);
     }
     if (killed && detect_s < 0) {
@@ -470,7 +479,8 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   const double node_seconds = (n - 1) * o.duration_s + ToSeconds(kill_at - warmup);
   uint64_t snapshots = 0, gaps = 0, stale = 0, entries = 0, redundant = 0, streamed = 0, msgs = 0;
   uint64_t probes = 0, probe_failures = 0, probes_heard = 0, probes_relayed = 0, refutations = 0;
-  uint64_t evidence_notices = 0, silence_probes = 0, restrides = 0, stride_mismatches = 0;
+  uint64_t evidence_notices = 0, silence_probes = 0, restrides = 0, stride_mismatches = 0,
+           stride_runs = 0;
   double stride_sum = 0;
   uint32_t stride_max = 0;
   int up_nodes = 0;
@@ -494,6 +504,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     silence_probes += k.silence_probes;
     restrides += k.restrides;
     stride_mismatches += k.deltas_stride_mismatch;
+    stride_runs += k.stride_runs_applied;
     stride_sum += c.node(i).landmark_stride();
     stride_max = std::max(stride_max, c.node(i).landmark_stride());
     ++up_nodes;
@@ -592,6 +603,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   j["landmark_stride_max"] = stride_max;
   j["restrides"] = restrides;
   j["deltas_stride_mismatch"] = stride_mismatches;
+  j["stride_runs_applied"] = stride_runs;
   j["summary_queries"] = acc_total;
   j["summary_queries_with_match"] = acc_nonzero;
   j["events_per_node_s"] = static_cast<double>(events_total) / (n * ToSeconds(end));
@@ -624,6 +636,19 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
     }
   }
   j["bytes_share_by_type"] = shares;
+  // The measured window's bytes per node-second by message type (as bytes_per_node_s), and of
+  // them the piggybacked membership updates (body bytes).
+  nlohmann::json window_types = nlohmann::json::object();
+  for (uint8_t t = 1; t <= gossip::kMaxMsgType; ++t) {
+    const double b = window_types_after[t] - window_types_before[t];
+    if (b > 0) {
+      window_types[std::string(gossip::MsgTypeName(static_cast<gossip::MsgType>(t)))] =
+          b / node_seconds;
+    }
+  }
+  j["window_bytes_per_node_s_by_type"] = window_types;
+  j["window_update_bytes_per_node_s"] =
+      (window_types_after[0] - window_types_before[0]) / node_seconds;
   return j;
 }
 

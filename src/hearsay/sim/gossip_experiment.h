@@ -33,7 +33,6 @@ struct GossipExperimentOptions {
   // Replicas as views of shared per-origin histories (O(N) memory; see gossip/shared_history.h).
   // Same figures as private replicas (GossipExperimentTest.SharedReplicasGiveTheSameFigures).
   bool share_replicas = true;
-  bool decline_behind_snapshot = false;  // gossip::Config::decline_behind_snapshot
   bool relayed_evidence = true;  // gossip::Config::relayed_evidence (off: the session-3 probe)
   double silence_probe_mult = gossip::Config{}.silence_probe_mult;  // 0: off
 };

@@ -71,6 +71,18 @@ TEST(GossipFaultSuite, EveryFaultKindOverTheRealEnvelope) {
   }
 }
 
+// Session 8: every origin changes its landmark stride as the membership it sees changes (4 up to
+// 2 members, 8 up to 4, 16 up to 8), and each change travels as a run applied whole.
+TEST(GossipFaultSuite, StrideChangesHoldInvariants) {
+  GossipScenarioOptions o;
+  o.landmark_budget_members = 2;
+  RunSeeds(4000, Soak() ? 100 : 20, o);
+  o.fixed_loss = 0.5;
+  o.converge_bound = std::chrono::seconds(30);
+  o.detect_bound = std::chrono::seconds(30);
+  RunSeeds(4500, Soak() ? 20 : 4, o);
+}
+
 TEST(GossipFaultSuite, SameSeedSameRun) {
   GossipScenarioOptions o;
   o.fault = static_cast<int>(GossipFault::kCrashRestart);

@@ -74,6 +74,9 @@ GossipScenarioResult RunGossipScenario(uint64_t seed, const GossipScenarioOption
   co.secure = options.secure;
   co.config.landmark_stride = 4;
   co.config.min_tombstones = 32;
+  if (options.landmark_budget_members > 0) {
+    co.config.landmark_budget_members = options.landmark_budget_members;
+  }
   GossipCluster c(co);
   GossipInvariants inv(c);
   c.StartAll();

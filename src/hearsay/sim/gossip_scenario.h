@@ -36,6 +36,9 @@ struct GossipScenarioOptions {
   int min_nodes = 5;
   int max_nodes = 8;
   bool secure = false;
+  // gossip::Config::landmark_budget_members; 0 keeps the default (no change of stride at these
+  // sizes). A small value makes every origin change its stride as membership changes.
+  size_t landmark_budget_members = 0;
   // Bounds checked by the scenario.
   Duration converge_bound = std::chrono::seconds(20);
   Duration detect_bound = std::chrono::seconds(25);
