@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "hearsay/env/rng.h"
@@ -13,6 +14,18 @@ namespace hearsay::gossip {
 namespace {
 
 using prefix::BlockEvent;
+
+// `d` as a peer decodes it from a Deltas message (the encoding drops a removal's block index);
+// nullopt if it does not decode.
+std::optional<OriginDelta> ThroughWire(const OriginDelta& d) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header.sender = "x";
+  m.deltas = {d};
+  Result<Message> back = Decode(Encode(m));
+  if (!back.ok() || back->deltas.size() != 1) return std::nullopt;
+  return back->deltas[0];
+}
 
 std::map<prefix::BlockKey, uint32_t> LiveMap(const OriginStore& s) {
   std::map<prefix::BlockKey, uint32_t> out;
@@ -188,13 +201,8 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
         auto d = src.BuildDelta(known, 40 + rng.Below(400));
         if (d && rng.Bernoulli(0.5)) {
           // Half of them through the wire encoding (which drops a removal's block index).
-          Message m;
-          m.type = MsgType::kDeltas;
-          m.header.sender = "x";
-          m.deltas = {*d};
-          Result<Message> back = Decode(Encode(m));
-          ASSERT_TRUE(back.ok()) << "seed " << seed;
-          d = back->deltas[0];
+          d = ThroughWire(*d);
+          ASSERT_TRUE(d) << "seed " << seed;
         }
         if (d && !rng.Bernoulli(step < steps ? 0.3 : 0.0)) {
           wire.emplace_back(to, *d);
@@ -485,13 +493,8 @@ TEST(OriginStoreTest, RestridesUnderLossNeverMixStrides) {
                                                   : replicas[to].max_version();
         auto d = src.BuildDelta(known, 40 + rng.Below(600));
         if (d && rng.Bernoulli(0.5)) {
-          Message m;
-          m.type = MsgType::kDeltas;
-          m.header.sender = "x";
-          m.deltas = {*d};
-          Result<Message> back = Decode(Encode(m));
-          ASSERT_TRUE(back.ok());
-          d = back->deltas[0];
+          d = ThroughWire(*d);
+          ASSERT_TRUE(d);
         }
         if (d && !rng.Bernoulli(step < steps ? 0.3 : 0.0)) {
           wire.emplace_back(to, *d);
