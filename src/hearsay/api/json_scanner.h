@@ -140,13 +140,14 @@ class JsonScanner {
     }
   }
 
-  // A string, as String(out); *span gets where its bytes lie when it has no escapes, else nullopt
-  // (a string without escapes is as long as its value: every escape spells more bytes than it
-  // stands for).
+  // A string, as String(out); *span (if given) gets where its bytes lie when it has no escapes,
+  // else nullopt (a string without escapes is as long as its value: every escape spells more
+  // bytes than it stands for).
   bool StringAt(std::string* out, std::optional<TextSpan>* span) {
     Peek();
     const size_t open = offset();
     if (!String(out)) return false;
+    if (span == nullptr) return true;
     const size_t close = offset();
     if (out->size() == close - open - 2) {
       *span = TextSpan{open + 1, close - 1};

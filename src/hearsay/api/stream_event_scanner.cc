@@ -24,12 +24,9 @@ bool Once(uint32_t* seen, uint32_t bit) {
 bool ReadText(JsonScanner& s, std::string* out, std::optional<TextSpan>* span = nullptr) {
   if (s.Peek() == 'n') {
     out->clear();
-    if (span != nullptr) span->reset();
     return s.Literal("null");
   }
-  if (s.Peek() != '"') return false;
-  if (span == nullptr) return s.String(out);
-  return s.StringAt(out, span);
+  return s.Peek() == '"' && s.StringAt(out, span);
 }
 
 // A usage count: null is 0; a plain integer within uint32 is itself; anything else is refused.

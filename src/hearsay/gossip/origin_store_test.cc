@@ -27,6 +27,37 @@ std::optional<OriginDelta> ThroughWire(const OriginDelta& d) {
   return back->deltas[0];
 }
 
+// The property tests' lossy, duplicating, reordering channel: (destination, delta) in flight.
+template <typename Dst>
+using Wire = std::deque<std::pair<Dst, OriginDelta>>;
+
+// `src` sends what a peer that knows `known` lacks, cut to a random budget below
+// 40 + max_extra_budget, half of the time through the wire encoding; it is lost with probability
+// `loss` and sent twice with probability 0.2. False if a delta did not survive the encoding.
+template <typename Dst>
+bool SendLossy(Rng& rng, const OriginStore& src, uint64_t known, uint64_t max_extra_budget,
+               double loss, Dst dst, Wire<Dst>* wire) {
+  auto d = src.BuildDelta(known, 40 + rng.Below(max_extra_budget));
+  if (d && rng.Bernoulli(0.5)) {
+    d = ThroughWire(*d);
+    if (!d) return false;
+  }
+  if (d && !rng.Bernoulli(loss)) {
+    wire->emplace_back(dst, *d);
+    if (rng.Bernoulli(0.2)) wire->emplace_back(dst, *d);
+  }
+  return true;
+}
+
+// Takes any one delta off a non-empty wire (so deliveries are reordered).
+template <typename Dst>
+std::pair<Dst, OriginDelta> TakeAny(Rng& rng, Wire<Dst>* wire) {
+  const size_t i = rng.Below(wire->size());
+  std::pair<Dst, OriginDelta> out = std::move((*wire)[i]);
+  wire->erase(wire->begin() + static_cast<std::ptrdiff_t>(i));
+  return out;
+}
+
 std::map<prefix::BlockKey, uint32_t> LiveMap(const OriginStore& s) {
   std::map<prefix::BlockKey, uint32_t> out;
   for (const auto& e : s.LiveKeys()) out[e.key] = e.block_index;
@@ -168,7 +199,7 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
     std::vector<OriginStore> replicas;
     for (int i = 0; i < 3; ++i) replicas.emplace_back("o", 7, min_tomb);
     std::vector<std::map<prefix::BlockKey, uint32_t>> models(3);
-    std::deque<std::pair<int, OriginDelta>> wire;  // (destination, delta)
+    Wire<int> wire;
     std::set<prefix::BlockKey> truth;
     const int steps = 400;
     for (int step = 0; step < steps + 200; ++step) {
@@ -198,22 +229,12 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
         const OriginStore& src = from == 3 ? w : replicas[from];
         const uint64_t known = rng.Bernoulli(0.2) ? rng.Below(replicas[to].max_version() + 1)
                                                   : replicas[to].max_version();
-        auto d = src.BuildDelta(known, 40 + rng.Below(400));
-        if (d && rng.Bernoulli(0.5)) {
-          // Half of them through the wire encoding (which drops a removal's block index).
-          d = ThroughWire(*d);
-          ASSERT_TRUE(d) << "seed " << seed;
-        }
-        if (d && !rng.Bernoulli(step < steps ? 0.3 : 0.0)) {
-          wire.emplace_back(to, *d);
-          if (rng.Bernoulli(0.2)) wire.emplace_back(to, *d);
-        }
+        ASSERT_TRUE(SendLossy(rng, src, known, 400, step < steps ? 0.3 : 0.0, to, &wire))
+            << "seed " << seed;
       }
       // Deliver one in random order.
       if (!wire.empty()) {
-        const size_t i = rng.Below(wire.size());
-        auto [dst, d] = wire[i];
-        wire.erase(wire.begin() + static_cast<std::ptrdiff_t>(i));
+        auto [dst, d] = TakeAny(rng, &wire);
         OriginStore& r = replicas[dst];
         const uint64_t before = r.max_version();
         std::vector<BlockEvent> ev;
@@ -456,7 +477,7 @@ TEST(OriginStoreTest, RestridesUnderLossNeverMixStrides) {
     std::vector<OriginStore> replicas;
     for (int i = 0; i < 4; ++i) replicas.emplace_back("o", 7, min_tomb, i < 2 ? nullptr : history);
     std::vector<std::map<prefix::BlockKey, uint32_t>> models(replicas.size());
-    std::deque<std::pair<size_t, OriginDelta>> wire;
+    Wire<size_t> wire;
     std::map<prefix::BlockKey, uint32_t> held;  // every block the origin holds
     auto landmarks = [&](uint32_t stride) {
       std::vector<BlockEvent> out;
@@ -491,20 +512,10 @@ TEST(OriginStoreTest, RestridesUnderLossNeverMixStrides) {
         const OriginStore& src = from == replicas.size() ? w : replicas[from];
         const uint64_t known = rng.Bernoulli(0.2) ? rng.Below(replicas[to].max_version() + 1)
                                                   : replicas[to].max_version();
-        auto d = src.BuildDelta(known, 40 + rng.Below(600));
-        if (d && rng.Bernoulli(0.5)) {
-          d = ThroughWire(*d);
-          ASSERT_TRUE(d);
-        }
-        if (d && !rng.Bernoulli(step < steps ? 0.3 : 0.0)) {
-          wire.emplace_back(to, *d);
-          if (rng.Bernoulli(0.2)) wire.emplace_back(to, *d);
-        }
+        ASSERT_TRUE(SendLossy(rng, src, known, 600, step < steps ? 0.3 : 0.0, to, &wire));
       }
       if (!wire.empty()) {
-        const size_t i = rng.Below(wire.size());
-        auto [dst, d] = wire[i];
-        wire.erase(wire.begin() + static_cast<std::ptrdiff_t>(i));
+        auto [dst, d] = TakeAny(rng, &wire);
         OriginStore& r = replicas[dst];
         std::vector<BlockEvent> ev;
         if (r.Apply(d, &ev) != OriginStore::ApplyResult::kApplied) {

@@ -206,7 +206,9 @@ void OpenAiEngine::OnBody(RequestId id, std::string_view chunk) {
 bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
   auto live = live_.find(id);
   if (live == live_.end()) return false;
-  Result<UpstreamChunk> parsed = live->second->decoder.Decode(data);
+  // Only a stream repeats its events; an answer in one piece is decoded once, with nothing kept.
+  Live& r = *live->second;
+  Result<UpstreamChunk> parsed = r.streamed ? r.decoder.Decode(data) : ParseUpstreamChunk(data);
   if (!parsed.ok()) {
     ++stats_.malformed;
     Fail(id, DataLossError("upstream sent a malformed event: " + parsed.status().message()), true);
@@ -218,7 +220,6 @@ bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
     Fail(id, UnavailableError("upstream engine error: " + *c.error), true);
     return false;
   }
-  Live& r = *live->second;
   if (c.done) {
     r.done_seen = true;
     return true;

@@ -130,7 +130,7 @@ class OpenAiEngine final : public engine::Engine {
     engine::EngineObserver* observer = nullptr;
     std::unique_ptr<UpstreamCall> call;
     api::SseParser parser;
-    ChunkStreamDecoder decoder;  // the stream's events (or the one answer)
+    ChunkStreamDecoder decoder;  // the stream's events (streamed only)
     uint32_t prompt_len = 0;     // node tokens
     size_t estimate = 0;      // node tokens believed cached at send
     TimePoint submitted{};
