@@ -890,12 +890,6 @@ TEST(NodeTest, StrideFollowsTheClusterSizeAndPeersNeverMixStrides) {
   EXPECT_GT(checks, 1000);
 }
 
-}  // namespace
-}  // namespace hearsay::gossip
-
-namespace hearsay::gossip {
-namespace {
-
 // Session 8: a change of stride travels as an ordinary run applied whole, never as a snapshot,
 // and a replica that applied it serves it on: here n1 never hears from n2 directly, so it can only
 // learn n2's new stride from replicas that took the change as a run.
