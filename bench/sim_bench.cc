@@ -104,9 +104,9 @@ BENCHMARK(BM_NetworkDeliver)->Arg(0)->Arg(1);
 
 // A whole `hearsay sim` run: N nodes (Arg), MMLU-like, `hearsay` policy, real gossip between
 // the nodes, 3,000 requests per iteration. items_per_second is simulated requests per CPU-second
-// including start-up and warm-up (issue 4 §6 asks for 1 M per wall-minute = 16.7k/s at N = 32;
-// start-up and warm-up are ~23% of a run this short, so the 100k-request command in
-// docs/benchmarks.md is the figure to quote, and this one is for comparing builds).
+// including start-up and warm-up (the goal is 1 M per wall-minute = 16.7k/s at N = 32; start-up
+// and warm-up are ~23% of a run this short, so the 100k-request command in docs/benchmarks.md,
+// "Simulator speed", is the figure to quote, and this one is for comparing builds).
 void BM_SimRun(benchmark::State& state) {
   SimConfig c;
   c.nodes = static_cast<int>(state.range(0));

@@ -132,7 +132,7 @@ TEST(LlamaKeying, EngineKeyingMakesEstimatesMatchLlamaServersCacheN) {
   const KeyingResult& bytes = results[0];
   const KeyingResult& engine = results[1];
   // Requests are not what this test is about, but it must not hide them: at most one in twenty
-  // may fail, the known keep-alive race with llama-server (docs/status.md, issue 6).
+  // may fail, the known keep-alive race with llama-server (docs/engines.md, "Keying on llama.cpp").
   for (const KeyingResult& r : results) EXPECT_LE(r.failed, kRequests / 20) << r.tokenizer;
   EXPECT_EQ(engine.tokenized_by_engine + engine.fallbacks, kRequests);
   EXPECT_LE(engine.fallbacks, kRequests / 20);  // the same race can hit a /tokenize call

@@ -4,7 +4,8 @@
 // A stream carries one event per token, and the events of one stream differ only in their text:
 // vLLM, SGLang, OpenAI and hearsay itself repeat the same id, created, model and choices envelope
 // around each token's text (llama.cpp too, unless timings ride on every event). Scanning each
-// event in full was the largest cost of a streamed request (docs/benchmarks.md, "Session 8").
+// event in full was the largest cost of a streamed request (docs/benchmarks.md, "Forwarding path vs
+// nginx").
 //
 // The decoder keeps the last event its scanner read in full whose text was a string without
 // escapes, with where that string lies. Take an event whose bytes before that place equal the
@@ -71,7 +72,7 @@ class RepeatedEventDecoder {
   // The kept event with data's text, if data repeats the kept event around a plain text.
   bool Reuse(std::string_view data, Event* out) const {
     if (kept_.empty()) return false;
-    const size_t head = kept_text_.begin;              // up to and including the opening quote
+    const size_t head = kept_text_.begin;               // up to and including the opening quote
     const size_t tail = kept_.size() - kept_text_.end;  // from the closing quote on
     if (data.size() < head + tail || std::memcmp(data.data(), kept_.data(), head) != 0) {
       return false;

@@ -1,9 +1,10 @@
 // Engine: the plug-in interface between a hearsay node and the inference engine beside it.
 //
 // Implementations: SimEngine (sim_engine.h; continuous batching over a cost model, the simulator's
-// engine in virtual time and the daemon's embedded default in real time) and, later, an
-// OpenAI-compatible upstream (llama.cpp server, vLLM, SGLang) whose cache state is tracked from
-// what was sent rather than known exactly.
+// engine in virtual time and the daemon's embedded default in real time) and
+// upstream::OpenAiEngine (upstream/openai_engine.h), an OpenAI-compatible upstream (llama.cpp
+// server, vLLM, SGLang) whose cache state is tracked from what was sent, or from the engine's KV
+// events, rather than known exactly.
 //
 // The interface is asynchronous and sans-I/O. Submit() only queues work; progress happens in
 // tasks the engine schedules on the core's Scheduler, and every outcome reaches the request's

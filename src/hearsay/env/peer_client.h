@@ -11,7 +11,8 @@
 // type and one sink type serve clients, forwards and the simulator alike.
 //
 // Implementations: the simulator delivers to the target node after a sampled one-way delay and
-// relays events back after another (sim/sim_cluster.h); the daemon will speak HTTP (net/).
+// relays events back after another (sim/sim_cluster.h); the daemon speaks HTTP
+// (http::HttpPeerClient, http/peer_client.h).
 // Ownership: a sink is borrowed and must stay valid until its terminal callback (OnComplete or
 // OnError). Thread-safety: callbacks run on the core's thread, never inside Forward() itself.
 #pragma once

@@ -7,9 +7,9 @@
 //
 // A transmission is counted per recipient and burst, not per message: messages sent to the same
 // recipient within kBurst of the counted one (the datagrams of one delta exchange, a repeated
-// notice) all carry the update but count once. Counting each datagram spent the whole quota on one
-// or two peers (an exchange is often 8-12 datagrams), so at N = 100 and 50% loss a suspicion
-// reached some members only through their own probes, 8 s late (docs/gossip.md, session 5).
+// notice) all carry the update but count once. Counting each datagram would spend the whole quota
+// on one or two peers (an exchange is often 8-12 datagrams), and under loss some members would
+// hear of a suspicion only through their own probes, seconds late.
 //
 // Ownership: plain value owned by gossip::Node. Thread-safety: none.
 #pragma once

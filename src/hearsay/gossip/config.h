@@ -41,7 +41,7 @@ struct Config {
   // --- Lifeguard suspicion: min = suspicion_mult * max(1, log10(n)) * probe_interval ---
   // 3 (memberlist's local-network value; its LAN default is 4): 6 s at N = 100. A suspicion of
   // a healthy member is refuted within 0.5 s (p99) at N = 100 and 50% loss, so 6 s keeps a
-  // wide margin, and the kill of a node is declared within 10 s (docs/gossip.md, session 5).
+  // wide margin, and the kill of a node is declared within 10 s (docs/gossip.md, "Membership").
   double suspicion_mult = 3.0;
   double suspicion_max_mult = 6.0;  // the timeout starts at max_mult * min and shrinks
   int max_local_health = 8;         // cap of the local-health score (multiplier = score + 1)
@@ -55,10 +55,10 @@ struct Config {
   Duration gossip_interval = 200ms;
   // Syns per gossip interval (each to a random member): gossip_fanout (Serf's 3), plus one once
   // the cluster has more than large_cluster_members. An epidemic needs more rounds as the cluster
-  // grows; at N = 100 and 50% loss (with the 3 x RTT pull window) the fourth Syn took convergence
-  // from 2.14 to 1.84 s and summary accuracy from 0.943 to 0.957 for 4% more bytes (deltas are
-  // received once either way; the extra cost is digests). Small clusters, where the routing
-  // experiments run, keep 3 (docs/gossip.md, "Session 5: bandwidth").
+  // grows; at N = 100 and 50% loss the fourth Syn takes convergence from ~2.1 to ~1.8 s and summary
+  // accuracy above 0.95 for ~4% more bytes (deltas are received once either way; the extra cost is
+  // digests). Small clusters, where the routing experiments run, keep 3 (docs/gossip.md,
+  // "Anti-entropy").
   int gossip_fanout = 3;
   size_t large_cluster_members = 64;
   Duration push_pull_interval = 5s;         // full membership exchange with one random peer
@@ -77,9 +77,9 @@ struct Config {
   // landmark_budget_members members, then doubling each time the cluster doubles, so the summary
   // entries each node receives (~ N x E / stride) stay at what landmark_budget_members nodes send
   // at the base stride (at E = 1,000: ~1 KB/s of entries per origin, ~110 KB/s per node at
-  // 50% loss, docs/gossip.md "Session 7"). 128 keeps every cluster up to 128 members at 16 blocks
-  // (the routing experiments and the N <= 128 figures). The stride travels with every delta, and
-  // peers match each origin at its own stride (prefix::PeerIndex::MatchStrided).
+  // 50% loss, docs/gossip.md "Cache summary: landmarks"). 128 keeps every cluster up to 128 members
+  // at 16 blocks (the routing experiments and the N <= 128 figures). The stride travels with every
+  // delta, and peers match each origin at its own stride (prefix::PeerIndex::MatchStrided).
   uint32_t landmark_stride = 16;
   size_t landmark_budget_members = 128;
   uint32_t max_landmark_stride = 4096;

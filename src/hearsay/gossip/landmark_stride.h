@@ -8,8 +8,9 @@
 // doubles beyond that (a power-of-two multiple of base, so landmarks at a coarser stride are a
 // subset of those at a finer one). It grows at once, and shrinks only when the cluster is a
 // quarter below the size that required the current stride, so a membership that hovers around a
-// threshold does not make the origin re-publish its summary back and forth (each change costs
-// every peer a snapshot of it). docs/gossip.md, "Session 7", gives the figures.
+// threshold does not make the origin re-publish its summary back and forth (each change is a run
+// of removals or additions that every peer applies whole). docs/gossip.md, "Cache summary:
+// landmarks", gives the figures.
 //
 // Thread-safety: a plain value with pure functions.
 #pragma once

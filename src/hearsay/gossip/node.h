@@ -304,8 +304,8 @@ class Node final : public MessageSink {
   Duration join_backoff_{};  // current interval between contacts of still-unknown seeds
   // Lookups by id: a hash map (node-based, so records never move). Every walk goes through
   // ordered_ instead, in id order: walking an ordered map per message (digests, deltas, random
-  // picks) and its string compares per lookup were a third of the simulator's CPU time at
-  // N = 256 (docs/gossip.md, session 6).
+  // picks) and its string compares per lookup would be a third of the simulator's CPU time at
+  // N = 256.
   std::unordered_map<NodeId, MemberRec> members_;
   std::vector<MemberRec*> ordered_;
   std::vector<MemberRec*> live_;  // valid unless live_dirty_

@@ -303,7 +303,7 @@ void ApplyRun(const OriginStore& from, OriginStore& to, std::vector<BlockEvent>*
   ASSERT_EQ(to.Apply(*d, ev), OriginStore::ApplyResult::kApplied);
 }
 
-// Session 8: a change of stride reaches every peer behind it as one run, applied whole: no
+// A change of stride reaches every peer behind it as one run, applied whole: no
 // snapshot, no raised floor. A replica that applied it serves the same run to a third peer.
 TEST(OriginStoreTest, RestrideReachesPeersBehindAsOneWholeRun) {
   for (const bool shared : {false, true}) {

@@ -1,5 +1,5 @@
 // Summary keys: the cache summary names a block by the low kSummaryKeyBits bits of its 64-bit
-// block key, to save wire bytes (docs/gossip.md, "Session 5: bandwidth").
+// block key, to save wire bytes (docs/gossip.md, "Cache summary: landmarks").
 //
 // Contract: a peer's summary is a set of summary keys. Looking up a prompt's block means looking
 // up SummaryKey(block key); a different block of that peer with the same low 48 bits is a false

@@ -44,12 +44,11 @@
 
 namespace hearsay::gossip {
 
-// Version 4 (session 8): a run that crosses its origin's change of stride says where it took
-// effect; the to version is a step above the from version, and the load flag is a bit of the
-// flags byte (every delta header is a byte or two shorter). Version 3 (session 7): a delta's flags
-// byte also carries its origin's landmark stride. Version 2 (session 5): run entries with a tag
-// varint and 48-bit keys (version 1: flag byte, 64-bit key, block index varint); block indices sent
-// as index codes.
+// Version 4: a run that crosses its origin's change of stride says where it took effect; the to
+// version is a step above the from version, and the load flag is a bit of the flags byte. Version
+// 3: a delta's flags byte also carries its origin's landmark stride. Version 2: run entries with a
+// tag varint and 48-bit keys (version 1: flag byte, 64-bit key, block index varint); block indices
+// sent as index codes. docs/gossip.md, "Wire format", describes the current layout.
 inline constexpr uint8_t kWireVersion = 4;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;

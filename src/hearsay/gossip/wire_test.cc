@@ -41,7 +41,7 @@ OriginDelta SampleRun() {
   return d;
 }
 
-// A run across its origin's change of stride (session 8): it names the stride start.
+// A run across its origin's change of stride: it names the stride start.
 OriginDelta SampleCrossingRun() {
   OriginDelta d = SampleRun();
   d.id = "gpu-04";
@@ -331,7 +331,7 @@ TEST(WireTest, RandomMutationsNeverCrash) {
 namespace hearsay::gossip {
 namespace {
 
-// Session 7: every delta names its origin's landmark stride. A power of two costs no byte over
+// Every delta names its origin's landmark stride. A power of two costs no byte over
 // version 2's bare snapshot flag; any other stride costs a varint.
 TEST(WireTest, DeltaStrideRoundTripsInTheFlagsByte) {
   Message m;
@@ -408,7 +408,7 @@ TEST(WireTest, RejectsABadStride) {
   EXPECT_EQ(ok->deltas[0].stride, kMaxLandmarkStride);
 }
 
-// Session 8 (wire v4): a run across its origin's change of stride carries the stride start, as a
+// Wire v4: a run across its origin's change of stride carries the stride start, as a
 // step above its from version after a flag in the flags byte; other deltas cost nothing more.
 TEST(WireTest, StrideStartRoundTrips) {
   Message m;

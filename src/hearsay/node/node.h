@@ -1,6 +1,6 @@
 // node::Node: the composition root. One node = its engine + a gossip::Node + a PeerIndex of what
 // peers hold + a routing Policy + the BlockKeyer of its namespace. The simulator builds one per
-// simulated machine; the daemon will build one per process.
+// simulated machine; the daemon (net/daemon.h) builds one per process.
 //
 // One request (Submit):
 //   1. validate (an empty prompt or zero max tokens is the client's error: OnError, nothing else

@@ -608,7 +608,7 @@ TEST(PeerIndexPropertyTest, LargeBatchesGrowAndShrinkTheTable) {
 namespace hearsay::prefix {
 namespace {
 
-// Session 7: each peer chooses its own landmark stride; the index matches each at its own.
+// Each peer chooses its own landmark stride; the index matches each at its own.
 TEST(PeerIndexTest, PeersAtDifferentStridesAreEachMatchedWithinTheirStride) {
   PeerIndex index;
   ASSERT_TRUE(index.ObservePeer("fine", 1).ok());

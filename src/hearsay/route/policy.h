@@ -75,7 +75,8 @@ struct LoadView {
   // Context tokens held by the running batch (0 if unknown; EngineLoad::kv_pinned_tokens is a
   // good stand-in).
   uint64_t running_context_tokens = 0;
-  // KV cache use and capacity, in tokens (capacity 0 = unknown). Informational for now.
+  // KV cache use and capacity, in tokens (capacity 0 = unknown). Informational: no policy reads
+  // them.
   uint64_t kv_used_tokens = 0;
   uint64_t kv_capacity_tokens = 0;
   // The member's own estimate of how long a request submitted when it measured this waits

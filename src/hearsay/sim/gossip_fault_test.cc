@@ -71,7 +71,7 @@ TEST(GossipFaultSuite, EveryFaultKindOverTheRealEnvelope) {
   }
 }
 
-// Session 8: every origin changes its landmark stride as the membership it sees changes (4 up to
+// Every origin changes its landmark stride as the membership it sees changes (4 up to
 // 2 members, 8 up to 4, 16 up to 8), and each change travels as a run applied whole.
 TEST(GossipFaultSuite, StrideChangesHoldInvariants) {
   GossipScenarioOptions o;
