@@ -53,7 +53,7 @@ constexpr double kZipf = 0.8;
 // waits for its cache holder leaves another server idle, and the policy rightly spreads them.
 constexpr size_t kConcurrency = 2;
 // What hearsay must beat random by. The hit rate, from llama-server's own counts, is the robust
-// figure (1.35-1.41x measured, docs/benchmarks.md); mean TTFT, from the clients' clocks, follows
+// figure (1.22-1.41x measured, docs/engines.md); mean TTFT, from the clients' clocks, follows
 // it but also moves with the machine's other load between the two runs, so it must only be lower.
 constexpr double kMinHitRateRatio = 1.15;
 constexpr double kMaxMeanTtftRatio = 1.0;
