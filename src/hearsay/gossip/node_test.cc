@@ -458,7 +458,7 @@ TEST(NodeTest, MemberWhoseStateStopsArrivingIsProbedOutOfTurnByEveryone) {
   EXPECT_EQ(suspecting, c.size() - 1);
 }
 
-// Regression (issue 3): at 50% loss a probe's direct and indirect round trips all fail about a
+// Regression: at 50% loss a probe's direct and indirect round trips all fail about a
 // third of the time, so healthy members were accused over and over; the accusations raised
 // every node's local health to its cap (probing at 9x its interval), and in a small cluster, with
 // few probers to confirm a suspicion, a real death took ~20 s to be declared by all. A probe now
@@ -578,8 +578,8 @@ void Inject(Cluster& c, int to, int from, const MemberUpdate& u) {
   c.node(to).OnMessage(Cluster::Name(from), Channel::kDatagram, body);
 }
 
-// Conditions of a large cluster, where the false death at N = 128 and 50% loss happened (issue
-// 3): no piggybacked dissemination, no random notices, no push-pull, so nothing but the
+// Conditions of a large cluster, where a false death at N = 128 and 50% loss can happen: no
+// piggybacked dissemination, no random notices, no push-pull, so nothing but the
 // mechanisms under test can carry a suspicion to its target or a refutation back.
 Config QuietDisseminationConfig() {
   Config config;
@@ -589,7 +589,7 @@ Config QuietDisseminationConfig() {
   return config;
 }
 
-// Regression (issue 3, N = 128 at 50% loss): n123 held an accusation of n119 for 24 s and
+// Regression (N = 128 at 50% loss): n123 held an accusation of n119 for 24 s and
 // declared it dead, never having heard from it directly nor received its refutation. A node
 // that suspects a member whose newer state keeps arriving through others now tells it, and the
 // suspect refutes.
@@ -636,7 +636,7 @@ TEST(NodeTest, RefutationAnswersTheAccusingMessage) {
   EXPECT_TRUE(c.Sees(2, 3, MemberState::kAlive));
 }
 
-// Regression (issue 3, N = 100 at 50% loss, seed 2): a node never learned of another member
+// Regression (N = 100 at 50% loss, seed 2): a node never learned of another member
 // for the whole run, so the member's death could never be declared by all. Here n2 and n3
 // cannot talk, no updates are piggybacked and push-pull is off; n2 learns of n3 only because
 // the others' digests name it.
