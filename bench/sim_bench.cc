@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "hearsay/env/rng.h"
-#include "hearsay/sim/sim_network.h"
+#include "hearsay/simenv/sim_network.h"
 #include "hearsay/sim/sim_run.h"
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay::sim {
 namespace {

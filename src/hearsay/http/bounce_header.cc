@@ -1,11 +1,11 @@
-#include "hearsay/env/bounce_header.h"
+#include "hearsay/http/bounce_header.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-namespace hearsay {
+namespace hearsay::http {
 
 std::string FormatBounceAboveMs(double ms) {
   // Rounded to the microsecond, below the parser's bound (1e9 ms): rounding a value just under
@@ -36,4 +36,4 @@ std::optional<double> ParseBounceAboveMs(std::string_view text) {
   return value;
 }
 
-}  // namespace hearsay
+}  // namespace hearsay::http

@@ -1,5 +1,5 @@
 // The text form of PeerRequest::bounce_above_ms on the daemon's HTTP peer path: the sender puts
-// it in the `x-hearsay-bounce-above-ms` request header of a forward, and the receiving daemon
+// it in the kBounceAboveHeader request header (http/peer_headers.h) of a forward, and the receiving daemon
 // parses it back (node::NodeOptions::bounce_margin_ms explains the bounce). The header rides the
 // authenticated peer request; the parser still treats it as untrusted bytes.
 // Thread-safety: pure functions.
@@ -9,10 +9,9 @@
 #include <string>
 #include <string_view>
 
-namespace hearsay {
+#include "hearsay/http/peer_headers.h"
 
-// The header's name, lower case.
-inline constexpr std::string_view kBounceAboveHeader = "x-hearsay-bounce-above-ms";
+namespace hearsay::http {
 
 // `ms` in the header's text form: a plain decimal with microsecond precision.
 std::string FormatBounceAboveMs(double ms);
@@ -22,4 +21,4 @@ std::string FormatBounceAboveMs(double ms);
 // value: the request is then served, never lost.
 std::optional<double> ParseBounceAboveMs(std::string_view text);
 
-}  // namespace hearsay
+}  // namespace hearsay::http

@@ -1,8 +1,8 @@
-#include "hearsay/env/bounce_header.h"
+#include "hearsay/http/bounce_header.h"
 
 #include <gtest/gtest.h>
 
-namespace hearsay {
+namespace hearsay::http {
 namespace {
 
 TEST(BounceHeaderTest, RoundTripsAtMicrosecondPrecision) {
@@ -29,4 +29,4 @@ TEST(BounceHeaderTest, AValueJustUnderTheBoundStillParsesBack) {
 }
 
 }  // namespace
-}  // namespace hearsay
+}  // namespace hearsay::http

@@ -1,5 +1,5 @@
 // fork+exec with a log file and parent-death signal (see the header).
-#include "hearsay/harness/child_process.h"
+#include "hearsay/launch/child_process.h"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -13,7 +13,7 @@
 #include <fstream>
 #include <thread>
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 
 Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std::string>& argv,
                                                           const std::string& log_path) {
@@ -158,4 +158,4 @@ std::string TailFile(const std::string& path, size_t max_lines) {
   return text.substr(pos);
 }
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

@@ -18,7 +18,7 @@
 
 #include "hearsay/common/status.h"
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 
 class ChildProcess {
  public:
@@ -58,4 +58,4 @@ class ChildProcess {
 // cannot be read.
 std::string TailFile(const std::string& path, size_t max_lines);
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

@@ -1,4 +1,4 @@
-#include "hearsay/harness/child_process.h"
+#include "hearsay/launch/child_process.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -6,9 +6,9 @@
 
 #include <chrono>
 
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/temp_dir.h"
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 namespace {
 
 using namespace std::chrono_literals;
@@ -103,4 +103,4 @@ TEST(TempDirTest, RemovedUnlessKept) {
 }
 
 }  // namespace
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

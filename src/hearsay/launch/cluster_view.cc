@@ -1,9 +1,9 @@
 // GET /cluster parsing (see the header).
-#include "hearsay/harness/cluster_view.h"
+#include "hearsay/launch/cluster_view.h"
 
 #include <nlohmann/json.hpp>
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 namespace {
 
 using nlohmann::json;
@@ -89,4 +89,4 @@ Result<ClusterView> ParseClusterView(std::string_view text) {
   return view;
 }
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

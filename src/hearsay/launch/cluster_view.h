@@ -13,7 +13,7 @@
 
 #include "hearsay/common/status.h"
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 
 struct MemberInfo {
   std::string node_id;
@@ -42,4 +42,4 @@ struct ClusterView {
 // field) if the body is not as expected.
 Result<ClusterView> ParseClusterView(std::string_view json);
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

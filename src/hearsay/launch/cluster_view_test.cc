@@ -1,8 +1,8 @@
-#include "hearsay/harness/cluster_view.h"
+#include "hearsay/launch/cluster_view.h"
 
 #include <gtest/gtest.h>
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 namespace {
 
 // The shape of the daemon's GET /cluster (net/daemon.cc RenderCluster), abridged.
@@ -61,4 +61,4 @@ TEST(ClusterViewTest, RejectsWhatIsNotAView) {
 }
 
 }  // namespace
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

@@ -1,15 +1,15 @@
 // LlamaServers: see llama_servers.h.
-#include "hearsay/harness/llama_servers.h"
+#include "hearsay/launch/llama_servers.h"
 
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <thread>
 
-#include "hearsay/harness/blocking_http.h"
-#include "hearsay/harness/local_cluster.h"
+#include "hearsay/http/sync_call.h"
+#include "hearsay/launch/local_cluster.h"
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 
 using namespace std::chrono_literals;
 
@@ -82,7 +82,7 @@ Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptio
         return UnavailableError("llama-server " + std::to_string(i) + " exited (" +
                                 out->procs_[i]->ExitDescription() + "):\n" + TailFile(log(i), 20));
       }
-      Result<HttpResponse> r = HttpGet(out->addresses_[i], "/health", 2000ms);
+      Result<http::SyncResponse> r = http::GetSync(out->addresses_[i], "/health", 2000ms);
       if (r.ok() && r.value().status == 200) break;
       if (std::chrono::steady_clock::now() > deadline) {
         return DeadlineExceededError("llama-server " + std::to_string(i) +
@@ -94,4 +94,4 @@ Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptio
   return out;
 }
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

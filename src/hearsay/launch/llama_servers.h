@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "hearsay/common/status.h"
-#include "hearsay/harness/child_process.h"
+#include "hearsay/launch/child_process.h"
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 
 // The llama cache dir: ${HEARSAY_CACHE:-$HOME/.cache/hearsay}/llama.
 std::string LlamaCacheDir();
@@ -58,4 +58,4 @@ class LlamaServers {
   std::vector<std::string> addresses_;
 };
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

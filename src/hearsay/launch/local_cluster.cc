@@ -1,5 +1,5 @@
 // N `hearsay node` processes on loopback (see the header).
-#include "hearsay/harness/local_cluster.h"
+#include "hearsay/launch/local_cluster.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,9 +18,9 @@
 #include <sstream>
 #include <thread>
 
-#include "hearsay/harness/blocking_http.h"
+#include "hearsay/http/sync_call.h"
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 namespace {
 
 using namespace std::chrono_literals;
@@ -264,8 +264,8 @@ Status LocalCluster::Block(size_t i, const std::vector<size_t>& others) {
   nlohmann::json addresses = nlohmann::json::array();
   for (size_t j : others) addresses.push_back(nodes_.at(j).info.gossip_address);
   const std::string body = nlohmann::json{{"block", addresses}}.dump();
-  Result<HttpResponse> r =
-      HttpPostJson(nodes_.at(i).info.http_address, "/debug/faults", body, kProbeTimeout);
+  Result<http::SyncResponse> r =
+      http::PostJsonSync(nodes_.at(i).info.http_address, "/debug/faults", body, kProbeTimeout);
   if (!r.ok()) return Status(r.status().code(), "POST /debug/faults: " + r.status().message());
   if (r->status != 200) {
     return InternalError("POST /debug/faults on " + nodes_[i].info.node_id + ": HTTP " +
@@ -275,7 +275,8 @@ Status LocalCluster::Block(size_t i, const std::vector<size_t>& others) {
 }
 
 Result<ClusterView> LocalCluster::View(size_t i) const {
-  Result<HttpResponse> r = HttpGet(nodes_.at(i).info.http_address, "/cluster", kProbeTimeout);
+  Result<http::SyncResponse> r =
+      http::GetSync(nodes_.at(i).info.http_address, "/cluster", kProbeTimeout);
   if (!r.ok()) return r.status();
   if (r->status != 200) {
     return UnavailableError("GET /cluster on " + nodes_[i].info.node_id + ": HTTP " +
@@ -288,7 +289,8 @@ Status LocalCluster::ViewsAgree(const std::vector<size_t>& dead) const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].process == nullptr) continue;
     const std::string& who = nodes_[i].info.node_id;
-    Result<HttpResponse> health = HttpGet(nodes_[i].info.http_address, "/health", kProbeTimeout);
+    Result<http::SyncResponse> health =
+        http::GetSync(nodes_[i].info.http_address, "/health", kProbeTimeout);
     if (!health.ok()) return UnavailableError(who + " /health: " + health.status().ToString());
     if (health->status != 200) {
       return UnavailableError(who + " /health: HTTP " + std::to_string(health->status));
@@ -345,4 +347,4 @@ std::string LocalCluster::AllLogTails(size_t lines) const {
   return out;
 }
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

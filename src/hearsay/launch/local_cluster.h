@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "hearsay/common/status.h"
-#include "hearsay/harness/child_process.h"
-#include "hearsay/harness/cluster_view.h"
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/child_process.h"
+#include "hearsay/launch/cluster_view.h"
+#include "hearsay/launch/temp_dir.h"
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 
 struct LocalClusterOptions {
   std::string hearsay_binary;  // path of the built `hearsay`
@@ -122,4 +122,4 @@ class LocalCluster {
 // bind then fails to start, with the reason in its log.)
 Result<std::vector<uint16_t>> PickFreeLoopbackPorts(size_t count, bool udp_too);
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

@@ -1,16 +1,18 @@
 // LocalCluster's failure paths, against fake `hearsay` binaries (shell scripts): the real daemon
 // is exercised by tests/integration.
-#include "hearsay/harness/local_cluster.h"
+#include "hearsay/launch/local_cluster.h"
 
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/temp_dir.h"
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 namespace {
 
 using namespace std::chrono_literals;
@@ -107,5 +109,13 @@ TEST_F(LocalClusterTest, LeavesNoProcessOrDirectoryBehind) {
   EXPECT_EQ(count, 2);
 }
 
+TEST(PickFreeLoopbackPortsTest, DistinctAndBindable) {
+  Result<std::vector<uint16_t>> ports = PickFreeLoopbackPorts(8, true);
+  ASSERT_TRUE(ports.ok()) << ports.status().ToString();
+  std::sort(ports->begin(), ports->end());
+  EXPECT_EQ(std::unique(ports->begin(), ports->end()), ports->end());
+  for (uint16_t p : *ports) EXPECT_GT(p, 0);
+}
+
 }  // namespace
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

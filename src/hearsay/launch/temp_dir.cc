@@ -1,5 +1,5 @@
 // Private temporary directories (see the header).
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/temp_dir.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <system_error>
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 
 Result<std::unique_ptr<TempDir>> TempDir::Create(const std::string& prefix) {
   std::error_code ec;
@@ -26,4 +26,4 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

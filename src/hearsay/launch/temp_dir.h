@@ -9,7 +9,7 @@
 
 #include "hearsay/common/status.h"
 
-namespace hearsay::harness {
+namespace hearsay::launch {
 
 class TempDir {
  public:
@@ -31,4 +31,4 @@ class TempDir {
   bool keep_ = false;
 };
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::launch

@@ -1,5 +1,5 @@
 // OpenAiEngine over real sockets: HostedOpenAiEngine (http::Client + HttpUpstreamTransport)
-// against a fake upstream on loopback (harness::FakeOpenAiUpstream), for each fault the engine must
+// against a fake upstream on loopback (testkit::FakeOpenAiUpstream), for each fault the engine must
 // survive: down, slow, 5xx, garbage, and recovery. Bounded in time; ports are ephemeral.
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "hearsay/harness/fake_openai_upstream.h"
+#include "hearsay/testkit/fake_openai_upstream.h"
 #include "hearsay/net/asio_runtime.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
 
@@ -21,7 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-using harness::FakeOpenAiUpstream;
+using testkit::FakeOpenAiUpstream;
 using Mode = FakeOpenAiUpstream::Mode;
 
 struct Outcome {

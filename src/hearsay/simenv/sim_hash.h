@@ -11,7 +11,7 @@
 #include <span>
 #include <string_view>
 
-namespace hearsay::sim {
+namespace hearsay::simenv {
 
 // The trace hash of an empty run.
 inline constexpr uint64_t kTraceSeed = 0x243f6a8885a308d3ULL;
@@ -32,4 +32,4 @@ inline uint64_t HashBytes(std::span<const uint8_t> bytes) {
 }
 inline uint64_t HashBytes(std::string_view s) { return XXH3_64bits(s.data(), s.size()); }
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::simenv

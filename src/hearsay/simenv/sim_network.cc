@@ -1,4 +1,4 @@
-#include "hearsay/sim/sim_network.h"
+#include "hearsay/simenv/sim_network.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "hearsay/common/check.h"
-#include "hearsay/sim/sim_hash.h"
+#include "hearsay/simenv/sim_hash.h"
 
-namespace hearsay::sim {
+namespace hearsay::simenv {
 namespace {
 
 constexpr uint64_t kDropTag = 0xd20bd20bd20bd20bULL;
@@ -444,4 +444,4 @@ void SimNetwork::Deliver(uint32_t slot) {
   dst.sink->OnMessage(src.address, channel, payload);
 }
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::simenv

@@ -52,9 +52,9 @@
 #include "hearsay/env/rng.h"
 #include "hearsay/env/time.h"
 #include "hearsay/env/transport.h"
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
-namespace hearsay::sim {
+namespace hearsay::simenv {
 
 // A propagation delay distribution. Samples are never negative.
 struct LatencyModel {
@@ -224,4 +224,4 @@ class SimNetwork {
   size_t in_flight_count_ = 0;
 };
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::simenv

@@ -1,4 +1,4 @@
-#include "hearsay/sim/sim_network.h"
+#include "hearsay/simenv/sim_network.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace hearsay::sim {
+namespace hearsay::simenv {
 namespace {
 
 using std::chrono::microseconds;
@@ -591,4 +591,4 @@ TEST_F(NetworkTest, DeliveriesAreFoldedIntoTheTraceHash) {
 }
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::simenv

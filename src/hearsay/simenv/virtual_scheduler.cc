@@ -1,12 +1,12 @@
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "hearsay/common/check.h"
-#include "hearsay/sim/sim_hash.h"
+#include "hearsay/simenv/sim_hash.h"
 
-namespace hearsay::sim {
+namespace hearsay::simenv {
 namespace {
 
 constexpr size_t kMinTombstonesToCompact = 1024;
@@ -227,4 +227,4 @@ void VirtualScheduler::FoldTrace(std::span<const uint8_t> bytes) {
   trace_ = FoldHash(trace_, HashBytes(bytes));
 }
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::simenv

@@ -26,7 +26,7 @@
 #include "hearsay/env/scheduler.h"
 #include "hearsay/env/time.h"
 
-namespace hearsay::sim {
+namespace hearsay::simenv {
 
 // Identifies a timer group; kNoGroup is the default group of plain RunAfter/Post.
 using TimerGroup = uint32_t;
@@ -182,4 +182,4 @@ class ScopedScheduler final : public Scheduler {
   TimerGroup group_;
 };
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::simenv

@@ -1,4 +1,4 @@
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "hearsay/env/rng.h"
 
-namespace hearsay::sim {
+namespace hearsay::simenv {
 namespace {
 
 using std::chrono::milliseconds;
@@ -426,4 +426,4 @@ TEST(ScopedSchedulerTest, CancelAllFromInsideOwnTask) {
 }
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::simenv

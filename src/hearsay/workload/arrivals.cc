@@ -1,9 +1,9 @@
-#include "hearsay/sim/arrivals.h"
+#include "hearsay/workload/arrivals.h"
 
 #include <cmath>
 #include <string>
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 
 Status ValidateArrivalOptions(const ArrivalOptions& options) {
   if (!std::isfinite(options.rate_per_s) || options.rate_per_s <= 0) {
@@ -49,4 +49,4 @@ Duration ArrivalProcess::Next() {
   return Duration(static_cast<Duration::rep>(std::llround(now_ns_)));
 }
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

@@ -15,7 +15,7 @@
 #include "hearsay/env/rng.h"
 #include "hearsay/env/time.h"
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 
 enum class ArrivalKind {
   kPoisson,
@@ -61,4 +61,4 @@ class ArrivalProcess {
   double now_ns_ = 0;
 };
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

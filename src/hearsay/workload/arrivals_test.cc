@@ -1,11 +1,11 @@
-#include "hearsay/sim/arrivals.h"
+#include "hearsay/workload/arrivals.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
 struct GapStats {
@@ -89,4 +89,4 @@ TEST(ArrivalsTest, RateForUtilization) {
 }
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

@@ -1,11 +1,11 @@
-#include "hearsay/sim/chat_workload.h"
+#include "hearsay/workload/chat_workload.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
 constexpr uint64_t kSystemStream = 0x6368617473797374ULL;
@@ -156,4 +156,4 @@ std::optional<Request> ChatWorkload::Next() {
   }
 }
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

@@ -27,10 +27,10 @@
 #include "hearsay/common/status.h"
 #include "hearsay/env/rng.h"
 #include "hearsay/env/time.h"
-#include "hearsay/sim/arrivals.h"
-#include "hearsay/sim/workload.h"
+#include "hearsay/workload/arrivals.h"
+#include "hearsay/workload/workload.h"
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 
 struct ChatOptions {
   // Conversations to start; the stream ends when the last one finishes. Must be >= 1.
@@ -131,4 +131,4 @@ class ChatWorkload final : public Workload {
   uint64_t next_id_ = 0;
 };
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

@@ -1,4 +1,4 @@
-#include "hearsay/sim/chat_workload.h"
+#include "hearsay/workload/chat_workload.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
 ChatWorkload Make(const ChatOptions& o, uint64_t seed) {
@@ -171,4 +171,4 @@ TEST(ChatWorkloadTest, RejectsBadOptions) {
 }
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

@@ -1,4 +1,4 @@
-#include "hearsay/sim/mmlu_workload.h"
+#include "hearsay/workload/mmlu_workload.h"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <numeric>
 #include <string>
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
 constexpr std::array<MmluSubject, 57> kSubjects = {{
@@ -251,4 +251,4 @@ std::optional<Request> MmluWorkload::Next() {
   return r;
 }
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

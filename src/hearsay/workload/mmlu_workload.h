@@ -36,10 +36,10 @@
 
 #include "hearsay/common/status.h"
 #include "hearsay/env/rng.h"
-#include "hearsay/sim/arrivals.h"
-#include "hearsay/sim/workload.h"
+#include "hearsay/workload/arrivals.h"
+#include "hearsay/workload/workload.h"
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 
 // One MMLU subject and its real test-set size.
 struct MmluSubject {
@@ -144,4 +144,4 @@ class MmluWorkload final : public Workload {
   Duration burst_time_{0};
 };
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

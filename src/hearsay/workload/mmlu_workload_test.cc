@@ -1,4 +1,4 @@
-#include "hearsay/sim/mmlu_workload.h"
+#include "hearsay/workload/mmlu_workload.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
 MmluWorkload Make(const MmluOptions& o, uint64_t seed) {
@@ -340,4 +340,4 @@ TEST(MmluWorkloadTest, RejectsBadOptions) {
 }
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "hearsay/common/check.h"
-#include "hearsay/sim/trace_workload.h"
+#include "hearsay/workload/trace_workload.h"
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
 constexpr uint32_t kBlockSizes[] = {1, 4, 16, 512};
@@ -88,9 +88,9 @@ void FuzzOne(std::string_view input) {
 }
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  hearsay::sim::FuzzOne(std::string_view(reinterpret_cast<const char*>(data), size));
+  hearsay::workload::FuzzOne(std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

@@ -1,4 +1,4 @@
-#include "hearsay/sim/trace_workload.h"
+#include "hearsay/workload/trace_workload.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <unordered_set>
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
 using Json = nlohmann::json;
@@ -252,4 +252,4 @@ std::optional<Request> TraceWorkload::Next() {
   return r;
 }
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

@@ -36,10 +36,10 @@
 #include "hearsay/common/status.h"
 #include "hearsay/env/rng.h"
 #include "hearsay/env/time.h"
-#include "hearsay/sim/arrivals.h"
-#include "hearsay/sim/workload.h"
+#include "hearsay/workload/arrivals.h"
+#include "hearsay/workload/workload.h"
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 
 struct TraceOptions {
   // Prompt tokens per hash id; must be >= 1.
@@ -148,4 +148,4 @@ class TraceWorkload final : public Workload {
   size_t next_ = 0;
 };
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

@@ -1,10 +1,10 @@
-#include "hearsay/sim/workload.h"
+#include "hearsay/workload/workload.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
@@ -115,4 +115,4 @@ uint32_t EntryAssigner::NodeFor(uint64_t client) {
   return static_cast<uint32_t>(rng_.Below(options_.nodes));
 }
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

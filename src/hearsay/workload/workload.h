@@ -1,4 +1,5 @@
-// Workload: the simulator's stream of client requests, pulled one at a time in arrival order.
+// Workload: a stream of client requests, pulled one at a time in arrival order; the simulator
+// replays it in virtual time and the load generator sends it over HTTP.
 //
 // A Workload is a generator. Next() hands out the next Request (owned by the caller from then on)
 // or std::nullopt once the workload is exhausted; the simulator pulls lazily, so a generator
@@ -29,7 +30,7 @@
 #include "hearsay/env/time.h"
 #include "hearsay/prefix/block_keys.h"
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 
 // A prompt token id: the prefix module's, so prompts feed BlockKeyer and RadixTree directly.
 using TokenId = prefix::TokenId;
@@ -140,4 +141,4 @@ class EntryAssigner {
   uint64_t sticky_salt_;
 };
 
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

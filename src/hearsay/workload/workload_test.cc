@@ -1,4 +1,4 @@
-#include "hearsay/sim/workload.h"
+#include "hearsay/workload/workload.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
 TEST(ContentTokensTest, DeterministicAndInVocabulary) {
@@ -177,4 +177,4 @@ TEST(EntryAssignerTest, StickyMappingDependsOnSeed) {
 }
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

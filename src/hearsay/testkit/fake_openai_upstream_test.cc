@@ -1,5 +1,5 @@
 // FakeOpenAiUpstream: the answer derived from the request, and each fault mode, over real HTTP.
-#include "hearsay/harness/fake_openai_upstream.h"
+#include "hearsay/testkit/fake_openai_upstream.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "hearsay/harness/blocking_http.h"
+#include "hearsay/testkit/blocking_http.h"
 
-namespace hearsay::harness {
+namespace hearsay::testkit {
 namespace {
 
 using namespace std::chrono_literals;
@@ -120,4 +120,4 @@ TEST(FakeOpenAiUpstreamTest, FaultModes) {
 }
 
 }  // namespace
-}  // namespace hearsay::harness
+}  // namespace hearsay::testkit

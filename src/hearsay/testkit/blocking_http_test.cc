@@ -1,4 +1,4 @@
-#include "hearsay/harness/blocking_http.h"
+#include "hearsay/testkit/blocking_http.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -7,14 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <thread>
 
-#include "hearsay/harness/local_cluster.h"
-
-namespace hearsay::harness {
+namespace hearsay::testkit {
 namespace {
 
 using namespace std::chrono_literals;
@@ -71,6 +68,19 @@ class OneShotServer {
   std::string address_;
   std::thread thread_;
 };
+
+// A loopback port nothing listens on: bound by the kernel's choice, then released.
+uint16_t ClosedLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
 
 TEST(BlockingHttpTest, GetReadsAContentLengthResponse) {
   std::string seen_head;
@@ -156,7 +166,7 @@ TEST(BlockingHttpTest, NonStreamAnswerGoesToBody) {
   EXPECT_EQ(r->status, 429);
   EXPECT_EQ(r->body, "{}");
   EXPECT_TRUE(r->events.empty());
-  EXPECT_EQ(FindHeader(r->headers, "retry-after").value_or(""), "1");
+  EXPECT_EQ(http::FindHeader(r->headers, "retry-after").value_or(""), "1");
 }
 
 TEST(BlockingHttpTest, SilentServerHitsTheDeadline) {
@@ -173,9 +183,7 @@ TEST(BlockingHttpTest, SilentServerHitsTheDeadline) {
 }
 
 TEST(BlockingHttpTest, RefusedConnectionIsUnavailable) {
-  Result<std::vector<uint16_t>> ports = PickFreeLoopbackPorts(1, false);
-  ASSERT_TRUE(ports.ok());
-  Result<HttpResponse> r = HttpGet("127.0.0.1:" + std::to_string((*ports)[0]), "/", 2s);
+  Result<HttpResponse> r = HttpGet("127.0.0.1:" + std::to_string(ClosedLoopbackPort()), "/", 2s);
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
   EXPECT_EQ(HttpGet("no-port", "/", 1s).status().code(), StatusCode::kInvalidArgument);
 }
@@ -204,13 +212,5 @@ TEST(SplitHostPortTest, AcceptsHostPortAndV6) {
   }
 }
 
-TEST(PickFreeLoopbackPortsTest, DistinctAndBindable) {
-  Result<std::vector<uint16_t>> ports = PickFreeLoopbackPorts(8, true);
-  ASSERT_TRUE(ports.ok()) << ports.status().ToString();
-  std::sort(ports->begin(), ports->end());
-  EXPECT_EQ(std::unique(ports->begin(), ports->end()), ports->end());
-  for (uint16_t p : *ports) EXPECT_GT(p, 0);
-}
-
 }  // namespace
-}  // namespace hearsay::harness
+}  // namespace hearsay::testkit

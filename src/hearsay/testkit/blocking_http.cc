@@ -1,5 +1,5 @@
 // Blocking HTTP/1.1 over Boost.Asio with deadlines (see the header).
-#include "hearsay/harness/blocking_http.h"
+#include "hearsay/testkit/blocking_http.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -9,7 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <utility>  // before Asio: Boost 1.74's coroutine headers need std::exchange
 
-namespace hearsay::harness {
+#include "hearsay/api/sse_parser.h"
+#include "hearsay/testkit/response_reader.h"
+
+namespace hearsay::testkit {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using boost::system::error_code;
@@ -17,6 +20,8 @@ using boost::system::error_code;
 namespace {
 
 constexpr size_t kReadChunk = 16 * 1024;
+// Bound on one buffered server-sent event.
+constexpr size_t kMaxEventBytes = 4 * 1024 * 1024;
 
 Deadline DeadlineIn(std::chrono::milliseconds timeout) { return SteadyClock::now() + timeout; }
 
@@ -186,9 +191,8 @@ std::string Serialize(const std::string& address, const HttpRequest& request) {
   bool has_length = false;
   bool has_connection = false;
   for (const auto& [name, value] : request.headers) {
-    HttpHeaders one{{name, value}};
-    has_length = has_length || FindHeader(one, "content-length").has_value();
-    has_connection = has_connection || FindHeader(one, "connection").has_value();
+    has_length = has_length || http::EqualsIgnoreCase(name, "content-length");
+    has_connection = has_connection || http::EqualsIgnoreCase(name, "connection");
     out += name + ": " + value + "\r\n";
   }
   if (!has_length &&
@@ -220,7 +224,7 @@ Result<HttpResponse> HttpCall(const std::string& address, const HttpRequest& req
   const Deadline deadline = DeadlineIn(timeout);
   Status write_status;
   HEARSAY_ASSIGN_OR_RETURN(auto conn, Send(address, request, deadline, &write_status));
-  HttpResponseParser parser(request.method == "HEAD");
+  ResponseReader parser(request.method == "HEAD");
   HttpResponse response;
   while (!parser.complete()) {
     Result<std::string> got = conn->ReadSome(deadline);
@@ -286,24 +290,21 @@ Result<StreamOutcome> HttpPostStream(const std::string& address, const std::stri
   Status write_status;
   HEARSAY_ASSIGN_OR_RETURN(auto conn, Send(address, request, deadline, &write_status));
 
-  HttpResponseParser parser;
-  SseParser sse;
+  ResponseReader parser;
+  api::SseParser sse(kMaxEventBytes);
   bool is_stream = false;
-  std::vector<SseEvent> batch;
   auto consume_body = [&]() -> Status {
     std::string body = parser.TakeBody();
     if (!is_stream) {
       out.body += body;
       return OkStatus();
     }
-    batch.clear();
-    HEARSAY_RETURN_IF_ERROR(sse.Feed(body, &batch));
     const auto now = SteadyClock::now();
-    for (SseEvent& e : batch) {
+    sse.Feed(body, [&](std::string_view data) {
       if (!out.first_event_at) out.first_event_at = now;
-      out.events.push_back({std::move(e), now});
-    }
-    return OkStatus();
+      out.events.push_back({SseEvent{std::string(data)}, now});
+    });
+    return sse.status();
   };
 
   while (!parser.complete()) {
@@ -324,7 +325,7 @@ Result<StreamOutcome> HttpPostStream(const std::string& address, const std::stri
     if (out.status == 0) {
       out.status = parser.status_code();
       out.headers = parser.headers();
-      const std::string type = FindHeader(out.headers, "content-type").value_or("");
+      const std::string_view type = http::FindHeader(out.headers, "content-type").value_or("");
       is_stream = type.rfind("text/event-stream", 0) == 0;
     }
     Status body_status = consume_body();
@@ -335,11 +336,11 @@ Result<StreamOutcome> HttpPostStream(const std::string& address, const std::stri
     }
     if (got.ok() && got->empty()) break;
   }
-  if (out.transport.ok() && is_stream && sse.has_partial_event()) {
+  if (out.transport.ok() && is_stream && !sse.idle()) {
     out.transport = DataLossError("event stream ended in the middle of an event");
   }
   out.finished = SteadyClock::now();
   return out;
 }
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::testkit

@@ -13,7 +13,7 @@
 
 #include "hearsay/common/status.h"
 
-namespace hearsay::harness {
+namespace hearsay::testkit {
 
 using MetricLabels = std::map<std::string, std::string>;
 
@@ -34,4 +34,4 @@ double SumMetric(const std::vector<MetricSample>& samples, std::string_view name
 std::optional<double> FindMetric(const std::vector<MetricSample>& samples, std::string_view name,
                                  const MetricLabels& labels = {});
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::testkit

@@ -1,12 +1,12 @@
 // Prometheus text format parsing (see the header).
-#include "hearsay/harness/metrics_text.h"
+#include "hearsay/testkit/metrics_text.h"
 
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 
-namespace hearsay::harness {
+namespace hearsay::testkit {
 namespace {
 
 bool IsNameChar(char c, bool first) {
@@ -130,4 +130,4 @@ std::optional<double> FindMetric(const std::vector<MetricSample>& samples, std::
   return std::nullopt;
 }
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::testkit

@@ -1,5 +1,5 @@
 // FakeOpenAiUpstream: see fake_openai_upstream.h.
-#include "hearsay/harness/fake_openai_upstream.h"
+#include "hearsay/testkit/fake_openai_upstream.h"
 
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
@@ -14,7 +14,7 @@
 #include "hearsay/common/check.h"
 #include "hearsay/http/server.h"
 
-namespace hearsay::harness {
+namespace hearsay::testkit {
 namespace {
 
 using nlohmann::json;
@@ -209,4 +209,4 @@ void FakeOpenAiUpstream::Answer(const http::Request& req, http::Responder& res) 
   res.End();
 }
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::testkit

@@ -3,7 +3,8 @@
 // server-sent event streams followed event by event, and a raw connection for tests that must
 // misbehave on purpose (slow headers, oversized bodies, idle sockets).
 //
-// Built on Boost.Asio: each call runs a private io_context until the operation completes or the
+// Responses are parsed by Beast's parser (ResponseReader) and event streams by api::SseParser, the
+// parser the daemon itself reads peers' streams with. Built on Boost.Asio: each call runs a private io_context until the operation completes or the
 // deadline passes (then the socket is closed and the call returns DEADLINE_EXCEEDED). Errors are
 // Status values; nothing throws.
 //
@@ -20,13 +21,14 @@
 #include <vector>
 
 #include "hearsay/common/status.h"
-#include "hearsay/harness/http_response_parser.h"
-#include "hearsay/harness/sse_parser.h"
+#include "hearsay/http/headers.h"
 
-namespace hearsay::harness {
+namespace hearsay::testkit {
 
 using SteadyClock = std::chrono::steady_clock;
 using Deadline = SteadyClock::time_point;
+// Header lists; response header names are lower case.
+using HttpHeaders = http::Headers;
 
 struct HttpRequest {
   std::string method = "GET";
@@ -41,7 +43,8 @@ struct HttpResponse {
   std::string body;
 
   std::optional<std::string> Header(std::string_view name) const {
-    return FindHeader(headers, name);
+    std::optional<std::string_view> value = http::FindHeader(headers, name);
+    return value ? std::optional<std::string>(*value) : std::nullopt;
   }
 };
 
@@ -57,6 +60,11 @@ Result<HttpResponse> HttpGet(const std::string& address, const std::string& targ
 Result<HttpResponse> HttpPostJson(const std::string& address, const std::string& target,
                                   const std::string& json, std::chrono::milliseconds timeout,
                                   const HttpHeaders& extra_headers = {});
+
+// One server-sent event: its data lines, joined by '\n'.
+struct SseEvent {
+  std::string data;
+};
 
 // One server-sent event and when it arrived.
 struct TimedSseEvent {
@@ -120,4 +128,4 @@ class RawConnection {
 // Splits "host:port" (or "[v6]:port"); INVALID_ARGUMENT on anything else.
 Result<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view address);
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::testkit

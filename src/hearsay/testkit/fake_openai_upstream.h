@@ -27,7 +27,7 @@ struct Request;
 class Responder;
 }  // namespace hearsay::http
 
-namespace hearsay::harness {
+namespace hearsay::testkit {
 
 class FakeOpenAiUpstream {
  public:
@@ -80,4 +80,4 @@ class FakeOpenAiUpstream {
   std::atomic<int> requests_{0};
 };
 
-}  // namespace hearsay::harness
+}  // namespace hearsay::testkit

@@ -1,10 +1,10 @@
-#include "hearsay/harness/metrics_text.h"
+#include "hearsay/testkit/metrics_text.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-namespace hearsay::harness {
+namespace hearsay::testkit {
 namespace {
 
 TEST(MetricsTextTest, ParsesSamplesLabelsAndSpecialValues) {
@@ -39,4 +39,4 @@ TEST(MetricsTextTest, RejectsMalformedLinesWithTheLineNumber) {
 }
 
 }  // namespace
-}  // namespace hearsay::harness
+}  // namespace hearsay::testkit
