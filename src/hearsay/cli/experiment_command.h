@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "hearsay/workload/bundled_trace.h"
+
 namespace hearsay::cli {
 
 struct ExperimentCliFlags {
@@ -20,7 +22,7 @@ struct ExperimentCliFlags {
   int seeds = 0;              // 0 = the experiment's default.
   uint64_t exp_requests = 0;  // 0 = the experiment's default.
   std::string policies;       // Comma-separated; empty = all.
-  std::string trace = "/work/shared/traces/mooncake-synthetic.jsonl";
+  std::string trace = workload::BundledTracePath();  // the repository's data/ trace
   bool no_plots = false;
 };
 

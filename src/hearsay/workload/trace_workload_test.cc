@@ -1,23 +1,20 @@
-#include "hearsay/sim/trace_workload.h"
+#include "hearsay/workload/trace_workload.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
-namespace hearsay::sim {
+#include "hearsay/workload/bundled_trace.h"
+
+namespace hearsay::workload {
 namespace {
 
-std::string SharedTracePath() {
-  const char* root = std::getenv("HEARSAY_SOURCE_DIR");
-  if (root == nullptr) return "";
-  return std::string(root) + "/../shared/traces/mooncake-synthetic.jsonl";
-}
 
 std::shared_ptr<const Trace> ParseOrDie(std::string_view text, const TraceOptions& o = {}) {
   Result<Trace> t = Trace::Parse(text, o);
@@ -33,12 +30,17 @@ TraceWorkload MakeWorkload(std::shared_ptr<const Trace> trace, const TraceWorklo
   return std::move(w).value();
 }
 
-TEST(TraceTest, LoadsTheSharedMooncakeTrace) {
-  const std::string path = SharedTracePath();
-  if (path.empty() || !std::filesystem::exists(path)) GTEST_SKIP() << "no trace at " << path;
+// The trace the repository ships (data/): present, every line a request, and its published shape.
+TEST(TraceTest, LoadsTheBundledMooncakeTrace) {
+  const std::string path = BundledTracePath();
+  ASSERT_TRUE(std::filesystem::exists(path)) << "data/ trace missing: " << path;
+  std::ifstream in(path);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  EXPECT_EQ(lines, kBundledTraceRequests);
   Result<Trace> trace = Trace::LoadFile(path, {});
   ASSERT_TRUE(trace.ok()) << trace.status().ToString();
-  EXPECT_EQ(trace->size(), 3993u);
+  EXPECT_EQ(trace->size(), kBundledTraceRequests);
   EXPECT_NEAR(trace->MeanInputLength(), 15300, 15300 * 0.01);
   EXPECT_NEAR(trace->RepeatedBlockShare(), 0.64, 0.01);
   for (size_t i = 0; i < trace->size(); ++i) {
@@ -52,10 +54,8 @@ TEST(TraceTest, LoadsTheSharedMooncakeTrace) {
   EXPECT_NEAR(ToSeconds(trace->arrival(trace->size() - 1)), 1022.0, 1.0);
 }
 
-TEST(TraceTest, SharedTraceTokensFollowBlockIds) {
-  const std::string path = SharedTracePath();
-  if (path.empty() || !std::filesystem::exists(path)) GTEST_SKIP() << "no trace at " << path;
-  Result<Trace> loaded = Trace::LoadFile(path, {});
+TEST(TraceTest, BundledTraceTokensFollowBlockIds) {
+  Result<Trace> loaded = Trace::LoadFile(BundledTracePath(), {});
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   auto trace = std::make_shared<Trace>(std::move(loaded).value());
   TraceWorkload w = MakeWorkload(trace, {}, 1);
@@ -316,4 +316,4 @@ TEST(TraceWorkloadTest, StickyEntryPinsClients) {
 }
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload
