@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "hearsay/env/rng.h"
-#include "hearsay/simenv/sim_network.h"
 #include "hearsay/sim/sim_run.h"
+#include "hearsay/simenv/sim_network.h"
 #include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay::sim {

@@ -14,17 +14,17 @@
 #include <thread>
 #include <vector>
 
-#include "hearsay/testkit/blocking_http.h"
 #include "hearsay/launch/local_cluster.h"
+#include "hearsay/testkit/blocking_http.h"
 #include "hearsay/testkit/metrics_text.h"
 
 namespace hearsay::integration {
 
 using namespace std::chrono_literals;
-using testkit::HttpResponse;
 using launch::LocalCluster;
 using launch::LocalClusterOptions;
 using nlohmann::json;
+using testkit::HttpResponse;
 
 // The model a `--engine sim` node serves (DaemonConfig::model's default).
 inline constexpr const char* kModel = "hearsay-sim";

@@ -18,13 +18,13 @@
 #include <thread>
 #include <vector>
 
-#include "hearsay/testkit/blocking_http.h"
 #include "hearsay/launch/llama_servers.h"
 #include "hearsay/launch/local_cluster.h"
 #include "hearsay/launch/temp_dir.h"
 #include "hearsay/loadgen/load_run.h"
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
+#include "hearsay/testkit/blocking_http.h"
 #include "llama_test_main.h"
 
 namespace hearsay {

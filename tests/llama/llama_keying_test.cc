@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "hearsay/testkit/blocking_http.h"
 #include "hearsay/launch/llama_servers.h"
 #include "hearsay/launch/local_cluster.h"
-#include "hearsay/testkit/metrics_text.h"
 #include "hearsay/launch/temp_dir.h"
+#include "hearsay/testkit/blocking_http.h"
+#include "hearsay/testkit/metrics_text.h"
 #include "llama_test_main.h"
 
 namespace hearsay {

@@ -1,8 +1,8 @@
 // The text form of PeerRequest::bounce_above_ms on the daemon's HTTP peer path: the sender puts
-// it in the kBounceAboveHeader request header (http/peer_headers.h) of a forward, and the receiving daemon
-// parses it back (node::NodeOptions::bounce_margin_ms explains the bounce). The header rides the
-// authenticated peer request; the parser still treats it as untrusted bytes.
-// Thread-safety: pure functions.
+// it in the kBounceAboveHeader request header (http/peer_headers.h) of a forward, and the receiving
+// daemon parses it back (node::NodeOptions::bounce_margin_ms explains the bounce). The header rides
+// the authenticated peer request; the parser still treats it as untrusted bytes. Thread-safety:
+// pure functions.
 #pragma once
 
 #include <optional>

@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::optional<double> v = hearsay::http::ParseBounceAboveMs(text);
   if (!v) return 0;
   if (!(std::isfinite(*v) && *v > 0 && *v < 1e9)) __builtin_trap();
-  const std::optional<double> again = hearsay::http::ParseBounceAboveMs(hearsay::http::FormatBounceAboveMs(*v));
+  const std::optional<double> again =
+      hearsay::http::ParseBounceAboveMs(hearsay::http::FormatBounceAboveMs(*v));
   if (*v >= 0.001 && (!again || std::fabs(*again - *v) > 0.001)) __builtin_trap();
   return 0;
 }

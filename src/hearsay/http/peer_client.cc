@@ -142,8 +142,7 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
                  {"Accept", "text/event-stream"},
                  {std::string(kHopHeader), "1"},
                  {std::string(kOriginHeader), options_.origin_node_id}};
-  if (!options_.auth_token.empty())
-    req.headers.emplace_back(kPeerAuthHeader, options_.auth_token);
+  if (!options_.auth_token.empty()) req.headers.emplace_back(kPeerAuthHeader, options_.auth_token);
   if (request.bounce_above_ms > 0)
     req.headers.emplace_back(kBounceAboveHeader, FormatBounceAboveMs(request.bounce_above_ms));
   req.connect_timeout = options_.connect_timeout;

@@ -3,7 +3,6 @@
 #include "hearsay/launch/local_cluster.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <algorithm>

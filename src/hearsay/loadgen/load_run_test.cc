@@ -6,8 +6,8 @@
 
 #include <thread>
 
-#include "hearsay/testkit/fake_openai_upstream.h"
 #include "hearsay/loadgen/summary.h"
+#include "hearsay/testkit/fake_openai_upstream.h"
 
 namespace hearsay::loadgen {
 namespace {

@@ -25,7 +25,8 @@ nlohmann::json BaseBody(std::string_view model, uint32_t max_tokens) {
 std::string Text(const std::vector<workload::TokenId>& prompt, uint32_t begin, uint32_t end) {
   end = std::min<uint32_t>(end, static_cast<uint32_t>(prompt.size()));
   begin = std::min(begin, end);
-  return workload::RenderAsText(std::vector<workload::TokenId>(prompt.begin() + begin, prompt.begin() + end));
+  return workload::RenderAsText(
+      std::vector<workload::TokenId>(prompt.begin() + begin, prompt.begin() + end));
 }
 
 }  // namespace

@@ -65,7 +65,8 @@ Result<RequestSource> RequestSource::Create(const WorkloadSpec& s) {
     o.output = s.cot ? workload::MmluOutput::kChainOfThought : workload::MmluOutput::kFaithful;
     o.arrivals = Poisson(s.rate_per_s);
     o.entry = Entry(s);
-    HEARSAY_ASSIGN_OR_RETURN(workload::MmluWorkload w, workload::MmluWorkload::Create(o, std::move(rng)));
+    HEARSAY_ASSIGN_OR_RETURN(workload::MmluWorkload w,
+                             workload::MmluWorkload::Create(o, std::move(rng)));
     return RequestSource(s, s.api.value_or(ApiKind::kCompletions),
                          std::make_unique<workload::MmluWorkload>(std::move(w)), 0);
   }
@@ -78,7 +79,8 @@ Result<RequestSource> RequestSource::Create(const WorkloadSpec& s) {
         1, static_cast<uint64_t>(std::ceil(static_cast<double>(s.requests) / o.MeanTurns())));
     o.arrivals = Poisson(s.rate_per_s);
     o.entry = Entry(s);
-    HEARSAY_ASSIGN_OR_RETURN(workload::ChatWorkload w, workload::ChatWorkload::Create(o, std::move(rng)));
+    HEARSAY_ASSIGN_OR_RETURN(workload::ChatWorkload w,
+                             workload::ChatWorkload::Create(o, std::move(rng)));
     return RequestSource(s, s.api.value_or(ApiKind::kChatCompletions),
                          std::make_unique<workload::ChatWorkload>(std::move(w)), o.max_turns);
   }
@@ -93,7 +95,7 @@ Result<RequestSource> RequestSource::Create(const WorkloadSpec& s) {
   HEARSAY_ASSIGN_OR_RETURN(
       workload::TraceWorkload w,
       workload::TraceWorkload::Create(std::make_shared<const workload::Trace>(std::move(trace)), o,
-                                 std::move(rng)));
+                                      std::move(rng)));
   return RequestSource(s, s.api.value_or(ApiKind::kCompletions),
                        std::make_unique<workload::TraceWorkload>(std::move(w)), 0);
 }

@@ -2,8 +2,8 @@
 // trace_workload.h) as a stream of ready-to-send OpenAI requests for the load generator.
 //
 // Each workload::Request becomes one LoadRequest: its prompt tokens are rendered as text
-// (workload::RenderAsText: one word per token, so the daemon's tokenizer sees the same token count and
-// equal token prefixes stay equal text prefixes), its output length becomes max_tokens, and its
+// (workload::RenderAsText: one word per token, so the daemon's tokenizer sees the same token count
+// and equal token prefixes stay equal text prefixes), its output length becomes max_tokens, and its
 // entry node picks the target URL (uniform per request, or sticky per client). Arrival times are
 // the workload's: Poisson at the given rate, or a trace's own timestamps. The same spec and seed
 // give the identical request stream, so policies can be compared on exactly the same traffic.

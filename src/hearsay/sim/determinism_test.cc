@@ -170,7 +170,8 @@ TEST(DeterminismTest, SameSeedGivesTheSameTraceByteForByte) {
   EXPECT_GT(a.totals.messages_received, 5000u);
   EXPECT_GT(a.totals.duplicated, 0u);
   for (size_t r = 0; r < simenv::kNumDropReasons; ++r) {
-    EXPECT_GT(a.totals.dropped[r], 0u) << simenv::DropReasonName(static_cast<simenv::DropReason>(r));
+    EXPECT_GT(a.totals.dropped[r], 0u)
+        << simenv::DropReasonName(static_cast<simenv::DropReason>(r));
   }
   EXPECT_GT(a.crashed.messages_received, 0u);
 }

@@ -51,7 +51,8 @@ simenv::SimNetwork::Options NetOptions(const SimClusterOptions& o) {
   simenv::SimNetwork::Options n;
   n.seed = o.seed * 0x9e3779b97f4a7c15ULL + 7;
   const Duration d = FromMillis(o.delay_ms);
-  n.defaults.latency = simenv::LatencyModel::Uniform(d, d + FromMillis(o.delay_ms * o.delay_jitter));
+  n.defaults.latency =
+      simenv::LatencyModel::Uniform(d, d + FromMillis(o.delay_ms * o.delay_jitter));
   n.defaults.loss = o.loss;
   return n;
 }

@@ -10,12 +10,12 @@
 #include <utility>
 
 #include "hearsay/engine/cost_model.h"
-#include "hearsay/workload/arrivals.h"
-#include "hearsay/workload/chat_workload.h"
-#include "hearsay/workload/mmlu_workload.h"
 #include "hearsay/sim/sim_cluster.h"
 #include "hearsay/sim/sim_metrics.h"
 #include "hearsay/sim/specialist_drift.h"
+#include "hearsay/workload/arrivals.h"
+#include "hearsay/workload/chat_workload.h"
+#include "hearsay/workload/mmlu_workload.h"
 #include "hearsay/workload/trace_workload.h"
 
 namespace hearsay::sim {
@@ -32,7 +32,8 @@ std::string ArrivalsOf(const SimConfig& c) {
 
 workload::ArrivalOptions MakeArrivals(const SimConfig& c, double rate) {
   workload::ArrivalOptions a;
-  a.kind = ArrivalsOf(c) == "bursty" ? workload::ArrivalKind::kGamma : workload::ArrivalKind::kPoisson;
+  a.kind =
+      ArrivalsOf(c) == "bursty" ? workload::ArrivalKind::kGamma : workload::ArrivalKind::kPoisson;
   a.rate_per_s = rate;
   a.cv = c.burst_cv;
   return a;
@@ -47,9 +48,9 @@ workload::EntryOptions MakeEntry(const SimConfig& c) {
 }
 
 // Builds the configured workload at arrival rate `rate` (ignored for trace timestamps).
-Result<std::unique_ptr<workload::Workload>> MakeWorkload(const SimConfig& c, double rate,
-                                               const std::shared_ptr<const workload::Trace>& trace,
-                                               uint64_t requests) {
+Result<std::unique_ptr<workload::Workload>> MakeWorkload(
+    const SimConfig& c, double rate, const std::shared_ptr<const workload::Trace>& trace,
+    uint64_t requests) {
   Rng rng(c.seed * 0x2545f4914f6cdd1dULL + 3);
   if (c.workload == "mmlu") {
     workload::MmluOptions o;
@@ -60,7 +61,8 @@ Result<std::unique_ptr<workload::Workload>> MakeWorkload(const SimConfig& c, dou
     o.output = c.cot ? workload::MmluOutput::kChainOfThought : workload::MmluOutput::kFaithful;
     o.arrivals = MakeArrivals(c, rate);
     o.entry = MakeEntry(c);
-    HEARSAY_ASSIGN_OR_RETURN(workload::MmluWorkload w, workload::MmluWorkload::Create(o, std::move(rng)));
+    HEARSAY_ASSIGN_OR_RETURN(workload::MmluWorkload w,
+                             workload::MmluWorkload::Create(o, std::move(rng)));
     return std::unique_ptr<workload::Workload>(new workload::MmluWorkload(std::move(w)));
   }
   if (c.workload == "chat") {
@@ -70,14 +72,16 @@ Result<std::unique_ptr<workload::Workload>> MakeWorkload(const SimConfig& c, dou
         std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(requests) / o.MeanTurns()));
     o.arrivals = MakeArrivals(c, rate);
     o.entry = MakeEntry(c);
-    HEARSAY_ASSIGN_OR_RETURN(workload::ChatWorkload w, workload::ChatWorkload::Create(o, std::move(rng)));
+    HEARSAY_ASSIGN_OR_RETURN(workload::ChatWorkload w,
+                             workload::ChatWorkload::Create(o, std::move(rng)));
     return std::unique_ptr<workload::Workload>(new workload::ChatWorkload(std::move(w)));
   }
   workload::TraceWorkloadOptions o;
   o.max_requests = requests;
   if (ArrivalsOf(c) != "trace") o.arrivals = MakeArrivals(c, rate);
   o.entry = MakeEntry(c);
-  HEARSAY_ASSIGN_OR_RETURN(workload::TraceWorkload w, workload::TraceWorkload::Create(trace, o, std::move(rng)));
+  HEARSAY_ASSIGN_OR_RETURN(workload::TraceWorkload w,
+                           workload::TraceWorkload::Create(trace, o, std::move(rng)));
   return std::unique_ptr<workload::Workload>(new workload::TraceWorkload(std::move(w)));
 }
 
@@ -203,7 +207,8 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   std::shared_ptr<const workload::Trace> trace;
   uint64_t total = config.requests;
   if (config.workload == "trace") {
-    HEARSAY_ASSIGN_OR_RETURN(workload::Trace t, workload::Trace::LoadFile(config.trace_path, workload::TraceOptions{}));
+    HEARSAY_ASSIGN_OR_RETURN(
+        workload::Trace t, workload::Trace::LoadFile(config.trace_path, workload::TraceOptions{}));
     const uint64_t n = t.size();
     trace = std::make_shared<const workload::Trace>(std::move(t));
     total = total == 0 ? n : std::min<uint64_t>(total, n);
@@ -229,8 +234,8 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
     if (n == 0) return InvalidArgumentError("the workload produced no requests");
     const double service_ms =
         ServiceMs(cost.params(), prompt / n, output / n, static_cast<double>(eo.token_budget));
-    HEARSAY_ASSIGN_OR_RETURN(rate,
-                             workload::RateForUtilization(config.rho, FromMillis(service_ms), config.nodes));
+    HEARSAY_ASSIGN_OR_RETURN(
+        rate, workload::RateForUtilization(config.rho, FromMillis(service_ms), config.nodes));
   }
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> workload,
                            MakeWorkload(config, rate, trace, total));

@@ -4,9 +4,9 @@
 // misbehave on purpose (slow headers, oversized bodies, idle sockets).
 //
 // Responses are parsed by Beast's parser (ResponseReader) and event streams by api::SseParser, the
-// parser the daemon itself reads peers' streams with. Built on Boost.Asio: each call runs a private io_context until the operation completes or the
-// deadline passes (then the socket is closed and the call returns DEADLINE_EXCEEDED). Errors are
-// Status values; nothing throws.
+// parser the daemon itself reads peers' streams with. Built on Boost.Asio: each call runs a private
+// io_context until the operation completes or the deadline passes (then the socket is closed and
+// the call returns DEADLINE_EXCEEDED). Errors are Status values; nothing throws.
 //
 // Thread-safety: free functions are safe to call from many threads at once (each call owns its
 // io_context and socket). A RawConnection is used from one thread at a time.

@@ -85,7 +85,8 @@ Status ResponseReader::FinishOnEof() {
   if (!error_.ok()) return error_;
   if (complete()) return OkStatus();
   if (!parser_->parser.got_some()) return DataLossError("connection closed before any response");
-  if (parser_->parser.is_done()) return DataLossError("connection closed after an interim response");
+  if (parser_->parser.is_done())
+    return DataLossError("connection closed after an interim response");
   boost::system::error_code ec;
   parser_->parser.put_eof(ec);
   if (ec) {

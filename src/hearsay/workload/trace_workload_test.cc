@@ -15,7 +15,6 @@
 namespace hearsay::workload {
 namespace {
 
-
 std::shared_ptr<const Trace> ParseOrDie(std::string_view text, const TraceOptions& o = {}) {
   Result<Trace> t = Trace::Parse(text, o);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
