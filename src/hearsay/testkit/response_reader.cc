@@ -6,15 +6,19 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <cctype>
+#include <cstdint>
 
 namespace hearsay::testkit {
 
 namespace beast_http = boost::beast::http;
 
+// Beast bounds a body at 8 MB by default; a test may read more (an oversized-body answer).
+constexpr uint64_t kMaxBodyBytes = uint64_t{1} << 32;
+
 struct ResponseReader::Parser {
   explicit Parser(bool head_request) {
     parser.header_limit(kMaxHeaderBytes);
-    parser.body_limit(boost::none);
+    parser.body_limit(kMaxBodyBytes);
     parser.eager(true);
     parser.skip(head_request);
   }

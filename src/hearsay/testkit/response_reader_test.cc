@@ -84,7 +84,7 @@ TEST(ResponseReaderTest, RejectsMalformedResponses) {
         "HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
         "HTTP/1.1 200 OK\nServer: x\n\n",
-        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY"}) {
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY\r\n"}) {
     ResponseReader p;
     Status s = p.Feed(bad);
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << bad;
