@@ -70,8 +70,7 @@ Status ResponseReader::Parse() {
     boost::system::error_code ec;
     const size_t used = parser_->parser.put(boost::asio::buffer(buffer_), ec);
     buffer_.erase(0, used);
-    if (ec == beast_http::error::need_more) break;
-    if (ec) return Fail(ec.message());
+    // Before need_more: the header may be complete while the body waits for more bytes.
     if (parser_->parser.is_header_done() && !headers_read_) {
       headers_read_ = true;
       for (const auto& field : parser_->parser.get()) {
@@ -80,6 +79,8 @@ Status ResponseReader::Parse() {
         headers_.emplace_back(std::move(name), std::string(field.value()));
       }
     }
+    if (ec == beast_http::error::need_more) break;
+    if (ec) return Fail(ec.message());
     if (used == 0 && !parser_->parser.is_done()) break;
   }
   return OkStatus();

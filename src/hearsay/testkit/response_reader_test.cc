@@ -58,6 +58,18 @@ TEST(ResponseReaderTest, HeadersAvailableBeforeBodyCompletes) {
   EXPECT_EQ(eof.code(), StatusCode::kDataLoss) << eof.ToString();
 }
 
+TEST(ResponseReaderTest, HeadersAvailableWhileAChunkSizeIsIncomplete) {
+  ResponseReader p;
+  ASSERT_TRUE(p.Feed("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n3")
+                  .ok());
+  ASSERT_TRUE(p.headers_done());
+  EXPECT_EQ(http::FindHeader(p.headers(), "content-type").value_or(""), "text/event-stream");
+  ASSERT_TRUE(p.Feed("\r\nabc\r\n0\r\n\r\n").ok());
+  EXPECT_TRUE(p.complete());
+  EXPECT_EQ(p.TakeBody(), "abc");
+}
+
 TEST(ResponseReaderTest, CloseDelimitedBodyEndsAtEof) {
   ResponseReader p;
   ASSERT_TRUE(p.Feed("HTTP/1.0 200 OK\r\nServer: x\r\n\r\nsome body").ok());
