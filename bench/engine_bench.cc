@@ -13,7 +13,7 @@
 
 #include "hearsay/engine/sim_engine.h"
 #include "hearsay/env/rng.h"
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay {
 namespace {
@@ -44,7 +44,7 @@ void BM_SimEngineRequests(benchmark::State& state) {
       prefixes[s].push_back(static_cast<engine::TokenId>(1024 + rng.Below(31000)));
     }
   }
-  sim::VirtualScheduler sched;
+  simenv::VirtualScheduler sched;
   auto keyer = prefix::BlockKeyer::Create("bench-secret-0123456789abcdef", "llama3-8b", "").value();
   auto engine = engine::SimEngine::Create(sched, engine::SimEngineOptions{}, keyer).value();
   CountingObserver obs;

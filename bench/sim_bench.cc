@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "hearsay/env/rng.h"
-#include "hearsay/sim/sim_network.h"
 #include "hearsay/sim/sim_run.h"
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/sim_network.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay::sim {
 namespace {
@@ -22,10 +22,10 @@ using std::chrono::milliseconds;
 // Steady state with range(0) timers pending: each iteration runs one event, whose task schedules
 // a replacement at a random delay (one heap pop, one push, one std::function call).
 void BM_SchedulerEvents(benchmark::State& state) {
-  VirtualScheduler sched;
+  simenv::VirtualScheduler sched;
   Rng rng(1);
   struct Rearm {
-    VirtualScheduler* sched;
+    simenv::VirtualScheduler* sched;
     Rng* rng;
     void operator()() const { sched->RunAfter(Duration(1 + rng->Below(1000000)), *this); }
   };
@@ -40,7 +40,7 @@ BENCHMARK(BM_SchedulerEvents)->Arg(16)->Arg(1024)->Arg(65536);
 
 // The lease pattern: cancel a pending timer and schedule its replacement (no event runs).
 void BM_SchedulerCancelRearm(benchmark::State& state) {
-  VirtualScheduler sched;
+  simenv::VirtualScheduler sched;
   std::vector<TimerId> ids;
   for (int i = 0; i < 1024; ++i) ids.push_back(sched.RunAfter(milliseconds(100 + i), [] {}));
   size_t i = 0;
@@ -66,17 +66,18 @@ class CountingSink : public MessageSink {
 // latency, no faults; 1: lognormal latency, 1% loss, 1% duplication, 5% reordering.
 void BM_NetworkDeliver(benchmark::State& state) {
   constexpr int kNodes = 32;
-  VirtualScheduler sched;
-  SimNetwork::Options options;
-  options.defaults.latency = LatencyModel::Fixed(milliseconds(1));
+  simenv::VirtualScheduler sched;
+  simenv::SimNetwork::Options options;
+  options.defaults.latency = simenv::LatencyModel::Fixed(milliseconds(1));
   if (state.range(0) == 1) {
-    options.defaults.latency = LatencyModel::LogNormal(microseconds(200), microseconds(500), 0.5);
+    options.defaults.latency =
+        simenv::LatencyModel::LogNormal(microseconds(200), microseconds(500), 0.5);
     options.defaults.loss = 0.01;
     options.defaults.duplicate = 0.01;
     options.defaults.reorder = 0.05;
     options.defaults.reorder_window = milliseconds(1);
   }
-  SimNetwork net(sched, options);
+  simenv::SimNetwork net(sched, options);
   std::vector<CountingSink> sinks(kNodes);
   std::vector<Transport*> endpoints;
   std::vector<Address> names;
@@ -96,7 +97,7 @@ void BM_NetworkDeliver(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
   state.counters["in_flight"] = static_cast<double>(net.in_flight());
-  const NodeCounters totals = net.TotalCounters();
+  const simenv::NodeCounters totals = net.TotalCounters();
   state.counters["delivered_per_sent"] =
       static_cast<double>(totals.messages_received) / static_cast<double>(totals.messages_sent);
 }

@@ -1,28 +1,25 @@
 // Workload generation speed: how fast the simulator can pull requests.
 //   BM_MmluNext     MMLU-like requests generated (items/s = requests/s).
-//   BM_TraceLoad    parse the shared Mooncake trace (3,993 requests, 1.1 MB) from memory.
+//   BM_TraceLoad    parse the bundled Mooncake trace (data/, 3,993 requests, 1.1 MB) from memory.
 //   BM_TraceReplay  materialize one trace request's prompt (mean 15.3k tokens) on Next().
-// The trace benchmarks look for $HEARSAY_SOURCE_DIR/../shared/traces/mooncake-synthetic.jsonl
-// (default /work/shared/traces/...) and skip if it is absent.
+// The trace benchmarks read data/mooncake-synthetic.jsonl (workload::BundledTracePath()) and
+// report an error if it is absent.
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <string>
 
-#include "hearsay/sim/mmlu_workload.h"
-#include "hearsay/sim/trace_workload.h"
+#include "hearsay/workload/bundled_trace.h"
+#include "hearsay/workload/mmlu_workload.h"
+#include "hearsay/workload/trace_workload.h"
 
-namespace hearsay::sim {
+namespace hearsay::workload {
 namespace {
 
-std::string ReadSharedTrace() {
-  const char* root = std::getenv("HEARSAY_SOURCE_DIR");
-  const std::string path = std::string(root != nullptr ? root : "/work/main") +
-                           "/../shared/traces/mooncake-synthetic.jsonl";
-  std::ifstream in(path, std::ios::binary);
+std::string ReadBundledTrace() {
+  std::ifstream in(workload::BundledTracePath(), std::ios::binary);
   if (!in) return "";
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
@@ -50,9 +47,9 @@ void BM_MmluNext(benchmark::State& state) {
 BENCHMARK(BM_MmluNext);
 
 void BM_TraceLoad(benchmark::State& state) {
-  const std::string text = ReadSharedTrace();
+  const std::string text = ReadBundledTrace();
   if (text.empty()) {
-    state.SkipWithError("shared trace not found");
+    state.SkipWithError("bundled trace (data/) not found");
     return;
   }
   for (auto _ : state) {
@@ -69,10 +66,10 @@ void BM_TraceLoad(benchmark::State& state) {
 BENCHMARK(BM_TraceLoad)->Unit(benchmark::kMillisecond);
 
 void BM_TraceReplay(benchmark::State& state) {
-  const std::string text = ReadSharedTrace();
+  const std::string text = ReadBundledTrace();
   Result<Trace> parsed = Trace::Parse(text, {});
   if (text.empty() || !parsed.ok()) {
-    state.SkipWithError("shared trace not found or invalid");
+    state.SkipWithError("bundled trace (data/) not found or invalid");
     return;
   }
   auto trace = std::make_shared<const Trace>(std::move(parsed).value());
@@ -96,4 +93,4 @@ void BM_TraceReplay(benchmark::State& state) {
 BENCHMARK(BM_TraceReplay);
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::workload

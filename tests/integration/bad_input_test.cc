@@ -12,7 +12,7 @@ namespace hearsay::integration {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using harness::HttpHeaders;
+using testkit::HttpHeaders;
 
 constexpr uint64_t kMaxBody = 64 * 1024;
 constexpr uint64_t kContextTokens = 2048;
@@ -60,7 +60,7 @@ class BadInputTest : public ::testing::Test {
   // POSTs `body` to /v1/completions and checks the status and OpenAI error shape.
   static json ExpectError(const std::string& body, int status, const HttpHeaders& headers = {}) {
     Result<HttpResponse> r =
-        harness::HttpPostJson(address(), "/v1/completions", body, kCallTimeout, headers);
+        testkit::HttpPostJson(address(), "/v1/completions", body, kCallTimeout, headers);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (!r.ok()) return json();
     EXPECT_EQ(r->status, status) << r->body;
@@ -99,7 +99,7 @@ TEST_F(BadInputTest, WrongTypesAndMissingFields) {
   e = ExpectError(R"({"prompt": "hi"})", 400);
   EXPECT_EQ(e["param"], "model");
   Result<HttpResponse> chat =
-      harness::HttpPostJson(address(), "/v1/chat/completions",
+      testkit::HttpPostJson(address(), "/v1/chat/completions",
                             R"({"model": "hearsay-sim", "messages": "hi"})", kCallTimeout);
   ASSERT_TRUE(chat.ok());
   EXPECT_EQ(chat->status, 400) << chat->body;
@@ -126,7 +126,7 @@ TEST_F(BadInputTest, BodyOverTheLimit) {
   const std::string body = CompletionBody(std::string(kMaxBody + 1024, 'a'), 2);
   ExpectError(body, 413);
   // Claimed in the header only: refused before the body is read.
-  auto conn = harness::RawConnection::Connect(address(), 5s);
+  auto conn = testkit::RawConnection::Connect(address(), 5s);
   ASSERT_TRUE(conn.ok());
   ASSERT_TRUE((*conn)
                   ->Write("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
@@ -141,11 +141,11 @@ TEST_F(BadInputTest, BodyOverTheLimit) {
 TEST_F(BadInputTest, TooManyConcurrentRequestsGet429WithRetryAfter) {
   // Two long streams fill the limit of 2; a third request is refused, then served once they end.
   std::atomic<int> started{0};
-  std::vector<Result<harness::StreamOutcome>> results(2, InternalError("not run"));
+  std::vector<Result<testkit::StreamOutcome>> results(2, InternalError("not run"));
   std::vector<std::thread> streams;
   for (int i = 0; i < 2; ++i) {
     streams.emplace_back([&, i] {
-      results[i] = harness::HttpPostStream(
+      results[i] = testkit::HttpPostStream(
           address(), "/v1/completions",
           CompletionBody("occupy slot " + std::to_string(i), 400, /*stream=*/true), 60s);
     });
@@ -155,7 +155,7 @@ TEST_F(BadInputTest, TooManyConcurrentRequestsGet429WithRetryAfter) {
   bool both_running = false;
   while (!both_running && Clock::now() < deadline) {
     auto m = Metrics(address());
-    both_running = m.ok() && harness::SumMetric(*m, "hearsay_requests_in_flight") >= 2;
+    both_running = m.ok() && testkit::SumMetric(*m, "hearsay_requests_in_flight") >= 2;
     if (!both_running) std::this_thread::sleep_for(20ms);
   }
   EXPECT_TRUE(both_running) << "two streams never ran at once";
@@ -184,7 +184,7 @@ TEST_F(BadInputTest, HopMarkerWithoutPeerAuthIsForbidden) {
 }
 
 // Reads until the server closes; returns how long that took, or fails the test.
-std::chrono::milliseconds TimeToClose(harness::RawConnection& conn, std::chrono::milliseconds cap,
+std::chrono::milliseconds TimeToClose(testkit::RawConnection& conn, std::chrono::milliseconds cap,
                                       std::string* got) {
   const auto start = Clock::now();
   Result<std::string> r = conn.ReadUntilClose(cap);
@@ -195,7 +195,7 @@ std::chrono::milliseconds TimeToClose(harness::RawConnection& conn, std::chrono:
 }
 
 TEST_F(BadInputTest, SlowlorisHeadersAreCutOff) {
-  auto conn = harness::RawConnection::Connect(address(), 5s);
+  auto conn = testkit::RawConnection::Connect(address(), 5s);
   ASSERT_TRUE(conn.ok());
   // Half a request head, then a trickle that never finishes it.
   ASSERT_TRUE((*conn)->Write("POST /v1/completions HTTP/1.1\r\nHost: x\r\n", 5s).ok());
@@ -206,7 +206,7 @@ TEST_F(BadInputTest, SlowlorisHeadersAreCutOff) {
 }
 
 TEST_F(BadInputTest, SlowBodyIsCutOff) {
-  auto conn = harness::RawConnection::Connect(address(), 5s);
+  auto conn = testkit::RawConnection::Connect(address(), 5s);
   ASSERT_TRUE(conn.ok());
   ASSERT_TRUE((*conn)
                   ->Write("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
@@ -221,9 +221,9 @@ TEST_F(BadInputTest, SlowBodyIsCutOff) {
 
 TEST_F(BadInputTest, IdleConnectionsAreClosed) {
   // One that never sends a byte, and one that goes quiet after a complete keep-alive request.
-  auto silent = harness::RawConnection::Connect(address(), 5s);
+  auto silent = testkit::RawConnection::Connect(address(), 5s);
   ASSERT_TRUE(silent.ok());
-  auto kept = harness::RawConnection::Connect(address(), 5s);
+  auto kept = testkit::RawConnection::Connect(address(), 5s);
   ASSERT_TRUE(kept.ok());
   ASSERT_TRUE((*kept)->Write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 5s).ok());
   const auto kept_since = Clock::now();
@@ -238,7 +238,7 @@ TEST_F(BadInputTest, IdleConnectionsAreClosed) {
 }
 
 TEST_F(BadInputTest, GarbageRequestLine) {
-  auto conn = harness::RawConnection::Connect(address(), 5s);
+  auto conn = testkit::RawConnection::Connect(address(), 5s);
   ASSERT_TRUE(conn.ok());
   ASSERT_TRUE((*conn)->Write("\x01\x02 NOT HTTP \xff\r\n\r\n", 5s).ok());
   std::string got;
@@ -247,11 +247,11 @@ TEST_F(BadInputTest, GarbageRequestLine) {
 }
 
 TEST_F(BadInputTest, UnknownPathAndMethod) {
-  Result<HttpResponse> r = harness::HttpGet(address(), "/v2/nothing", kCallTimeout);
+  Result<HttpResponse> r = testkit::HttpGet(address(), "/v2/nothing", kCallTimeout);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 404);
   EXPECT_TRUE(BodyJson(*r).contains("error")) << r->body;
-  r = harness::HttpGet(address(), "/v1/completions", kCallTimeout);
+  r = testkit::HttpGet(address(), "/v1/completions", kCallTimeout);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 405);
 }

@@ -34,10 +34,10 @@ constexpr int kNewWords = 400;
 
 // Node `address`'s counter `name` (summed over labels `labels`), or -1 (failing the test).
 double Counter(const std::string& address, const char* name,
-               const harness::MetricLabels& labels = {}) {
+               const testkit::MetricLabels& labels = {}) {
   auto metrics = Metrics(address);
   EXPECT_TRUE(metrics.ok()) << metrics.status().ToString();
-  return metrics.ok() ? harness::SumMetric(*metrics, name, labels) : -1;
+  return metrics.ok() ? testkit::SumMetric(*metrics, name, labels) : -1;
 }
 
 // The counters a bounce moves, at both nodes.
@@ -82,8 +82,8 @@ std::unique_ptr<LocalCluster> StartWithPrefixOnTarget(const std::string& target_
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   bool measured = false;
   while (!measured && std::chrono::steady_clock::now() < deadline) {
-    Result<harness::ClusterView> view = cluster->View(kEntry);
-    const harness::MemberInfo* m = view.ok() ? view->Find(cluster->node(kTarget).node_id) : nullptr;
+    Result<launch::ClusterView> view = cluster->View(kEntry);
+    const launch::MemberInfo* m = view.ok() ? view->Find(cluster->node(kTarget).node_id) : nullptr;
     measured = m != nullptr && m->rtt_ms.has_value();
     if (!measured) std::this_thread::sleep_for(100ms);
   }

@@ -17,13 +17,13 @@ TEST(ClusterTest, FourNodesFormAndConverge) {
   // with a generation (a node's incarnation of its life), and serves the API.
   for (size_t i = 0; i < cluster->size(); ++i) {
     SCOPED_TRACE(cluster->node(i).node_id);
-    Result<harness::ClusterView> view = cluster->View(i);
+    Result<launch::ClusterView> view = cluster->View(i);
     ASSERT_TRUE(view.ok()) << view.status().ToString();
     std::set<std::string> ids;
-    for (const harness::MemberInfo& m : view->members) ids.insert(m.node_id);
+    for (const launch::MemberInfo& m : view->members) ids.insert(m.node_id);
     EXPECT_EQ(ids, (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
     for (size_t j = 0; j < cluster->size(); ++j) {
-      const harness::MemberInfo* m = view->Find(cluster->node(j).node_id);
+      const launch::MemberInfo* m = view->Find(cluster->node(j).node_id);
       ASSERT_NE(m, nullptr);
       EXPECT_EQ(m->state, "alive");
       EXPECT_GT(m->generation, 0u);
@@ -33,7 +33,7 @@ TEST(ClusterTest, FourNodesFormAndConverge) {
       }
     }
     Result<HttpResponse> models =
-        harness::HttpGet(cluster->node(i).http_address, "/v1/models", kCallTimeout);
+        testkit::HttpGet(cluster->node(i).http_address, "/v1/models", kCallTimeout);
     ASSERT_TRUE(models.ok()) << models.status().ToString();
     EXPECT_EQ(models->status, 200);
     json m = BodyJson(*models);
@@ -44,7 +44,7 @@ TEST(ClusterTest, FourNodesFormAndConverge) {
   for (size_t i = 0; i < cluster->size(); ++i) {
     auto metrics = Metrics(cluster->node(i).http_address);
     ASSERT_TRUE(metrics.ok()) << metrics.status().ToString();
-    EXPECT_EQ(harness::SumMetric(*metrics, "hearsay_peers", {{"state", "alive"}}), 3)
+    EXPECT_EQ(testkit::SumMetric(*metrics, "hearsay_peers", {{"state", "alive"}}), 3)
         << cluster->node(i).node_id;
   }
 }
@@ -60,9 +60,9 @@ TEST(ClusterTest, SigtermLeavesGracefully) {
   Status views = cluster->WaitForViews({2}, 4s);
   EXPECT_TRUE(views.ok()) << views.ToString() << "\n" << cluster->AllLogTails();
   for (size_t i = 0; i < 2; ++i) {
-    Result<harness::ClusterView> view = cluster->View(i);
+    Result<launch::ClusterView> view = cluster->View(i);
     ASSERT_TRUE(view.ok());
-    const harness::MemberInfo* m = view->Find("node-2");
+    const launch::MemberInfo* m = view->Find("node-2");
     if (m != nullptr) {
       EXPECT_EQ(m->state, "left") << "seen by node-" << i;
     }

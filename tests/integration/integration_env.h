@@ -14,17 +14,17 @@
 #include <thread>
 #include <vector>
 
-#include "hearsay/harness/blocking_http.h"
-#include "hearsay/harness/local_cluster.h"
-#include "hearsay/harness/metrics_text.h"
+#include "hearsay/launch/local_cluster.h"
+#include "hearsay/testkit/blocking_http.h"
+#include "hearsay/testkit/metrics_text.h"
 
 namespace hearsay::integration {
 
 using namespace std::chrono_literals;
-using harness::HttpResponse;
-using harness::LocalCluster;
-using harness::LocalClusterOptions;
+using launch::LocalCluster;
+using launch::LocalClusterOptions;
 using nlohmann::json;
+using testkit::HttpResponse;
 
 // The model a `--engine sim` node serves (DaemonConfig::model's default).
 inline constexpr const char* kModel = "hearsay-sim";
@@ -78,7 +78,7 @@ inline std::string CompletionBody(const std::string& prompt, int max_tokens, boo
 }
 
 inline Result<HttpResponse> PostCompletion(const std::string& address, const std::string& body) {
-  return harness::HttpPostJson(address, "/v1/completions", body, kCallTimeout);
+  return testkit::HttpPostJson(address, "/v1/completions", body, kCallTimeout);
 }
 
 // The parsed JSON of a response body (a null json on a parse error, which then fails the
@@ -103,16 +103,16 @@ inline int64_t PromptTokens(const json& response) {
 }
 
 // Node `address`'s /metrics, parsed.
-inline Result<std::vector<harness::MetricSample>> Metrics(const std::string& address) {
-  Result<HttpResponse> r = harness::HttpGet(address, "/metrics", kCallTimeout);
+inline Result<std::vector<testkit::MetricSample>> Metrics(const std::string& address) {
+  Result<HttpResponse> r = testkit::HttpGet(address, "/metrics", kCallTimeout);
   if (!r.ok()) return r.status();
   if (r->status != 200) return UnavailableError("/metrics: HTTP " + std::to_string(r->status));
-  return harness::ParsePrometheusText(r->body);
+  return testkit::ParsePrometheusText(r->body);
 }
 
 // True when `address` answers /health with 200.
 inline bool Healthy(const std::string& address) {
-  Result<HttpResponse> r = harness::HttpGet(address, "/health", 5s);
+  Result<HttpResponse> r = testkit::HttpGet(address, "/health", 5s);
   return r.ok() && r->status == 200;
 }
 
@@ -134,8 +134,8 @@ inline Result<size_t> WaitForSoleHolder(LocalCluster& cluster, std::chrono::mill
       bool everyone_sees = true;
       for (size_t i = 0; i < cluster.size() && everyone_sees; ++i) {
         if (i == h || !cluster.running(i)) continue;
-        Result<harness::ClusterView> view = cluster.View(i);
-        const harness::MemberInfo* m = view.ok() ? view->Find(cluster.node(h).node_id) : nullptr;
+        Result<launch::ClusterView> view = cluster.View(i);
+        const launch::MemberInfo* m = view.ok() ? view->Find(cluster.node(h).node_id) : nullptr;
         everyone_sees = m != nullptr && m->cache_keys > 0;
         if (m != nullptr) {
           last += cluster.node(i).node_id + " sees " + m->node_id + " with " +

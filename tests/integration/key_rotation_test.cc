@@ -12,8 +12,8 @@
 #include <fstream>
 
 #include "hearsay/gossip/keyring.h"
-#include "hearsay/harness/child_process.h"
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/child_process.h"
+#include "hearsay/launch/temp_dir.h"
 #include "hearsay/net/peer_auth.h"
 #include "integration_env.h"
 
@@ -24,13 +24,13 @@ namespace {
 constexpr const char* kDroppedMetric = "hearsay_gossip_dropped_total";
 constexpr const char* kPeerAuthFailuresMetric = "hearsay_peer_auth_failures_total";
 
-double MetricOf(const std::string& address, const char* name, harness::MetricLabels labels = {}) {
+double MetricOf(const std::string& address, const char* name, testkit::MetricLabels labels = {}) {
   auto metrics = Metrics(address);
   EXPECT_TRUE(metrics.ok()) << metrics.status().ToString();
-  return metrics.ok() ? harness::SumMetric(*metrics, name, labels) : -1;
+  return metrics.ok() ? testkit::SumMetric(*metrics, name, labels) : -1;
 }
 
-std::string NewKeyFile(const harness::TempDir& dir, const std::string& name) {
+std::string NewKeyFile(const launch::TempDir& dir, const std::string& name) {
   std::array<uint8_t, gossip::kClusterKeyBytes> bytes{};
   randombytes_buf(bytes.data(), bytes.size());
   const std::string path = dir.File(name);
@@ -46,7 +46,7 @@ std::string KeyIdOf(const std::string& key_file) {
 }
 
 // Runs `hearsay keys <args>` against node `i`; returns its exit code, and its output in `out`.
-int RunKeys(const LocalCluster& cluster, size_t i, const harness::TempDir& dir,
+int RunKeys(const LocalCluster& cluster, size_t i, const launch::TempDir& dir,
             std::vector<std::string> args, std::string* out = nullptr) {
   static int run = 0;
   const std::string log = dir.File("keys-" + std::to_string(++run) + ".log");
@@ -54,14 +54,14 @@ int RunKeys(const LocalCluster& cluster, size_t i, const harness::TempDir& dir,
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--node");
   argv.push_back(cluster.node(i).http_url());
-  auto child = harness::ChildProcess::Spawn(argv, log);
+  auto child = launch::ChildProcess::Spawn(argv, log);
   if (!child.ok()) {
     ADD_FAILURE() << child.status().ToString();
     return -1;
   }
   const Status waited = (*child)->Wait(20s);
   EXPECT_TRUE(waited.ok()) << waited.ToString();
-  if (out != nullptr) *out = harness::TailFile(log, 50);
+  if (out != nullptr) *out = launch::TailFile(log, 50);
   return (*child)->exit_code().value_or(-1);
 }
 
@@ -69,7 +69,7 @@ class KeyRotationTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_GE(sodium_init(), 0);
-    auto dir = harness::TempDir::Create("hearsay-keyrot-");
+    auto dir = launch::TempDir::Create("hearsay-keyrot-");
     ASSERT_TRUE(dir.ok()) << dir.status().ToString();
     dir_ = std::move(dir).value();
     LocalClusterOptions o = ClusterOptions(3);
@@ -119,8 +119,8 @@ class KeyRotationTest : public ::testing::Test {
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     bool measured = false;
     while (!measured && std::chrono::steady_clock::now() < deadline) {
-      Result<harness::ClusterView> view = cluster_->View(e);
-      const harness::MemberInfo* m =
+      Result<launch::ClusterView> view = cluster_->View(e);
+      const launch::MemberInfo* m =
           view.ok() ? view->Find(cluster_->node(holder_).node_id) : nullptr;
       measured = m != nullptr && m->rtt_ms.has_value();
       if (!measured) std::this_thread::sleep_for(100ms);
@@ -129,7 +129,7 @@ class KeyRotationTest : public ::testing::Test {
   }
 
   static constexpr int kPrefixWords = 640;
-  std::unique_ptr<harness::TempDir> dir_;
+  std::unique_ptr<launch::TempDir> dir_;
   std::unique_ptr<LocalCluster> cluster_;
   const std::string prefix_ = Words("keyrot", kPrefixWords);
   size_t holder_ = 0;
@@ -208,11 +208,11 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
   CheckClusterWorks("restart");
 
   // A node that holds only the old key: its gossip is dropped and it never becomes a member.
-  Result<std::vector<uint16_t>> ports = harness::PickFreeLoopbackPorts(2, /*udp_too=*/true);
+  Result<std::vector<uint16_t>> ports = launch::PickFreeLoopbackPorts(2, /*udp_too=*/true);
   ASSERT_TRUE(ports.ok());
   const std::string outsider_http = "127.0.0.1:" + std::to_string((*ports)[0]);
   const std::string log = dir_->File("outsider.log");
-  auto outsider = harness::ChildProcess::Spawn(
+  auto outsider = launch::ChildProcess::Spawn(
       {HEARSAY_BINARY, "node", "--http", outsider_http, "--gossip",
        "127.0.0.1:" + std::to_string((*ports)[1]), "--node-id", "outsider", "--cluster-key-file",
        old_key, "--join", cluster_->node(0).gossip_address},
@@ -226,15 +226,15 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
     std::this_thread::sleep_for(200ms);
     dropped = MetricOf(cluster_->node(0).http_address, kDroppedMetric, {{"reason", "envelope"}});
   }
-  EXPECT_GT(dropped, dropped_before) << harness::TailFile(log, 30);
-  ASSERT_TRUE(Healthy(outsider_http)) << harness::TailFile(log, 30);
+  EXPECT_GT(dropped, dropped_before) << launch::TailFile(log, 30);
+  ASSERT_TRUE(Healthy(outsider_http)) << launch::TailFile(log, 30);
   std::this_thread::sleep_for(2s);  // several gossip rounds
   for (size_t i = 0; i < cluster_->size(); ++i) {
-    Result<harness::ClusterView> view = cluster_->View(i);
+    Result<launch::ClusterView> view = cluster_->View(i);
     ASSERT_TRUE(view.ok());
     EXPECT_EQ(view->Find("outsider"), nullptr) << "node-" << i << " lists the outsider";
   }
-  Result<HttpResponse> outsider_view = harness::HttpGet(outsider_http, "/cluster", kCallTimeout);
+  Result<HttpResponse> outsider_view = testkit::HttpGet(outsider_http, "/cluster", kCallTimeout);
   ASSERT_TRUE(outsider_view.ok());
   const json ov = BodyJson(*outsider_view);
   for (const auto& m : ov["members"]) {
@@ -248,7 +248,7 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
     std::string line;
     std::getline(in, line);
     const std::string token = net::PeerAuthToken(gossip::ClusterKey::Parse(line).value());
-    return harness::HttpPostJson(cluster_->node(0).http_address, "/v1/completions",
+    return testkit::HttpPostJson(cluster_->node(0).http_address, "/v1/completions",
                                  CompletionBody("hop check", 2), kCallTimeout,
                                  {{"X-Hearsay-Hop", "1"}, {"X-Hearsay-Peer-Auth", token}});
   };

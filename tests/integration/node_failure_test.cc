@@ -43,7 +43,7 @@ struct Attempt {
   std::string entry;
   Clock::time_point start;
   Status call;  // non-OK: no response status at all
-  std::optional<harness::StreamOutcome> outcome;
+  std::optional<testkit::StreamOutcome> outcome;
 };
 
 // Closed-loop streaming load over `entries` from `threads` clients until `stop`.
@@ -81,8 +81,8 @@ class Load {
       // 48 output tokens: each stream lasts a few hundred ms, so the kill finds some mid-stream.
       const std::string body = CompletionBody(
           prefix_ + " client " + std::to_string(t) + " request " + std::to_string(k), 48, true);
-      Result<harness::StreamOutcome> r =
-          harness::HttpPostStream(a.entry, "/v1/completions", body, 30s);
+      Result<testkit::StreamOutcome> r =
+          testkit::HttpPostStream(a.entry, "/v1/completions", body, 30s);
       if (r.ok()) {
         a.outcome = std::move(r).value();
       } else {
@@ -113,7 +113,7 @@ std::string Describe(const Attempt& a, Clock::time_point kill_at) {
   };
   std::string s = "entry " + a.entry + " started at " + ms(a.start) + " ms after the kill: ";
   if (!a.outcome) return s + "no response: " + a.call.ToString();
-  const harness::StreamOutcome& o = *a.outcome;
+  const testkit::StreamOutcome& o = *a.outcome;
   s += "HTTP " + std::to_string(o.status) + ", " + std::to_string(o.events.size()) + " events";
   if (o.first_event_at) s += ", first at " + ms(*o.first_event_at) + " ms";
   s += ", ended " + ms(o.finished) + " ms: " + o.transport.ToString();
@@ -147,9 +147,9 @@ TEST(NodeFailureTest, KillUnderLoadLosesNothingDetectsAndRejoinsClean) {
   }
   uint64_t old_generation = 0;
   {
-    Result<harness::ClusterView> view = cluster->View(survivors[0]);
+    Result<launch::ClusterView> view = cluster->View(survivors[0]);
     ASSERT_TRUE(view.ok());
-    const harness::MemberInfo* m = view->Find(victim_id);
+    const launch::MemberInfo* m = view->Find(victim_id);
     ASSERT_NE(m, nullptr);
     old_generation = m->generation;
   }
@@ -161,7 +161,7 @@ TEST(NodeFailureTest, KillUnderLoadLosesNothingDetectsAndRejoinsClean) {
   ASSERT_GE(load.count(), 12u) << "the load did not get going:\n" << cluster->AllLogTails();
   auto metrics = Metrics(cluster->node(victim).http_address);
   ASSERT_TRUE(metrics.ok());
-  EXPECT_GT(harness::SumMetric(*metrics, kPeerServedMetric), 0)
+  EXPECT_GT(testkit::SumMetric(*metrics, kPeerServedMetric), 0)
       << "the victim serves forwarded load before it dies";
   ASSERT_TRUE(cluster->Kill(victim).ok());
   const Clock::time_point kill_at = Clock::now();
@@ -217,8 +217,8 @@ TEST(NodeFailureTest, KillUnderLoadLosesNothingDetectsAndRejoinsClean) {
   const auto deadline = Clock::now() + 15s;
   for (size_t s : survivors) {
     SCOPED_TRACE("view of " + cluster->node(s).node_id);
-    const harness::MemberInfo* m = nullptr;
-    Result<harness::ClusterView> view = InternalError("not read");
+    const launch::MemberInfo* m = nullptr;
+    Result<launch::ClusterView> view = InternalError("not read");
     while (Clock::now() < deadline) {
       view = cluster->View(s);
       m = view.ok() ? view->Find(victim_id) : nullptr;

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "hearsay/harness/child_process.h"
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/child_process.h"
+#include "hearsay/launch/temp_dir.h"
 #include "integration_env.h"
 
 namespace hearsay::integration {
@@ -30,7 +30,7 @@ std::string FindInPath(const std::string& name) {
 // Runs `argv` to completion (bounded), returning its exit code; the output goes to `log`.
 int RunToEnd(const std::vector<std::string>& argv, const std::string& log,
              std::chrono::milliseconds timeout) {
-  auto child = harness::ChildProcess::Spawn(argv, log);
+  auto child = launch::ChildProcess::Spawn(argv, log);
   if (!child.ok()) {
     ADD_FAILURE() << child.status().ToString();
     return -1;
@@ -39,7 +39,7 @@ int RunToEnd(const std::vector<std::string>& argv, const std::string& log,
   if (!waited.ok()) {
     ADD_FAILURE() << argv[0] << " " << (argv.size() > 1 ? argv[1] : "") << ": " << waited.ToString()
                   << "\n"
-                  << harness::TailFile(log, 40);
+                  << launch::TailFile(log, 40);
     (*child)->Kill();
     return -1;
   }
@@ -49,7 +49,7 @@ int RunToEnd(const std::vector<std::string>& argv, const std::string& log,
 TEST(OpenAiJsClientTest, CompletionsChatAndStreamingChat) {
   const std::string node = FindInPath("node");
   ASSERT_FALSE(node.empty()) << "Node.js (>= 20) is required for this test: `node` is not in PATH";
-  auto dir = harness::TempDir::Create("hearsay-js-test-");
+  auto dir = launch::TempDir::Create("hearsay-js-test-");
   ASSERT_TRUE(dir.ok());
 
   // 1. The pinned client, installed once per lock file (npm ci; network only on the first run).
@@ -58,8 +58,8 @@ TEST(OpenAiJsClientTest, CompletionsChatAndStreamingChat) {
                      280s),
             0)
       << "installing the OpenAI client failed:\n"
-      << harness::TailFile(install_log, 40);
-  std::string deps = harness::TailFile(install_log, 1);
+      << launch::TailFile(install_log, 40);
+  std::string deps = launch::TailFile(install_log, 1);
   while (!deps.empty() && (deps.back() == '\n' || deps.back() == '\r')) deps.pop_back();
   ASSERT_EQ(::access((deps + "/node_modules/openai/package.json").c_str(), R_OK), 0)
       << "no client in '" << deps << "'";
@@ -73,9 +73,9 @@ TEST(OpenAiJsClientTest, CompletionsChatAndStreamingChat) {
   const int code = RunToEnd({node, std::string(HEARSAY_JS_DIR) + "/openai_client_test.cjs",
                              cluster->node(0).http_url(), deps},
                             test_log, 120s);
-  EXPECT_EQ(code, 0) << harness::TailFile(test_log, 80) << "\n--- nodes ---\n"
+  EXPECT_EQ(code, 0) << launch::TailFile(test_log, 80) << "\n--- nodes ---\n"
                      << cluster->AllLogTails(20);
-  const std::string summary = harness::TailFile(test_log, 10);
+  const std::string summary = launch::TailFile(test_log, 10);
   EXPECT_NE(summary.find("# fail 0"), std::string::npos) << summary;
 }
 

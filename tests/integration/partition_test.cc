@@ -38,9 +38,9 @@ std::chrono::milliseconds PartitionDetectionBound(size_t n, int highest_local_he
 int HighestLocalHealth(LocalCluster& cluster) {
   int highest = 0;
   for (size_t i = 0; i < cluster.size(); ++i) {
-    Result<std::vector<harness::MetricSample>> m = Metrics(cluster.node(i).http_address);
+    Result<std::vector<testkit::MetricSample>> m = Metrics(cluster.node(i).http_address);
     if (!m.ok()) continue;
-    const std::optional<double> h = harness::FindMetric(*m, "hearsay_gossip_local_health");
+    const std::optional<double> h = testkit::FindMetric(*m, "hearsay_gossip_local_health");
     if (h) highest = std::max(highest, static_cast<int>(*h));
   }
   return highest;
@@ -50,16 +50,16 @@ int HighestLocalHealth(LocalCluster& cluster) {
 Status HalfSeesOtherDead(LocalCluster& cluster, const std::vector<size_t>& side,
                          const std::vector<size_t>& other) {
   for (size_t i : side) {
-    Result<harness::ClusterView> view = cluster.View(i);
+    Result<launch::ClusterView> view = cluster.View(i);
     if (!view.ok()) return view.status();
     for (size_t j : other) {
-      const harness::MemberInfo* m = view->Find(cluster.node(j).node_id);
+      const launch::MemberInfo* m = view->Find(cluster.node(j).node_id);
       if (m != nullptr && m->state != "dead" && m->state != "left") {
         return UnavailableError(cluster.node(i).node_id + " sees " + m->node_id + " " + m->state);
       }
     }
     for (size_t j : side) {
-      const harness::MemberInfo* m = view->Find(cluster.node(j).node_id);
+      const launch::MemberInfo* m = view->Find(cluster.node(j).node_id);
       if (j != i && (m == nullptr || m->state != "alive")) {
         return UnavailableError(cluster.node(i).node_id + " lost its own side's " +
                                 cluster.node(j).node_id);
@@ -141,11 +141,11 @@ TEST(PartitionTest, HalvesSplitThenHealAndReconverge) {
   Status learned = WaitFor(
       [&]() -> Status {
         for (size_t i : left) {
-          Result<harness::ClusterView> view = cluster->View(i);
+          Result<launch::ClusterView> view = cluster->View(i);
           if (!view.ok()) return view.status();
           bool any = false;
           for (size_t j : right) {
-            const harness::MemberInfo* m = view->Find(cluster->node(j).node_id);
+            const launch::MemberInfo* m = view->Find(cluster->node(j).node_id);
             any = any || (m != nullptr && m->cache_keys > 0);
           }
           if (!any)

@@ -12,7 +12,7 @@ namespace {
 double Decisions(const std::string& address, const std::string& decision) {
   auto metrics = Metrics(address);
   EXPECT_TRUE(metrics.ok()) << metrics.status().ToString();
-  return metrics.ok() ? harness::SumMetric(*metrics, kRequestsMetric, {{"decision", decision}})
+  return metrics.ok() ? testkit::SumMetric(*metrics, kRequestsMetric, {{"decision", decision}})
                       : -1;
 }
 
@@ -20,7 +20,7 @@ double Decisions(const std::string& address, const std::string& decision) {
 double ServedForPeers(const std::string& address) {
   auto metrics = Metrics(address);
   EXPECT_TRUE(metrics.ok()) << metrics.status().ToString();
-  return metrics.ok() ? harness::SumMetric(*metrics, kPeerServedMetric) : -1;
+  return metrics.ok() ? testkit::SumMetric(*metrics, kPeerServedMetric) : -1;
 }
 
 TEST(PrefixRoutingTest, SharedPrefixGoesToItsHolder) {
@@ -51,8 +51,8 @@ TEST(PrefixRoutingTest, SharedPrefixGoesToItsHolder) {
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     bool measured = false;
     while (!measured && std::chrono::steady_clock::now() < deadline) {
-      Result<harness::ClusterView> view = cluster->View(e);
-      const harness::MemberInfo* m = view.ok() ? view->Find(cluster->node(h).node_id) : nullptr;
+      Result<launch::ClusterView> view = cluster->View(e);
+      const launch::MemberInfo* m = view.ok() ? view->Find(cluster->node(h).node_id) : nullptr;
       measured = m != nullptr && m->rtt_ms.has_value();
       if (!measured) std::this_thread::sleep_for(100ms);
     }
@@ -92,7 +92,7 @@ TEST(PrefixRoutingTest, StreamingRequestsReportCachedTokensToo) {
   const std::string prefix = Words("streamed", 320);
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    Result<harness::StreamOutcome> s = harness::HttpPostStream(
+    Result<testkit::StreamOutcome> s = testkit::HttpPostStream(
         cluster->node(round).http_address, "/v1/completions",
         CompletionBody(prefix + " again", 8, /*stream=*/true), kCallTimeout);
     ASSERT_TRUE(s.ok()) << s.status().ToString();

@@ -16,9 +16,9 @@ constexpr int kRequests = 32;
 std::string Choices(LocalCluster& cluster, size_t entry) {
   const std::string& address = cluster.node(entry).http_address;
   auto forwarded = [&]() -> double {
-    Result<std::vector<harness::MetricSample>> m = Metrics(address);
+    Result<std::vector<testkit::MetricSample>> m = Metrics(address);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
-    return m.ok() ? harness::SumMetric(*m, kRequestsMetric, {{"decision", "forwarded"}}) : -1;
+    return m.ok() ? testkit::SumMetric(*m, kRequestsMetric, {{"decision", "forwarded"}}) : -1;
   };
   std::string out;
   double before = forwarded();

@@ -1,18 +1,18 @@
 // Engine faults end to end (issue 6 §5): real `hearsay node --engine openai` processes, each in
-// front of a fake OpenAI-compatible upstream (harness::FakeOpenAiUpstream) that the test switches
+// front of a fake OpenAI-compatible upstream (testkit::FakeOpenAiUpstream) that the test switches
 // between healthy, down (503 on everything), erroring, garbage and silent. In every case
 // the client gets a clear error or a retry elsewhere before the first byte, the node stays up, and
 // an engine that keeps failing is advertised as overloaded in gossip until it recovers.
 #include <memory>
 #include <vector>
 
-#include "hearsay/harness/fake_openai_upstream.h"
+#include "hearsay/testkit/fake_openai_upstream.h"
 #include "integration_env.h"
 
 namespace hearsay::integration {
 namespace {
 
-using harness::FakeOpenAiUpstream;
+using testkit::FakeOpenAiUpstream;
 using Mode = FakeOpenAiUpstream::Mode;
 
 class UpstreamFaultTest : public ::testing::Test {
@@ -45,7 +45,7 @@ class UpstreamFaultTest : public ::testing::Test {
   }
   // Whether node `viewer`'s /cluster shows node `subject` advertising overload.
   bool SeesOverloaded(size_t viewer, size_t subject) {
-    Result<HttpResponse> r = harness::HttpGet(cluster_->node(viewer).http_address, "/cluster", 5s);
+    Result<HttpResponse> r = testkit::HttpGet(cluster_->node(viewer).http_address, "/cluster", 5s);
     if (!r.ok() || r->status != 200) return false;
     const json view = BodyJson(*r);
     if (viewer == subject) return view.contains("self") && view["self"].value("overloaded", false);

@@ -18,13 +18,13 @@
 #include <thread>
 #include <vector>
 
-#include "hearsay/harness/blocking_http.h"
-#include "hearsay/harness/llama_servers.h"
-#include "hearsay/harness/local_cluster.h"
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/llama_servers.h"
+#include "hearsay/launch/local_cluster.h"
+#include "hearsay/launch/temp_dir.h"
 #include "hearsay/loadgen/load_run.h"
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
+#include "hearsay/testkit/blocking_http.h"
 #include "llama_test_main.h"
 
 namespace hearsay {
@@ -64,13 +64,13 @@ struct PolicyResult {
 };
 
 Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& dir) {
-  harness::LlamaServerOptions lso;
+  launch::LlamaServerOptions lso;
   lso.servers = kNodes;
   lso.cache_ram_mib = kCacheRamMib;
   lso.log_dir = dir + "/" + policy;
   std::filesystem::create_directories(lso.log_dir);
-  HEARSAY_ASSIGN_OR_RETURN(auto servers, harness::LlamaServers::Start(lso));
-  harness::LocalClusterOptions o;
+  HEARSAY_ASSIGN_OR_RETURN(auto servers, launch::LlamaServers::Start(lso));
+  launch::LocalClusterOptions o;
   o.hearsay_binary = g_hearsay;
   o.nodes = kNodes;
   o.policy = policy;
@@ -83,7 +83,7 @@ Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& dir
   for (size_t i = 0; i < kNodes; ++i) {
     o.per_node_flags.push_back({"--upstream", "http://" + servers->addresses()[i]});
   }
-  HEARSAY_ASSIGN_OR_RETURN(auto cluster, harness::LocalCluster::Start(o));
+  HEARSAY_ASSIGN_OR_RETURN(auto cluster, launch::LocalCluster::Start(o));
 
   loadgen::WorkloadSpec spec;
   spec.workload = "mmlu";
@@ -114,14 +114,14 @@ Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& dir
 }
 
 TEST(LlamaEndToEnd, HearsayBeatsRandomOnRealLlamaServers) {
-  Status setup = harness::EnsureLlamaSetup(g_setup_script, g_model_tool);
+  Status setup = launch::EnsureLlamaSetup(g_setup_script, g_model_tool);
   if (setup.code() == StatusCode::kFailedPrecondition) {
     GTEST_SKIP() << "\n\n*** SKIPPED: " << setup.message()
                  << ". The end-to-end proof on a real engine did NOT run. ***\n";
   }
   ASSERT_TRUE(setup.ok()) << setup.ToString();
 
-  auto dir = harness::TempDir::Create("hearsay-llama-e2e");
+  auto dir = launch::TempDir::Create("hearsay-llama-e2e");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   std::vector<PolicyResult> results;
   for (const char* policy : {"random", "hearsay"}) {

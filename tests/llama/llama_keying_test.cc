@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "hearsay/harness/blocking_http.h"
-#include "hearsay/harness/llama_servers.h"
-#include "hearsay/harness/local_cluster.h"
-#include "hearsay/harness/metrics_text.h"
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/llama_servers.h"
+#include "hearsay/launch/local_cluster.h"
+#include "hearsay/launch/temp_dir.h"
+#include "hearsay/testkit/blocking_http.h"
+#include "hearsay/testkit/metrics_text.h"
 #include "llama_test_main.h"
 
 namespace hearsay {
@@ -60,12 +60,12 @@ std::string Prompt(int family, int i) {
 }
 
 Result<KeyingResult> RunKeying(const std::string& tokenizer, const std::string& dir) {
-  harness::LlamaServerOptions lso;
+  launch::LlamaServerOptions lso;
   lso.servers = 1;
   lso.log_dir = dir + "/" + tokenizer;
   std::filesystem::create_directories(lso.log_dir);
-  HEARSAY_ASSIGN_OR_RETURN(auto servers, harness::LlamaServers::Start(lso));
-  harness::LocalClusterOptions o;
+  HEARSAY_ASSIGN_OR_RETURN(auto servers, launch::LlamaServers::Start(lso));
+  launch::LocalClusterOptions o;
   o.hearsay_binary = g_hearsay;
   o.nodes = 1;
   o.policy = "local";
@@ -74,7 +74,7 @@ Result<KeyingResult> RunKeying(const std::string& tokenizer, const std::string& 
   o.extra_flags = {"--upstream-flavor", "llamacpp", "--context-tokens", "8192",
                    "--tokenizer",       tokenizer};
   o.per_node_flags.push_back({"--upstream", "http://" + servers->addresses()[0]});
-  HEARSAY_ASSIGN_OR_RETURN(auto cluster, harness::LocalCluster::Start(o));
+  HEARSAY_ASSIGN_OR_RETURN(auto cluster, launch::LocalCluster::Start(o));
   const std::string node = cluster->node(0).http_address;
 
   KeyingResult r;
@@ -82,36 +82,36 @@ Result<KeyingResult> RunKeying(const std::string& tokenizer, const std::string& 
   for (int i = 0; i < kRequests; ++i) {
     const nlohmann::json body = {
         {"model", "hearsay-sim"}, {"prompt", Prompt(i % 4, i / 4)}, {"max_tokens", 2}};
-    Result<harness::HttpResponse> resp =
-        harness::HttpPostJson(node, "/v1/completions", body.dump(), 60s);
+    Result<testkit::HttpResponse> resp =
+        testkit::HttpPostJson(node, "/v1/completions", body.dump(), 60s);
     if (!resp.ok() || resp.value().status != 200) {
       ++r.failed;
       std::fprintf(stderr, "request %d failed: %s\n", i,
                    resp.ok() ? resp.value().body.c_str() : resp.status().ToString().c_str());
     }
   }
-  HEARSAY_ASSIGN_OR_RETURN(harness::HttpResponse m, harness::HttpGet(node, "/metrics", 10s));
-  HEARSAY_ASSIGN_OR_RETURN(auto samples, harness::ParsePrometheusText(m.body));
+  HEARSAY_ASSIGN_OR_RETURN(testkit::HttpResponse m, testkit::HttpGet(node, "/metrics", 10s));
+  HEARSAY_ASSIGN_OR_RETURN(auto samples, testkit::ParsePrometheusText(m.body));
   r.estimated =
-      harness::SumMetric(samples, "hearsay_upstream_cached_tokens_total", {{"kind", "estimated"}});
+      testkit::SumMetric(samples, "hearsay_upstream_cached_tokens_total", {{"kind", "estimated"}});
   r.reported =
-      harness::SumMetric(samples, "hearsay_upstream_cached_tokens_total", {{"kind", "reported"}});
-  r.prompt_tokens = harness::SumMetric(samples, "hearsay_upstream_engine_prompt_tokens_total");
-  r.drift_ratio = harness::SumMetric(samples, "hearsay_upstream_cache_drift_ratio");
-  r.unreliable = harness::SumMetric(samples, "hearsay_upstream_cache_estimates_unreliable");
+      testkit::SumMetric(samples, "hearsay_upstream_cached_tokens_total", {{"kind", "reported"}});
+  r.prompt_tokens = testkit::SumMetric(samples, "hearsay_upstream_engine_prompt_tokens_total");
+  r.drift_ratio = testkit::SumMetric(samples, "hearsay_upstream_cache_drift_ratio");
+  r.unreliable = testkit::SumMetric(samples, "hearsay_upstream_cache_estimates_unreliable");
   r.tokenized_by_engine =
-      harness::SumMetric(samples, "hearsay_tokenize_total", {{"result", "engine"}});
-  r.fallbacks = harness::SumMetric(samples, "hearsay_tokenize_total", {{"result", "fallback"}});
+      testkit::SumMetric(samples, "hearsay_tokenize_total", {{"result", "engine"}});
+  r.fallbacks = testkit::SumMetric(samples, "hearsay_tokenize_total", {{"result", "fallback"}});
   return r;
 }
 
 TEST(LlamaKeying, EngineKeyingMakesEstimatesMatchLlamaServersCacheN) {
-  Status setup = harness::EnsureLlamaSetup(g_setup_script, g_model_tool);
+  Status setup = launch::EnsureLlamaSetup(g_setup_script, g_model_tool);
   if (setup.code() == StatusCode::kFailedPrecondition) {
     GTEST_SKIP() << "\n\n*** SKIPPED: " << setup.message() << ". Engine keying did NOT run. ***\n";
   }
   ASSERT_TRUE(setup.ok()) << setup.ToString();
-  auto dir = harness::TempDir::Create("hearsay-llama-keying");
+  auto dir = launch::TempDir::Create("hearsay-llama-keying");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
 
   std::vector<KeyingResult> results;

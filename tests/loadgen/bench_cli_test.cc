@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
-#include "hearsay/harness/local_cluster.h"
+#include "hearsay/launch/local_cluster.h"
 
 namespace hearsay {
 namespace {
@@ -13,11 +13,11 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(BenchCliTest, JsonReportAgainstARealCluster) {
-  harness::LocalClusterOptions o;
+  launch::LocalClusterOptions o;
   o.hearsay_binary = HEARSAY_BINARY;
   o.nodes = 2;
   o.debug_faults = false;
-  auto cluster = harness::LocalCluster::Start(o);
+  auto cluster = launch::LocalCluster::Start(o);
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   const std::string targets =
       (*cluster)->node(0).http_url() + "," + (*cluster)->node(1).http_url() + "/";
@@ -61,11 +61,11 @@ TEST(BenchCliTest, JsonReportAgainstARealCluster) {
 }
 
 TEST(BenchCliTest, ClosedLoopTableAndBadFlags) {
-  harness::LocalClusterOptions o;
+  launch::LocalClusterOptions o;
   o.hearsay_binary = HEARSAY_BINARY;
   o.nodes = 1;
   o.debug_faults = false;
-  auto cluster = harness::LocalCluster::Start(o);
+  auto cluster = launch::LocalCluster::Start(o);
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   clitest::HearsayRun run({"bench", "--target", (*cluster)->node(0).http_url(), "--concurrency",
                            "4", "--requests", "12", "--workload", "chat"});

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "hearsay/harness/child_process.h"
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/child_process.h"
+#include "hearsay/launch/temp_dir.h"
 
 namespace hearsay::clitest {
 
@@ -70,7 +70,7 @@ bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
 class HearsayRun {
  public:
   explicit HearsayRun(std::vector<std::string> args) {
-    auto dir = harness::TempDir::Create("hearsay-cli-test-");
+    auto dir = launch::TempDir::Create("hearsay-cli-test-");
     if (!dir.ok()) return;
     dir_ = std::move(*dir);
     tmpdir_ = dir_->File("tmp");
@@ -81,7 +81,7 @@ class HearsayRun {
     const char* old = std::getenv("TMPDIR");
     const std::string saved = old ? old : "";
     ::setenv("TMPDIR", tmpdir_.c_str(), 1);
-    auto child = harness::ChildProcess::Spawn(args, log_);
+    auto child = launch::ChildProcess::Spawn(args, log_);
     if (old) {
       ::setenv("TMPDIR", saved.c_str(), 1);
     } else {
@@ -91,7 +91,7 @@ class HearsayRun {
   }
 
   bool started() const { return child_ != nullptr; }
-  harness::ChildProcess& process() { return *child_; }
+  launch::ChildProcess& process() { return *child_; }
   const std::string& tmpdir() const { return tmpdir_; }
   // stdout and stderr of the run so far.
   std::string output() const { return ReadFile(log_); }
@@ -99,10 +99,10 @@ class HearsayRun {
   std::vector<int> Children() const { return ProcessesMentioning(tmpdir_ + "/"); }
 
  private:
-  std::unique_ptr<harness::TempDir> dir_;
+  std::unique_ptr<launch::TempDir> dir_;
   std::string tmpdir_;
   std::string log_;
-  std::unique_ptr<harness::ChildProcess> child_;
+  std::unique_ptr<launch::ChildProcess> child_;
 };
 
 // The JSON document at the end of `output`: from the first line that starts with `open`.

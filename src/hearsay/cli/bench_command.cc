@@ -80,7 +80,7 @@ int RunBench(const BenchFlags& f) {
   spec.variants = f.variants;
   spec.cot = f.cot;
   spec.targets = static_cast<uint32_t>(targets->size());
-  spec.entry = f.entry == "sticky" ? sim::EntryMode::kSticky : sim::EntryMode::kUniform;
+  spec.entry = f.entry == "sticky" ? workload::EntryMode::kSticky : workload::EntryMode::kUniform;
   spec.clients = f.clients;
   if (f.api == "completions") spec.api = loadgen::ApiKind::kCompletions;
   if (f.api == "chat") spec.api = loadgen::ApiKind::kChatCompletions;

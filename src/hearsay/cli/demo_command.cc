@@ -1,5 +1,5 @@
 // `hearsay demo`: what `make demo` runs. A 4-node cluster of real `hearsay node` processes on
-// loopback (harness::LocalCluster), one MMLU-like workload replayed against all four entry points
+// loopback (launch::LocalCluster), one MMLU-like workload replayed against all four entry points
 // by the load generator, once per routing policy, and a table of mean/p99 TTFT and token-level
 // cache hit rate per policy.
 //
@@ -28,9 +28,9 @@
 #include "hearsay/cli/commands.h"
 #include "hearsay/cli/interrupt_watcher.h"
 #include "hearsay/cli/progress_bar.h"
-#include "hearsay/harness/llama_servers.h"
-#include "hearsay/harness/local_cluster.h"
-#include "hearsay/harness/temp_dir.h"
+#include "hearsay/launch/llama_servers.h"
+#include "hearsay/launch/local_cluster.h"
+#include "hearsay/launch/temp_dir.h"
 #include "hearsay/loadgen/load_run.h"
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
@@ -102,7 +102,7 @@ constexpr auto kLlamaClientTimeout = std::chrono::seconds(180);
 
 // The engine part of the cluster's configuration: the one place that knows which engines the
 // demo can run.
-Status EngineSetup(const DemoFlags& f, harness::LocalClusterOptions& o) {
+Status EngineSetup(const DemoFlags& f, launch::LocalClusterOptions& o) {
   if (f.engine == "sim") {
     o.engine_preset = f.engine_preset;
     o.capacity_tokens = f.capacity_tokens;
@@ -170,7 +170,7 @@ class Interrupt {
 // One policy: fresh cluster, the workload, the summary. The cluster is gone when this returns.
 Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& binary,
                                         const std::string& policy, bool tty, Interrupt& interrupt) {
-  harness::LocalClusterOptions co;
+  launch::LocalClusterOptions co;
   co.hearsay_binary = binary;
   co.nodes = f.nodes;
   co.policy = policy;
@@ -178,24 +178,24 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   co.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout_s * 1000));
   HEARSAY_RETURN_IF_ERROR(EngineSetup(f, co));
   // --engine llama: fresh llama-servers (empty caches) for every policy, one per node.
-  std::unique_ptr<harness::TempDir> llama_dir;
-  std::unique_ptr<harness::LlamaServers> llama;
+  std::unique_ptr<launch::TempDir> llama_dir;
+  std::unique_ptr<launch::LlamaServers> llama;
   if (f.engine == "llama") {
-    HEARSAY_ASSIGN_OR_RETURN(llama_dir, harness::TempDir::Create("hearsay-demo-llama"));
-    harness::LlamaServerOptions lo;
+    HEARSAY_ASSIGN_OR_RETURN(llama_dir, launch::TempDir::Create("hearsay-demo-llama"));
+    launch::LlamaServerOptions lo;
     lo.servers = f.nodes;
     lo.cache_ram_mib = kLlamaCacheRamMib;
     lo.log_dir = llama_dir->path();
     if (tty) {
       std::fprintf(stderr, "\r  %-13s starting %zu llama-servers...", policy.c_str(), f.nodes);
     }
-    HEARSAY_ASSIGN_OR_RETURN(llama, harness::LlamaServers::Start(lo));
+    HEARSAY_ASSIGN_OR_RETURN(llama, launch::LlamaServers::Start(lo));
     for (const std::string& addr : llama->addresses()) {
       co.per_node_flags.push_back({"--upstream", "http://" + addr});
     }
   }
   if (tty) std::fprintf(stderr, "\r  %-13s starting %zu nodes...", policy.c_str(), f.nodes);
-  Result<std::unique_ptr<harness::LocalCluster>> cluster = harness::LocalCluster::Start(co);
+  Result<std::unique_ptr<launch::LocalCluster>> cluster = launch::LocalCluster::Start(co);
   if (tty) std::fprintf(stderr, "\r%78s\r", "");
   if (!cluster.ok()) return cluster.status();
   if (interrupt.fired()) return AbortedError("interrupted");
@@ -255,7 +255,7 @@ int RunDemo(const DemoFlags& f) {
     const std::string bin_dir = binary.substr(0, binary.rfind('/'));
     const std::string setup =
         f.llama_setup.empty() ? bin_dir + "/../../scripts/setup-llama.sh" : f.llama_setup;
-    if (Status s = harness::EnsureLlamaSetup(setup, bin_dir + "/tools/make_llama2c_model");
+    if (Status s = launch::EnsureLlamaSetup(setup, bin_dir + "/tools/make_llama2c_model");
         !s.ok()) {
       std::fprintf(stderr, "hearsay demo: --engine llama: %s\n", s.ToString().c_str());
       return 1;
@@ -266,7 +266,7 @@ int RunDemo(const DemoFlags& f) {
     std::fprintf(stderr, "hearsay demo: --policies names no policy\n");
     return 1;
   }
-  harness::LocalClusterOptions probe;
+  launch::LocalClusterOptions probe;
   Status valid = CheckPolicies(policies);
   if (valid.ok()) valid = EngineSetup(f, probe);
   if (!valid.ok()) {

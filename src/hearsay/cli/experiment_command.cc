@@ -21,7 +21,8 @@ void AddExperimentFlags(CLI::App* cmd, ExperimentCliFlags* f) {
   cmd->add_option("--exp-requests", f->exp_requests,
                   "Experiment: requests per run (default 2000, quick 300)");
   cmd->add_option("--policies", f->policies, "Experiment: comma-separated policies (default all)");
-  cmd->add_option("--exp-trace", f->trace, "Experiment: Mooncake trace ('' = no trace section)");
+  cmd->add_option("--exp-trace", f->trace, "Experiment: Mooncake trace ('' = no trace section)")
+      ->capture_default_str();
   cmd->add_flag("--no-plots", f->no_plots, "Experiment: do not run gnuplot");
 }
 
@@ -35,7 +36,16 @@ int RunExperimentCli(const ExperimentCliFlags& f) {
   o.quick = f.quick;
   o.seeds = f.seeds;
   o.requests = f.exp_requests;
-  if (!f.trace.empty() && std::filesystem::exists(f.trace)) o.trace_path = f.trace;
+  if (!f.trace.empty()) {
+    if (!std::filesystem::exists(f.trace)) {
+      std::fprintf(stderr,
+                   "hearsay sim --experiment: no trace file at %s (--exp-trace FILE names "
+                   "another, --exp-trace '' skips the trace section)\n",
+                   f.trace.c_str());
+      return 2;
+    }
+    o.trace_path = f.trace;
+  }
   std::stringstream ps(f.policies);
   for (std::string p; std::getline(ps, p, ',');) {
     if (!p.empty()) o.policies.push_back(p);

@@ -11,16 +11,18 @@
 #include <cstdint>
 #include <string>
 
+#include "hearsay/workload/bundled_trace.h"
+
 namespace hearsay::cli {
 
 struct ExperimentCliFlags {
   std::string experiment;  // "paper"; empty = not an experiment run.
   std::string out_dir;
   bool quick = false;
-  int seeds = 0;              // 0 = the experiment's default.
-  uint64_t exp_requests = 0;  // 0 = the experiment's default.
-  std::string policies;       // Comma-separated; empty = all.
-  std::string trace = "/work/shared/traces/mooncake-synthetic.jsonl";
+  int seeds = 0;                                     // 0 = the experiment's default.
+  uint64_t exp_requests = 0;                         // 0 = the experiment's default.
+  std::string policies;                              // Comma-separated; empty = all.
+  std::string trace = workload::BundledTracePath();  // the repository's data/ trace
   bool no_plots = false;
 };
 

@@ -20,7 +20,7 @@
 
 #include "hearsay/cli/commands.h"
 #include "hearsay/gossip/keyring.h"
-#include "hearsay/harness/blocking_http.h"
+#include "hearsay/http/sync_call.h"
 #include "hearsay/loadgen/target_url.h"
 #include "hearsay/net/key_admin.h"
 #include "hearsay/net/keyring_file.h"
@@ -66,7 +66,9 @@ int Run(const std::string& op, const KeysFlags& f) {
     std::fprintf(stderr, "hearsay keys: --auth-key-file: %s\n", auth.status().message().c_str());
     return 2;
   }
-  harness::HttpRequest req;
+  http::ClientRequest req;
+  req.host_port = *address;
+  req.connect_timeout = req.response_timeout = req.idle_timeout = std::chrono::seconds(10);
   req.headers = {{std::string(net::kAdminTokenHeader), net::AdminToken(*auth->primary())}};
   if (op == "list") {
     req.method = "GET";
@@ -97,7 +99,7 @@ int Run(const std::string& op, const KeysFlags& f) {
       req.body = nlohmann::json{{"id", f.id}}.dump();
     }
   }
-  Result<harness::HttpResponse> r = harness::HttpCall(*address, req, std::chrono::seconds(10));
+  Result<http::SyncResponse> r = http::CallSync(std::move(req));
   if (!r.ok()) {
     std::fprintf(stderr, "hearsay keys: %s: %s\n", f.node.c_str(), r.status().ToString().c_str());
     return 1;

@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay::engine {
 namespace {
@@ -133,7 +133,7 @@ class SimEngineTest : public ::testing::Test {
   double Ms(TimePoint t) const { return ToMillis(t - TimePoint{}); }
   CostModel Cost() const { return CostModel(options_.cost); }
 
-  sim::VirtualScheduler sched_;
+  simenv::VirtualScheduler sched_;
   Recorder rec_{sched_};
   SimEngineOptions options_;
   std::unique_ptr<SimEngine> engine_;
@@ -558,7 +558,7 @@ TEST_F(SimEngineTest, LoadReport) {
 
 // Runs a fixed mixed workload and returns every token time, in submission order.
 std::vector<int64_t> RunWorkload(double jitter, uint64_t seed) {
-  sim::VirtualScheduler sched;
+  simenv::VirtualScheduler sched;
   Recorder rec(sched);
   SimEngineOptions o;
   o.jitter = jitter;
@@ -666,7 +666,7 @@ size_t CommonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b
 // minus one.
 TEST(SimEnginePropertyTest, CachedTokensMatchNaiveModelWithoutEviction) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    sim::VirtualScheduler sched;
+    simenv::VirtualScheduler sched;
     Recorder rec(sched);
     SimEngineOptions o;
     o.kv_capacity_tokens = 1 << 20;
@@ -709,7 +709,7 @@ TEST(SimEnginePropertyTest, InvariantsUnderRandomLoadAndCancels) {
   // Coverage across seeds: the run must actually cancel, evict and complete.
   uint64_t total_cancelled = 0, total_removed = 0, total_completed = 0, total_hits = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    sim::VirtualScheduler sched;
+    simenv::VirtualScheduler sched;
     Recorder rec(sched);
     SimEngineOptions o;
     o.kv_capacity_tokens = 3000 + seed * 500;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hearsay/gossip/test_network.h"
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay::gossip {
 namespace {
@@ -60,7 +60,7 @@ class RecordingListener : public Listener {
 
 struct TestNode {
   std::unique_ptr<Rng> rng;
-  std::unique_ptr<sim::ScopedScheduler> sched;
+  std::unique_ptr<simenv::ScopedScheduler> sched;
   std::unique_ptr<RecordingListener> listener;
   std::unique_ptr<Node> node;
 };
@@ -82,7 +82,7 @@ class Cluster {
     TestNode& t = nodes_[i];
     t.node.reset();
     t.rng = std::make_unique<Rng>(1000 + i * 7919 + g);
-    t.sched = std::make_unique<sim::ScopedScheduler>(sched_);
+    t.sched = std::make_unique<simenv::ScopedScheduler>(sched_);
     t.listener = std::make_unique<RecordingListener>();
     auto& ep = net_.Attach(Name(i));
     t.node = std::make_unique<Node>(Name(i), g, Name(i), config_, *t.sched, *t.rng, ep, nullptr,
@@ -111,7 +111,7 @@ class Cluster {
   Node& node(int i) { return *nodes_[i].node; }
   RecordingListener& listener(int i) { return *nodes_[i].listener; }
   testing::TestNetwork& net() { return net_; }
-  sim::VirtualScheduler& sched() { return sched_; }
+  simenv::VirtualScheduler& sched() { return sched_; }
   int size() const { return static_cast<int>(nodes_.size()); }
 
   // True if node i sees node j in `state`.
@@ -121,7 +121,7 @@ class Cluster {
   }
 
  private:
-  sim::VirtualScheduler sched_;
+  simenv::VirtualScheduler sched_;
   testing::TestNetwork net_;
   Config config_;
   std::vector<TestNode> nodes_;
@@ -179,7 +179,7 @@ TEST(NodeTest, JoinersSplitBetweenSeedsStillFormOneCluster) {
 }
 
 TEST(NodeTest, SingleNodeWithoutSeedsStartsAlone) {
-  sim::VirtualScheduler sched;
+  simenv::VirtualScheduler sched;
   testing::TestNetwork net(sched, 1);
   Rng rng(1);
   Node node("solo", 1, "solo", Config{}, sched, rng, net.Attach("solo"));

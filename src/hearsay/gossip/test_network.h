@@ -1,6 +1,6 @@
-// TestNetwork: a minimal in-memory network for gossip unit tests, on the simulator's
-// VirtualScheduler. Each endpoint is a Transport; messages arrive after a fixed latency, and may
-// be lost or duplicated (seeded). Multi-node fault scenarios use sim/SimNetwork instead; this
+// TestNetwork: a minimal in-memory network for gossip unit tests, on simenv's VirtualScheduler.
+// Each endpoint is a Transport; messages arrive after a fixed latency, and may be lost or
+// duplicated (seeded). Multi-node fault scenarios use simenv::SimNetwork instead; this
 // exists so gossip unit tests stay small and independent of it.
 // Test-only header: nothing in the gossip library includes it.
 #pragma once
@@ -14,13 +14,13 @@
 
 #include "hearsay/env/rng.h"
 #include "hearsay/env/transport.h"
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay::gossip::testing {
 
 class TestNetwork {
  public:
-  TestNetwork(sim::VirtualScheduler& sched, uint64_t seed) : sched_(sched), rng_(seed) {}
+  TestNetwork(simenv::VirtualScheduler& sched, uint64_t seed) : sched_(sched), rng_(seed) {}
 
   class Endpoint final : public Transport {
    public:
@@ -87,7 +87,7 @@ class TestNetwork {
     }
   }
 
-  sim::VirtualScheduler& sched_;
+  simenv::VirtualScheduler& sched_;
   Rng rng_;
   std::map<Address, std::unique_ptr<Endpoint>> endpoints_;
   std::map<Address, MessageSink*> sinks_;

@@ -9,7 +9,8 @@
 #include "hearsay/api/sse_parser.h"
 #include "hearsay/api/stream_event_scanner.h"
 #include "hearsay/common/check.h"
-#include "hearsay/env/bounce_header.h"
+#include "hearsay/http/bounce_header.h"
+#include "hearsay/http/peer_headers.h"
 
 namespace hearsay::http {
 
@@ -139,10 +140,9 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
   req.body = std::move(request.api_body);
   req.headers = {{"Content-Type", "application/json"},
                  {"Accept", "text/event-stream"},
-                 {"X-Hearsay-Hop", "1"},
-                 {"X-Hearsay-Origin", options_.origin_node_id}};
-  if (!options_.auth_token.empty())
-    req.headers.emplace_back("X-Hearsay-Peer-Auth", options_.auth_token);
+                 {std::string(kHopHeader), "1"},
+                 {std::string(kOriginHeader), options_.origin_node_id}};
+  if (!options_.auth_token.empty()) req.headers.emplace_back(kPeerAuthHeader, options_.auth_token);
   if (request.bounce_above_ms > 0)
     req.headers.emplace_back(kBounceAboveHeader, FormatBounceAboveMs(request.bounce_above_ms));
   req.connect_timeout = options_.connect_timeout;
@@ -154,9 +154,9 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
     fwd->http_status = status;
     if (status < 200 || status >= 300) return;
     fwd->accepted = true;
-    const std::optional<std::string_view> node = FindHeader(headers, "x-hearsay-node");
-    PeerFirstToken first{HeaderCount(headers, "x-hearsay-prompt-tokens"),
-                         HeaderCount(headers, "x-hearsay-cached-tokens"),
+    const std::optional<std::string_view> node = FindHeader(headers, kNodeHeader);
+    PeerFirstToken first{HeaderCount(headers, kPromptTokensHeader),
+                         HeaderCount(headers, kCachedTokensHeader),
                          node ? NodeId(*node) : NodeId()};
     to_core([first](HttpPeerClient&, Forwarding& f) {
       f.first_token_delivered = true;

@@ -1,4 +1,4 @@
-// LoadRun against in-process fake OpenAI servers (harness::FakeOpenAiUpstream on loopback): the
+// LoadRun against in-process fake OpenAI servers (testkit::FakeOpenAiUpstream on loopback): the
 // disciplines, bounds, error classification and cancellation, with real sockets.
 #include "hearsay/loadgen/load_run.h"
 
@@ -6,16 +6,16 @@
 
 #include <thread>
 
-#include "hearsay/harness/fake_openai_upstream.h"
 #include "hearsay/loadgen/summary.h"
+#include "hearsay/testkit/fake_openai_upstream.h"
 
 namespace hearsay::loadgen {
 namespace {
 
-using harness::FakeOpenAiUpstream;
+using testkit::FakeOpenAiUpstream;
 using Behaviour = FakeOpenAiUpstream::Mode;
 
-// A fake OpenAI server (harness::FakeOpenAiUpstream) in one behaviour: kOk streams max_tokens
+// A fake OpenAI server (testkit::FakeOpenAiUpstream) in one behaviour: kOk streams max_tokens
 // chunks and a usage chunk in which half of the prompt's words are cached, kTooBusy answers 429,
 // kSilent never answers.
 class FakeServer : public FakeOpenAiUpstream {

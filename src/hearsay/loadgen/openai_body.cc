@@ -22,10 +22,11 @@ nlohmann::json BaseBody(std::string_view model, uint32_t max_tokens) {
   return body;
 }
 
-std::string Text(const std::vector<sim::TokenId>& prompt, uint32_t begin, uint32_t end) {
+std::string Text(const std::vector<workload::TokenId>& prompt, uint32_t begin, uint32_t end) {
   end = std::min<uint32_t>(end, static_cast<uint32_t>(prompt.size()));
   begin = std::min(begin, end);
-  return sim::RenderAsText(std::vector<sim::TokenId>(prompt.begin() + begin, prompt.begin() + end));
+  return workload::RenderAsText(
+      std::vector<workload::TokenId>(prompt.begin() + begin, prompt.begin() + end));
 }
 
 }  // namespace
@@ -46,9 +47,9 @@ std::string RenderChatBody(std::string_view model, const std::vector<ChatMessage
   return body.dump();
 }
 
-std::vector<ChatMessage> ChatTranscript::Messages(const sim::Request& r) {
+std::vector<ChatMessage> ChatTranscript::Messages(const workload::Request& r) {
   const uint32_t size = static_cast<uint32_t>(r.prompt.size());
-  if (r.conversation < 0 || r.turn < 0) return {{"user", sim::RenderAsText(r.prompt)}};
+  if (r.conversation < 0 || r.turn < 0) return {{"user", workload::RenderAsText(r.prompt)}};
 
   std::vector<uint32_t>& cuts = cuts_[r.conversation];
   const uint32_t shared = std::min(r.shareable_prefix_tokens, size);

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hearsay/sim/workload.h"
+#include "hearsay/workload/workload.h"
 
 namespace hearsay::loadgen {
 
@@ -53,7 +53,7 @@ class ChatTranscript {
 
   // The messages of `request`. A chat request (conversation >= 0) becomes system, user,
   // assistant, user, ...; any other request becomes one user message.
-  std::vector<ChatMessage> Messages(const sim::Request& request);
+  std::vector<ChatMessage> Messages(const workload::Request& request);
 
   // Conversations currently remembered (for tests: finished ones are dropped).
   size_t open_conversations() const { return cuts_.size(); }

@@ -3,24 +3,24 @@
 #include <cmath>
 #include <utility>
 
-#include "hearsay/sim/arrivals.h"
-#include "hearsay/sim/chat_workload.h"
-#include "hearsay/sim/mmlu_workload.h"
-#include "hearsay/sim/trace_workload.h"
+#include "hearsay/workload/arrivals.h"
+#include "hearsay/workload/chat_workload.h"
+#include "hearsay/workload/mmlu_workload.h"
+#include "hearsay/workload/trace_workload.h"
 
 namespace hearsay::loadgen {
 
 namespace {
 
-sim::ArrivalOptions Poisson(double rate) {
-  sim::ArrivalOptions a;
-  a.kind = sim::ArrivalKind::kPoisson;
+workload::ArrivalOptions Poisson(double rate) {
+  workload::ArrivalOptions a;
+  a.kind = workload::ArrivalKind::kPoisson;
   a.rate_per_s = rate;
   return a;
 }
 
-sim::EntryOptions Entry(const WorkloadSpec& s) {
-  sim::EntryOptions e;
+workload::EntryOptions Entry(const WorkloadSpec& s) {
+  workload::EntryOptions e;
   e.mode = s.entry;
   e.nodes = s.targets;
   e.clients = s.clients;
@@ -57,20 +57,21 @@ Result<RequestSource> RequestSource::Create(const WorkloadSpec& s) {
   HEARSAY_RETURN_IF_ERROR(ValidateWorkloadSpec(s));
   Rng rng(s.seed * 0x2545f4914f6cdd1dULL + 3);
   if (s.workload == "mmlu") {
-    sim::MmluOptions o;
+    workload::MmluOptions o;
     o.num_requests = s.requests;
-    o.popularity = sim::MmluPopularity::kZipf;
+    o.popularity = workload::MmluPopularity::kZipf;
     o.zipf_s = s.zipf;
     o.variants = s.variants;
-    o.output = s.cot ? sim::MmluOutput::kChainOfThought : sim::MmluOutput::kFaithful;
+    o.output = s.cot ? workload::MmluOutput::kChainOfThought : workload::MmluOutput::kFaithful;
     o.arrivals = Poisson(s.rate_per_s);
     o.entry = Entry(s);
-    HEARSAY_ASSIGN_OR_RETURN(sim::MmluWorkload w, sim::MmluWorkload::Create(o, std::move(rng)));
+    HEARSAY_ASSIGN_OR_RETURN(workload::MmluWorkload w,
+                             workload::MmluWorkload::Create(o, std::move(rng)));
     return RequestSource(s, s.api.value_or(ApiKind::kCompletions),
-                         std::make_unique<sim::MmluWorkload>(std::move(w)), 0);
+                         std::make_unique<workload::MmluWorkload>(std::move(w)), 0);
   }
   if (s.workload == "chat") {
-    sim::ChatOptions o;
+    workload::ChatOptions o;
     o.system_zipf_s = s.zipf;
     // Conversations start at rate / MeanTurns(), so this yields about `requests` requests; the
     // driver stops at `requests` in any case.
@@ -78,28 +79,29 @@ Result<RequestSource> RequestSource::Create(const WorkloadSpec& s) {
         1, static_cast<uint64_t>(std::ceil(static_cast<double>(s.requests) / o.MeanTurns())));
     o.arrivals = Poisson(s.rate_per_s);
     o.entry = Entry(s);
-    HEARSAY_ASSIGN_OR_RETURN(sim::ChatWorkload w, sim::ChatWorkload::Create(o, std::move(rng)));
+    HEARSAY_ASSIGN_OR_RETURN(workload::ChatWorkload w,
+                             workload::ChatWorkload::Create(o, std::move(rng)));
     return RequestSource(s, s.api.value_or(ApiKind::kChatCompletions),
-                         std::make_unique<sim::ChatWorkload>(std::move(w)), o.max_turns);
+                         std::make_unique<workload::ChatWorkload>(std::move(w)), o.max_turns);
   }
-  HEARSAY_ASSIGN_OR_RETURN(sim::Trace trace,
-                           sim::Trace::LoadFile(s.trace_path, sim::TraceOptions{}));
+  HEARSAY_ASSIGN_OR_RETURN(workload::Trace trace,
+                           workload::Trace::LoadFile(s.trace_path, workload::TraceOptions{}));
   if (trace.size() == 0) return InvalidArgumentError("the trace " + s.trace_path + " is empty");
-  sim::TraceWorkloadOptions o;
+  workload::TraceWorkloadOptions o;
   o.max_requests = s.requests;
   o.time_scale = s.time_scale;
   if (!s.trace_timestamps) o.arrivals = Poisson(s.rate_per_s);
   o.entry = Entry(s);
   HEARSAY_ASSIGN_OR_RETURN(
-      sim::TraceWorkload w,
-      sim::TraceWorkload::Create(std::make_shared<const sim::Trace>(std::move(trace)), o,
-                                 std::move(rng)));
+      workload::TraceWorkload w,
+      workload::TraceWorkload::Create(std::make_shared<const workload::Trace>(std::move(trace)), o,
+                                      std::move(rng)));
   return RequestSource(s, s.api.value_or(ApiKind::kCompletions),
-                       std::make_unique<sim::TraceWorkload>(std::move(w)), 0);
+                       std::make_unique<workload::TraceWorkload>(std::move(w)), 0);
 }
 
 RequestSource::RequestSource(const WorkloadSpec& spec, ApiKind api,
-                             std::unique_ptr<sim::Workload> workload, uint32_t max_turns)
+                             std::unique_ptr<workload::Workload> workload, uint32_t max_turns)
     : model_(spec.model), api_(api), workload_(std::move(workload)), transcript_(max_turns) {}
 
 RequestSource::RequestSource(RequestSource&&) noexcept = default;
@@ -107,7 +109,7 @@ RequestSource& RequestSource::operator=(RequestSource&&) noexcept = default;
 RequestSource::~RequestSource() = default;
 
 std::optional<LoadRequest> RequestSource::Next() {
-  std::optional<sim::Request> r = workload_->Next();
+  std::optional<workload::Request> r = workload_->Next();
   if (!r) return std::nullopt;
   LoadRequest out;
   out.id = r->id;
@@ -118,7 +120,7 @@ std::optional<LoadRequest> RequestSource::Next() {
   if (api_ == ApiKind::kChatCompletions) {
     out.body = RenderChatBody(model_, transcript_.Messages(*r), r->output_tokens);
   } else {
-    out.body = RenderCompletionBody(model_, sim::RenderAsText(r->prompt), r->output_tokens);
+    out.body = RenderCompletionBody(model_, workload::RenderAsText(r->prompt), r->output_tokens);
   }
   return out;
 }

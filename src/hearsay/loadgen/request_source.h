@@ -1,9 +1,9 @@
-// RequestSource: the simulator's workloads (sim/mmlu_workload.h, chat_workload.h,
+// RequestSource: the workloads (workload/mmlu_workload.h, chat_workload.h,
 // trace_workload.h) as a stream of ready-to-send OpenAI requests for the load generator.
 //
-// Each sim::Request becomes one LoadRequest: its prompt tokens are rendered as text
-// (sim::RenderAsText: one word per token, so the daemon's tokenizer sees the same token count and
-// equal token prefixes stay equal text prefixes), its output length becomes max_tokens, and its
+// Each workload::Request becomes one LoadRequest: its prompt tokens are rendered as text
+// (workload::RenderAsText: one word per token, so the daemon's tokenizer sees the same token count
+// and equal token prefixes stay equal text prefixes), its output length becomes max_tokens, and its
 // entry node picks the target URL (uniform per request, or sticky per client). Arrival times are
 // the workload's: Poisson at the given rate, or a trace's own timestamps. The same spec and seed
 // give the identical request stream, so policies can be compared on exactly the same traffic.
@@ -19,7 +19,7 @@
 #include "hearsay/common/status.h"
 #include "hearsay/env/time.h"
 #include "hearsay/loadgen/openai_body.h"
-#include "hearsay/sim/workload.h"
+#include "hearsay/workload/workload.h"
 
 namespace hearsay::loadgen {
 
@@ -42,7 +42,7 @@ struct WorkloadSpec {
   bool cot = false;
   // Number of target URLs (>= 1) and how requests pick one.
   uint32_t targets = 1;
-  sim::EntryMode entry = sim::EntryMode::kUniform;
+  workload::EntryMode entry = workload::EntryMode::kUniform;
   // Distinct clients (sticky entry maps each to one target); >= 1.
   uint32_t clients = 64;
   // Which API to call; chat workloads default to chat, the others to completions.
@@ -85,12 +85,12 @@ class RequestSource {
   ApiKind api() const { return api_; }
 
  private:
-  RequestSource(const WorkloadSpec& spec, ApiKind api, std::unique_ptr<sim::Workload> workload,
+  RequestSource(const WorkloadSpec& spec, ApiKind api, std::unique_ptr<workload::Workload> workload,
                 uint32_t max_turns);
 
   std::string model_;
   ApiKind api_;
-  std::unique_ptr<sim::Workload> workload_;
+  std::unique_ptr<workload::Workload> workload_;
   ChatTranscript transcript_;
 };
 

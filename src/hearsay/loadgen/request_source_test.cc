@@ -128,7 +128,7 @@ TEST(RequestSourceTest, ChatTurnsExtendThePreviousTurnsMessages) {
 
 TEST(ChatTranscriptTest, SplitsAConversationIntoAlternatingMessages) {
   ChatTranscript transcript(3);
-  sim::Request t0;
+  workload::Request t0;
   t0.conversation = 5;
   t0.turn = 0;
   t0.prompt = {2000, 2001, 2002, 2003, 2004};  // system 3 tokens + user 2
@@ -139,7 +139,7 @@ TEST(ChatTranscriptTest, SplitsAConversationIntoAlternatingMessages) {
   EXPECT_EQ(Words(m0[0].content), 3u);
   EXPECT_EQ(m0[1].role, "user");
 
-  sim::Request t1 = t0;
+  workload::Request t1 = t0;
   t1.turn = 1;
   t1.prompt = {2000, 2001, 2002, 2003, 2004, 2100, 2101, 2200};  // + answer 2 + user 1
   t1.shareable_prefix_tokens = 7;
@@ -152,7 +152,7 @@ TEST(ChatTranscriptTest, SplitsAConversationIntoAlternatingMessages) {
   EXPECT_EQ(m1[3].role, "user");
   EXPECT_EQ(transcript.open_conversations(), 1u);
 
-  sim::Request t2 = t1;
+  workload::Request t2 = t1;
   t2.turn = 2;  // the last of max_turns = 3: forgotten afterwards
   t2.prompt.push_back(2300);
   t2.prompt.push_back(2400);
@@ -160,7 +160,7 @@ TEST(ChatTranscriptTest, SplitsAConversationIntoAlternatingMessages) {
   EXPECT_EQ(transcript.Messages(t2).size(), 6u);
   EXPECT_EQ(transcript.open_conversations(), 0u);
 
-  sim::Request plain;
+  workload::Request plain;
   plain.prompt = {2000, 2001};
   const std::vector<ChatMessage> single = transcript.Messages(plain);
   ASSERT_EQ(single.size(), 1u);

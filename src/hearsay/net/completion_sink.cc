@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "hearsay/http/peer_headers.h"
+
 namespace hearsay::net {
 
 http::Headers JsonHeaders() { return {{"content-type", "application/json"}}; }
@@ -52,9 +54,9 @@ void CompletionSink::OnFirstToken(uint64_t /*id*/, const PeerFirstToken& first) 
   if (!streaming()) return;
   http::Headers h = SseHeaders();
   if (options_.hop) {
-    h.emplace_back("x-hearsay-prompt-tokens", std::to_string(first.prompt_tokens));
-    h.emplace_back("x-hearsay-cached-tokens", std::to_string(first.cached_tokens));
-    h.emplace_back("x-hearsay-node", options_.node_id);
+    h.emplace_back(http::kPromptTokensHeader, std::to_string(first.prompt_tokens));
+    h.emplace_back(http::kCachedTokensHeader, std::to_string(first.cached_tokens));
+    h.emplace_back(http::kNodeHeader, options_.node_id);
   }
   responder_->StartStream(200, std::move(h));
   started_ = true;

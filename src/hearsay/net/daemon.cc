@@ -16,9 +16,10 @@
 #include <sstream>
 
 #include "hearsay/engine/cost_model.h"
-#include "hearsay/env/bounce_header.h"
 #include "hearsay/gossip/types.h"
+#include "hearsay/http/bounce_header.h"
 #include "hearsay/http/host_port.h"
+#include "hearsay/http/peer_headers.h"
 #include "hearsay/net/engine_factory.h"
 #include "hearsay/net/keyring_file.h"
 #include "hearsay/net/logging_peer_client.h"
@@ -440,11 +441,11 @@ void Daemon::HandleKeyAdmin(http::Request request, std::shared_ptr<http::Respond
 void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
                               std::shared_ptr<http::Responder> responder) {
   if (draining_) return RespondError(responder, api::Unavailable("this node is shutting down"));
-  const bool hop = request.Header("x-hearsay-hop").has_value();
-  if (hop && !auth_->Check(request.Header("x-hearsay-peer-auth").value_or(""))) {
+  const bool hop = request.Header(http::kHopHeader).has_value();
+  if (hop && !auth_->Check(request.Header(http::kPeerAuthHeader).value_or(""))) {
     metrics_.CountPeerAuthFailure();
     spdlog::warn("event=peer_auth_failed remote={} origin={}", request.remote,
-                 std::string(request.Header("x-hearsay-origin").value_or("-")));
+                 std::string(request.Header(http::kOriginHeader).value_or("-")));
     return RespondError(responder, api::Forbidden("a hop request needs a valid peer token"));
   }
   std::variant<api::ApiRequest, api::ApiError> parsed =
@@ -506,8 +507,8 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
   pr.max_output_tokens = req.max_tokens;
   pr.forwarded = hop;
   if (hop) {  // peer-authenticated above; a bad value only means "serve it"
-    if (auto above = request.Header(kBounceAboveHeader)) {
-      pr.bounce_above_ms = ParseBounceAboveMs(*above).value_or(0);
+    if (auto above = request.Header(http::kBounceAboveHeader)) {
+      pr.bounce_above_ms = http::ParseBounceAboveMs(*above).value_or(0);
     }
   }
   pr.api_path = request.path;

@@ -11,9 +11,9 @@
 
 #include "hearsay/common/bytes.h"
 #include "hearsay/env/rng.h"
-#include "hearsay/sim/sim_hash.h"
-#include "hearsay/sim/sim_network.h"
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/sim_hash.h"
+#include "hearsay/simenv/sim_network.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay::sim {
 namespace {
@@ -32,7 +32,7 @@ Address Name(int i) {
 // One scenario node: random chatter on its own timers, and replies to some of what it hears.
 class ChattyNode : public MessageSink {
  public:
-  ChattyNode(int index, VirtualScheduler& sched, Rng rng, ByteWriter& log)
+  ChattyNode(int index, simenv::VirtualScheduler& sched, Rng rng, ByteWriter& log)
       : index_(index), sched_(sched), timers_(sched), rng_(rng), log_(log) {}
 
   void Start(Transport* transport) {
@@ -47,7 +47,7 @@ class ChattyNode : public MessageSink {
     log_.PutString(from);
     log_.PutU8(static_cast<uint8_t>(channel));
     log_.PutVarint(payload.size());
-    log_.PutU64(HashBytes(payload));
+    log_.PutU64(simenv::HashBytes(payload));
     if (rng_.Bernoulli(0.3)) {
       std::vector<uint8_t> reply(payload.begin(), payload.end());
       reply.push_back(static_cast<uint8_t>(index_));
@@ -81,8 +81,8 @@ class ChattyNode : public MessageSink {
   }
 
   int index_;
-  VirtualScheduler& sched_;
-  ScopedScheduler timers_;
+  simenv::VirtualScheduler& sched_;
+  simenv::ScopedScheduler timers_;
   Rng rng_;
   ByteWriter& log_;
   Transport* transport_ = nullptr;
@@ -92,21 +92,21 @@ struct Outcome {
   uint64_t trace_hash = 0;
   uint64_t events_run = 0;
   std::vector<uint8_t> log;
-  NodeCounters totals;
-  NodeCounters crashed;
+  simenv::NodeCounters totals;
+  simenv::NodeCounters crashed;
 };
 
 Outcome RunScenario(uint64_t seed) {
   Rng root(seed);
-  VirtualScheduler sched;
-  SimNetwork::Options options;
+  simenv::VirtualScheduler sched;
+  simenv::SimNetwork::Options options;
   options.seed = root.NextU64();
-  options.defaults.latency = LatencyModel::LogNormal(milliseconds(2), milliseconds(3), 0.8);
+  options.defaults.latency = simenv::LatencyModel::LogNormal(milliseconds(2), milliseconds(3), 0.8);
   options.defaults.loss = 0.05;
   options.defaults.duplicate = 0.03;
   options.defaults.reorder = 0.1;
   options.defaults.reorder_window = milliseconds(10);
-  SimNetwork net(sched, options);
+  simenv::SimNetwork net(sched, options);
   ByteWriter log;
 
   std::vector<std::unique_ptr<ChattyNode>> nodes(kNodes);
@@ -119,8 +119,8 @@ Outcome RunScenario(uint64_t seed) {
   for (int i = 0; i < kNodes; ++i) start(i);
   // A slow uplink and a slow, jittery link.
   EXPECT_TRUE(net.SetEgressBandwidth(Name(3), 200e3).ok());
-  LinkFaults slow = options.defaults;
-  slow.latency = LatencyModel::Normal(milliseconds(40), milliseconds(15));
+  simenv::LinkFaults slow = options.defaults;
+  slow.latency = simenv::LatencyModel::Normal(milliseconds(40), milliseconds(15));
   slow.bandwidth_bytes_per_sec = 50e3;
   EXPECT_TRUE(net.SetLinkFaults(Name(7), Name(8), slow).ok());
 
@@ -136,7 +136,7 @@ Outcome RunScenario(uint64_t seed) {
   });
   sched.RunAfter(seconds(6), [&] { start(5); });
   sched.RunAfter(seconds(7), [&] {
-    LinkFaults worse = options.defaults;
+    simenv::LinkFaults worse = options.defaults;
     worse.loss = 0.2;
     EXPECT_TRUE(net.SetDefaultFaults(worse).ok());
     net.BlockPair(Name(0), Name(9));
@@ -169,8 +169,9 @@ TEST(DeterminismTest, SameSeedGivesTheSameTraceByteForByte) {
   // The scenario really exercised every fault, so the equality above means something.
   EXPECT_GT(a.totals.messages_received, 5000u);
   EXPECT_GT(a.totals.duplicated, 0u);
-  for (size_t r = 0; r < kNumDropReasons; ++r) {
-    EXPECT_GT(a.totals.dropped[r], 0u) << DropReasonName(static_cast<DropReason>(r));
+  for (size_t r = 0; r < simenv::kNumDropReasons; ++r) {
+    EXPECT_GT(a.totals.dropped[r], 0u)
+        << simenv::DropReasonName(static_cast<simenv::DropReason>(r));
   }
   EXPECT_GT(a.crashed.messages_received, 0u);
 }

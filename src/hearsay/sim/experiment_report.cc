@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -231,7 +232,7 @@ void Goals(const ExperimentResults& r, std::ostream& out) {
 
 void TraceSection(const ExperimentResults& r, std::ostream& out) {
   if (r.Levels("trace").empty()) return;
-  out << "## Trace: " << r.options.trace_path
+  out << "## Trace: " << std::filesystem::path(r.options.trace_path).filename().string()
       << "\n\nWorkload `trace` (Mooncake format), Poisson arrivals at the base rho, other "
          "knobs at the base point.\n\n| policy | mean TTFT (ms) | p50 | p99 | hit rate (%) | "
          "forwarded (%) | load CoV |\n|---|---|---|---|---|---|---|\n";

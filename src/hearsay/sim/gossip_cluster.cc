@@ -53,8 +53,8 @@ uint64_t ModelListener::epoch(const NodeId& id) const {
 // GossipCluster
 
 namespace {
-SimNetwork::Options NetOptions(const GossipCluster::Options& o, uint64_t seed) {
-  SimNetwork::Options n;
+simenv::SimNetwork::Options NetOptions(const GossipCluster::Options& o, uint64_t seed) {
+  simenv::SimNetwork::Options n;
   n.seed = seed;
   n.defaults = o.faults;
   return n;
@@ -100,7 +100,7 @@ void GossipCluster::Build(int i, Transport& transport) {
   Member& m = members_[i];
   m.node.reset();
   m.rng = std::make_unique<Rng>(rng_.Fork());
-  m.sched = std::make_unique<ScopedScheduler>(scheduler_);
+  m.sched = std::make_unique<simenv::ScopedScheduler>(scheduler_);
   ModelListener::MemberHook hook;
   if (options_.on_member_changed) {
     hook = [this, i](const NodeId& id, Generation g, MemberState st) {

@@ -26,8 +26,8 @@
 #include "hearsay/gossip/keyring.h"
 #include "hearsay/gossip/listener.h"
 #include "hearsay/gossip/node.h"
-#include "hearsay/sim/sim_network.h"
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/sim_network.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay::sim {
 
@@ -72,7 +72,7 @@ class GossipCluster {
     uint64_t seed = 1;
     int seed_nodes = 2;
     gossip::Config config;
-    LinkFaults faults;  // network defaults
+    simenv::LinkFaults faults;  // network defaults
     bool secure = false;
     // Called on every membership change any node reports: (observer index, member, generation,
     // state). Optional; experiments count false deaths with it.
@@ -109,8 +109,8 @@ class GossipCluster {
   const gossip::Node& node(int i) const { return *members_[i].node; }
   Generation generation(int i) const { return members_[i].generation; }
   const ModelListener& model(int i) const { return *members_[i].listener; }
-  SimNetwork& net() { return net_; }
-  VirtualScheduler& scheduler() { return scheduler_; }
+  simenv::SimNetwork& net() { return net_; }
+  simenv::VirtualScheduler& scheduler() { return scheduler_; }
   const Options& options() const { return options_; }
   void RunFor(Duration d) { scheduler_.RunFor(d); }
   TimePoint Now() const { return scheduler_.Now(); }
@@ -127,7 +127,7 @@ class GossipCluster {
     Generation generation = 0;
     bool up = false;
     std::unique_ptr<Rng> rng;
-    std::unique_ptr<ScopedScheduler> sched;
+    std::unique_ptr<simenv::ScopedScheduler> sched;
     std::unique_ptr<ModelListener> listener;
     std::unique_ptr<Proxy> proxy;
     std::optional<gossip::Sealer> sealer;
@@ -139,8 +139,8 @@ class GossipCluster {
   void Build(int i, Transport& transport);
 
   Options options_;
-  VirtualScheduler scheduler_;
-  SimNetwork net_;
+  simenv::VirtualScheduler scheduler_;
+  simenv::SimNetwork net_;
   Rng rng_;
   gossip::Keyring keyring_;
   gossip::SharedHistories histories_;

@@ -163,7 +163,7 @@ nlohmann::json RunGossipExperiment(const GossipExperimentOptions& o) {
   co.nodes = n;
   co.seed = o.seed;
   co.seed_nodes = std::min(3, n);
-  co.faults.latency = LatencyModel::Uniform(500us, 2ms);
+  co.faults.latency = simenv::LatencyModel::Uniform(500us, 2ms);
   co.faults.loss = o.loss;
   co.config.landmark_stride = o.landmark_stride;
   co.config.landmark_budget_members = o.landmark_budget_members;

@@ -40,8 +40,8 @@ GossipScenarioResult RunGossipScenario(uint64_t seed, const GossipScenarioOption
   result.seed = seed;
   Rng rng(seed ^ 0x5eed5eed5eedULL);
   const int n = static_cast<int>(rng.UniformInt(options.min_nodes, options.max_nodes));
-  LinkFaults faults;
-  faults.latency = LatencyModel::Uniform(1ms, 10ms);
+  simenv::LinkFaults faults;
+  faults.latency = simenv::LatencyModel::Uniform(1ms, 10ms);
   faults.loss = options.fixed_loss >= 0 ? options.fixed_loss : rng.Uniform(0, 0.3);
   faults.duplicate = rng.Uniform(0, 0.5);
   faults.reorder = rng.Bernoulli(0.5) ? rng.Uniform(0, 0.3) : 0;
@@ -97,8 +97,8 @@ GossipScenarioResult RunGossipScenario(uint64_t seed, const GossipScenarioOption
   if (fault == GossipFault::kSlowNode) {
     for (int k = 0; k < n; ++k) {
       if (k == victim) continue;
-      LinkFaults slow = faults;
-      slow.latency = LatencyModel::Uniform(slow_delay, slow_delay + 10ms);
+      simenv::LinkFaults slow = faults;
+      slow.latency = simenv::LatencyModel::Uniform(slow_delay, slow_delay + 10ms);
       c.net()
           .SetLinkFaults(GossipCluster::Name(victim), GossipCluster::Name(k), slow)
           .IgnoreError();

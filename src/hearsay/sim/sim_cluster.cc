@@ -47,11 +47,12 @@ class SimCluster::RelaySink final : public ResponseSink {
 };
 
 namespace {
-SimNetwork::Options NetOptions(const SimClusterOptions& o) {
-  SimNetwork::Options n;
+simenv::SimNetwork::Options NetOptions(const SimClusterOptions& o) {
+  simenv::SimNetwork::Options n;
   n.seed = o.seed * 0x9e3779b97f4a7c15ULL + 7;
   const Duration d = FromMillis(o.delay_ms);
-  n.defaults.latency = LatencyModel::Uniform(d, d + FromMillis(o.delay_ms * o.delay_jitter));
+  n.defaults.latency =
+      simenv::LatencyModel::Uniform(d, d + FromMillis(o.delay_ms * o.delay_jitter));
   n.defaults.loss = o.loss;
   return n;
 }
@@ -117,7 +118,7 @@ int SimCluster::IndexOf(const Address& address) const {
 Status SimCluster::Build(int i, Transport& transport) {
   Member& m = members_[i];
   m.rng = std::make_unique<Rng>(rng_.Fork());
-  m.sched = std::make_unique<ScopedScheduler>(scheduler_);
+  m.sched = std::make_unique<simenv::ScopedScheduler>(scheduler_);
   engine::SimEngineOptions eo = options_.engine;
   eo.seed = m.rng->NextU64();
   HEARSAY_ASSIGN_OR_RETURN(m.engine, engine::SimEngine::Create(*m.sched, eo, keyer_));

@@ -25,8 +25,8 @@
 #include "hearsay/node/node.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/route/policy_options.h"
-#include "hearsay/sim/sim_network.h"
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/sim_network.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 
 namespace hearsay::sim {
 
@@ -68,8 +68,8 @@ class SimCluster final : public node::ExactClusterView {
   node::Node& node(int i) { return *members_[i].node; }
   engine::SimEngine& engine(int i) { return *members_[i].engine; }
   Generation generation(int i) const { return members_[i].generation; }
-  VirtualScheduler& scheduler() { return scheduler_; }
-  SimNetwork& net() { return net_; }
+  simenv::VirtualScheduler& scheduler() { return scheduler_; }
+  simenv::SimNetwork& net() { return net_; }
   const prefix::BlockKeyer& keyer() const { return keyer_; }
   // Bytes every node sent on the network so far (gossip only: forwards do not use SimNetwork).
   uint64_t gossip_bytes_sent() const;
@@ -93,7 +93,7 @@ class SimCluster final : public node::ExactClusterView {
     Generation generation = 1;
     bool up = false;
     std::unique_ptr<Rng> rng;
-    std::unique_ptr<ScopedScheduler> sched;
+    std::unique_ptr<simenv::ScopedScheduler> sched;
     std::unique_ptr<Proxy> proxy;
     std::unique_ptr<Client> client;
     std::unique_ptr<engine::SimEngine> engine;
@@ -123,8 +123,8 @@ class SimCluster final : public node::ExactClusterView {
   int IndexOf(const Address& address) const;
 
   SimClusterOptions options_;
-  VirtualScheduler scheduler_;
-  SimNetwork net_;
+  simenv::VirtualScheduler scheduler_;
+  simenv::SimNetwork net_;
   Rng rng_;
   Rng delay_rng_;
   prefix::BlockKeyer keyer_;

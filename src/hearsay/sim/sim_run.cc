@@ -10,13 +10,13 @@
 #include <utility>
 
 #include "hearsay/engine/cost_model.h"
-#include "hearsay/sim/arrivals.h"
-#include "hearsay/sim/chat_workload.h"
-#include "hearsay/sim/mmlu_workload.h"
 #include "hearsay/sim/sim_cluster.h"
 #include "hearsay/sim/sim_metrics.h"
 #include "hearsay/sim/specialist_drift.h"
-#include "hearsay/sim/trace_workload.h"
+#include "hearsay/workload/arrivals.h"
+#include "hearsay/workload/chat_workload.h"
+#include "hearsay/workload/mmlu_workload.h"
+#include "hearsay/workload/trace_workload.h"
 
 namespace hearsay::sim {
 
@@ -30,55 +30,59 @@ std::string ArrivalsOf(const SimConfig& c) {
   return c.workload == "trace" ? "trace" : "poisson";
 }
 
-ArrivalOptions MakeArrivals(const SimConfig& c, double rate) {
-  ArrivalOptions a;
-  a.kind = ArrivalsOf(c) == "bursty" ? ArrivalKind::kGamma : ArrivalKind::kPoisson;
+workload::ArrivalOptions MakeArrivals(const SimConfig& c, double rate) {
+  workload::ArrivalOptions a;
+  a.kind =
+      ArrivalsOf(c) == "bursty" ? workload::ArrivalKind::kGamma : workload::ArrivalKind::kPoisson;
   a.rate_per_s = rate;
   a.cv = c.burst_cv;
   return a;
 }
 
-EntryOptions MakeEntry(const SimConfig& c) {
-  EntryOptions e;
-  e.mode = c.entry == "sticky" ? EntryMode::kSticky : EntryMode::kUniform;
+workload::EntryOptions MakeEntry(const SimConfig& c) {
+  workload::EntryOptions e;
+  e.mode = c.entry == "sticky" ? workload::EntryMode::kSticky : workload::EntryMode::kUniform;
   e.nodes = static_cast<uint32_t>(c.nodes);
   e.clients = std::max<uint32_t>(64, static_cast<uint32_t>(c.nodes) * 16);
   return e;
 }
 
 // Builds the configured workload at arrival rate `rate` (ignored for trace timestamps).
-Result<std::unique_ptr<Workload>> MakeWorkload(const SimConfig& c, double rate,
-                                               const std::shared_ptr<const Trace>& trace,
-                                               uint64_t requests) {
+Result<std::unique_ptr<workload::Workload>> MakeWorkload(
+    const SimConfig& c, double rate, const std::shared_ptr<const workload::Trace>& trace,
+    uint64_t requests) {
   Rng rng(c.seed * 0x2545f4914f6cdd1dULL + 3);
   if (c.workload == "mmlu") {
-    MmluOptions o;
+    workload::MmluOptions o;
     o.num_requests = requests;
-    o.popularity = MmluPopularity::kZipf;
+    o.popularity = workload::MmluPopularity::kZipf;
     o.zipf_s = c.zipf;
     o.variants = c.variants;
-    o.output = c.cot ? MmluOutput::kChainOfThought : MmluOutput::kFaithful;
+    o.output = c.cot ? workload::MmluOutput::kChainOfThought : workload::MmluOutput::kFaithful;
     o.arrivals = MakeArrivals(c, rate);
     o.entry = MakeEntry(c);
-    HEARSAY_ASSIGN_OR_RETURN(MmluWorkload w, MmluWorkload::Create(o, std::move(rng)));
-    return std::unique_ptr<Workload>(new MmluWorkload(std::move(w)));
+    HEARSAY_ASSIGN_OR_RETURN(workload::MmluWorkload w,
+                             workload::MmluWorkload::Create(o, std::move(rng)));
+    return std::unique_ptr<workload::Workload>(new workload::MmluWorkload(std::move(w)));
   }
   if (c.workload == "chat") {
-    ChatOptions o;
+    workload::ChatOptions o;
     o.system_zipf_s = c.zipf;
     o.num_conversations =
         std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(requests) / o.MeanTurns()));
     o.arrivals = MakeArrivals(c, rate);
     o.entry = MakeEntry(c);
-    HEARSAY_ASSIGN_OR_RETURN(ChatWorkload w, ChatWorkload::Create(o, std::move(rng)));
-    return std::unique_ptr<Workload>(new ChatWorkload(std::move(w)));
+    HEARSAY_ASSIGN_OR_RETURN(workload::ChatWorkload w,
+                             workload::ChatWorkload::Create(o, std::move(rng)));
+    return std::unique_ptr<workload::Workload>(new workload::ChatWorkload(std::move(w)));
   }
-  TraceWorkloadOptions o;
+  workload::TraceWorkloadOptions o;
   o.max_requests = requests;
   if (ArrivalsOf(c) != "trace") o.arrivals = MakeArrivals(c, rate);
   o.entry = MakeEntry(c);
-  HEARSAY_ASSIGN_OR_RETURN(TraceWorkload w, TraceWorkload::Create(trace, o, std::move(rng)));
-  return std::unique_ptr<Workload>(new TraceWorkload(std::move(w)));
+  HEARSAY_ASSIGN_OR_RETURN(workload::TraceWorkload w,
+                           workload::TraceWorkload::Create(trace, o, std::move(rng)));
+  return std::unique_ptr<workload::Workload>(new workload::TraceWorkload(std::move(w)));
 }
 
 // The mean service time of one request on one engine, in ms: the prefill work of its whole
@@ -95,14 +99,14 @@ double ServiceMs(const engine::CostParams& p, double prompt, double output, doub
 // Receives every client request's events (at its entry node).
 class ClientSink final : public ResponseSink {
  public:
-  ClientSink(VirtualScheduler& s, size_t expected, bool record,
+  ClientSink(simenv::VirtualScheduler& s, size_t expected, bool record,
              std::unordered_map<NodeId, int32_t> node_index)
       : s_(s), record_(record), node_index_(std::move(node_index)) {
     arrival_.reserve(expected);
     ttft_ms_.reserve(expected);
     if (record_) records_.reserve(expected);
   }
-  void Arrived(const Request& r, TimePoint origin) {
+  void Arrived(const workload::Request& r, TimePoint origin) {
     if (r.id >= arrival_.size()) arrival_.resize(r.id + 1);
     arrival_[r.id] = s_.Now();
     if (!record_) return;
@@ -136,7 +140,7 @@ class ClientSink final : public ResponseSink {
   }
   uint64_t finished() const { return done_ + failed_; }
 
-  VirtualScheduler& s_;
+  simenv::VirtualScheduler& s_;
   bool record_;
   std::unordered_map<NodeId, int32_t> node_index_;
   std::vector<TimePoint> arrival_;
@@ -200,12 +204,13 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cost,
                            engine::CostModel::FromPreset(config.engine_preset));
 
-  std::shared_ptr<const Trace> trace;
+  std::shared_ptr<const workload::Trace> trace;
   uint64_t total = config.requests;
   if (config.workload == "trace") {
-    HEARSAY_ASSIGN_OR_RETURN(Trace t, Trace::LoadFile(config.trace_path, TraceOptions{}));
+    HEARSAY_ASSIGN_OR_RETURN(
+        workload::Trace t, workload::Trace::LoadFile(config.trace_path, workload::TraceOptions{}));
     const uint64_t n = t.size();
-    trace = std::make_shared<const Trace>(std::move(t));
+    trace = std::make_shared<const workload::Trace>(std::move(t));
     total = total == 0 ? n : std::min<uint64_t>(total, n);
     if (total == 0) return InvalidArgumentError("the trace is empty");
   }
@@ -217,10 +222,10 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   // Arrival rate: rho x nodes / mean service time, measured on a probe of the workload.
   double rate = 1.0;
   {
-    HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<Workload> probe,
+    HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> probe,
                              MakeWorkload(config, 1.0, trace, std::min<uint64_t>(total, 2000)));
     double prompt = 0, output = 0, n = 0;
-    while (std::optional<Request> r = probe->Next()) {
+    while (std::optional<workload::Request> r = probe->Next()) {
       prompt += static_cast<double>(r->prompt.size());
       output += std::max<double>(1, r->output_tokens);
       n += 1;
@@ -229,10 +234,10 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
     if (n == 0) return InvalidArgumentError("the workload produced no requests");
     const double service_ms =
         ServiceMs(cost.params(), prompt / n, output / n, static_cast<double>(eo.token_budget));
-    HEARSAY_ASSIGN_OR_RETURN(rate,
-                             RateForUtilization(config.rho, FromMillis(service_ms), config.nodes));
+    HEARSAY_ASSIGN_OR_RETURN(
+        rate, workload::RateForUtilization(config.rho, FromMillis(service_ms), config.nodes));
   }
-  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload,
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> workload,
                            MakeWorkload(config, rate, trace, total));
 
   SimClusterOptions co;
@@ -254,7 +259,7 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   co.publish_interval = std::max(FromMillis(10), co.gossip.gossip_interval / 2);
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster, SimCluster::Create(co));
 
-  VirtualScheduler& sched = cluster->scheduler();
+  simenv::VirtualScheduler& sched = cluster->scheduler();
   cluster->StartAll();
   sched.RunFor(FromMillis(config.warmup_ms));
   const TimePoint start = sched.Now();
@@ -263,13 +268,13 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   std::unordered_map<NodeId, int32_t> node_index;
   for (int i = 0; i < cluster->size(); ++i) node_index.emplace(SimCluster::Name(i), i);
   ClientSink sink(sched, total, config.record_requests, std::move(node_index));
-  std::optional<Request> next = workload->Next();
+  std::optional<workload::Request> next = workload->Next();
   uint64_t issued = 0;
   // Each arrival schedules the next one, so only one arrival timer is pending at a time.
   std::function<void()> arm = [&] {
     if (!next) return;
     sched.RunAfter((start + next->arrival) - sched.Now(), [&] {
-      Request r = std::move(*next);
+      workload::Request r = std::move(*next);
       next = workload->Next();
       if (issued + 1 >= total) next.reset();
       ++issued;

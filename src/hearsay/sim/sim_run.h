@@ -33,7 +33,7 @@ struct RequestRecord {
   uint32_t entry_node = 0;
   // The node whose engine served it; -1 if it failed.
   int32_t served_node = -1;
-  // MMLU subject, chat system prompt (or -1), as in sim::Request.
+  // MMLU subject, chat system prompt (or -1), as in workload::Request.
   int32_t subject = -1;
   uint32_t prompt_tokens = 0;
   // Request::shareable_prefix_tokens: what an unbounded cache that saw every earlier request

@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 #include "hearsay/upstream/fake_transport_test_util.h"
 #include "hearsay/upstream/kv_events_test_util.h"
 
@@ -90,7 +90,7 @@ class KvEventsTrackingTest : public ::testing::Test {
     return engine_->CachedPrefixTokens(std::vector<prefix::TokenId>(prompt.begin(), prompt.end()));
   }
 
-  sim::VirtualScheduler sched_;
+  simenv::VirtualScheduler sched_;
   testing::FakeTransport transport_;
   NullObserver observer_;
   prefix::BlockKeyer keyer_ = *prefix::BlockKeyer::Create("x-secret-0123456789abcdef", "m", "");

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "hearsay/sim/virtual_scheduler.h"
+#include "hearsay/simenv/virtual_scheduler.h"
 #include "hearsay/upstream/fake_transport_test_util.h"
 
 namespace hearsay::upstream {
@@ -110,7 +110,7 @@ class OpenAiEngineTest : public ::testing::Test {
     return open.empty() ? nullptr : open.back();
   }
 
-  sim::VirtualScheduler sched_;
+  simenv::VirtualScheduler sched_;
   FakeTransport transport_;
   Recorder rec_;
   std::unique_ptr<OpenAiEngine> engine_;

@@ -1,0 +1,61 @@
+// LlamaServers: N llama.cpp `llama-server` processes on loopback, each serving the small
+// random-weight model that scripts/setup-llama.sh builds, for the real-engine end-to-end test and
+// `hearsay demo --engine llama`.
+//
+// EnsureLlamaSetup() runs scripts/setup-llama.sh (idempotent; the first run builds llama.cpp into
+// ${HEARSAY_CACHE:-~/.cache/hearsay}/llama/, which takes minutes). Start() spawns the servers on
+// free ports with fresh (empty) caches and waits, bounded, until each /health answers 200.
+//
+// Ownership: owns its processes; the destructor SIGKILLs and reaps them.
+// Thread-safety: one thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hearsay/common/status.h"
+#include "hearsay/launch/child_process.h"
+
+namespace hearsay::launch {
+
+// The llama cache dir: ${HEARSAY_CACHE:-$HOME/.cache/hearsay}/llama.
+std::string LlamaCacheDir();
+
+// Runs `setup_script` --model-tool `model_tool`, its output going to stderr. OK when the build and
+// model are ready; FAILED_PRECONDITION when llama.cpp cannot be built on this machine (a tool is
+// missing: the script's exit code 3); INTERNAL for any other failure.
+Status EnsureLlamaSetup(const std::string& setup_script, const std::string& model_tool);
+
+struct LlamaServerOptions {
+  size_t servers = 3;
+  // Parallel slots per server (-np); each keeps its last prompt's KV.
+  int slots = 4;
+  // Context per slot, tokens.
+  int context_per_slot = 8192;
+  // Host-memory prompt cache, MiB (--cache-ram); 0 = the slots are the whole cache.
+  int cache_ram_mib = 64;
+  int threads = 1;
+  // Where the logs go (llama-<i>.log).
+  std::string log_dir;
+  std::chrono::milliseconds ready_timeout{120000};
+};
+
+class LlamaServers {
+ public:
+  static Result<std::unique_ptr<LlamaServers>> Start(const LlamaServerOptions& options);
+  ~LlamaServers() = default;
+  LlamaServers(const LlamaServers&) = delete;
+  LlamaServers& operator=(const LlamaServers&) = delete;
+
+  // "127.0.0.1:<port>" of each server.
+  const std::vector<std::string>& addresses() const { return addresses_; }
+
+ private:
+  LlamaServers() = default;
+  std::vector<std::unique_ptr<ChildProcess>> procs_;
+  std::vector<std::string> addresses_;
+};
+
+}  // namespace hearsay::launch

@@ -1,0 +1,83 @@
+// FakeOpenAiUpstream: an OpenAI-compatible inference server on 127.0.0.1 (an ephemeral port), for
+// tests of whatever sits in front of an engine: the node's upstream engine, `hearsay node
+// --engine openai`, the load generator. It is shaped like llama.cpp's llama-server where a node
+// looks: GET /health, GET /slots ("[]"), and `timings` (cache_n, prompt_n) in the first streamed
+// chunk. A test switches its behaviour at any moment with set_mode().
+//
+// The answer to a completion (Mode::kOk) is derived from the request, so a test can check what
+// came back: with "stream": true, max_tokens chunks (1 when absent) of text() each as SSE, then a
+// chunk with finish_reason "length", a usage chunk and [DONE]; otherwise one JSON answer with
+// the same text (max_tokens copies of text()), usage and timings. Usage counts the prompt's
+// words as its tokens (a chat request's message contents) and reports half of them, rounded
+// down, as cached.
+//
+// Ownership: the fake owns its server and the I/O thread that runs it; the destructor closes every
+// connection (requests held by kSilent are dropped then) and joins the thread.
+//
+// Thread-safety: every public method may be called from any thread, also while requests run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace hearsay::http {
+struct Request;
+class Responder;
+}  // namespace hearsay::http
+
+namespace hearsay::testkit {
+
+class FakeOpenAiUpstream {
+ public:
+  enum class Mode {
+    kOk,           // answer every completion (see the file comment)
+    kDown,         // 503 "Loading model" to every request, /health included (a loading engine)
+    kServerError,  // completions: the status and message set by set_server_error()
+    kGarbage,      // completions: 200 and an SSE event that is not JSON
+    kTooBusy,      // completions: 429 with Retry-After: 1
+    kSilent,       // completions: never answered (held until the fake closes)
+  };
+
+  // Starts listening; aborts the test process if no port can be bound (a broken test machine).
+  FakeOpenAiUpstream();
+  ~FakeOpenAiUpstream();
+  FakeOpenAiUpstream(const FakeOpenAiUpstream&) = delete;
+  FakeOpenAiUpstream& operator=(const FakeOpenAiUpstream&) = delete;
+
+  uint16_t port() const;
+  // "127.0.0.1:<port>", and "http://127.0.0.1:<port>".
+  std::string address() const;
+  std::string url() const;
+  // Stops listening and closes every connection: the port refuses from now on (a dead engine).
+  void Close();
+
+  void set_mode(Mode mode) { mode_ = mode; }
+  Mode mode() const { return mode_; }
+  // The status of GET /health outside kDown (200; 503 plays an engine still loading its model).
+  void set_health_status(int status) { health_status_ = status; }
+  // What kServerError answers (default 500, "the fake engine failed").
+  void set_server_error(int status, std::string message);
+  // The text of each answer chunk (default " tok").
+  void set_text(std::string text);
+  std::string text() const;
+
+  // Completion requests received (any mode but kDown), and requests of any kind.
+  int completions() const { return completions_; }
+  int requests() const { return requests_; }
+
+ private:
+  struct Impl;
+  // Runs on the fake's I/O thread.
+  void Handle(http::Request request, std::shared_ptr<http::Responder> responder);
+  void Answer(const http::Request& request, http::Responder& responder);
+
+  std::unique_ptr<Impl> impl_;
+  std::atomic<Mode> mode_{Mode::kOk};
+  std::atomic<int> health_status_{200};
+  std::atomic<int> completions_{0};
+  std::atomic<int> requests_{0};
+};
+
+}  // namespace hearsay::testkit

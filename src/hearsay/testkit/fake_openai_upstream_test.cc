@@ -1,0 +1,123 @@
+// FakeOpenAiUpstream: the answer derived from the request, and each fault mode, over real HTTP.
+#include "hearsay/testkit/fake_openai_upstream.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hearsay/testkit/blocking_http.h"
+
+namespace hearsay::testkit {
+namespace {
+
+using namespace std::chrono_literals;
+using Mode = FakeOpenAiUpstream::Mode;
+using nlohmann::json;
+
+// The JSON payloads of an SSE body; "[DONE]" as a string.
+std::vector<json> Events(const std::string& body) {
+  std::vector<json> out;
+  for (size_t pos = 0; (pos = body.find("data: ", pos)) != std::string::npos;) {
+    const size_t end = body.find("\n\n", pos);
+    const std::string data = body.substr(pos + 6, end - pos - 6);
+    out.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data, nullptr, false));
+    pos = end;
+  }
+  return out;
+}
+
+TEST(FakeOpenAiUpstreamTest, StreamsOneChunkPerMaxTokenWithTimingsAndUsage) {
+  FakeOpenAiUpstream fake;
+  fake.set_text("ab");
+  Result<HttpResponse> r = HttpPostJson(
+      fake.address(), "/v1/completions",
+      R"({"model":"m","prompt":"one two three four five","max_tokens":3,"stream":true})", 5s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  const std::vector<json> ev = Events(r->body);
+  ASSERT_EQ(ev.size(), 6u) << r->body;  // 3 tokens, the finish chunk, usage, [DONE]
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(ev[i]["choices"][0]["text"], "ab") << r->body;
+  EXPECT_EQ(ev[0]["timings"]["cache_n"], 2);
+  EXPECT_EQ(ev[0]["timings"]["prompt_n"], 3);
+  EXPECT_FALSE(ev[1].contains("timings"));
+  EXPECT_EQ(ev[3]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(ev[4]["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(ev[4]["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(ev[4]["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
+  EXPECT_EQ(ev[5], "[DONE]");
+  EXPECT_EQ(fake.completions(), 1);
+}
+
+TEST(FakeOpenAiUpstreamTest, ChatAnswersWithDeltasAndCountsMessageWords) {
+  FakeOpenAiUpstream fake;
+  Result<HttpResponse> r = HttpPostJson(
+      fake.address(), "/v1/chat/completions",
+      R"({"model":"m","stream":true,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi there you"}]})",
+      5s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::vector<json> ev = Events(r->body);
+  ASSERT_EQ(ev.size(), 4u) << r->body;  // max_tokens absent: one chunk
+  EXPECT_EQ(ev[0]["choices"][0]["delta"]["content"], " tok");
+  EXPECT_EQ(ev[2]["usage"]["prompt_tokens"], 5);
+}
+
+TEST(FakeOpenAiUpstreamTest, AnswersInOnePieceWithoutStream) {
+  FakeOpenAiUpstream fake;
+  Result<HttpResponse> r = HttpPostJson(
+      fake.address(), "/v1/chat/completions",
+      R"({"model":"m","max_tokens":2,"messages":[{"role":"user","content":"a b c d"}]})", 5s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const json a = json::parse(r->body);
+  EXPECT_EQ(a["object"], "chat.completion");
+  EXPECT_EQ(a["choices"][0]["message"]["content"], " tok tok");
+  EXPECT_EQ(a["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
+}
+
+TEST(FakeOpenAiUpstreamTest, FaultModes) {
+  FakeOpenAiUpstream fake;
+  const std::string body = R"({"model":"m","prompt":"x","max_tokens":1})";
+  EXPECT_EQ(HttpGet(fake.address(), "/health", 5s)->status, 200);
+  EXPECT_EQ(HttpGet(fake.address(), "/slots", 5s)->body, "[]");
+
+  fake.set_health_status(503);
+  EXPECT_EQ(HttpGet(fake.address(), "/health", 5s)->status, 503);
+  fake.set_health_status(200);
+
+  fake.set_mode(Mode::kDown);
+  EXPECT_EQ(HttpGet(fake.address(), "/health", 5s)->status, 503);
+  EXPECT_EQ(HttpPostJson(fake.address(), "/v1/completions", body, 5s)->status, 503);
+  EXPECT_EQ(fake.completions(), 0);
+
+  fake.set_mode(Mode::kServerError);
+  fake.set_server_error(500, "kv cache exploded");
+  Result<HttpResponse> r = HttpPostJson(fake.address(), "/v1/completions", body, 5s);
+  EXPECT_EQ(r->status, 500);
+  EXPECT_NE(r->body.find("kv cache exploded"), std::string::npos);
+
+  fake.set_mode(Mode::kTooBusy);
+  r = HttpPostJson(fake.address(), "/v1/completions", body, 5s);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->Header("retry-after"), "1");
+
+  fake.set_mode(Mode::kGarbage);
+  r = HttpPostJson(fake.address(), "/v1/completions", body, 5s);
+  EXPECT_EQ(r->status, 200);
+  ASSERT_EQ(Events(r->body).size(), 1u);
+  EXPECT_TRUE(Events(r->body)[0].is_discarded()) << r->body;
+
+  fake.set_mode(Mode::kSilent);
+  EXPECT_FALSE(HttpPostJson(fake.address(), "/v1/completions", body, 300ms).ok());
+  EXPECT_EQ(fake.completions(), 4);
+
+  fake.set_mode(Mode::kOk);
+  EXPECT_EQ(HttpPostJson(fake.address(), "/v1/completions", "not json", 5s)->status, 400);
+  EXPECT_EQ(HttpGet(fake.address(), "/v2/nothing", 5s)->status, 404);
+  fake.Close();
+  EXPECT_FALSE(HttpGet(fake.address(), "/health", 2s).ok()) << "closed: the port refuses";
+}
+
+}  // namespace
+}  // namespace hearsay::testkit

@@ -1,0 +1,2 @@
+// A test-only module's header.
+#pragma once

@@ -1,0 +1,3 @@
+// Self-test input of scripts/check-repo-paths.sh.
+#pragma once
+inline constexpr const char* kTrace = "/home/someone/trace.jsonl";
