@@ -39,9 +39,11 @@ llama: deps
 	cmake --build --preset release --target make_llama2c_model -j $(JOBS)
 	scripts/setup-llama.sh --model-tool build/release/tools/make_llama2c_model || [ $$? -eq 3 ]
 
+# Only the libraries and in-process test binaries: the tests that start `hearsay` processes run in
+# the release (and tsan) builds.
 test-asan: deps
 	cmake --preset asan >/dev/null
-	cmake --build --preset asan -j $(JOBS)
+	cmake --build --preset asan --target hearsay_unit_tests -j $(JOBS)
 	ctest --preset asan
 
 # ThreadSanitizer: the unit tests and the integration tests (real `hearsay node` processes, see

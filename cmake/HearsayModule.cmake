@@ -39,6 +39,7 @@ function(hearsay_module name)
     target_link_libraries(${lib}_test PRIVATE ${lib} ${ARG_TEST_DEPS} GTest::gmock GTest::gtest_main)
     gtest_discover_tests(${lib}_test DISCOVERY_TIMEOUT 120
       PROPERTIES ENVIRONMENT "HEARSAY_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    hearsay_unit_test(${lib}_test)
   endif()
 
   foreach(f IN LISTS fuzz_srcs)
@@ -59,10 +60,17 @@ function(hearsay_fuzz_target src lib)
   else()
     target_link_libraries(${target} PRIVATE hearsay_fuzz_replay)
     if(BUILD_TESTING)
+      hearsay_unit_test(${target})
       add_test(NAME ${stem}_replay
         COMMAND ${target} ${PROJECT_SOURCE_DIR}/fuzz/corpus/${stem}
                           ${PROJECT_SOURCE_DIR}/fuzz/regressions/${stem})
     endif()
   endif()
   set_property(GLOBAL APPEND PROPERTY HEARSAY_FUZZ_TARGETS ${target})
+endfunction()
+
+# hearsay_unit_test(<target>): a test binary that runs in-process (no `hearsay` process, no
+# engine). The target hearsay_unit_tests builds them all: a sanitizer build builds only these.
+function(hearsay_unit_test target)
+  set_property(GLOBAL APPEND PROPERTY HEARSAY_UNIT_TEST_TARGETS ${target})
 endfunction()
