@@ -22,6 +22,7 @@
 #include "hearsay/net/engine_factory.h"
 #include "hearsay/net/keyring_file.h"
 #include "hearsay/net/logging_peer_client.h"
+#include "hearsay/node/router_cost.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
 
@@ -247,9 +248,7 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
   no.policy_options.decision_seed = rng_->NextU64();
   if (c.engine == "sim") {
     HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cm, engine::CostModel::FromPreset(c.engine_preset));
-    const engine::CostParams& p = cm.params();
-    no.policy_options.cost = {p.t0_ms, p.a_ms_per_token, p.b_ms_per_token2, p.d1_ms_per_seq,
-                              p.d2_ms_per_ctx_token};
+    no.policy_options.cost = node::RouterCostModel(cm.params());
   } else {
     // An upstream engine's speed is only known by measuring it (a CPU llama.cpp is ~100x slower
     // per token than the default model): without this, cache savings would be priced at GPU speed

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "hearsay/engine/cost_model.h"
+#include "hearsay/node/router_cost.h"
 #include "hearsay/sim/arrivals.h"
 #include "hearsay/sim/chat_workload.h"
 #include "hearsay/sim/mmlu_workload.h"
@@ -228,9 +229,7 @@ SimClusterOptions ClusterOptions(const SimConfig& config, const engine::CostMode
   co.gossip.probe_timeout = co.gossip.probe_interval / 2;
   co.gossip.landmark_stride = config.landmark_stride;
   co.policy = config.policy;
-  const engine::CostParams& cp = cost.params();
-  co.policy_options.cost = route::PrefillCostModel{cp.t0_ms, cp.a_ms_per_token, cp.b_ms_per_token2,
-                                                   cp.d1_ms_per_seq, cp.d2_ms_per_ctx_token};
+  co.policy_options.cost = node::RouterCostModel(cost.params());
   co.engine = eo;
   co.block_tokens = config.block_tokens;
   co.publish_interval = std::max(FromMillis(10), co.gossip.gossip_interval / 2);
