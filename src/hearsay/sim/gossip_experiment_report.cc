@@ -5,16 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "hearsay/common/percentile.h"
 #include "hearsay/gossip/wire.h"
 
 namespace hearsay::sim::gossip_experiment {
 namespace {
 
-double Percentile(std::vector<double> v, double p) {
+// The q-quantile of `v` (common/percentile.h); -1 when there are no samples.
+double QuantileOr(std::vector<double> v, double q) {
   if (v.empty()) return -1;
   std::sort(v.begin(), v.end());
-  const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
-  return v[std::min(i, v.size() - 1)];
+  return Percentile(v, q);
 }
 
 // The gossip counters summed over the nodes up at the end (the whole run, warm-up included).
@@ -71,17 +72,17 @@ void AddFaults(const Observations& run, nlohmann::json& j) {
   const std::vector<double>& cleared = run.faults.cleared_suspicions();
   j["detect_trace"] = run.faults.DetectTrace(run.cluster);
   j["undetected_by"] = run.faults.Undetected(run.cluster);
-  j["convergence_p99_s"] = Percentile(convergence, 0.5);
-  j["convergence_p99_s_tail"] = Percentile(convergence, 0.99);
+  j["convergence_p99_s"] = QuantileOr(convergence, 0.5);
+  j["convergence_p99_s_tail"] = QuantileOr(convergence, 0.99);
   j["convergence_samples"] = convergence.size();
   j["convergence_censored"] = run.convergence.censored();
   j["detect_s"] = run.faults.detect_s();
   j["false_deaths"] = run.faults.false_deaths();
   j["false_death_trace"] = run.faults.false_death_trace();
   j["false_suspicions"] = cleared.size();
-  j["false_suspicion_s_p50"] = Percentile(cleared, 0.5);
-  j["false_suspicion_s_p99"] = Percentile(cleared, 0.99);
-  j["false_suspicion_s_max"] = Percentile(cleared, 1.0);
+  j["false_suspicion_s_p50"] = QuantileOr(cleared, 0.5);
+  j["false_suspicion_s_p99"] = QuantileOr(cleared, 0.99);
+  j["false_suspicion_s_max"] = QuantileOr(cleared, 1.0);
 }
 
 // How well a node's gossip view predicts a peer's matched prefix.

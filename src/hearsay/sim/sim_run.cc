@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "hearsay/common/percentile.h"
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/node/router_cost.h"
 #include "hearsay/sim/arrivals.h"
@@ -246,6 +247,7 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
   s.sim_seconds = std::max(0.0, ToSeconds(sink.last_ - start));
   std::vector<double>& ttft = sink.ttft_ms_;
   s.mean_ttft_ms = Mean(ttft);
+  std::sort(ttft.begin(), ttft.end());
   s.p50_ttft_ms = Percentile(ttft, 0.50);
   s.p90_ttft_ms = Percentile(ttft, 0.90);
   s.p99_ttft_ms = Percentile(ttft, 0.99);
