@@ -72,7 +72,11 @@ void AddFaults(const Observations& run, nlohmann::json& j) {
   const std::vector<double>& cleared = run.faults.cleared_suspicions();
   j["detect_trace"] = run.faults.DetectTrace(run.cluster);
   j["undetected_by"] = run.faults.Undetected(run.cluster);
-  j["convergence_p99_s"] = QuantileOr(convergence, 0.5);
+  const double median = QuantileOr(convergence, 0.5);
+  j["convergence_median_s"] = median;
+  // Deprecated: the old name of convergence_median_s (a median, despite "p99"), kept with the same
+  // value for one release.
+  j["convergence_p99_s"] = median;
   j["convergence_p99_s_tail"] = QuantileOr(convergence, 0.99);
   j["convergence_samples"] = convergence.size();
   j["convergence_censored"] = run.convergence.censored();
