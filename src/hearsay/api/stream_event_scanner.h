@@ -3,15 +3,16 @@
 // The entry node of a forwarded request decodes one event of the serving peer per generated
 // token; nlohmann's SAX parser made that most of the entry node's instructions per request
 // (docs/benchmarks.md, "Forwarding path vs nginx"). This reads the event in one pass over its
-// bytes (json_scanner.h), validating the whole text as JSON and keeping only the text, finish
-// reason and usage.
+// bytes (ScanOpenAiChunk, openai_chunk_scanner.h, shared with the upstream engine's decoder),
+// validating the whole text as JSON and keeping only the text, finish reason and usage.
 //
 // Contract: it answers only when it is sure. A value means the SAX decoder
 // (ParseStreamEventSax) would return exactly the same event. nullopt means "ask the SAX decoder":
 // "[DONE]", invalid JSON, error events, read keys repeated in one object, values of the wrong
 // type in read fields, counts that are not plain integers within uint32, a UTF-8 byte-order mark,
-// and nesting deeper than kMaxScanDepth. Those are rare, so they cost the SAX decoder's time only
-// when they happen. stream_event_scanner_test.cc and openai_request_fuzz.cc check the equivalence.
+// nesting deeper than kMaxScanDepth, and the other shapes ScanOpenAiChunk leaves to a reference
+// decoder. Those are rare, so they cost the SAX decoder's time only when they happen.
+// stream_event_scanner_test.cc and openai_request_fuzz.cc check the equivalence.
 //
 // Thread-safety: a pure function.
 #pragma once

@@ -195,7 +195,7 @@ class Node final : public MessageSink {
     std::vector<uint64_t> retry_seqs;  // kProbe: seqs of the extra direct pings
   };
 
-  // Timers.
+  // Timers (node.cc).
   TimerId After(Duration d, void (Node::*fn)());
   template <typename F>
   TimerId AfterFn(Duration d, F fn);
@@ -207,7 +207,7 @@ class Node final : public MessageSink {
   void JoinTick();
   bool KnowsAddress(const Address& address) const;
 
-  // Probing.
+  // Probing (node_probe.cc).
   MemberRec* NextProbeTarget();
   // The alive member longest silent beyond its usual evidence gap, not yet probed for it; or null.
   MemberRec* SilentMember();
@@ -222,7 +222,7 @@ class Node final : public MessageSink {
   void SampleRtt(const NodeId& id, Duration rtt);
   Duration Scaled(Duration d) const { return d * (local_health_ + 1); }
 
-  // Membership updates.
+  // Membership updates and member selection (node_membership.cc).
   void ApplyUpdate(const MemberUpdate& u);
   void ApplyAboutSelf(const MemberUpdate& u);
   MemberUpdate SelfUpdate(MemberState state) const;
@@ -239,7 +239,7 @@ class Node final : public MessageSink {
   int TransmitLimit() const;
   size_t ClusterSize() const { return live_member_count() + 1; }
 
-  // Anti-entropy.
+  // Anti-entropy (node_anti_entropy.cc).
   uint64_t DigestTerm(uint64_t id_hash, Generation g, uint64_t version) const;
   void UpdateDigest(uint64_t id_hash, Generation g, uint64_t old_version, uint64_t new_version);
   // Origin -> highest version, self first then members in id order; empty if its encoding would
@@ -265,7 +265,16 @@ class Node final : public MessageSink {
   void MaybeRestride();
   const OriginStore* StoreFor(const NodeId& id) const;
 
-  // Messages.
+  // Messages (node_dispatch.cc).
+  // After leaving: answers a sender that missed the goodbye (rate-limited per address).
+  void RepeatGoodbye(const Address& from, Channel channel, std::span<const uint8_t> payload);
+  // The authentic message in `payload` from another node, or nullopt (counted as dropped).
+  std::optional<Message> OpenMessage(Channel channel, std::span<const uint8_t> payload);
+  // Handles a message by type, after its header was applied; `now` is its arrival.
+  void Dispatch(const Address& from, const Message& m, TimePoint now);
+  void OnAck(const Message& m, TimePoint now);
+  void OnPingReq(const Address& from, const Message& m, TimePoint now);
+  void OnSyn(const Address& from, const Message& m);
   void HandleHeader(const Address& from, const Header& h);
   void Send(const Address& to, Message m, const NodeId& prefer_update = {});
   Message NewMessage(MsgType type) const;

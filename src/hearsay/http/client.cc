@@ -7,8 +7,6 @@
 // no stray bytes after it.
 #include "hearsay/http/client.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -24,7 +22,6 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
-#include <cerrno>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -32,6 +29,7 @@
 #include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
 #include <vector>
 
+#include "hearsay/http/client_pool.h"
 #include "hearsay/http/deadline.h"
 #include "hearsay/http/host_port.h"
 
@@ -42,15 +40,10 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
-using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
 constexpr size_t kReadChunk = 16 * 1024;
-
-SteadyClock::duration ToSteady(Duration d) {
-  return std::chrono::duration_cast<SteadyClock::duration>(d);
-}
 
 bool IsIdempotent(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "PUT" ||
@@ -83,7 +76,8 @@ bool HasLineBreakOrNul(std::string_view s, bool or_space = false) {
 
 Status Validate(const ClientRequest& r) {
   if (!IsToken(r.method)) return InvalidArgumentError("bad HTTP method '" + r.method + "'");
-  if (r.target.empty() || r.target.front() != '/' || HasLineBreakOrNul(r.target, /*or_space=*/true)) {
+  if (r.target.empty() || r.target.front() != '/' ||
+      HasLineBreakOrNul(r.target, /*or_space=*/true)) {
     return InvalidArgumentError("bad request target (want an absolute path)");
   }
   for (const auto& [name, value] : r.headers) {
@@ -120,18 +114,6 @@ std::string FormatRequestHead(const ClientRequest& r) {
   }
   head += "\r\n";
   return head;
-}
-
-// Idle connections pooled longer than this are probed for a close before reuse.
-constexpr SteadyClock::duration kProbeIdleAfter = std::chrono::milliseconds(50);
-
-// True if an idle pooled socket has been closed (or written to) by the server since it was
-// pooled; such a socket cannot carry a new request.
-bool IsStale(tcp::socket& socket) {
-  char byte;
-  ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n < 0) return !(errno == EAGAIN || errno == EWOULDBLOCK);
-  return true;  // 0: the server closed it; > 0: unsolicited bytes
 }
 
 // Parses a response, handing header and body pieces to the owner as they are parsed.
@@ -174,46 +156,6 @@ class StreamingResponseParser final : public bhttp::basic_parser<false> {
 };
 
 }  // namespace
-
-class Exchange;
-
-struct Client::State : std::enable_shared_from_this<Client::State> {
-  State(asio::io_context& io_context, ClientOptions opts)
-      : io(io_context),
-        options(std::move(opts)),
-        sweep_strand(asio::make_strand(io_context)),
-        sweep_timer(sweep_strand) {}
-
-  struct IdleConnection {
-    tcp::socket socket;
-    SteadyClock::time_point since;
-  };
-
-  // A live pooled connection to `host_port`, or nullopt.
-  std::optional<tcp::socket> TakeIdle(const std::string& host_port);
-  // Pools `socket` if there is room, else closes it.
-  void PutIdle(const std::string& host_port, tcp::socket socket);
-  void Sweep();
-  void CloseIdle();
-
-  asio::io_context& io;
-  const ClientOptions options;
-  asio::strand<asio::io_context::executor_type> sweep_strand;
-  asio::steady_timer sweep_timer;  // sweep_strand only
-
-  std::mutex mu;
-  // Per host:port, oldest first. Guarded by mu.
-  std::unordered_map<std::string, std::vector<IdleConnection>> idle;
-  size_t idle_count = 0;                                            // guarded by mu
-  bool sweep_armed = false;                                         // guarded by mu
-  bool shut_down = false;                                           // guarded by mu
-  uint64_t next_exchange = 0;                                       // guarded by mu
-  std::unordered_map<uint64_t, std::weak_ptr<Exchange>> in_flight;  // guarded by mu
-
-  struct Counters {
-    std::atomic<uint64_t> requests{0}, opened{0}, reused{0}, stale{0}, retries{0}, failures{0};
-  } counters;
-};
 
 // Owned by its own pending operations (every handler it starts holds it) until they all have
 // completed after Finish; never by its handle, so nothing outside the io_context keeps it alive.
@@ -569,121 +511,6 @@ class ExchangeHandle final : public RequestHandle {
  private:
   std::weak_ptr<Exchange> exchange_;
 };
-
-// --- Pool ------------------------------------------------------------------------------------
-
-std::optional<tcp::socket> Client::State::TakeIdle(const std::string& host_port) {
-  std::vector<tcp::socket> discard;
-  std::optional<tcp::socket> found;
-  {
-    std::lock_guard lock(mu);
-    auto it = idle.find(host_port);
-    if (it == idle.end()) return std::nullopt;
-    auto now = SteadyClock::now();
-    auto& list = it->second;
-    // Newest first: the most recently used connection is the least likely to have been closed.
-    while (!list.empty()) {
-      IdleConnection c = std::move(list.back());
-      list.pop_back();
-      idle_count--;
-      const auto idle_for = now - c.since;
-      // A connection pooled moments ago is not probed (a system call per request under load):
-      // servers close idle connections after seconds, and a reused connection that fails before
-      // the response is replayed on a fresh one where that is safe.
-      if (idle_for > ToSteady(options.idle_expiry) ||
-          (idle_for > kProbeIdleAfter && IsStale(c.socket))) {
-        counters.stale.fetch_add(1, std::memory_order_relaxed);
-        discard.push_back(std::move(c.socket));
-        continue;
-      }
-      found.emplace(std::move(c.socket));
-      break;
-    }
-    if (list.empty()) idle.erase(it);
-  }
-  for (auto& s : discard) {
-    error_code ec;
-    s.close(ec);
-  }
-  return found;
-}
-
-void Client::State::PutIdle(const std::string& host_port, tcp::socket socket) {
-  bool arm = false;
-  {
-    std::lock_guard lock(mu);
-    auto& list = idle[host_port];
-    if (!shut_down && list.size() < options.max_idle_per_host) {
-      list.push_back(IdleConnection{std::move(socket), SteadyClock::now()});
-      idle_count++;
-      arm = !std::exchange(sweep_armed, true);
-    } else if (list.empty()) {
-      idle.erase(host_port);
-    }
-  }
-  if (socket.is_open()) {
-    error_code ec;
-    socket.close(ec);
-  }
-  if (arm) {
-    asio::post(sweep_strand, [self = shared_from_this()] {
-      self->sweep_timer.expires_after(ToSteady(self->options.idle_expiry));
-      self->sweep_timer.async_wait([self](error_code ec) {
-        if (!ec) self->Sweep();
-      });
-    });
-  }
-}
-
-// Closes expired idle connections, so the pool does not hold sockets servers have given up on.
-void Client::State::Sweep() {
-  std::vector<tcp::socket> discard;
-  bool rearm = false;
-  {
-    std::lock_guard lock(mu);
-    auto now = SteadyClock::now();
-    for (auto it = idle.begin(); it != idle.end();) {
-      auto& list = it->second;
-      size_t keep = 0;
-      for (auto& c : list) {
-        if (now - c.since > ToSteady(options.idle_expiry) || IsStale(c.socket)) {
-          discard.push_back(std::move(c.socket));
-        } else {
-          list[keep++] = std::move(c);
-        }
-      }
-      idle_count -= list.size() - keep;
-      list.erase(list.begin() + static_cast<ptrdiff_t>(keep), list.end());
-      it = list.empty() ? idle.erase(it) : std::next(it);
-    }
-    sweep_armed = rearm = idle_count > 0 && !shut_down;
-  }
-  for (auto& s : discard) {
-    error_code ec;
-    s.close(ec);
-  }
-  if (rearm) {
-    sweep_timer.expires_after(ToSteady(options.idle_expiry) / 2);
-    sweep_timer.async_wait([self = shared_from_this()](error_code ec) {
-      if (!ec) self->Sweep();
-    });
-  }
-}
-
-void Client::State::CloseIdle() {
-  std::unordered_map<std::string, std::vector<IdleConnection>> taken;
-  {
-    std::lock_guard lock(mu);
-    taken.swap(idle);
-    idle_count = 0;
-  }
-  for (auto& [_, list] : taken) {
-    for (auto& c : list) {
-      error_code ec;
-      c.socket.close(ec);
-    }
-  }
-}
 
 // --- Client ----------------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 // Summarize: the figures of a load-generator run, from its per-request results.
 //
 // - Latency distributions (TTFT, inter-token latency, end-to-end) over successful requests, with
-//   mean and p50/p90/p99/max. Percentiles interpolate linearly between the closest ranks (the
-//   convention of numpy and of vLLM's benchmark), so p50 of {1, 2} is 1.5.
+//   mean and p50/p90/p99/max. Percentiles (common/percentile.h) interpolate linearly between the
+//   closest ranks (the convention of numpy and of vLLM's benchmark), so p50 of {1, 2} is 1.5.
 // - Inter-token latency pools every gap of every request, as serving benchmarks do.
 // - Throughput: completed requests and output tokens per second of the run's wall time.
 // - Token-level cache hit rate = sum(cached_tokens) / sum(prompt_tokens) over the successful
@@ -33,10 +33,6 @@ struct Distribution {
   double p99_ms = 0;
   double max_ms = 0;
 };
-
-// The q-quantile (q in [0, 1], clamped) of `sorted` (ascending), interpolating linearly between
-// the closest ranks; 0 for an empty input.
-double Percentile(std::span<const double> sorted, double q);
 
 // The distribution of `samples_ms` (any order).
 Distribution Distribute(std::vector<double> samples_ms);

@@ -22,27 +22,6 @@ RequestResult Ok(uint64_t id, int ttft_ms, int e2e_ms, uint32_t prompt, uint32_t
   return r;
 }
 
-TEST(PercentileTest, InterpolatesBetweenClosestRanks) {
-  std::vector<double> v;
-  for (int i = 1; i <= 100; ++i) v.push_back(i);
-  EXPECT_DOUBLE_EQ(Percentile(v, 0.5), 50.5);
-  EXPECT_DOUBLE_EQ(Percentile(v, 0.99), 99.01);
-  EXPECT_DOUBLE_EQ(Percentile(v, 0.9), 90.1);
-  EXPECT_DOUBLE_EQ(Percentile(v, 0), 1);
-  EXPECT_DOUBLE_EQ(Percentile(v, 1), 100);
-}
-
-TEST(PercentileTest, EdgeCases) {
-  EXPECT_EQ(Percentile({}, 0.5), 0);
-  const std::vector<double> one{7};
-  EXPECT_EQ(Percentile(one, 0.99), 7);
-  const std::vector<double> two{1, 2};
-  EXPECT_DOUBLE_EQ(Percentile(two, 0.5), 1.5);
-  EXPECT_EQ(Percentile(two, -3), 1);  // clamped
-  EXPECT_EQ(Percentile(two, 42), 2);  // clamped
-  EXPECT_EQ(Percentile(two, std::numeric_limits<double>::quiet_NaN()), 1);
-}
-
 TEST(DistributeTest, SortsAndSummarizes) {
   const Distribution d = Distribute({30, 10, 20, 40});
   EXPECT_EQ(d.count, 4u);

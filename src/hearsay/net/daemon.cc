@@ -17,12 +17,11 @@
 
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/gossip/types.h"
-#include "hearsay/http/bounce_header.h"
 #include "hearsay/http/host_port.h"
-#include "hearsay/http/peer_headers.h"
 #include "hearsay/net/engine_factory.h"
 #include "hearsay/net/keyring_file.h"
 #include "hearsay/net/logging_peer_client.h"
+#include "hearsay/node/router_cost.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
 
@@ -42,18 +41,6 @@ std::string Hostname() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
   return buf;
-}
-
-// Appends v in lower-case hex without leading zeros ("0" for 0): what "{:x}" prints, without
-// fmt's formatting machinery on every request (about a thousand instructions).
-void AppendHex(uint64_t v, std::string* out) {
-  char digits[16];
-  int n = 0;
-  do {
-    digits[n++] = "0123456789abcdef"[v & 0xf];
-    v >>= 4;
-  } while (v != 0);
-  while (n > 0) out->push_back(digits[--n]);
 }
 
 bool IsUnspecified(const std::string& host) {
@@ -85,20 +72,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config) {
 
 Status Daemon::Init() {
   if (sodium_init() < 0) return InternalError("libsodium failed to initialise");
-  const DaemonConfig& c = config_;
-  // One thread runs the I/O context: its connections and exchanges need no strands.
-  const bool io_one_thread = c.io_threads <= 1;
-
   // Keys first: a bad key file must stop the node before anything binds.
   std::string key_source = "none (insecure)";
-  if (!c.insecure) {
+  if (!config_.insecure) {
     HEARSAY_ASSIGN_OR_RETURN(StartupKeyring k,
-                             LoadStartupKeyring(c.cluster_key_file, c.keyring_file));
+                             LoadStartupKeyring(config_.cluster_key_file, config_.keyring_file));
     keyring_ = std::make_unique<gossip::Keyring>(std::move(k.keyring));
     key_source = std::move(k.source);
   }
 
-  seed_ = c.seed != 0 ? c.seed : OsRandomSeed();
+  seed_ = config_.seed != 0 ? config_.seed : OsRandomSeed();
   rng_ = std::make_unique<Rng>(seed_);
   // A fresh generation per start, increasing across restarts: the wall clock in ns.
   generation_ = static_cast<Generation>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -109,7 +92,22 @@ Status Daemon::Init() {
                       .count();
   scheduler_ = std::make_unique<AsioScheduler>(core_io_);
 
-  // Sockets: gossip, then HTTP. Either failing (a port in use) fails the start.
+  HEARSAY_RETURN_IF_ERROR(OpenSockets());
+  HEARSAY_RETURN_IF_ERROR(InitGossipSecurity());
+  HEARSAY_ASSIGN_OR_RETURN(prefix::BlockKeyer keyer, MakeBlockKeyer());
+  HEARSAY_ASSIGN_OR_RETURN(KeyingConfig keying, ResolveKeying(config_));
+  HEARSAY_ASSIGN_OR_RETURN(prompt_tokenizer_, PromptTokenizer::Create(&io_, std::move(keying)));
+  keying_metrics_ = std::make_unique<KeyingMetrics>(metrics_.mutable_registry());
+  InitForwarding();
+  HEARSAY_RETURN_IF_ERROR(InitEngineAndNode(keyer));
+  StartThreads();
+  LogStart(key_source);
+  return OkStatus();
+}
+
+// Sockets: gossip, then HTTP. Either failing (a port in use) fails the start.
+Status Daemon::OpenSockets() {
+  const DaemonConfig& c = config_;
   TransportOptions to;
   to.bind = c.gossip_listen;
   HEARSAY_ASSIGN_OR_RETURN(transport_, UdpTcpTransport::Open(io_, core_io_, to));
@@ -123,7 +121,7 @@ Status Daemon::Init() {
   so.header_timeout = std::chrono::milliseconds(c.header_timeout_ms);
   so.body_timeout = std::chrono::milliseconds(c.read_timeout_ms);
   so.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
-  so.one_thread = io_one_thread;
+  so.one_thread = IoOneThread();
   HEARSAY_ASSIGN_OR_RETURN(
       server_,
       http::Server::Start(io_, so, [this](http::Request req, std::shared_ptr<http::Responder> r) {
@@ -145,8 +143,11 @@ Status Daemon::Init() {
   } else {
     api_address_ = http_address_;
   }
+  return OkStatus();
+}
 
-  // Gossip security.
+Status Daemon::InitGossipSecurity() {
+  const DaemonConfig& c = config_;
   Result<gossip::Sealer> sealer =
       c.insecure
           ? gossip::Sealer::CreateInsecureUnauthenticated(c.cluster_name, node_id_, generation_)
@@ -161,10 +162,14 @@ Status Daemon::Init() {
   framer_ = std::make_unique<gossip::EnvelopeFramer>(*sealer_, *opener_);
   auth_ = std::make_unique<PeerAuthenticator>(c.insecure ? PeerAuthenticator::Insecure()
                                                          : PeerAuthenticator(*keyring_));
+  return OkStatus();
+}
 
-  // Block keys: the namespace secret is the block-key secret file's key when given (it never
-  // rotates), else the primary cluster key at start (BlockKeyer derives its own keys from either
-  // with a distinct label), so clusters with different keys never share keys.
+// Block keys: the namespace secret is the block-key secret file's key when given (it never
+// rotates), else the primary cluster key at start (BlockKeyer derives its own keys from either
+// with a distinct label), so clusters with different keys never share keys.
+Result<prefix::BlockKeyer> Daemon::MakeBlockKeyer() const {
+  const DaemonConfig& c = config_;
   std::string insecure_secret = "hearsay insecure namespace/" + c.cluster_name;
   std::optional<gossip::Keyring> block_key_file;
   if (!c.block_key_secret_file.empty()) {
@@ -183,22 +188,19 @@ Status Daemon::Init() {
           : std::span<const uint8_t>(keyring_->primary()->bytes());
   prefix::BlockKeyerOptions ko;
   ko.tokens_per_block = c.block_size;
-  HEARSAY_ASSIGN_OR_RETURN(prefix::BlockKeyer keyer,
-                           prefix::BlockKeyer::Create(secret, c.model, KeyNamespace(c), ko));
-  HEARSAY_ASSIGN_OR_RETURN(KeyingConfig keying, ResolveKeying(c));
-  HEARSAY_ASSIGN_OR_RETURN(prompt_tokenizer_, PromptTokenizer::Create(&io_, std::move(keying)));
-  keying_metrics_ = std::make_unique<KeyingMetrics>(metrics_.mutable_registry());
+  return prefix::BlockKeyer::Create(secret, c.model, KeyNamespace(c), ko);
+}
 
-  // Forwarding.
+void Daemon::InitForwarding() {
+  const DaemonConfig& c = config_;
   http::ClientOptions peer_client_options;
-  peer_client_options.one_thread = io_one_thread;
+  peer_client_options.one_thread = IoOneThread();
   http_client_ = std::make_unique<http::Client>(io_, peer_client_options);
-  auto post_to_core = [this](std::function<void()> fn) { asio::post(core_io_, std::move(fn)); };
   http::PeerClientOptions po;
   po.auth_token = auth_->token();
   po.origin_node_id = node_id_;
   po.first_token_timeout = std::chrono::milliseconds(c.forward_timeout_ms);
-  peer_client_ = std::make_unique<http::HttpPeerClient>(*http_client_, post_to_core, po);
+  peer_client_ = std::make_unique<http::HttpPeerClient>(*http_client_, PostToCore(), po);
   logging_peer_client_ = std::make_unique<LoggingPeerClient>(*peer_client_, node_id_);
   if (!c.insecure) {
     KeyAdminOptions ka{c.keyring_file, c.admin_allow_remote, node_id_};
@@ -209,15 +211,17 @@ Status Daemon::Init() {
           peer_client_->SetAuthToken(auth_->token());
         });
   }
+}
 
-  // Engine and node.
+Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
+  const DaemonConfig& c = config_;
   EngineEnv env;
   env.scheduler = scheduler_.get();
   env.keyer = &keyer;
   env.seed = rng_->NextU64();
   env.io = &io_;
-  env.io_one_thread = io_one_thread;
-  env.post_to_core = post_to_core;
+  env.io_one_thread = IoOneThread();
+  env.post_to_core = PostToCore();
   // The engine's HTTP client reports only from I/O handlers, never inside a call into it, so on
   // the core thread itself (--io-threads 0) its events run at once instead of queued.
   env.deliver_to_core = [this](std::function<void()> fn) {
@@ -243,9 +247,7 @@ Status Daemon::Init() {
   no.policy_options.decision_seed = rng_->NextU64();
   if (c.engine == "sim") {
     HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cm, engine::CostModel::FromPreset(c.engine_preset));
-    const engine::CostParams& p = cm.params();
-    no.policy_options.cost = {p.t0_ms, p.a_ms_per_token, p.b_ms_per_token2, p.d1_ms_per_seq,
-                              p.d2_ms_per_ctx_token};
+    no.policy_options.cost = node::RouterCostModel(cm.params());
   } else {
     // An upstream engine's speed is only known by measuring it (a CPU llama.cpp is ~100x slower
     // per token than the default model): without this, cache savings would be priced at GPU speed
@@ -256,20 +258,27 @@ Status Daemon::Init() {
       node_, node::Node::Create(std::move(no), *engine_, keyer, *scheduler_, *rng_, *transport_,
                                 *logging_peer_client_, framer_.get()));
   transport_->Start(&node_->gossip_sink());
+  return OkStatus();
+}
 
-  // Threads, then join the cluster on the core thread.
+// Threads, then join the cluster on the core thread.
+void Daemon::StartThreads() {
   core_work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
       core_io_.get_executor());
   io_work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
       io_.get_executor());
   core_thread_ = std::thread([this] { core_io_.run(); });
-  for (uint64_t i = 0; i < c.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+  for (uint64_t i = 0; i < config_.io_threads; ++i) {
+    io_threads_.emplace_back([this] { io_.run(); });
+  }
   RunOnCore([this] {
     node_->Start(config_.join);
     RefreshTick();
   });
+}
 
-  if (c.insecure) {
+void Daemon::LogStart(const std::string& key_source) const {
+  if (config_.insecure) {
     spdlog::warn(
         "event=insecure msg=\"INSECURE: no cluster key; gossip is neither authenticated "
         "nor encrypted and peer requests are not authenticated; anyone who can reach "
@@ -280,8 +289,11 @@ Status Daemon::Init() {
       "event=start node={} generation={} http={} gossip={} api_address={} seed={} "
       "keys={} key_source=\"{}\" {}",
       node_id_, generation_, http_address_, gossip_address_, api_address_, seed_,
-      keyring_ ? keyring_->size() : 0, key_source, c.Describe());
-  return OkStatus();
+      keyring_ ? keyring_->size() : 0, key_source, config_.Describe());
+}
+
+std::function<void(std::function<void()>)> Daemon::PostToCore() {
+  return [this](std::function<void()> fn) { asio::post(core_io_, std::move(fn)); };
 }
 
 Daemon::~Daemon() {
@@ -355,209 +367,6 @@ void Daemon::StopThreads() {
   transport_.reset();
 }
 
-void Daemon::RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
-                          http::Headers extra) {
-  metrics_.CountHttpError(e.http_status);
-  http::Headers h = JsonHeaders();
-  for (auto& kv : extra) h.push_back(std::move(kv));
-  responder->Respond(e.http_status, std::move(h), api::RenderError(e));
-}
-
-void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> responder) {
-  const std::string& path = request.path;
-  const bool get = request.method == "GET";
-  const bool post = request.method == "POST";
-  if (path == "/v1/completions" || path == "/v1/chat/completions") {
-    if (!post) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    const api::Endpoint ep =
-        path == "/v1/completions" ? api::Endpoint::kCompletions : api::Endpoint::kChatCompletions;
-    return HandleCompletion(ep, std::move(request), std::move(responder));
-  }
-  if (path == "/health") {
-    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    nlohmann::json j = {
-        {"status", draining_ ? "draining" : "ok"}, {"node", node_id_}, {"generation", generation_}};
-    if (draining_) metrics_.CountHttpError(503);
-    responder->Respond(draining_ ? 503 : 200, JsonHeaders(), j.dump());
-    return;
-  }
-  if (path == "/v1/models") {
-    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    const std::string models[] = {config_.model};
-    responder->Respond(200, JsonHeaders(), api::RenderModels(models, created_unix_, "hearsay"));
-    return;
-  }
-  if (path == "/metrics" || path == "/cluster") {
-    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    const bool metrics = path == "/metrics";
-    // Core state is read on the core thread, which answers through the (thread-safe) responder.
-    asio::post(core_io_, [this, metrics, responder] {
-      if (!node_) return;
-      if (metrics) {
-        RefreshMetrics();
-        responder->Respond(200, {{"content-type", "text/plain; version=0.0.4; charset=utf-8"}},
-                           metrics_.Render());
-      } else {
-        responder->Respond(200, JsonHeaders(), RenderCluster());
-      }
-    });
-    return;
-  }
-  if (IsKeyAdminPath(path)) return HandleKeyAdmin(std::move(request), std::move(responder));
-  if (path == "/debug/faults" && config_.debug_faults) {
-    if (!post) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    return HandleFaults(request, responder);
-  }
-  RespondError(responder, api::NotFound(path));
-}
-
-void Daemon::HandleFaults(const http::Request& request,
-                          const std::shared_ptr<http::Responder>& responder) {
-  nlohmann::json j = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("block") || !j["block"].is_array()) {
-    return RespondError(responder,
-                        api::InvalidRequest("block", "expected {\"block\": [\"host:port\", ...]}"));
-  }
-  std::set<std::string> blocked;
-  for (const auto& a : j["block"]) {
-    if (!a.is_string() || !ParseHostPort(a.get<std::string>()).ok()) {
-      return RespondError(responder, api::InvalidRequest("block", "addresses are \"host:port\""));
-    }
-    blocked.insert(a.get<std::string>());
-  }
-  spdlog::warn("event=debug_faults node={} blocked={}", node_id_, j["block"].dump());
-  transport_->SetBlocked(blocked);
-  responder->Respond(200, JsonHeaders(), nlohmann::json{{"blocked", j["block"]}}.dump());
-}
-
-void Daemon::HandleKeyAdmin(http::Request request, std::shared_ptr<http::Responder> responder) {
-  asio::post(core_io_, [this, request = std::move(request), responder = std::move(responder)] {
-    const KeyAdminResponse r = key_admin_ ? key_admin_->Handle(request) : KeyAdmin::InsecureNode();
-    if (r.status >= 400) metrics_.CountHttpError(r.status);
-    responder->Respond(r.status, JsonHeaders(), r.body);
-  });
-}
-
-void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
-                              std::shared_ptr<http::Responder> responder) {
-  if (draining_) return RespondError(responder, api::Unavailable("this node is shutting down"));
-  const bool hop = request.Header(http::kHopHeader).has_value();
-  if (hop && !auth_->Check(request.Header(http::kPeerAuthHeader).value_or(""))) {
-    metrics_.CountPeerAuthFailure();
-    spdlog::warn("event=peer_auth_failed remote={} origin={}", request.remote,
-                 std::string(request.Header(http::kOriginHeader).value_or("-")));
-    return RespondError(responder, api::Forbidden("a hop request needs a valid peer token"));
-  }
-  std::variant<api::ApiRequest, api::ApiError> parsed =
-      api::ParseRequest(endpoint, request.body, limits_);
-  if (auto* e = std::get_if<api::ApiError>(&parsed)) return RespondError(responder, *e);
-  api::ApiRequest& req = std::get<api::ApiRequest>(parsed);
-  if (req.model != config_.model) return RespondError(responder, api::UnknownModel(req.model));
-  if (in_flight_.fetch_add(1) >= static_cast<int64_t>(config_.max_concurrent_requests)) {
-    in_flight_.fetch_sub(1);
-    return RespondError(responder, api::TooManyRequests(), {{"retry-after", "1"}});
-  }
-  // Engine tokenization answers on an I/O thread later; bytes keying answers at once. The
-  // request lives on the heap meanwhile, so the views Tokenize reads stay valid.
-  auto parsed_completion = std::make_shared<ParsedCompletion>(
-      ParsedCompletion{endpoint, hop, std::move(req), std::move(request), std::move(responder),
-                       scheduler_->clock().Now()});
-  const ParsedCompletion& pc = *parsed_completion;
-  prompt_tokenizer_->Tokenize(endpoint, pc.req.prompt, pc.request.body,
-                              [this, c = std::move(parsed_completion)](PromptTokens tokens) {
-                                SubmitTokenized(*c, std::move(tokens));
-                              });
-}
-
-void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
-  const api::Endpoint endpoint = c.endpoint;
-  const bool hop = c.hop;
-  api::ApiRequest& req = c.req;
-  http::Request& request = c.request;
-  std::shared_ptr<http::Responder>& responder = c.responder;
-  std::vector<uint32_t> tokens = std::move(prompt_tokens.tokens);
-  if (std::optional<api::ApiError> e = api::CheckContext(static_cast<uint32_t>(tokens.size()),
-                                                         req.max_tokens, limits_, endpoint)) {
-    in_flight_.fetch_sub(1);
-    return RespondError(responder, *e);
-  }
-  metrics_.in_flight().Set(static_cast<double>(in_flight_.load()));
-
-  const uint64_t id = next_request_id_.fetch_add(1);
-  CompletionOptions o;
-  o.meta.endpoint = endpoint;
-  o.meta.id = endpoint == api::Endpoint::kCompletions ? "cmpl-" : "chatcmpl-";
-  AppendHex(generation_ & 0xffffffffffff, &o.meta.id);
-  o.meta.id.push_back('-');
-  AppendHex(id, &o.meta.id);
-  o.meta.created = std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-  o.meta.model = config_.model;
-  o.meta.system_fingerprint = node_id_;
-  o.stream = req.stream;
-  o.include_usage = req.include_usage;
-  o.hop = hop;
-  o.max_tokens = req.max_tokens;
-  o.node_id = node_id_;
-
-  PeerRequest pr;
-  pr.id = id;
-  pr.prompt = std::move(tokens);
-  pr.max_output_tokens = req.max_tokens;
-  pr.forwarded = hop;
-  if (hop) {  // peer-authenticated above; a bad value only means "serve it"
-    if (auto above = request.Header(http::kBounceAboveHeader)) {
-      pr.bounce_above_ms = http::ParseBounceAboveMs(*above).value_or(0);
-    }
-  }
-  pr.api_path = request.path;
-  pr.api_body = std::move(request.body);
-  pr.stream = req.stream;
-  const TimePoint arrived = c.arrived;
-  // Submit is queued (or, on the core thread itself with --io-threads 0, run) before OnClose is
-  // registered, so a cancel always finds its request.
-  asio::dispatch(core_io_,
-                 [this, id, pr = std::move(pr), o = std::move(o), responder, arrived]() mutable {
-                   Submit(id, std::move(pr), std::move(o), std::move(responder), arrived);
-                 });
-  responder->OnClose([this, id] { asio::post(core_io_, [this, id] { CancelRequest(id); }); });
-}
-
-void Daemon::Submit(uint64_t id, PeerRequest request, CompletionOptions options,
-                    std::shared_ptr<http::Responder> responder, TimePoint arrived) {
-  const bool hop = options.hop;
-  auto on_first = [this, hop, arrived](const PeerFirstToken&) {
-    if (!hop) metrics_.ObserveTtft(scheduler_->clock().Now() - arrived);
-  };
-  auto on_done = [this, id](int status, bool /*failed*/) {
-    if (status >= 400) metrics_.CountHttpError(status);
-    FinishRequest(id);
-  };
-  auto sink = std::make_unique<CompletionSink>(std::move(options), std::move(responder), tokenizer_,
-                                               on_first, on_done);
-  CompletionSink* raw = sink.get();
-  sinks_[id] = std::move(sink);
-  node_->Submit(std::move(request), raw);
-}
-
-void Daemon::FinishRequest(uint64_t id) {
-  in_flight_.fetch_sub(1);
-  metrics_.in_flight().Set(static_cast<double>(in_flight_.load()));
-  // Called from inside the sink's callback: free it after the callback returns.
-  scheduler_->Post([this, id] { sinks_.erase(id); });
-}
-
-void Daemon::CancelRequest(uint64_t id) {
-  auto it = sinks_.find(id);
-  if (it == sinks_.end() || it->second->done()) return;
-  node_->Cancel(id, it->second.get());
-  it->second->Abandon();
-  sinks_.erase(it);
-  in_flight_.fetch_sub(1);
-  metrics_.in_flight().Set(static_cast<double>(in_flight_.load()));
-}
-
 void Daemon::RefreshTick() {
   RefreshMetrics();
   LogMemberChanges();
@@ -594,71 +403,6 @@ void Daemon::LogMemberChanges() {
                    state, m.address, m.generation);
     }
   }
-}
-
-std::string Daemon::RenderCluster() const {
-  const TimePoint now = scheduler_->clock().Now();
-  const engine::EngineLoad l = engine_->Load();
-  const gossip::Node& g = node_->gossip();
-  nlohmann::json self = {
-      {"id", node_id_},
-      {"generation", generation_},
-      {"incarnation", g.incarnation()},
-      {"address", gossip_address_},
-      {"api_address", api_address_},
-      {"overloaded", g.overloaded()},
-      {"local_health", g.local_health()},
-      {"load",
-       {{"queue_depth", l.waiting_requests},
-        {"running", l.running_requests},
-        {"kv_used_tokens", l.kv_used_tokens},
-        {"kv_capacity_tokens", l.kv_capacity_tokens},
-        {"prefill_ms_per_token", l.prefill_ms_per_token}}},
-      {"cache_entries", g.own_store().live_count()},
-      {"draining", draining_.load()},
-  };
-  nlohmann::json members = nlohmann::json::array();
-  for (const gossip::MemberView& m : g.Members()) {
-    const gossip::OriginStore* store = g.PeerStore(m.id);
-    nlohmann::json j = {
-        {"id", m.id},
-        {"state", gossip::MemberStateName(m.state)},
-        {"address", m.address},
-        {"api_address", m.api_address},
-        {"generation", m.generation},
-        {"incarnation", m.incarnation},
-        {"overloaded", m.has_load && m.load.overloaded},
-        {"cache_entries", store ? store->live_count() : 0},
-        {"known_version", m.known_version},
-        {"state_age_ms", ToMillis(now - m.state_since)},
-    };
-    if (m.has_load) {
-      j["load"] = {{"queue_depth", m.load.queue_depth},
-                   {"running", m.load.running},
-                   {"kv_used_tokens", m.load.kv_used_tokens},
-                   {"kv_capacity_tokens", m.load.kv_capacity_tokens},
-                   {"prefill_ms_per_token", m.load.prefill_ms_per_token}};
-      j["view_age_ms"] = ToMillis(now - m.load_updated);
-    } else {
-      j["load"] = nullptr;
-      j["view_age_ms"] = nullptr;
-    }
-    j["rtt_ms"] = m.rtt_ms ? nlohmann::json(*m.rtt_ms) : nlohmann::json(nullptr);
-    members.push_back(std::move(j));
-  }
-  const node::NodeStats& s = node_->stats();
-  nlohmann::json stats = {{"client_requests", s.client_requests},
-                          {"served_local", s.served_local},
-                          {"forwarded", s.forwarded_out},
-                          {"forward_attempts", s.forward_attempts},
-                          {"forward_failures", s.forward_failures},
-                          {"served", s.served},
-                          {"served_cached_tokens", s.served_cached_tokens},
-                          {"failed", s.failed},
-                          {"cancelled", s.cancelled}};
-  nlohmann::json out = {
-      {"self", self}, {"policy", config_.policy}, {"members", members}, {"stats", stats}};
-  return out.dump();
 }
 
 }  // namespace hearsay::net

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,7 @@
 #include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/net/udp_tcp_transport.h"
 #include "hearsay/node/node.h"
+#include "hearsay/prefix/block_keys.h"
 
 namespace hearsay::upstream {
 class HostedOpenAiEngine;
@@ -83,12 +85,25 @@ class Daemon {
  private:
   explicit Daemon(DaemonConfig config);
 
+  // Init's steps, in order (daemon.cc): sockets, gossip security, block keys, forwarding, the
+  // engine and node, threads, then the start log line.
   Status Init();
+  Status OpenSockets();
+  Status InitGossipSecurity();
+  Result<prefix::BlockKeyer> MakeBlockKeyer() const;
+  void InitForwarding();
+  Status InitEngineAndNode(const prefix::BlockKeyer& keyer);
+  void StartThreads();
+  void LogStart(const std::string& key_source) const;
+  // One thread runs the I/O context: its connections and exchanges need no strands.
+  bool IoOneThread() const { return config_.io_threads <= 1; }
+  // Posts a function to the core io_context.
+  std::function<void(std::function<void()>)> PostToCore();
   // Runs `fn` on the core thread and waits for it (setup and tests; never from an I/O thread).
   void RunOnCore(std::function<void()> fn);
   void StopThreads();
 
-  // HTTP handlers (I/O threads).
+  // HTTP handlers (I/O threads; daemon_requests.cc).
   void Handle(http::Request request, std::shared_ptr<http::Responder> responder);
   void HandleCompletion(api::Endpoint endpoint, http::Request request,
                         std::shared_ptr<http::Responder> responder);

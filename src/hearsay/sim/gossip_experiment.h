@@ -38,8 +38,9 @@ struct GossipExperimentOptions {
 };
 
 // Runs the experiment; returns one JSON object with the options and:
-//   convergence_p99_s     median over sampled new landmark entries of the time until 99% of the
-//                         other live nodes hold it (entries evicted first are not counted)
+//   convergence_median_s  median over sampled new landmark entries of the time until 99% of the
+//                         other live nodes hold it (entries evicted first are not counted);
+//                         convergence_p99_s is its deprecated name, with the same value
 //   convergence_p99_s_tail  the 99th percentile of that time over the samples
 //   detect_s              time until every live node declared the killed node dead
 //   false_deaths          (observer, healthy member) pairs ever declared dead

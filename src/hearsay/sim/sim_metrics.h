@@ -1,4 +1,5 @@
-// Summary statistics for simulator figures: percentiles and the coefficient of variation.
+// Summary statistics for simulator figures: the mean and the coefficient of variation
+// (percentiles: common/percentile.h).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -7,10 +8,6 @@
 #include <vector>
 
 namespace hearsay::sim {
-
-// The q-quantile (q in [0, 1]) of `values` by linear interpolation between closest ranks (the
-// "R-7" definition, as numpy's default). Reorders `values`. 0 for an empty input.
-double Percentile(std::vector<double>& values, double q);
 
 // The arithmetic mean; 0 for an empty input.
 double Mean(std::span<const double> values);

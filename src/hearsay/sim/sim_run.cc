@@ -9,7 +9,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "hearsay/common/percentile.h"
 #include "hearsay/engine/cost_model.h"
+#include "hearsay/node/router_cost.h"
 #include "hearsay/sim/sim_cluster.h"
 #include "hearsay/sim/sim_metrics.h"
 #include "hearsay/sim/specialist_drift.h"
@@ -198,6 +200,95 @@ Status WriteRecordsCsv(const std::vector<RequestRecord>& records, const std::str
   return OkStatus();
 }
 
+namespace {
+
+// Arrival rate: rho x nodes / mean service time, measured on a probe of the workload.
+Result<double> ArrivalRate(const SimConfig& config, const engine::CostModel& cost,
+                           const engine::SimEngineOptions& eo,
+                           std::shared_ptr<const workload::Trace> trace, uint64_t total) {
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> probe,
+                           MakeWorkload(config, 1.0, trace, std::min<uint64_t>(total, 2000)));
+  double prompt = 0, output = 0, n = 0;
+  while (std::optional<workload::Request> r = probe->Next()) {
+    prompt += static_cast<double>(r->prompt.size());
+    output += std::max<double>(1, r->output_tokens);
+    n += 1;
+    if (n >= 2000) break;
+  }
+  if (n == 0) return InvalidArgumentError("the workload produced no requests");
+  const double service_ms =
+      ServiceMs(cost.params(), prompt / n, output / n, static_cast<double>(eo.token_budget));
+  return workload::RateForUtilization(config.rho, FromMillis(service_ms), config.nodes);
+}
+
+SimClusterOptions ClusterOptions(const SimConfig& config, const engine::CostModel& cost,
+                                 const engine::SimEngineOptions& eo) {
+  SimClusterOptions co;
+  co.nodes = config.nodes;
+  co.seed = config.seed;
+  co.delay_ms = config.delay_ms;
+  co.delay_jitter = config.delay_jitter;
+  co.loss = config.loss;
+  co.gossip.gossip_interval = FromMillis(config.gossip_ms);
+  co.gossip.probe_interval = std::max(FromMillis(100), 5 * co.gossip.gossip_interval);
+  co.gossip.probe_timeout = co.gossip.probe_interval / 2;
+  co.gossip.landmark_stride = config.landmark_stride;
+  co.policy = config.policy;
+  co.policy_options.cost = node::RouterCostModel(cost.params());
+  co.engine = eo;
+  co.block_tokens = config.block_tokens;
+  co.publish_interval = std::max(FromMillis(10), co.gossip.gossip_interval / 2);
+  return co;
+}
+
+// The figures of a finished run from its client sink and cluster (all but the arrival rate and
+// the wall-clock figures).
+SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& cluster,
+                     TimePoint start, uint64_t bytes_at_start) {
+  SimSummary s;
+  s.requests = sink.done_;
+  s.failed = sink.failed_;
+  s.sim_seconds = std::max(0.0, ToSeconds(sink.last_ - start));
+  std::vector<double>& ttft = sink.ttft_ms_;
+  s.mean_ttft_ms = Mean(ttft);
+  std::sort(ttft.begin(), ttft.end());
+  s.p50_ttft_ms = Percentile(ttft, 0.50);
+  s.p90_ttft_ms = Percentile(ttft, 0.90);
+  s.p99_ttft_ms = Percentile(ttft, 0.99);
+  s.mean_e2e_ms = sink.done_ == 0 ? 0 : sink.e2e_sum_ms_ / static_cast<double>(sink.done_);
+  uint64_t prompt = 0, cached = 0, forwarded = 0, clients = 0;
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (!cluster.up(i)) continue;
+    const node::NodeStats& st = cluster.node(i).stats();
+    prompt += st.served_prompt_tokens;
+    cached += st.served_cached_tokens;
+    forwarded += st.forwarded_out;
+    clients += st.client_requests;
+    s.retries += st.forward_failures;
+    s.bounces += st.forwards_bounced;
+    s.per_node_work.push_back(
+        static_cast<double>(st.served_prompt_tokens - st.served_cached_tokens));
+    s.per_node_served.push_back(st.served);
+  }
+  s.hit_rate = prompt == 0 ? 0 : static_cast<double>(cached) / static_cast<double>(prompt);
+  s.forwarded_frac =
+      clients == 0 ? 0 : static_cast<double>(forwarded) / static_cast<double>(clients);
+  s.load_cov = CoefficientOfVariation(s.per_node_work);
+  if (s.sim_seconds > 0) {
+    s.gossip_bytes_per_node_s = static_cast<double>(cluster.gossip_bytes_sent() - bytes_at_start) /
+                                config.nodes / s.sim_seconds;
+  }
+  s.records = std::move(sink.records_);
+  if (config.record_requests) {
+    const DriftStats d = SpecialistDrift(s.records, kDriftWindowMs, kDriftMinRequests);
+    s.specialist_drift = d.drift;
+    s.specialist_share = d.specialist_share;
+  }
+  return s;
+}
+
+}  // namespace
+
 Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   const auto wall_start = std::chrono::steady_clock::now();
   HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(config));
@@ -219,45 +310,12 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   eo.cost = cost.params();
   eo.kv_capacity_tokens = config.capacity_tokens;
 
-  // Arrival rate: rho x nodes / mean service time, measured on a probe of the workload.
-  double rate = 1.0;
-  {
-    HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> probe,
-                             MakeWorkload(config, 1.0, trace, std::min<uint64_t>(total, 2000)));
-    double prompt = 0, output = 0, n = 0;
-    while (std::optional<workload::Request> r = probe->Next()) {
-      prompt += static_cast<double>(r->prompt.size());
-      output += std::max<double>(1, r->output_tokens);
-      n += 1;
-      if (n >= 2000) break;
-    }
-    if (n == 0) return InvalidArgumentError("the workload produced no requests");
-    const double service_ms =
-        ServiceMs(cost.params(), prompt / n, output / n, static_cast<double>(eo.token_budget));
-    HEARSAY_ASSIGN_OR_RETURN(
-        rate, workload::RateForUtilization(config.rho, FromMillis(service_ms), config.nodes));
-  }
+  HEARSAY_ASSIGN_OR_RETURN(const double rate, ArrivalRate(config, cost, eo, trace, total));
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> workload,
                            MakeWorkload(config, rate, trace, total));
 
-  SimClusterOptions co;
-  co.nodes = config.nodes;
-  co.seed = config.seed;
-  co.delay_ms = config.delay_ms;
-  co.delay_jitter = config.delay_jitter;
-  co.loss = config.loss;
-  co.gossip.gossip_interval = FromMillis(config.gossip_ms);
-  co.gossip.probe_interval = std::max(FromMillis(100), 5 * co.gossip.gossip_interval);
-  co.gossip.probe_timeout = co.gossip.probe_interval / 2;
-  co.gossip.landmark_stride = config.landmark_stride;
-  co.policy = config.policy;
-  const engine::CostParams& cp = cost.params();
-  co.policy_options.cost = route::PrefillCostModel{cp.t0_ms, cp.a_ms_per_token, cp.b_ms_per_token2,
-                                                   cp.d1_ms_per_seq, cp.d2_ms_per_ctx_token};
-  co.engine = eo;
-  co.block_tokens = config.block_tokens;
-  co.publish_interval = std::max(FromMillis(10), co.gossip.gossip_interval / 2);
-  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster, SimCluster::Create(co));
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster,
+                           SimCluster::Create(ClusterOptions(config, cost, eo)));
 
   simenv::VirtualScheduler& sched = cluster->scheduler();
   cluster->StartAll();
@@ -301,49 +359,12 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   }
   if (progress) progress(sink.finished(), total);
 
-  SimSummary s;
-  s.requests = sink.done_;
-  s.failed = sink.failed_;
+  SimSummary s = Summarize(config, sink, *cluster, start, bytes_at_start);
   s.arrival_rate_per_s = rate;
-  s.sim_seconds = std::max(0.0, ToSeconds(sink.last_ - start));
-  std::vector<double>& ttft = sink.ttft_ms_;
-  s.mean_ttft_ms = Mean(ttft);
-  s.p50_ttft_ms = Percentile(ttft, 0.50);
-  s.p90_ttft_ms = Percentile(ttft, 0.90);
-  s.p99_ttft_ms = Percentile(ttft, 0.99);
-  s.mean_e2e_ms = sink.done_ == 0 ? 0 : sink.e2e_sum_ms_ / static_cast<double>(sink.done_);
-  uint64_t prompt = 0, cached = 0, forwarded = 0, clients = 0;
-  for (int i = 0; i < cluster->size(); ++i) {
-    if (!cluster->up(i)) continue;
-    const node::NodeStats& st = cluster->node(i).stats();
-    prompt += st.served_prompt_tokens;
-    cached += st.served_cached_tokens;
-    forwarded += st.forwarded_out;
-    clients += st.client_requests;
-    s.retries += st.forward_failures;
-    s.bounces += st.forwards_bounced;
-    s.per_node_work.push_back(
-        static_cast<double>(st.served_prompt_tokens - st.served_cached_tokens));
-    s.per_node_served.push_back(st.served);
-  }
-  s.hit_rate = prompt == 0 ? 0 : static_cast<double>(cached) / static_cast<double>(prompt);
-  s.forwarded_frac =
-      clients == 0 ? 0 : static_cast<double>(forwarded) / static_cast<double>(clients);
-  s.load_cov = CoefficientOfVariation(s.per_node_work);
-  if (s.sim_seconds > 0) {
-    s.gossip_bytes_per_node_s = static_cast<double>(cluster->gossip_bytes_sent() - bytes_at_start) /
-                                config.nodes / s.sim_seconds;
-  }
   s.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   s.sim_requests_per_wall_s =
       s.wall_seconds > 0 ? static_cast<double>(s.requests) / s.wall_seconds : 0;
-  s.records = std::move(sink.records_);
-  if (config.record_requests) {
-    const DriftStats d = SpecialistDrift(s.records, kDriftWindowMs, kDriftMinRequests);
-    s.specialist_drift = d.drift;
-    s.specialist_share = d.specialist_share;
-  }
   return s;
 }
 

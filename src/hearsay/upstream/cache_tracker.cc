@@ -17,7 +17,7 @@ size_t CacheTracker::Predict(uint64_t request, std::span<const prefix::TokenId> 
   Pending p;
   p.keys = keyer_.Keys(prompt);
   p.text = std::move(text);
-  p.estimate_blocks = HeldPrefixBlocks(p.keys);
+  p.estimate_blocks = held_.PrefixBlocks(p.keys);
   if (!p.keys.empty() && !evidence_only_) {
     p.entry = Upsert(p.keys, p.text);
     Entry& e = entries_.at(p.entry);
@@ -125,34 +125,22 @@ void CacheTracker::SetEvidenceOnly(bool on) {
 }
 
 size_t CacheTracker::ForgetBlock(BlockKey key) {
-  auto ref = refs_.find(key);
-  if (ref == refs_.end()) return 0;
-  const size_t j = ref->second.index;
+  const HeldBlocks::Block* block = held_.Find(key);
+  if (block == nullptr) return 0;
+  const size_t j = block->index;
   const std::vector<uint64_t> cut = EntriesThrough(key);
   for (uint64_t id : cut) Truncate(id, j);
   return cut.size();
 }
 
 size_t CacheTracker::CachedPrefixTokens(std::span<const prefix::TokenId> prompt) const {
-  if (refs_.empty()) return 0;
-  return HeldPrefixBlocks(keyer_.Keys(prompt)) * block_tokens_;
+  if (held_.empty()) return 0;
+  return held_.PrefixBlocks(keyer_.Keys(prompt)) * block_tokens_;
 }
 
-void CacheTracker::DrainEvents(std::vector<BlockEvent>& out) {
-  out.insert(out.end(), events_.begin(), events_.end());
-  events_.clear();
-}
+void CacheTracker::DrainEvents(std::vector<BlockEvent>& out) { held_.DrainEvents(out); }
 
-void CacheTracker::AppendSnapshot(std::vector<BlockEvent>& out) const {
-  // Sorting by block index puts parents before children.
-  std::vector<BlockEvent> held;
-  held.reserve(refs_.size());
-  for (const auto& [key, ref] : refs_) held.push_back({BlockEvent::Kind::kAdded, key, ref.index});
-  std::sort(held.begin(), held.end(), [](const BlockEvent& a, const BlockEvent& b) {
-    return a.block_index != b.block_index ? a.block_index < b.block_index : a.key < b.key;
-  });
-  out.insert(out.end(), held.begin(), held.end());
-}
+void CacheTracker::AppendSnapshot(std::vector<BlockEvent>& out) const { held_.AppendSnapshot(out); }
 
 uint64_t CacheTracker::Upsert(const std::vector<BlockKey>& keys, const std::string& text) {
   if (auto it = by_last_key_.find(keys.back()); it != by_last_key_.end()) {
@@ -187,7 +175,7 @@ void CacheTracker::Remove(uint64_t id) {
     if (auto b = by_last_key_.find(e.keys.back()); b != by_last_key_.end() && b->second == id) {
       by_last_key_.erase(b);
     }
-    DropKeys(e.keys, 0);
+    DropKeys(e.keys);
   }
   lru_.erase({e.last_use, id});
   entries_.erase(it);
@@ -205,7 +193,7 @@ void CacheTracker::Truncate(uint64_t id, size_t blocks) {
   if (auto b = by_last_key_.find(e.keys.back()); b != by_last_key_.end() && b->second == id) {
     by_last_key_.erase(b);
   }
-  DropKeys(std::span<const BlockKey>(e.keys).subspan(blocks), blocks);
+  DropKeys(std::span<const BlockKey>(e.keys).subspan(blocks));
   e.keys.resize(blocks);
   // The shorter chain no longer matches its text; keep the text out of reconciliation.
   e.text.clear();
@@ -221,7 +209,7 @@ std::vector<uint64_t> CacheTracker::EntriesThrough(BlockKey key) const {
   // are those whose last key lies in its subtree. Every block of that subtree is about to be
   // dropped by the caller, so the walk costs no more than the drop itself.
   std::vector<uint64_t> ids;
-  if (!refs_.contains(key)) return ids;
+  if (!held_.Holds(key)) return ids;
   std::vector<BlockKey> todo = {key};
   while (!todo.empty()) {
     const BlockKey k = todo.back();
@@ -239,28 +227,17 @@ std::vector<uint64_t> CacheTracker::EntriesThrough(BlockKey key) const {
 
 void CacheTracker::AddKeys(std::span<const BlockKey> keys) {
   for (size_t i = 0; i < keys.size(); ++i) {
-    Ref& r = refs_[keys[i]];
-    if (r.count++ == 0) {
-      r.index = static_cast<uint32_t>(i);
-      events_.push_back({BlockEvent::Kind::kAdded, keys[i], r.index});
-      if (i > 0) {
-        r.parent = keys[i - 1];
-        children_.insert({r.parent, keys[i]});
-      }
+    const BlockKey parent = i > 0 ? keys[i - 1] : 0;
+    if (held_.Add(keys[i], static_cast<uint32_t>(i), parent) && i > 0) {
+      children_.insert({parent, keys[i]});
     }
   }
 }
 
-void CacheTracker::DropKeys(std::span<const BlockKey> keys, size_t first_index) {
+void CacheTracker::DropKeys(std::span<const BlockKey> keys) {
   for (size_t i = keys.size(); i-- > 0;) {
-    auto it = refs_.find(keys[i]);
-    if (it == refs_.end()) continue;
-    if (--it->second.count == 0) {
-      events_.push_back(
-          {BlockEvent::Kind::kRemoved, keys[i], static_cast<uint32_t>(first_index + i)});
-      if (it->second.index > 0) children_.erase({it->second.parent, keys[i]});
-      refs_.erase(it);
-    }
+    const std::optional<HeldBlocks::Block> gone = held_.Release(keys[i]);
+    if (gone && gone->index > 0) children_.erase({gone->parent, keys[i]});
   }
 }
 
@@ -273,12 +250,6 @@ void CacheTracker::EvictToCapacity(uint64_t keep) {
     if (id == keep || e.inflight > 0) continue;  // running requests pin their KV
     Remove(id);  // erases only id's lru node; `it` already points past it
   }
-}
-
-size_t CacheTracker::HeldPrefixBlocks(std::span<const BlockKey> keys) const {
-  size_t n = 0;
-  while (n < keys.size() && refs_.contains(keys[n])) ++n;
-  return n;
 }
 
 }  // namespace hearsay::upstream

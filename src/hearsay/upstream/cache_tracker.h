@@ -17,9 +17,9 @@
 // feeds gossip, AppendSnapshot() rebuilds a summary.
 //
 // Invariants:
-//  - refs_[k].count == number of entries whose keys contain k; refs_ holds no zero count;
-//  - refs_[k].parent is the key before k in every chain through k (index > 0 only);
-//  - children_ holds (refs_[k].parent, k) for every held k with index > 0: with by_last_key_ it
+//  - held_ counts, for each key k, the entries whose keys contain k (held_blocks.h);
+//  - held_'s parent of k is the key before k in every chain through k (index > 0 only);
+//  - children_ holds (parent, k) for every held k with index > 0: with by_last_key_ it
 //    finds the entries through a block by walking its subtree, without scanning all entries;
 //  - by_last_key_ maps the last key of every entry with keys to that entry (one entry per chain);
 //  - lru_ holds (last_use, id) of every entry.
@@ -40,6 +40,7 @@
 #include "hearsay/env/time.h"
 #include "hearsay/prefix/block_event.h"
 #include "hearsay/prefix/block_keys.h"
+#include "hearsay/upstream/held_blocks.h"
 
 namespace hearsay::upstream {
 
@@ -117,7 +118,7 @@ class CacheTracker {
   // Appends kAdded for every held block, parents before children.
   void AppendSnapshot(std::vector<prefix::BlockEvent>& out) const;
 
-  uint64_t used_tokens() const { return refs_.size() * block_tokens_; }
+  uint64_t used_tokens() const { return held_.size() * block_tokens_; }
   uint64_t capacity_tokens() const { return options_.capacity_tokens; }
   size_t entries() const { return entries_.size(); }
   size_t pending_requests() const { return pending_.size(); }
@@ -132,11 +133,6 @@ class CacheTracker {
     // Pending requests that predicted this entry; it does not expire or get evicted meanwhile.
     uint32_t inflight = 0;
     uint64_t last_use = 0;
-  };
-  struct Ref {
-    uint32_t count = 0;
-    uint32_t index = 0;
-    prefix::BlockKey parent = 0;  // meaningful when index > 0
   };
   struct Pending {
     uint64_t entry = 0;
@@ -156,11 +152,11 @@ class CacheTracker {
   void Truncate(uint64_t id, size_t blocks);
   // Adds a whole chain (from its block 0).
   void AddKeys(std::span<const prefix::BlockKey> keys);
-  void DropKeys(std::span<const prefix::BlockKey> keys, size_t first_index);
+  // Drops one reference to each of `keys` (a tail of a chain), children first.
+  void DropKeys(std::span<const prefix::BlockKey> keys);
   void EvictToCapacity(uint64_t keep);
   // The ids of the entries whose chains pass through held block `key`, ascending.
   std::vector<uint64_t> EntriesThrough(prefix::BlockKey key) const;
-  size_t HeldPrefixBlocks(std::span<const prefix::BlockKey> keys) const;
 
   prefix::BlockKeyer keyer_;
   CacheTrackerOptions options_;
@@ -169,11 +165,10 @@ class CacheTracker {
   uint64_t tick_ = 0;
   std::map<uint64_t, Entry> entries_;
   std::unordered_map<prefix::BlockKey, uint64_t> by_last_key_;
-  std::unordered_map<prefix::BlockKey, Ref> refs_;
+  HeldBlocks held_;
   std::set<std::pair<prefix::BlockKey, prefix::BlockKey>> children_;  // (parent, child)
   std::set<std::pair<uint64_t, uint64_t>> lru_;
   std::unordered_map<uint64_t, Pending> pending_;
-  std::vector<prefix::BlockEvent> events_;
   bool evidence_only_ = false;
 };
 

@@ -77,11 +77,7 @@ void KvEventView::Store(const KvBlockStored& e) {
     if (!inserted) continue;  // at-least-once delivery: a repeated store changes nothing
     order_.push_back(e.block_hashes[i]);
     ++stats_.stored_blocks;
-    Ref& r = refs_[keys[i]];
-    if (r.count++ == 0) {
-      r.index = index;
-      events_.push_back({BlockEvent::Kind::kAdded, keys[i], index});
-    }
+    held_.Add(keys[i], index, i > 0 ? keys[i - 1] : prev);
   }
   while (blocks_.size() > options_.max_blocks && !order_.empty()) {
     EngineBlockHash oldest = std::move(order_.front());
@@ -104,28 +100,13 @@ bool KvEventView::Drop(const EngineBlockHash& hash, std::vector<BlockKey>* remov
   if (it == blocks_.end()) return false;
   const Block block = it->second;
   blocks_.erase(it);
-  auto r = refs_.find(block.key);
-  if (r != refs_.end() && --r->second.count == 0) {
-    events_.push_back({BlockEvent::Kind::kRemoved, block.key, r->second.index});
-    refs_.erase(r);
-    if (removed_keys != nullptr) removed_keys->push_back(block.key);
-  }
+  if (held_.Release(block.key) && removed_keys != nullptr) removed_keys->push_back(block.key);
   return true;
 }
 
 void KvEventView::ClearAll(std::vector<BlockKey>* removed_keys) {
   // Children before parents, as every BlockEvent stream does.
-  std::vector<BlockEvent> gone;
-  gone.reserve(refs_.size());
-  for (const auto& [key, ref] : refs_) gone.push_back({BlockEvent::Kind::kRemoved, key, ref.index});
-  std::sort(gone.begin(), gone.end(), [](const BlockEvent& a, const BlockEvent& b) {
-    return a.block_index != b.block_index ? a.block_index > b.block_index : a.key < b.key;
-  });
-  for (const BlockEvent& e : gone) {
-    events_.push_back(e);
-    if (removed_keys != nullptr) removed_keys->push_back(e.key);
-  }
-  refs_.clear();
+  held_.ReleaseAll(removed_keys);
   blocks_.clear();
   order_.clear();
 }
@@ -136,24 +117,11 @@ void KvEventView::Reset() {
 }
 
 size_t KvEventView::CachedPrefixTokens(std::span<const BlockKey> keys) const {
-  size_t n = 0;
-  while (n < keys.size() && refs_.contains(keys[n])) ++n;
-  return n * keyer_.tokens_per_block();
+  return held_.PrefixBlocks(keys) * keyer_.tokens_per_block();
 }
 
-void KvEventView::DrainEvents(std::vector<BlockEvent>& out) {
-  out.insert(out.end(), events_.begin(), events_.end());
-  events_.clear();
-}
+void KvEventView::DrainEvents(std::vector<BlockEvent>& out) { held_.DrainEvents(out); }
 
-void KvEventView::AppendSnapshot(std::vector<BlockEvent>& out) const {
-  std::vector<BlockEvent> held;
-  held.reserve(refs_.size());
-  for (const auto& [key, ref] : refs_) held.push_back({BlockEvent::Kind::kAdded, key, ref.index});
-  std::sort(held.begin(), held.end(), [](const BlockEvent& a, const BlockEvent& b) {
-    return a.block_index != b.block_index ? a.block_index < b.block_index : a.key < b.key;
-  });
-  out.insert(out.end(), held.begin(), held.end());
-}
+void KvEventView::AppendSnapshot(std::vector<BlockEvent>& out) const { held_.AppendSnapshot(out); }
 
 }  // namespace hearsay::upstream

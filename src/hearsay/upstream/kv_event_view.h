@@ -22,7 +22,7 @@
 //
 // Invariants:
 //  - blocks_ and order_ hold the same vLLM hashes (order_ may hold stale entries, skipped);
-//  - refs_[k].count == number of blocks_ entries with key k, and refs_ holds no zero count.
+//  - held_ counts, for each node key k, the blocks_ entries with key k (held_blocks.h).
 //
 // Thread-safety: none; the core thread only.
 #pragma once
@@ -36,6 +36,7 @@
 
 #include "hearsay/prefix/block_event.h"
 #include "hearsay/prefix/block_keys.h"
+#include "hearsay/upstream/held_blocks.h"
 #include "hearsay/upstream/kv_events_decoder.h"
 
 namespace hearsay::upstream {
@@ -75,22 +76,18 @@ class KvEventView {
 
   // Leading tokens of the prompt with keys `keys` the engine holds (a multiple of the block size).
   size_t CachedPrefixTokens(std::span<const prefix::BlockKey> keys) const;
-  bool Holds(prefix::BlockKey key) const { return refs_.contains(key); }
+  bool Holds(prefix::BlockKey key) const { return held_.Holds(key); }
 
   void DrainEvents(std::vector<prefix::BlockEvent>& out);
   void AppendSnapshot(std::vector<prefix::BlockEvent>& out) const;
 
   size_t blocks() const { return blocks_.size(); }
-  size_t held_keys() const { return refs_.size(); }
+  size_t held_keys() const { return held_.size(); }
   const KvEventViewStats& stats() const { return stats_; }
 
  private:
   struct Block {
     prefix::BlockKey key = 0;
-    uint32_t index = 0;
-  };
-  struct Ref {
-    uint32_t count = 0;
     uint32_t index = 0;
   };
 
@@ -103,8 +100,7 @@ class KvEventView {
   KvEventViewOptions options_;
   std::unordered_map<EngineBlockHash, Block> blocks_;
   std::deque<EngineBlockHash> order_;  // insertion order, for the bound
-  std::unordered_map<prefix::BlockKey, Ref> refs_;
-  std::vector<prefix::BlockEvent> events_;
+  HeldBlocks held_;
   std::vector<prefix::TokenId> scratch_;
   KvEventViewStats stats_;
 };

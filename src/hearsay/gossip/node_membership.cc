@@ -1,0 +1,334 @@
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "hearsay/gossip/node.h"
+#include "hearsay/gossip/node_internal.h"
+
+namespace hearsay::gossip {
+
+using node_internal::HashId;
+using node_internal::IsLive;
+using node_internal::kIdBefore;
+
+// ---------------------------------------------------------------------------------------------
+// Membership
+
+MemberUpdate Node::SelfUpdate(MemberState state) const {
+  return MemberUpdate{state, id_, address_, generation_, incarnation_, {}, config_.api_address};
+}
+
+MemberUpdate Node::UpdateOf(const MemberRec& m) const {
+  MemberUpdate u{m.state, m.id, m.address, m.generation, m.incarnation, {}, m.api_address};
+  if (m.state == MemberState::kSuspect && !m.accusers.empty()) u.accuser = m.accusers.front();
+  return u;
+}
+
+int Node::TransmitLimit() const {
+  const double n = static_cast<double>(ClusterSize());
+  return config_.retransmit_mult * static_cast<int>(std::ceil(std::log10(n + 1.0)));
+}
+
+void Node::NewStore(MemberRec& m) {
+  if (m.store) DropStore(m);
+  m.store = std::make_unique<OriginStore>(
+      m.id, m.generation, config_.min_tombstones,
+      shared_ != nullptr ? shared_->For(m.id, m.generation) : nullptr, /*writer=*/false);
+  m.pull_version = 0;
+  m.pull_until = TimePoint{};
+  m.seen_version = 0;
+  digest_hash_ ^= DigestTerm(m.id_hash, m.generation, 0);
+  ++digest_count_;
+}
+
+void Node::DropStore(MemberRec& m) {
+  if (!m.store) return;
+  digest_hash_ ^= DigestTerm(m.id_hash, m.store->generation(), m.store->max_version());
+  --digest_count_;
+  m.store.reset();
+  m.load = LoadRecord{};
+}
+
+void Node::SetState(MemberRec& m, MemberState state) {
+  const MemberState old = m.state;
+  if (IsLive(old) != IsLive(state)) {
+    live_count_ += IsLive(state) ? 1 : -1;
+    live_dirty_ = true;
+  }
+  m.state = state;
+  m.since = scheduler_.clock().Now();
+  if (old == MemberState::kSuspect && state != MemberState::kSuspect) {
+    if (m.suspicion_timer != kNoTimer) scheduler_.Cancel(m.suspicion_timer);
+    m.suspicion_timer = kNoTimer;
+    m.accusers.clear();
+  }
+  if (IsLive(state) && !m.store) NewStore(m);
+  if (!IsLive(state)) DropStore(m);
+  if (listener_ != nullptr && old != state) listener_->OnMemberChanged(m.id, m.generation, state);
+}
+
+void Node::StartSuspicion(MemberRec& m, const NodeId& accuser) {
+  SetState(m, MemberState::kSuspect);
+  m.suspect_start = scheduler_.clock().Now();
+  m.accusers.assign(1, accuser);
+  m.probed_as_suspect = accuser == id_;
+  const double n = static_cast<double>(ClusterSize());
+  if (!m.probed_as_suspect && n > config_.refute_fanout) {
+    // Only about refute_fanout of the hearers probe it out of turn (as many as pass the
+    // accusation to the suspect directly): every failed probe anywhere makes a suspect that
+    // everyone hears of, and at N = 256 and 50% loss each node heard of ~1.8 suspicions a
+    // second, more than its one probe a second. Probing each first left the round-robin hardly
+    // any: a killed member was probed once in the 3 s after its death (docs/gossip.md, session
+    // 6).
+    m.probed_as_suspect = !rng_.Bernoulli(config_.refute_fanout / n);
+  }
+  RescheduleSuspicion(m);
+}
+
+void Node::AddConfirmation(MemberRec& m, const NodeId& accuser) {
+  if (accuser.empty()) return;
+  if (std::find(m.accusers.begin(), m.accusers.end(), accuser) != m.accusers.end()) return;
+  const SuspicionBounds b = ComputeSuspicionBounds(
+      config_.suspicion_mult, config_.suspicion_max_mult, ClusterSize(), config_.probe_interval);
+  if (static_cast<int>(m.accusers.size()) > b.expected_confirmations) return;
+  m.accusers.push_back(accuser);
+  RescheduleSuspicion(m);
+  MemberUpdate u = UpdateOf(m);
+  u.accuser = accuser;
+  Broadcast(u);
+}
+
+void Node::RescheduleSuspicion(MemberRec& m) {
+  const SuspicionBounds b = ComputeSuspicionBounds(
+      config_.suspicion_mult, config_.suspicion_max_mult, ClusterSize(), config_.probe_interval);
+  const Duration timeout = SuspicionTimeout(b, static_cast<int>(m.accusers.size()) - 1);
+  if (m.suspicion_timer != kNoTimer) scheduler_.Cancel(m.suspicion_timer);
+  const Duration left = m.suspect_start + timeout - scheduler_.clock().Now();
+  m.suspicion_timer = AfterFn(
+      std::max(left, Duration::zero()),
+      [this, id = m.id, g = m.generation, inc = m.incarnation] { SuspicionExpired(id, g, inc); });
+}
+
+void Node::SuspicionExpired(const NodeId& id, Generation generation, uint64_t incarnation) {
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  MemberRec& m = it->second;
+  m.suspicion_timer = kNoTimer;
+  if (m.generation != generation || m.incarnation != incarnation ||
+      m.state != MemberState::kSuspect) {
+    return;
+  }
+  MemberUpdate u = UpdateOf(m);
+  u.state = MemberState::kDead;
+  u.accuser = id_;
+  SetState(m, MemberState::kDead);
+  Broadcast(u);
+}
+
+void Node::ApplyAboutSelf(const MemberUpdate& u) {
+  if (left_ || u.generation != generation_) return;
+  if (u.incarnation < incarnation_) {
+    // Already refuted, but whoever passed this on may still hold the accusation: OnMessage
+    // answers it directly.
+    if (u.state != MemberState::kAlive) stale_accusation_ = true;
+    return;
+  }
+  if (u.state == MemberState::kAlive && u.incarnation == incarnation_) return;
+  // Someone believes we are suspect, dead or gone (or knows a newer incarnation): refute.
+  incarnation_ = u.incarnation + 1;
+  const MemberUpdate alive = SelfUpdate(MemberState::kAlive);
+  Broadcast(alive);
+  if (u.state != MemberState::kAlive) {
+    ++counters_.refutations;
+    AddHealth(1);
+    // Tell a few members directly; the broadcast does the rest before timers expire.
+    for (MemberRec* m : RandomLive(static_cast<size_t>(config_.refute_fanout), {})) {
+      SendNotice(m->address, alive);
+    }
+  }
+}
+
+void Node::ApplyUpdate(const MemberUpdate& u) {
+  if (u.id == id_) {
+    ApplyAboutSelf(u);
+    return;
+  }
+  auto it = members_.find(u.id);
+  if (it == members_.end()) {
+    if (u.state != MemberState::kAlive) return;
+    MemberRec rec;
+    rec.id = u.id;
+    rec.address = u.address;
+    rec.api_address = u.api_address;
+    rec.generation = u.generation;
+    rec.incarnation = u.incarnation;
+    rec.id_hash = HashId(u.id);
+    rec.state = MemberState::kDead;  // so SetState reports the transition to alive
+    MemberRec& m = members_.emplace(u.id, std::move(rec)).first->second;
+    ordered_.insert(std::lower_bound(ordered_.begin(), ordered_.end(), u.id, kIdBefore), &m);
+    SetState(m, MemberState::kAlive);
+    // A new member joins the current probe pass at a random place among the members still to be
+    // probed (as memberlist does); otherwise it waits for the next pass, which starts only after
+    // every member known at the last shuffle was probed: about N seconds. Until then only
+    // silence and suspicion probes reach a member that joined after most passes began
+    // (docs/gossip.md, session 6).
+    const size_t left = probe_order_.size() - std::min(probe_pos_, probe_order_.size());
+    probe_order_.insert(probe_order_.end() - static_cast<std::ptrdiff_t>(rng_.Below(left + 1)),
+                        u.id);
+    Broadcast(u);
+    return;
+  }
+  MemberRec& m = it->second;
+  if (u.generation < m.generation) return;
+  // A member sets its api address once per life, so any update of this life may fill it in
+  // (the first sighting may have come from a message header, which lacks it).
+  if (u.generation == m.generation && m.api_address.empty()) m.api_address = u.api_address;
+  if (u.generation > m.generation) {
+    // A new life: whatever we knew about the old one is void, its cache included.
+    DropStore(m);
+    if (m.state == MemberState::kSuspect) SetState(m, MemberState::kDead);
+    m.generation = u.generation;
+    m.incarnation = u.incarnation;
+    m.address = u.address;
+    m.api_address = u.api_address;
+    m.has_rtt = false;
+    const MemberState target = u.state == MemberState::kSuspect ? MemberState::kAlive : u.state;
+    if (IsLive(m.state)) --live_count_;
+    live_dirty_ = true;
+    m.state = MemberState::kDead;  // report the new generation even if the state is the same
+    SetState(m, target);
+    if (IsLive(target) && !m.store) NewStore(m);
+    if (u.state == MemberState::kSuspect) StartSuspicion(m, u.accuser);
+    Broadcast(u);
+    return;
+  }
+  switch (u.state) {
+    case MemberState::kAlive:
+      if (u.incarnation > m.incarnation) {
+        m.incarnation = u.incarnation;
+        m.address = u.address;
+        m.api_address = u.api_address;
+        if (m.state != MemberState::kAlive) SetState(m, MemberState::kAlive);
+        Broadcast(u);
+      } else if (m.state == MemberState::kSuspect || m.state == MemberState::kDead) {
+        // Lifeguard: a stale "alive" means the sender has not heard our accusation; repeat it.
+        if (broadcasts_.Find(m.id) == nullptr) Broadcast(UpdateOf(m));
+      }
+      return;
+    case MemberState::kSuspect:
+      if (u.incarnation < m.incarnation) {
+        // An accusation of an older incarnation: too stale to start a suspicion, but it still
+        // says another member failed to reach it, so it confirms one we already hold.
+        if (m.state == MemberState::kSuspect) AddConfirmation(m, u.accuser);
+        return;
+      }
+      if (!IsLive(m.state)) {
+        // The accuser has not heard that it is already dead (or gone): repeat that.
+        if (broadcasts_.Find(m.id) == nullptr) Broadcast(UpdateOf(m));
+        return;
+      }
+      if (m.state == MemberState::kAlive || u.incarnation > m.incarnation) {
+        m.incarnation = u.incarnation;
+        StartSuspicion(m, u.accuser);
+        Broadcast(u);
+        // A few of those who hear an accusation pass it to the suspect directly.
+        if (rng_.Bernoulli(static_cast<double>(config_.refute_fanout) /
+                           static_cast<double>(ClusterSize()))) {
+          SendNotice(m.address, u);
+        }
+      } else {
+        AddConfirmation(m, u.accuser);
+      }
+      return;
+    case MemberState::kDead:
+      if (u.incarnation < m.incarnation) {
+        if (m.state == MemberState::kSuspect) AddConfirmation(m, u.accuser);
+        return;
+      }
+      if (!IsLive(m.state)) return;
+      // Another member's verdict. Deaths are only ever declared by one's own suspicion timer:
+      // the verdict starts (or confirms) a suspicion, so a member that is in fact alive (say,
+      // on the other side of a partition that just healed) still has time to refute.
+      if (m.state == MemberState::kAlive || u.incarnation > m.incarnation) {
+        m.incarnation = u.incarnation;
+        StartSuspicion(m, u.accuser);
+        if (rng_.Bernoulli(static_cast<double>(config_.refute_fanout) /
+                           static_cast<double>(ClusterSize()))) {
+          SendNotice(m.address, u);
+        }
+      } else {
+        AddConfirmation(m, u.accuser);
+      }
+      Broadcast(u);
+      return;
+    case MemberState::kLeft:
+      if (u.incarnation < m.incarnation || m.state == MemberState::kLeft) return;
+      m.incarnation = u.incarnation;
+      SetState(m, MemberState::kLeft);
+      Broadcast(u);
+      return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Member selection
+
+size_t Node::OrderedIndex(const NodeId& id) const {
+  auto it = std::lower_bound(ordered_.begin(), ordered_.end(), id, kIdBefore);
+  return it == ordered_.end() || (*it)->id != id ? ordered_.size()
+                                                 : static_cast<size_t>(it - ordered_.begin());
+}
+
+const std::vector<Node::MemberRec*>& Node::LiveMembers() {
+  if (live_dirty_) {
+    live_.clear();
+    for (MemberRec* m : ordered_) {
+      if (IsLive(m->state)) live_.push_back(m);
+    }
+    live_dirty_ = false;
+  }
+  return live_;
+}
+
+std::vector<Node::MemberRec*> Node::RandomLive(size_t k, const NodeId& exclude) {
+  // A partial Fisher-Yates over the live members without `exclude`, in id order: the first k are
+  // a uniform sample. Only the touched positions are materialized (k is small, the cluster may
+  // not be), so a pick costs O(k log N) instead of a walk over every member.
+  const std::vector<MemberRec*>& live = LiveMembers();
+  size_t skip = live.size();
+  if (!exclude.empty()) {
+    auto it = std::lower_bound(live.begin(), live.end(), exclude, kIdBefore);
+    if (it != live.end() && (*it)->id == exclude) skip = static_cast<size_t>(it - live.begin());
+  }
+  const size_t size = live.size() - (skip < live.size() ? 1 : 0);
+  std::vector<std::pair<size_t, MemberRec*>> moved;  // position -> member, once swapped
+  auto get = [&](size_t pos) {
+    for (const auto& [p, m] : moved) {
+      if (p == pos) return m;
+    }
+    return live[pos >= skip ? pos + 1 : pos];
+  };
+  auto set = [&](size_t pos, MemberRec* m) {
+    for (auto& [p, old] : moved) {
+      if (p == pos) {
+        old = m;
+        return;
+      }
+    }
+    moved.emplace_back(pos, m);
+  };
+  const size_t n = std::min(k, size);
+  std::vector<MemberRec*> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t j = i + static_cast<size_t>(rng_.Below(size - i));
+    MemberRec* at_i = get(i);
+    MemberRec* at_j = get(j);
+    set(i, at_j);
+    set(j, at_i);
+    out.push_back(at_j);
+  }
+  return out;
+}
+
+}  // namespace hearsay::gossip

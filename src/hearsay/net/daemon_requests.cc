@@ -1,0 +1,308 @@
+// The daemon's HTTP request handling: routing by path, completions from parsing to the node, and
+// the small JSON endpoints.
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "hearsay/gossip/types.h"
+#include "hearsay/http/bounce_header.h"
+#include "hearsay/http/host_port.h"
+#include "hearsay/http/peer_headers.h"
+#include "hearsay/net/daemon.h"
+
+namespace hearsay::net {
+
+using http::ParseHostPort;
+namespace asio = boost::asio;
+
+namespace {
+
+// Appends v in lower-case hex without leading zeros ("0" for 0): what "{:x}" prints, without
+// fmt's formatting machinery on every request (about a thousand instructions).
+void AppendHex(uint64_t v, std::string* out) {
+  char digits[16];
+  int n = 0;
+  do {
+    digits[n++] = "0123456789abcdef"[v & 0xf];
+    v >>= 4;
+  } while (v != 0);
+  while (n > 0) out->push_back(digits[--n]);
+}
+
+}  // namespace
+
+void Daemon::RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
+                          http::Headers extra) {
+  metrics_.CountHttpError(e.http_status);
+  http::Headers h = JsonHeaders();
+  for (auto& kv : extra) h.push_back(std::move(kv));
+  responder->Respond(e.http_status, std::move(h), api::RenderError(e));
+}
+
+void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> responder) {
+  const std::string& path = request.path;
+  const bool get = request.method == "GET";
+  const bool post = request.method == "POST";
+  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (!post) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    const api::Endpoint ep =
+        path == "/v1/completions" ? api::Endpoint::kCompletions : api::Endpoint::kChatCompletions;
+    return HandleCompletion(ep, std::move(request), std::move(responder));
+  }
+  if (path == "/health") {
+    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    nlohmann::json j = {
+        {"status", draining_ ? "draining" : "ok"}, {"node", node_id_}, {"generation", generation_}};
+    if (draining_) metrics_.CountHttpError(503);
+    responder->Respond(draining_ ? 503 : 200, JsonHeaders(), j.dump());
+    return;
+  }
+  if (path == "/v1/models") {
+    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    const std::string models[] = {config_.model};
+    responder->Respond(200, JsonHeaders(), api::RenderModels(models, created_unix_, "hearsay"));
+    return;
+  }
+  if (path == "/metrics" || path == "/cluster") {
+    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    const bool metrics = path == "/metrics";
+    // Core state is read on the core thread, which answers through the (thread-safe) responder.
+    asio::post(core_io_, [this, metrics, responder] {
+      if (!node_) return;
+      if (metrics) {
+        RefreshMetrics();
+        responder->Respond(200, {{"content-type", "text/plain; version=0.0.4; charset=utf-8"}},
+                           metrics_.Render());
+      } else {
+        responder->Respond(200, JsonHeaders(), RenderCluster());
+      }
+    });
+    return;
+  }
+  if (IsKeyAdminPath(path)) return HandleKeyAdmin(std::move(request), std::move(responder));
+  if (path == "/debug/faults" && config_.debug_faults) {
+    if (!post) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    return HandleFaults(request, responder);
+  }
+  RespondError(responder, api::NotFound(path));
+}
+
+void Daemon::HandleFaults(const http::Request& request,
+                          const std::shared_ptr<http::Responder>& responder) {
+  nlohmann::json j = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("block") || !j["block"].is_array()) {
+    return RespondError(responder,
+                        api::InvalidRequest("block", "expected {\"block\": [\"host:port\", ...]}"));
+  }
+  std::set<std::string> blocked;
+  for (const auto& a : j["block"]) {
+    if (!a.is_string() || !ParseHostPort(a.get<std::string>()).ok()) {
+      return RespondError(responder, api::InvalidRequest("block", "addresses are \"host:port\""));
+    }
+    blocked.insert(a.get<std::string>());
+  }
+  spdlog::warn("event=debug_faults node={} blocked={}", node_id_, j["block"].dump());
+  transport_->SetBlocked(blocked);
+  responder->Respond(200, JsonHeaders(), nlohmann::json{{"blocked", j["block"]}}.dump());
+}
+
+void Daemon::HandleKeyAdmin(http::Request request, std::shared_ptr<http::Responder> responder) {
+  asio::post(core_io_, [this, request = std::move(request), responder = std::move(responder)] {
+    const KeyAdminResponse r = key_admin_ ? key_admin_->Handle(request) : KeyAdmin::InsecureNode();
+    if (r.status >= 400) metrics_.CountHttpError(r.status);
+    responder->Respond(r.status, JsonHeaders(), r.body);
+  });
+}
+
+void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
+                              std::shared_ptr<http::Responder> responder) {
+  if (draining_) return RespondError(responder, api::Unavailable("this node is shutting down"));
+  const bool hop = request.Header(http::kHopHeader).has_value();
+  if (hop && !auth_->Check(request.Header(http::kPeerAuthHeader).value_or(""))) {
+    metrics_.CountPeerAuthFailure();
+    spdlog::warn("event=peer_auth_failed remote={} origin={}", request.remote,
+                 std::string(request.Header(http::kOriginHeader).value_or("-")));
+    return RespondError(responder, api::Forbidden("a hop request needs a valid peer token"));
+  }
+  std::variant<api::ApiRequest, api::ApiError> parsed =
+      api::ParseRequest(endpoint, request.body, limits_);
+  if (auto* e = std::get_if<api::ApiError>(&parsed)) return RespondError(responder, *e);
+  api::ApiRequest& req = std::get<api::ApiRequest>(parsed);
+  if (req.model != config_.model) return RespondError(responder, api::UnknownModel(req.model));
+  if (in_flight_.fetch_add(1) >= static_cast<int64_t>(config_.max_concurrent_requests)) {
+    in_flight_.fetch_sub(1);
+    return RespondError(responder, api::TooManyRequests(), {{"retry-after", "1"}});
+  }
+  // Engine tokenization answers on an I/O thread later; bytes keying answers at once. The
+  // request lives on the heap meanwhile, so the views Tokenize reads stay valid.
+  auto parsed_completion = std::make_shared<ParsedCompletion>(
+      ParsedCompletion{endpoint, hop, std::move(req), std::move(request), std::move(responder),
+                       scheduler_->clock().Now()});
+  const ParsedCompletion& pc = *parsed_completion;
+  prompt_tokenizer_->Tokenize(endpoint, pc.req.prompt, pc.request.body,
+                              [this, c = std::move(parsed_completion)](PromptTokens tokens) {
+                                SubmitTokenized(*c, std::move(tokens));
+                              });
+}
+
+void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
+  const api::Endpoint endpoint = c.endpoint;
+  const bool hop = c.hop;
+  api::ApiRequest& req = c.req;
+  http::Request& request = c.request;
+  std::shared_ptr<http::Responder>& responder = c.responder;
+  std::vector<uint32_t> tokens = std::move(prompt_tokens.tokens);
+  if (std::optional<api::ApiError> e = api::CheckContext(static_cast<uint32_t>(tokens.size()),
+                                                         req.max_tokens, limits_, endpoint)) {
+    in_flight_.fetch_sub(1);
+    return RespondError(responder, *e);
+  }
+  metrics_.in_flight().Set(static_cast<double>(in_flight_.load()));
+
+  const uint64_t id = next_request_id_.fetch_add(1);
+  CompletionOptions o;
+  o.meta.endpoint = endpoint;
+  o.meta.id = endpoint == api::Endpoint::kCompletions ? "cmpl-" : "chatcmpl-";
+  AppendHex(generation_ & 0xffffffffffff, &o.meta.id);
+  o.meta.id.push_back('-');
+  AppendHex(id, &o.meta.id);
+  o.meta.created = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  o.meta.model = config_.model;
+  o.meta.system_fingerprint = node_id_;
+  o.stream = req.stream;
+  o.include_usage = req.include_usage;
+  o.hop = hop;
+  o.max_tokens = req.max_tokens;
+  o.node_id = node_id_;
+
+  PeerRequest pr;
+  pr.id = id;
+  pr.prompt = std::move(tokens);
+  pr.max_output_tokens = req.max_tokens;
+  pr.forwarded = hop;
+  if (hop) {  // peer-authenticated above; a bad value only means "serve it"
+    if (auto above = request.Header(http::kBounceAboveHeader)) {
+      pr.bounce_above_ms = http::ParseBounceAboveMs(*above).value_or(0);
+    }
+  }
+  pr.api_path = request.path;
+  pr.api_body = std::move(request.body);
+  pr.stream = req.stream;
+  const TimePoint arrived = c.arrived;
+  // Submit is queued (or, on the core thread itself with --io-threads 0, run) before OnClose is
+  // registered, so a cancel always finds its request.
+  asio::dispatch(core_io_,
+                 [this, id, pr = std::move(pr), o = std::move(o), responder, arrived]() mutable {
+                   Submit(id, std::move(pr), std::move(o), std::move(responder), arrived);
+                 });
+  responder->OnClose([this, id] { asio::post(core_io_, [this, id] { CancelRequest(id); }); });
+}
+
+void Daemon::Submit(uint64_t id, PeerRequest request, CompletionOptions options,
+                    std::shared_ptr<http::Responder> responder, TimePoint arrived) {
+  const bool hop = options.hop;
+  auto on_first = [this, hop, arrived](const PeerFirstToken&) {
+    if (!hop) metrics_.ObserveTtft(scheduler_->clock().Now() - arrived);
+  };
+  auto on_done = [this, id](int status, bool /*failed*/) {
+    if (status >= 400) metrics_.CountHttpError(status);
+    FinishRequest(id);
+  };
+  auto sink = std::make_unique<CompletionSink>(std::move(options), std::move(responder), tokenizer_,
+                                               on_first, on_done);
+  CompletionSink* raw = sink.get();
+  sinks_[id] = std::move(sink);
+  node_->Submit(std::move(request), raw);
+}
+
+void Daemon::FinishRequest(uint64_t id) {
+  in_flight_.fetch_sub(1);
+  metrics_.in_flight().Set(static_cast<double>(in_flight_.load()));
+  // Called from inside the sink's callback: free it after the callback returns.
+  scheduler_->Post([this, id] { sinks_.erase(id); });
+}
+
+void Daemon::CancelRequest(uint64_t id) {
+  auto it = sinks_.find(id);
+  if (it == sinks_.end() || it->second->done()) return;
+  node_->Cancel(id, it->second.get());
+  it->second->Abandon();
+  sinks_.erase(it);
+  in_flight_.fetch_sub(1);
+  metrics_.in_flight().Set(static_cast<double>(in_flight_.load()));
+}
+
+std::string Daemon::RenderCluster() const {
+  const TimePoint now = scheduler_->clock().Now();
+  const engine::EngineLoad l = engine_->Load();
+  const gossip::Node& g = node_->gossip();
+  nlohmann::json self = {
+      {"id", node_id_},
+      {"generation", generation_},
+      {"incarnation", g.incarnation()},
+      {"address", gossip_address_},
+      {"api_address", api_address_},
+      {"overloaded", g.overloaded()},
+      {"local_health", g.local_health()},
+      {"load",
+       {{"queue_depth", l.waiting_requests},
+        {"running", l.running_requests},
+        {"kv_used_tokens", l.kv_used_tokens},
+        {"kv_capacity_tokens", l.kv_capacity_tokens},
+        {"prefill_ms_per_token", l.prefill_ms_per_token}}},
+      {"cache_entries", g.own_store().live_count()},
+      {"draining", draining_.load()},
+  };
+  nlohmann::json members = nlohmann::json::array();
+  for (const gossip::MemberView& m : g.Members()) {
+    const gossip::OriginStore* store = g.PeerStore(m.id);
+    nlohmann::json j = {
+        {"id", m.id},
+        {"state", gossip::MemberStateName(m.state)},
+        {"address", m.address},
+        {"api_address", m.api_address},
+        {"generation", m.generation},
+        {"incarnation", m.incarnation},
+        {"overloaded", m.has_load && m.load.overloaded},
+        {"cache_entries", store ? store->live_count() : 0},
+        {"known_version", m.known_version},
+        {"state_age_ms", ToMillis(now - m.state_since)},
+    };
+    if (m.has_load) {
+      j["load"] = {{"queue_depth", m.load.queue_depth},
+                   {"running", m.load.running},
+                   {"kv_used_tokens", m.load.kv_used_tokens},
+                   {"kv_capacity_tokens", m.load.kv_capacity_tokens},
+                   {"prefill_ms_per_token", m.load.prefill_ms_per_token}};
+      j["view_age_ms"] = ToMillis(now - m.load_updated);
+    } else {
+      j["load"] = nullptr;
+      j["view_age_ms"] = nullptr;
+    }
+    j["rtt_ms"] = m.rtt_ms ? nlohmann::json(*m.rtt_ms) : nlohmann::json(nullptr);
+    members.push_back(std::move(j));
+  }
+  const node::NodeStats& s = node_->stats();
+  nlohmann::json stats = {{"client_requests", s.client_requests},
+                          {"served_local", s.served_local},
+                          {"forwarded", s.forwarded_out},
+                          {"forward_attempts", s.forward_attempts},
+                          {"forward_failures", s.forward_failures},
+                          {"served", s.served},
+                          {"served_cached_tokens", s.served_cached_tokens},
+                          {"failed", s.failed},
+                          {"cancelled", s.cancelled}};
+  nlohmann::json out = {
+      {"self", self}, {"policy", config_.policy}, {"members", members}, {"stats", stats}};
+  return out.dump();
+}
+
+}  // namespace hearsay::net
