@@ -13,7 +13,7 @@
 set -uo pipefail
 root=${1:?usage: check-module-deps.sh ROOT [BUILD_DIR]}
 build=${2:-}
-test_only=(testkit)
+test_only=(testutil testkit)
 
 mapfile -t order < <(grep -oE '^[[:space:]]*add_subdirectory\(src/hearsay/[a-z_]+\)' \
   "$root/CMakeLists.txt" | sed -E 's/.*src\/hearsay\/([a-z_]+)\)/\1/')

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   clang-14 libclang-rt-14-dev clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
-  libxxhash-dev libsodium-dev libmimalloc-dev
+  libxxhash-dev libsodium-dev libmimalloc-dev prometheus-cpp-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libboost-dev
   libmsgpack-cxx-dev cppzmq-dev libzmq3-dev

@@ -151,13 +151,10 @@ TEST_F(BadInputTest, TooManyConcurrentRequestsGet429WithRetryAfter) {
     });
   }
   // Wait until both are admitted (their first tokens are flowing), bounded.
-  const auto deadline = Clock::now() + 10s;
-  bool both_running = false;
-  while (!both_running && Clock::now() < deadline) {
+  const bool both_running = testutil::Eventually([&] {
     auto m = Metrics(address());
-    both_running = m.ok() && testkit::SumMetric(*m, "hearsay_requests_in_flight") >= 2;
-    if (!both_running) std::this_thread::sleep_for(20ms);
-  }
+    return m.ok() && testkit::SumMetric(*m, "hearsay_requests_in_flight") >= 2;
+  });
   EXPECT_TRUE(both_running) << "two streams never ran at once";
   Result<HttpResponse> refused = PostCompletion(address(), CompletionBody("one too many", 2));
   ASSERT_TRUE(refused.ok()) << refused.status().ToString();

@@ -79,14 +79,11 @@ std::unique_ptr<LocalCluster> StartWithPrefixOnTarget(const std::string& target_
       << (holder.ok() ? "holder " + std::to_string(*holder) : holder.status().ToString()) << "\n"
       << cluster->AllLogTails();
   // The entry prices the forward with its measured delay to the target.
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  bool measured = false;
-  while (!measured && std::chrono::steady_clock::now() < deadline) {
+  const bool measured = testutil::Eventually([&] {
     Result<launch::ClusterView> view = cluster->View(kEntry);
     const launch::MemberInfo* m = view.ok() ? view->Find(cluster->node(kTarget).node_id) : nullptr;
-    measured = m != nullptr && m->rtt_ms.has_value();
-    if (!measured) std::this_thread::sleep_for(100ms);
-  }
+    return m != nullptr && m->rtt_ms.has_value();
+  });
   EXPECT_TRUE(measured) << "the entry never measured its RTT to the target";
   if (::testing::Test::HasFailure()) return nullptr;
   return cluster;

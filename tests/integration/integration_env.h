@@ -14,17 +14,18 @@
 #include <thread>
 #include <vector>
 
-#include "hearsay/launch/local_cluster.h"
 #include "hearsay/testkit/blocking_http.h"
+#include "hearsay/launch/local_cluster.h"
 #include "hearsay/testkit/metrics_text.h"
+#include "hearsay/testutil/eventually.h"
 
 namespace hearsay::integration {
 
 using namespace std::chrono_literals;
+using testkit::HttpResponse;
 using launch::LocalCluster;
 using launch::LocalClusterOptions;
 using nlohmann::json;
-using testkit::HttpResponse;
 
 // The model a `--engine sim` node serves (DaemonConfig::model's default).
 inline constexpr const char* kModel = "hearsay-sim";
@@ -124,34 +125,35 @@ namespace hearsay::integration {
 // by `timeout`): after a single request has been served, the node that served it. NOT_FOUND
 // (naming what the views said) if no such node appears in time.
 inline Result<size_t> WaitForSoleHolder(LocalCluster& cluster, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last;
-  while (true) {
-    std::vector<size_t> holders;
-    last.clear();
-    for (size_t h = 0; h < cluster.size(); ++h) {
-      if (!cluster.running(h)) continue;
-      bool everyone_sees = true;
-      for (size_t i = 0; i < cluster.size() && everyone_sees; ++i) {
-        if (i == h || !cluster.running(i)) continue;
-        Result<launch::ClusterView> view = cluster.View(i);
-        const launch::MemberInfo* m = view.ok() ? view->Find(cluster.node(h).node_id) : nullptr;
-        everyone_sees = m != nullptr && m->cache_keys > 0;
-        if (m != nullptr) {
-          last += cluster.node(i).node_id + " sees " + m->node_id + " with " +
-                  std::to_string(m->cache_keys) + " keys; ";
+  std::vector<size_t> holders;
+  const bool found = testutil::Eventually(
+      [&] {
+        holders.clear();
+        last.clear();
+        for (size_t h = 0; h < cluster.size(); ++h) {
+          if (!cluster.running(h)) continue;
+          bool everyone_sees = true;
+          for (size_t i = 0; i < cluster.size() && everyone_sees; ++i) {
+            if (i == h || !cluster.running(i)) continue;
+            Result<launch::ClusterView> view = cluster.View(i);
+            const launch::MemberInfo* m =
+                view.ok() ? view->Find(cluster.node(h).node_id) : nullptr;
+            everyone_sees = m != nullptr && m->cache_keys > 0;
+            if (m != nullptr) {
+              last += cluster.node(i).node_id + " sees " + m->node_id + " with " +
+                      std::to_string(m->cache_keys) + " keys; ";
+            }
+          }
+          if (everyone_sees) holders.push_back(h);
         }
-      }
-      if (everyone_sees) holders.push_back(h);
-    }
-    if (holders.size() == 1) return holders[0];
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return NotFoundError("no single cache holder visible to all after " +
-                           std::to_string(timeout.count()) + " ms (" +
-                           std::to_string(holders.size()) + " candidates): " + last);
-    }
-    std::this_thread::sleep_for(100ms);
-  }
+        return holders.size() == 1;
+      },
+      timeout);
+  if (found) return holders[0];
+  return NotFoundError("no single cache holder visible to all after " +
+                       std::to_string(timeout.count()) + " ms (" + std::to_string(holders.size()) +
+                       " candidates): " + last);
 }
 
 }  // namespace hearsay::integration

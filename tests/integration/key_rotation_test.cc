@@ -116,15 +116,12 @@ class KeyRotationTest : public ::testing::Test {
   // The policy prices a forward by the measured delay: waits until entry `e` has one to the
   // holder.
   void WaitForRttToHolder(size_t e) {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    bool measured = false;
-    while (!measured && std::chrono::steady_clock::now() < deadline) {
+    const bool measured = testutil::Eventually([&] {
       Result<launch::ClusterView> view = cluster_->View(e);
       const launch::MemberInfo* m =
           view.ok() ? view->Find(cluster_->node(holder_).node_id) : nullptr;
-      measured = m != nullptr && m->rtt_ms.has_value();
-      if (!measured) std::this_thread::sleep_for(100ms);
-    }
+      return m != nullptr && m->rtt_ms.has_value();
+    });
     ASSERT_TRUE(measured) << cluster_->node(e).node_id << " never measured its RTT to the holder";
   }
 
@@ -220,15 +217,17 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
   ASSERT_TRUE(outsider.ok()) << outsider.status().ToString();
   const double dropped_before =
       MetricOf(cluster_->node(0).http_address, kDroppedMetric, {{"reason", "envelope"}});
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  double dropped = dropped_before;
-  while (dropped == dropped_before && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(200ms);
-    dropped = MetricOf(cluster_->node(0).http_address, kDroppedMetric, {{"reason", "envelope"}});
-  }
-  EXPECT_GT(dropped, dropped_before) << launch::TailFile(log, 30);
+  const auto dropped_envelopes = [&] {
+    return MetricOf(cluster_->node(0).http_address, kDroppedMetric, {{"reason", "envelope"}});
+  };
+  EXPECT_TRUE(testutil::Eventually([&] { return dropped_envelopes() > dropped_before; }, 20s))
+      << launch::TailFile(log, 30);
   ASSERT_TRUE(Healthy(outsider_http)) << launch::TailFile(log, 30);
-  std::this_thread::sleep_for(2s);  // several gossip rounds
+  // Several more of the outsider's gossip rounds are refused before the views are read.
+  const double dropped_after_first = dropped_envelopes();
+  EXPECT_TRUE(
+      testutil::Eventually([&] { return dropped_envelopes() >= dropped_after_first + 2; }, 20s))
+      << launch::TailFile(log, 30);
   for (size_t i = 0; i < cluster_->size(); ++i) {
     Result<launch::ClusterView> view = cluster_->View(i);
     ASSERT_TRUE(view.ok());

@@ -156,9 +156,9 @@ TEST(NodeFailureTest, KillUnderLoadLosesNothingDetectsAndRejoinsClean) {
 
   Load load(entries, prefix, /*threads=*/6);
   // Let the load reach the victim, then kill it.
-  const auto warmup_deadline = Clock::now() + 10s;
-  while (load.count() < 12 && Clock::now() < warmup_deadline) std::this_thread::sleep_for(50ms);
-  ASSERT_GE(load.count(), 12u) << "the load did not get going:\n" << cluster->AllLogTails();
+  ASSERT_TRUE(testutil::Eventually([&] { return load.count() >= 12; }))
+      << "the load did not get going:\n"
+      << cluster->AllLogTails();
   auto metrics = Metrics(cluster->node(victim).http_address);
   ASSERT_TRUE(metrics.ok());
   EXPECT_GT(testkit::SumMetric(*metrics, kPeerServedMetric), 0)
@@ -219,12 +219,13 @@ TEST(NodeFailureTest, KillUnderLoadLosesNothingDetectsAndRejoinsClean) {
     SCOPED_TRACE("view of " + cluster->node(s).node_id);
     const launch::MemberInfo* m = nullptr;
     Result<launch::ClusterView> view = InternalError("not read");
-    while (Clock::now() < deadline) {
-      view = cluster->View(s);
-      m = view.ok() ? view->Find(victim_id) : nullptr;
-      if (m != nullptr && m->state == "alive" && m->generation > old_generation) break;
-      std::this_thread::sleep_for(100ms);
-    }
+    (void)testutil::Eventually(
+        [&] {
+          view = cluster->View(s);
+          m = view.ok() ? view->Find(victim_id) : nullptr;
+          return m != nullptr && m->state == "alive" && m->generation > old_generation;
+        },
+        deadline - Clock::now());
     ASSERT_NE(m, nullptr);
     EXPECT_EQ(m->state, "alive");
     EXPECT_GT(m->generation, old_generation) << "a restart is a new generation";

@@ -70,13 +70,14 @@ Status HalfSeesOtherDead(LocalCluster& cluster, const std::vector<size_t>& side,
 }
 
 Status WaitFor(const std::function<Status()>& check, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
   Status last;
-  while (true) {
-    last = check();
-    if (last.ok() || Clock::now() >= deadline) return last;
-    std::this_thread::sleep_for(100ms);
-  }
+  (void)testutil::Eventually(
+      [&] {
+        last = check();
+        return last.ok();
+      },
+      timeout);
+  return last;
 }
 
 TEST(PartitionTest, HalvesSplitThenHealAndReconverge) {
@@ -92,16 +93,17 @@ TEST(PartitionTest, HalvesSplitThenHealAndReconverge) {
   const auto blocked_at = Clock::now();
   int highest_health = 0;
   Status split;
-  while (true) {
-    highest_health = std::max(highest_health, HighestLocalHealth(*cluster));
-    split = HalfSeesOtherDead(*cluster, left, right);
-    if (split.ok()) split = HalfSeesOtherDead(*cluster, right, left);
-    if (split.ok() ||
-        Clock::now() - blocked_at > PartitionDetectionBound(cluster->size(), highest_health)) {
-      break;
-    }
-    std::this_thread::sleep_for(100ms);
-  }
+  // Polls until the views split, or the detection bound at the health reached so far passes (the
+  // outer bound only stops a runaway wait).
+  (void)testutil::Eventually(
+      [&] {
+        highest_health = std::max(highest_health, HighestLocalHealth(*cluster));
+        split = HalfSeesOtherDead(*cluster, left, right);
+        if (split.ok()) split = HalfSeesOtherDead(*cluster, right, left);
+        return split.ok() ||
+               Clock::now() - blocked_at > PartitionDetectionBound(cluster->size(), highest_health);
+      },
+      2min);
   const auto split_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - blocked_at).count();
   ASSERT_TRUE(split.ok()) << "the partition did not split the views within "

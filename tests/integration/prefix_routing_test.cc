@@ -48,14 +48,11 @@ TEST(PrefixRoutingTest, SharedPrefixGoesToItsHolder) {
   // And every entry has measured its delay to the holder (the policy prices the forward by it).
   for (size_t e = 0; e < cluster->size(); ++e) {
     if (e == h) continue;
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    bool measured = false;
-    while (!measured && std::chrono::steady_clock::now() < deadline) {
+    const bool measured = testutil::Eventually([&] {
       Result<launch::ClusterView> view = cluster->View(e);
       const launch::MemberInfo* m = view.ok() ? view->Find(cluster->node(h).node_id) : nullptr;
-      measured = m != nullptr && m->rtt_ms.has_value();
-      if (!measured) std::this_thread::sleep_for(100ms);
-    }
+      return m != nullptr && m->rtt_ms.has_value();
+    });
     ASSERT_TRUE(measured) << cluster->node(e).node_id << " never measured its RTT to the holder";
   }
   const double served_before = ServedForPeers(holder_address);

@@ -57,12 +57,7 @@ class UpstreamFaultTest : public ::testing::Test {
   }
   // Polls (bounded) until SeesOverloaded(viewer, subject) == want.
   bool WaitOverloaded(size_t viewer, size_t subject, bool want) {
-    const auto end = std::chrono::steady_clock::now() + 20s;
-    while (std::chrono::steady_clock::now() < end) {
-      if (SeesOverloaded(viewer, subject) == want) return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
+    return testutil::Eventually([&] { return SeesOverloaded(viewer, subject) == want; }, 20s);
   }
   Result<HttpResponse> Complete(size_t node, const std::string& tag) {
     return PostCompletion(cluster_->node(node).http_address,

@@ -18,6 +18,7 @@
 
 #include "hearsay/launch/child_process.h"
 #include "hearsay/launch/temp_dir.h"
+#include "hearsay/testutil/eventually.h"
 
 namespace hearsay::clitest {
 
@@ -53,16 +54,7 @@ inline std::vector<int> ProcessesMentioning(const std::string& needle) {
   return pids;
 }
 
-// Polls `pred` every 50 ms until it holds or `timeout` passes; returns its last value.
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (pred()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
+using testutil::Eventually;
 
 // A `hearsay` invocation whose TMPDIR (hence the LocalCluster temp dirs and key files of a demo)
 // is a private directory, so its node processes can be told apart from other tests' by their

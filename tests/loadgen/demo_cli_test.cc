@@ -44,7 +44,7 @@ TEST(DemoCliTest, JsonHasFourPoliciesAndNothingIsLeftRunning) {
 TEST(DemoCliTest, SigintStopsEveryNode) {
   clitest::HearsayRun run({"demo", "--requests", "100000", "--rate", "5"});
   ASSERT_TRUE(run.started());
-  ASSERT_TRUE(clitest::WaitFor([&] { return run.Children().size() == 4; }, 30s)) << run.output();
+  ASSERT_TRUE(clitest::Eventually([&] { return run.Children().size() == 4; }, 30s)) << run.output();
   run.process().Signal(SIGINT);
   ASSERT_TRUE(run.process().Wait(30s).ok()) << run.output();
   EXPECT_EQ(run.process().exit_code(), 130) << run.output();
@@ -55,9 +55,9 @@ TEST(DemoCliTest, SigintStopsEveryNode) {
 TEST(DemoCliTest, SigkillOfTheDemoTakesTheNodesDown) {
   clitest::HearsayRun run({"demo", "--requests", "100000", "--rate", "5"});
   ASSERT_TRUE(run.started());
-  ASSERT_TRUE(clitest::WaitFor([&] { return run.Children().size() == 4; }, 30s)) << run.output();
+  ASSERT_TRUE(clitest::Eventually([&] { return run.Children().size() == 4; }, 30s)) << run.output();
   run.process().Kill();
-  EXPECT_TRUE(clitest::WaitFor([&] { return run.Children().empty(); }, 10s))
+  EXPECT_TRUE(clitest::Eventually([&] { return run.Children().empty(); }, 10s))
       << "nodes survived their parent";
 }
 

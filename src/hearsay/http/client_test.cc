@@ -14,12 +14,14 @@
 
 #include "hearsay/http/server.h"
 #include "hearsay/http/test_util.h"
+#include "hearsay/testutil/eventually.h"
 
 namespace hearsay::http {
 namespace {
 
 using testing::IoThread;
 using testing::Ready;
+using testutil::Eventually;
 using namespace std::chrono_literals;
 
 // What one request produced, filled on the I/O thread and read once `done` is ready.
@@ -137,11 +139,10 @@ TEST_F(ClientTest, ConcurrentRequestsOpenSeveralConnectionsAndPoolThem) {
     outs.push_back(std::make_unique<Outcome>());
     client_->Send(Get(server_->port(), "/"), outs.back()->Handlers());
   }
-  for (int i = 0; i < 200; ++i) {
+  EXPECT_TRUE(Eventually([&] {
     std::lock_guard lock(mu);
-    if (held.size() == 3) break;
-    std::this_thread::sleep_for(10ms);
-  }
+    return held.size() == 3;
+  }));
   {
     std::lock_guard lock(mu);
     ASSERT_EQ(held.size(), 3u);
@@ -167,7 +168,7 @@ TEST_F(ClientTest, PoolKeepsAtMostMaxIdlePerHost) {
     outs.push_back(std::make_unique<Outcome>());
     client_->Send(Get(server_->port(), "/"), outs.back()->Handlers());
   }
-  for (int i = 0; i < 200 && held.load() < 3; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(Eventually([&] { return held.load() >= 3; }));
   {
     std::lock_guard lock(mu);
     ASSERT_EQ(responders.size(), 3u);
@@ -175,8 +176,7 @@ TEST_F(ClientTest, PoolKeepsAtMostMaxIdlePerHost) {
   }
   for (auto& o : outs) ASSERT_TRUE(o->Wait().ok());
   EXPECT_EQ(client_->stats().idle_connections, 1u);
-  for (int i = 0; i < 200 && server_->open_connections() > 1; ++i)
-    std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(Eventually([&] { return server_->open_connections() <= 1; }));
   EXPECT_EQ(server_->open_connections(), 1u) << "connections beyond the cap are closed";
 }
 
@@ -187,9 +187,8 @@ TEST_F(ClientTest, ExpiredIdleConnectionsAreClosed) {
   client_->Send(Get(server_->port(), "/"), a.Handlers());
   ASSERT_TRUE(a.Wait().ok());
   EXPECT_EQ(client_->stats().idle_connections, 1u);
-  for (int i = 0; i < 200 && server_->open_connections() != 0; ++i)
-    std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(server_->open_connections(), 0u) << "the pool's sweep closed it";
+  EXPECT_TRUE(Eventually([&] { return server_->open_connections() == 0; }))
+      << "the pool's sweep closed it";
   EXPECT_EQ(client_->stats().idle_connections, 0u);
   Outcome b;
   client_->Send(Get(server_->port(), "/"), b.Handlers());
@@ -237,7 +236,7 @@ TEST_F(ClientTest, ConnectRefusedIsUnavailable) {
     port = (*s)->port();
     (*s)->Close();
   }
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(io_.Drain());  // the listener is closed
   Outcome out;
   client_->Send(Get(port, "/"), out.Handlers());
   Status st = out.Wait();
@@ -317,9 +316,7 @@ TEST_F(ClientTest, IdleConnectionClosedByTheServerIsNotUsed) {
   client_->Send(Get(server_->port(), "/a"), a.Handlers());
   ASSERT_TRUE(a.Wait().ok());
   // Wait until the server has closed the pooled connection.
-  for (int i = 0; i < 200 && server_->open_connections() != 0; ++i)
-    std::this_thread::sleep_for(10ms);
-  ASSERT_EQ(server_->open_connections(), 0u);
+  ASSERT_TRUE(Eventually([&] { return server_->open_connections() == 0; }));
   Outcome b;
   auto req = Get(server_->port(), "/b");
   req.method = "POST";  // not idempotent: must not be sent on a dead connection at all
@@ -356,7 +353,7 @@ TEST_F(ClientTest, CancelAbortsAndTheServerSeesTheClientLeave) {
   auto sc = server_saw_close.get_future();
   EXPECT_TRUE(Ready(sc));
   handle->Cancel();  // no-op after the end
-  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(io_.Drain());
   EXPECT_EQ(out.done_calls.load(), 1);
 }
 

@@ -13,12 +13,14 @@
 #include "hearsay/api/openai_response.h"
 #include "hearsay/http/server.h"
 #include "hearsay/http/test_util.h"
+#include "hearsay/testutil/eventually.h"
 
 namespace hearsay::http {
 namespace {
 
 using testing::IoThread;
 using testing::Ready;
+using testutil::Eventually;
 using namespace std::chrono_literals;
 
 constexpr std::string_view kBody = R"({"model":"m","prompt":"hello there","stream":false})";
@@ -179,6 +181,17 @@ class PeerClientTest : public ::testing::Test {
     });
     done.get_future().wait();
   }
+  size_t InFlight() {
+    size_t n = 0;
+    OnCore([&] { n = peer_client_->in_flight(); });
+    return n;
+  }
+  // Runs what the I/O side has queued, then what that queued on the core: a terminal event still
+  // on its way has reached the sink after this.
+  void DrainLoops() {
+    ASSERT_TRUE(io_.Drain());
+    ASSERT_TRUE(core_.Drain());
+  }
 
   IoThread io_;    // the I/O side: server and client
   IoThread core_;  // the core thread
@@ -235,11 +248,9 @@ TEST_F(PeerClientTest, RelaysFirstTokenOutputAndUsage) {
   EXPECT_EQ(req.Header("x-hearsay-origin"), "node-a");
   EXPECT_FALSE(req.Header("x-hearsay-bounce-above-ms").has_value()) << "not asked: not sent";
 
-  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(Eventually([&] { return InFlight() == 0; }));
+  DrainLoops();
   EXPECT_EQ(sink.terminals(), 1);
-  size_t in_flight = 1;
-  OnCore([&] { in_flight = peer_client_->in_flight(); });
-  EXPECT_EQ(in_flight, 0u);
 }
 
 TEST_F(PeerClientTest, SendsTheBounceThresholdTheCoreAsksFor) {
@@ -262,9 +273,7 @@ TEST_F(PeerClientTest, SecondForwardReusesThePooledConnection) {
     ASSERT_TRUE(sink.WaitTerminal());
     EXPECT_EQ(sink.events().back(), "complete");
     // The exchange ends (and pools its connection) just after [DONE] reached the core.
-    for (int i = 0; i < 100 && client_->stats().idle_connections == 0; ++i) {
-      std::this_thread::sleep_for(5ms);
-    }
+    ASSERT_TRUE(Eventually([&] { return client_->stats().idle_connections > 0; }));
   }
   EXPECT_EQ(server_->stats().connections_accepted, 1u);
   EXPECT_EQ(client_->stats().connections_reused, 1u);
@@ -305,7 +314,7 @@ TEST_F(PeerClientTest, UnreachablePeerFailsBeforeTheFirstToken) {
   std::string dead = peer_address_;
   server_->Close();
   server_.reset();
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(io_.Drain());  // the listener is closed
   RecordingSink sink(core_, in_forward_);
   Forward(sink, dead);
   ASSERT_TRUE(sink.WaitTerminal());
@@ -344,7 +353,7 @@ TEST_F(PeerClientTest, PeerDroppingMidStreamFailsAfterTheFirstToken) {
   Forward(sink);
   auto f = streaming.get_future();
   ASSERT_TRUE(Ready(f));
-  for (int i = 0; i < 200 && sink.text().empty(); ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(Eventually([&] { return !sink.text().empty(); }));
   server_->Close();  // the peer process dies
   ASSERT_TRUE(sink.WaitTerminal());
   EXPECT_EQ(sink.events(), (std::vector<std::string>{"first", "output", "error"}));
@@ -367,7 +376,8 @@ TEST_F(PeerClientTest, ErrorEventFailsAfterTheFirstToken) {
   EXPECT_EQ(sink.events().back(), "error");
   EXPECT_FALSE(sink.before_first_token());
   EXPECT_NE(sink.error().message().find("engine crashed"), std::string::npos);
-  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(Eventually([&] { return InFlight() == 0; }));
+  DrainLoops();
   EXPECT_EQ(sink.terminals(), 1) << "[DONE] after the error adds nothing";
 }
 
@@ -410,7 +420,7 @@ TEST_F(PeerClientTest, CancelAbortsTheForwardAndClosesTheConnection) {
   Forward(sink);
   auto s = streaming.get_future();
   ASSERT_TRUE(Ready(s));
-  for (int i = 0; i < 200 && sink.events().empty(); ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(Eventually([&] { return !sink.events().empty(); }));
   OnCore([&] {
     in_forward_ = true;  // nothing may be delivered inside Cancel either
     peer_client_->Cancel(sink.id);
@@ -423,7 +433,7 @@ TEST_F(PeerClientTest, CancelAbortsTheForwardAndClosesTheConnection) {
   EXPECT_FALSE(sink.before_first_token());
   auto closed = peer_saw_close.get_future();
   EXPECT_TRUE(Ready(closed));
-  std::this_thread::sleep_for(50ms);
+  DrainLoops();
   EXPECT_EQ(sink.terminals(), 1);
   EXPECT_TRUE(sink.contract_kept());
 }

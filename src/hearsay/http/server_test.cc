@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "hearsay/http/test_util.h"
+#include "hearsay/testutil/eventually.h"
 
 namespace hearsay::http {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 using testing::IoThread;
 using testing::RawClient;
 using testing::Ready;
+using testutil::Eventually;
 using namespace std::chrono_literals;
 
 ServerOptions LocalOptions() {
@@ -249,7 +251,6 @@ TEST_F(ServerTest, SlowlorisHeaderIsCutAtTheHeaderTimeout) {
   StartServer(o, EchoHandler());
   RawClient c(server_->port());
   ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n"));
-  auto start = std::chrono::steady_clock::now();
   // One byte every 50 ms: progress never stops, but the deadline holds.
   bool cut = false;
   for (int i = 0; i < 60 && !cut; ++i) {
@@ -258,9 +259,8 @@ TEST_F(ServerTest, SlowlorisHeaderIsCutAtTheHeaderTimeout) {
   }
   c.SetTimeout(2000ms);
   c.ReadUntilClosed();
-  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(cut) << "the connection outlived 3 s of trickled header bytes";
   EXPECT_EQ(c.data().rfind("HTTP/1.1 408 ", 0), 0u) << c.data();
-  EXPECT_LT(elapsed, 2500ms);
   EXPECT_EQ(server_->stats().read_timeouts, 1u);
 }
 
@@ -281,14 +281,10 @@ TEST_F(ServerTest, IdleKeepAliveConnectionIsClosed) {
   RawClient c(server_->port());
   ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
   EXPECT_FALSE(c.ReadResponse().empty());
-  auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(c.ReadUntilClosed());
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
   EXPECT_TRUE(c.data().empty()) << "an idle close sends nothing";
   EXPECT_EQ(server_->stats().idle_closed, 1u);
-  for (int i = 0; i < 100 && server_->open_connections() != 0; ++i)
-    std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(server_->open_connections(), 0u);
+  EXPECT_TRUE(Eventually([&] { return server_->open_connections() == 0; }));
 }
 
 TEST_F(ServerTest, ConnectionsOverTheLimitGet503) {
@@ -308,8 +304,7 @@ TEST_F(ServerTest, ConnectionsOverTheLimitGet503) {
   EXPECT_EQ(server_->stats().connections_refused, 1u);
   // A freed slot is usable again.
   a.Close();
-  for (int i = 0; i < 100 && server_->open_connections() > 1; ++i)
-    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(Eventually([&] { return server_->open_connections() <= 1; }));
   RawClient d(server_->port());
   ASSERT_TRUE(d.Send("GET /d HTTP/1.1\r\n\r\n"));
   EXPECT_TRUE(d.ReadResponse().ends_with("GET /d "));
@@ -353,9 +348,8 @@ TEST_F(ServerTest, OnCloseDoesNotFireForACompletedResponse) {
     ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
     ASSERT_FALSE(c.ReadResponse().empty());
   }
-  for (int i = 0; i < 100 && server_->open_connections() != 0; ++i)
-    std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(server_->open_connections(), 0u);
+  EXPECT_TRUE(Eventually([&] { return server_->open_connections() == 0; }));
+  ASSERT_TRUE(io_.Drain());
   EXPECT_EQ(fired.load(), 0);
 }
 
@@ -379,7 +373,10 @@ TEST_F(ServerTest, ClientThatStopsReadingIsDropped) {
   // The client reads nothing: kernel buffers fill, then the queue passes its cap.
   for (int i = 0; i < 4000 && !responder->closed(); ++i) {
     responder->Write(chunk);
-    if (i % 16 == 15) std::this_thread::sleep_for(5ms);
+    // Let the connection's strand take what was written (and close) before writing more.
+    if (i % 16 == 15) {
+      ASSERT_TRUE(io_.Drain());
+    }
   }
   auto cf = closed.get_future();
   ASSERT_TRUE(Ready(cf));

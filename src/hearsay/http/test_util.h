@@ -12,6 +12,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -45,6 +46,15 @@ class IoThread {
     thread_.join();
     io_.restart();
     io_.poll();
+  }
+  // Returns once everything already queued on the loop has run: what a test did before it (a
+  // Close, a Cancel, a completion it observed) has had its effects. False after 10 s, or when
+  // called on the loop's own thread or after Stop().
+  bool Drain() {
+    if (on_thread() || !thread_.joinable()) return false;
+    std::promise<void> done;
+    boost::asio::post(io_, [&] { done.set_value(); });
+    return done.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   }
   boost::asio::io_context& io() { return io_; }
   bool on_thread() const { return std::this_thread::get_id() == thread_.get_id(); }

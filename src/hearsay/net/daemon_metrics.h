@@ -53,7 +53,7 @@ class DaemonMetrics {
     api::Counter* counter = nullptr;
     uint64_t last = 0;
     void Sync(uint64_t value) {
-      if (value > last) counter->Increment(value - last);
+      if (value > last) counter->Increment(static_cast<double>(value - last));
       last = value;
     }
   };

@@ -12,9 +12,10 @@
 #include <thread>
 
 #include "hearsay/http/client.h"
-#include "hearsay/http/test_util.h"
 #include "hearsay/http/host_port.h"
+#include "hearsay/http/test_util.h"
 #include "hearsay/net/peer_auth.h"
+#include "hearsay/testutil/eventually.h"
 
 namespace hearsay::net {
 
@@ -136,16 +137,7 @@ std::vector<std::string> Events(const std::string& body) {
   return out;
 }
 
-// Polls `pred` up to `bound`.
-template <typename F>
-bool Eventually(F pred, std::chrono::milliseconds bound = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
-}
+using testutil::Eventually;
 
 TEST(DaemonTest, RefusesToStartWithoutKeyOrWithABadOne) {
   DaemonConfig c = Config(true);

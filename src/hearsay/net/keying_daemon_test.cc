@@ -163,7 +163,7 @@ TEST(KeyingDaemonTest, AFailingTokenizeEndpointNeverFailsTheRequest) {
     EXPECT_EQ(r.status, 200) << r.body;
   }
   const std::string m = c.Call("GET", d->http_address(), "/metrics").body;
-  EXPECT_EQ(Metric(m, "hearsay_tokenize_total{result=\"fallback\",reason=\"error\"}"), 3) << m;
+  EXPECT_EQ(Metric(m, "hearsay_tokenize_total{reason=\"error\",result=\"fallback\"}"), 3) << m;
   EXPECT_EQ(Metric(m, "hearsay_tokenize_total{result=\"engine\"}"), 0);
   EXPECT_EQ(engine.completions, 3);
   EXPECT_TRUE(d->Shutdown());

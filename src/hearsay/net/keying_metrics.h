@@ -28,7 +28,7 @@ class KeyingMetrics {
     api::Counter* counter = nullptr;
     uint64_t last = 0;
     void Sync(uint64_t value) {
-      if (value > last) counter->Increment(value - last);
+      if (value > last) counter->Increment(static_cast<double>(value - last));
       last = value;
     }
   };

@@ -15,6 +15,7 @@
 #include "hearsay/http/client.h"
 #include "hearsay/http/test_util.h"
 #include "hearsay/net/daemon.h"
+#include "hearsay/testutil/eventually.h"
 #include "hearsay/upstream/kv_events_test_publisher.h"
 #include "hearsay/upstream/kv_events_test_util.h"
 
@@ -58,15 +59,7 @@ class Getter {
   http::Client client_;
 };
 
-template <typename F>
-bool Eventually(F pred, std::chrono::milliseconds bound = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
+using testutil::Eventually;
 
 // The value of one series in a /metrics text, or -1.
 double Metric(const std::string& text, const std::string& series) {

@@ -26,7 +26,7 @@ class KvEventsMetrics {
     api::Counter* counter = nullptr;
     uint64_t last = 0;
     void Sync(uint64_t value) {
-      if (value > last) counter->Increment(value - last);
+      if (value > last) counter->Increment(static_cast<double>(value - last));
       last = value;
     }
   };

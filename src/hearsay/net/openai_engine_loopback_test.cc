@@ -12,8 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "hearsay/net/asio_runtime.h"
 #include "hearsay/testkit/fake_openai_upstream.h"
+#include "hearsay/net/asio_runtime.h"
+#include "hearsay/testutil/eventually.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
 
 namespace hearsay::upstream {
@@ -112,13 +113,8 @@ class LoopbackTest : public ::testing::Test {
     return OnCore([this] { return engine_->openai().healthy(); });
   }
   // Polls (bounded) until the engine's health is `want`.
-  bool WaitHealthy(bool want, std::chrono::milliseconds bound = 5000ms) {
-    const auto end = std::chrono::steady_clock::now() + bound;
-    while (std::chrono::steady_clock::now() < end) {
-      if (Healthy() == want) return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
+  bool WaitHealthy(bool want) {
+    return testutil::Eventually([&] { return Healthy() == want; });
   }
   static OpenAiEngineOptions Fast() {
     OpenAiEngineOptions o;
@@ -194,11 +190,9 @@ TEST_F(LoopbackTest, GarbageIsAClearErrorAndTheEngineKeepsServing) {
 TEST_F(LoopbackTest, SlowUpstreamTimesOut) {
   upstream_->set_mode(Mode::kSilent);
   Make(upstream_->port(), Fast());
-  const auto start = std::chrono::steady_clock::now();
   Outcome o = Run(1);
-  const auto took = std::chrono::steady_clock::now() - start;
+  // The upstream never answers: only the first-token deadline can end the request.
   EXPECT_EQ(o.status.code(), StatusCode::kDeadlineExceeded) << o.status.ToString();
-  EXPECT_LT(took, 5s);
 }
 
 }  // namespace

@@ -115,12 +115,10 @@ TEST_F(PromptTokenizerTest, EveryFailureFallsBackToBytesAndIsCounted) {
   EXPECT_EQ(t->stats().fallback_invalid.load(), 1u);
 
   engine_.tokenize_mode = Mode::kSlow;
-  const auto start = std::chrono::steady_clock::now();
   r = Run(*t, api::Endpoint::kCompletions, prompt);
   EXPECT_EQ(r.source, TokenSource::kFallback);
   EXPECT_EQ(r.tokens, bytes);
-  EXPECT_EQ(t->stats().fallback_timeout.load(), 1u);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);  // bounded by the deadline
+  EXPECT_EQ(t->stats().fallback_timeout.load(), 1u);  // the deadline ended the call
 
   // A chat body without messages cannot go to the engine's template: bytes, counted, no call.
   engine_.tokenize_mode = Mode::kOk;

@@ -94,16 +94,19 @@ TEST(FakeOpenAiUpstreamTest, FaultModes) {
   fake.set_mode(Mode::kServerError);
   fake.set_server_error(500, "kv cache exploded");
   Result<HttpResponse> r = HttpPostJson(fake.address(), "/v1/completions", body, 5s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 500);
   EXPECT_NE(r->body.find("kv cache exploded"), std::string::npos);
 
   fake.set_mode(Mode::kTooBusy);
   r = HttpPostJson(fake.address(), "/v1/completions", body, 5s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 429);
   EXPECT_EQ(r->Header("retry-after"), "1");
 
   fake.set_mode(Mode::kGarbage);
   r = HttpPostJson(fake.address(), "/v1/completions", body, 5s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 200);
   ASSERT_EQ(Events(r->body).size(), 1u);
   EXPECT_TRUE(Events(r->body)[0].is_discarded()) << r->body;

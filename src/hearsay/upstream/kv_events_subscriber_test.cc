@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "hearsay/testutil/eventually.h"
 #include "hearsay/upstream/kv_event_view.h"
 #include "hearsay/upstream/kv_events_test_publisher.h"
 #include "hearsay/upstream/kv_events_test_util.h"
@@ -42,15 +43,7 @@ std::string Payload(uint64_t seq) {
                                  kBlock}});
 }
 
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds limit = 5000ms) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
-}
+using testutil::Eventually;
 
 // Stands in for the core thread: posted tasks run at once, under a lock, and apply batches to a
 // KvEventView as the node does.
@@ -119,9 +112,10 @@ class KvEventsSubscriberTest : public ::testing::Test {
 TEST_F(KvEventsSubscriberTest, DeliversBatchesInOrder) {
   TestPublisher pub(ctx_, /*with_replay=*/true);
   auto sub = Subscribe(pub);
+  ASSERT_NE(sub, nullptr);
   ASSERT_TRUE(pub.AwaitSubscriber());
   for (uint64_t s = 0; s < 3; ++s) pub.Publish(s, Payload(s));
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 3; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 3; }));
   EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{0, 1, 2}));
   EXPECT_EQ(core_.blocks(), 3u);
   const KvEventsSubscriberStats st = sub->stats();
@@ -143,7 +137,7 @@ TEST_F(KvEventsSubscriberTest, GapIsFilledByReplay) {
     pub.Keep(1, Payload(1));  // lost on the wire
     pub.Keep(2, Payload(2));
     pub.Publish(3, Payload(3));
-    ASSERT_TRUE(WaitFor([&] { return core.seqs().size() == 4; }));
+    ASSERT_TRUE(Eventually([&] { return core.seqs().size() == 4; }));
     EXPECT_EQ(core.seqs(), (std::vector<uint64_t>{0, 1, 2, 3}));
     EXPECT_EQ(core.blocks(), 4u);  // the index ends as if nothing was lost
     EXPECT_TRUE(core.resets().empty());
@@ -158,10 +152,11 @@ TEST_F(KvEventsSubscriberTest, GapIsFilledByReplay) {
 TEST_F(KvEventsSubscriberTest, GapWithoutReplayEndpointResets) {
   TestPublisher pub(ctx_, /*with_replay=*/false);
   auto sub = Subscribe(pub, /*replay=*/false);
+  ASSERT_NE(sub, nullptr);
   ASSERT_TRUE(pub.AwaitSubscriber());
   pub.Publish(0, Payload(0));
   pub.Publish(2, Payload(2));  // 1 lost
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 2; }));
   EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{0, 2}));
   ASSERT_EQ(core_.resets().size(), 1u);
   EXPECT_NE(core_.resets()[0].find("no replay endpoint"), std::string::npos);
@@ -173,10 +168,11 @@ TEST_F(KvEventsSubscriberTest, GapWithReplayServerDownResets) {
   TestPublisher pub(ctx_, /*with_replay=*/false);
   // A replay endpoint where nothing listens: the request times out.
   auto sub = Subscribe(pub, /*replay=*/true, "tcp://127.0.0.1:1");
+  ASSERT_NE(sub, nullptr);
   ASSERT_TRUE(pub.AwaitSubscriber());
   pub.Publish(0, Payload(0));
   pub.Publish(5, Payload(5));
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 2; }));
   const KvEventsSubscriberStats st = sub->stats();
   EXPECT_EQ(st.gaps, 1u);
   EXPECT_EQ(st.replay_failures, 1u);
@@ -188,11 +184,12 @@ TEST_F(KvEventsSubscriberTest, GapWithReplayServerDownResets) {
 TEST_F(KvEventsSubscriberTest, ReplayMissingPartOfTheRangeResets) {
   TestPublisher pub(ctx_, /*with_replay=*/true);
   auto sub = Subscribe(pub);
+  ASSERT_NE(sub, nullptr);
   ASSERT_TRUE(pub.AwaitSubscriber());
   pub.Publish(0, Payload(0));
   pub.Keep(2, Payload(2));  // 1 is gone from the publisher's buffer too
   pub.Publish(3, Payload(3));
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 2; }));
   EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{0, 3}));
   EXPECT_EQ(sub->stats().replay_failures, 1u);
   EXPECT_EQ(core_.resets().size(), 1u);
@@ -203,9 +200,10 @@ TEST_F(KvEventsSubscriberTest, CatchesUpOnBatchesPublishedBeforeItSubscribed) {
   // The engine ran before the node started: batches 0..2 are only in the replay buffer.
   for (uint64_t s = 0; s < 3; ++s) pub.Keep(s, Payload(s));
   auto sub = Subscribe(pub);
+  ASSERT_NE(sub, nullptr);
   ASSERT_TRUE(pub.AwaitSubscriber());
   pub.Publish(3, Payload(3));
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 4; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 4; }));
   EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{0, 1, 2, 3}));
   EXPECT_EQ(core_.blocks(), 4u);
   const KvEventsSubscriberStats st = sub->stats();
@@ -221,10 +219,11 @@ TEST_F(KvEventsSubscriberTest, CatchUpTakesWhatIsLeftOfTheBuffer) {
   // Batches 0 and 1 have left the publisher's buffer; 2 and 3 are still in it.
   pub.Keep(2, Payload(2));
   auto sub = Subscribe(pub);
+  ASSERT_NE(sub, nullptr);
   ASSERT_TRUE(pub.AwaitSubscriber());
   pub.Keep(3, Payload(3));
   pub.Publish(4, Payload(4));
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 3; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 3; }));
   EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{2, 3, 4}));
   EXPECT_EQ(sub->stats().catch_ups, 1u);
   EXPECT_TRUE(core_.resets().empty());
@@ -233,10 +232,11 @@ TEST_F(KvEventsSubscriberTest, CatchUpTakesWhatIsLeftOfTheBuffer) {
 TEST_F(KvEventsSubscriberTest, FailedCatchUpStartsWithTheFirstBatch) {
   TestPublisher pub(ctx_, /*with_replay=*/false);
   auto sub = Subscribe(pub, /*replay=*/true, "tcp://127.0.0.1:1");
+  ASSERT_NE(sub, nullptr);
   ASSERT_TRUE(pub.AwaitSubscriber());
   pub.Publish(7, Payload(7));
   pub.Publish(8, Payload(8));
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 2; }));
   EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{7, 8}));
   const KvEventsSubscriberStats st = sub->stats();
   EXPECT_EQ(st.catch_ups, 0u);
@@ -247,14 +247,15 @@ TEST_F(KvEventsSubscriberTest, FailedCatchUpStartsWithTheFirstBatch) {
 TEST_F(KvEventsSubscriberTest, MalformedMessagesAreCountedAndSkipped) {
   TestPublisher pub(ctx_, /*with_replay=*/true);
   auto sub = Subscribe(pub);
+  ASSERT_NE(sub, nullptr);
   ASSERT_TRUE(pub.AwaitSubscriber());
   pub.Publish(0, Payload(0));
   pub.Send({kTopic, EncodeKvSeq(1), "\xc1 not msgpack"});  // undecodable payload
   pub.Send({kTopic, "seq", Payload(9)});                   // bad sequence frame
   pub.Send({kTopic, EncodeKvSeq(9)});                      // two frames
   pub.Publish(2, Payload(2));
-  ASSERT_TRUE(WaitFor([&] { return sub->stats().messages == 5; }));
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return sub->stats().messages == 5; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 2; }));
   EXPECT_EQ(core_.seqs(), (std::vector<uint64_t>{0, 2}));
   const KvEventsSubscriberStats st = sub->stats();
   EXPECT_EQ(st.malformed, 3u);
@@ -266,16 +267,17 @@ TEST_F(KvEventsSubscriberTest, ReconnectsAfterPublisherRestart) {
   auto pub = std::make_unique<TestPublisher>(ctx_, /*with_replay=*/false);
   const std::string endpoint = pub->endpoint();
   auto sub = Subscribe(*pub, /*replay=*/false);
+  ASSERT_NE(sub, nullptr);
   ASSERT_TRUE(pub->AwaitSubscriber());
   for (uint64_t s = 0; s < 3; ++s) pub->Publish(s, Payload(s));
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 3; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 3; }));
   // The engine restarts: its publisher goes away and comes back on the same port, counting
   // from 0 again.
   pub.reset();
   pub = std::make_unique<TestPublisher>(ctx_, /*with_replay=*/false, false, endpoint);
   ASSERT_TRUE(pub->AwaitSubscriber());  // ZMQ reconnected by itself
   pub->Publish(0, Payload(7));
-  ASSERT_TRUE(WaitFor([&] { return core_.seqs().size() == 4; }));
+  ASSERT_TRUE(Eventually([&] { return core_.seqs().size() == 4; }));
   EXPECT_EQ(core_.seqs().back(), 0u);
   const KvEventsSubscriberStats st = sub->stats();
   EXPECT_EQ(st.restarts, 1u);

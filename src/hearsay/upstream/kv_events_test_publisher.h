@@ -17,6 +17,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "hearsay/testutil/eventually.h"
 #include "hearsay/upstream/kv_events_decoder.h"
 
 namespace hearsay::upstream::testing {
@@ -34,15 +35,16 @@ class TestPublisher {
     pub_.set(zmq::sockopt::linger, 0);
     pub_.set(zmq::sockopt::rcvtimeo, 5000);
     // Rebinding the port of a publisher just closed: libzmq releases it asynchronously.
-    for (int attempt = 0;; ++attempt) {
+    const bool bound = testutil::Eventually([&] {
       try {
         pub_.bind(endpoint);
-        break;
+        return true;
       } catch (const zmq::error_t& e) {
-        if (e.num() != EADDRINUSE || attempt >= 200) throw;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (e.num() != EADDRINUSE) throw;
+        return false;
       }
-    }
+    });
+    if (!bound) pub_.bind(endpoint);  // throws the EADDRINUSE error
     endpoint_ = pub_.get(zmq::sockopt::last_endpoint);
     if (with_replay) {
       router_ = zmq::socket_t(ctx_, zmq::socket_type::router);
