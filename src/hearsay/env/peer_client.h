@@ -94,6 +94,11 @@ class ResponseSink {
   virtual void OnComplete(uint64_t id, const PeerUsage& usage) = 0;
   // The request failed; the last callback. `before_first_token` says nothing was served yet.
   virtual void OnError(uint64_t id, const Status& status, bool before_first_token) = 0;
+  // Everything delivered so far is void and the request starts over: OnFirstToken comes again.
+  // Only for a client request with `stream` false (its client reads nothing before the end)
+  // whose serving peer failed after the first token: the node serves it again elsewhere. Default:
+  // nothing to discard.
+  virtual void OnRestart(uint64_t /*id*/) {}
 };
 
 class PeerClient {

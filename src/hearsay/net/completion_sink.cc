@@ -1,5 +1,7 @@
 #include "hearsay/net/completion_sink.h"
 
+#include <spdlog/spdlog.h>
+
 #include <utility>
 
 #include "hearsay/http/peer_headers.h"
@@ -34,6 +36,24 @@ api::ApiError ToApiError(const Status& status) {
       return api::Forbidden(status.message());
     default:
       return api::Internal(status.ToString());
+  }
+}
+
+Status ClientFacing(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kResourceExhausted:
+      return status;
+    case StatusCode::kUnavailable:
+    case StatusCode::kAborted:
+      return UnavailableError("the engine serving this request is unavailable; try again");
+    case StatusCode::kDataLoss:
+      return DataLossError("the engine serving this request sent a malformed answer");
+    case StatusCode::kDeadlineExceeded:
+      return DeadlineExceededError("the engine serving this request did not answer in time");
+    default:
+      return Status(status.code(), "the request failed inside the cluster");
   }
 }
 
@@ -101,7 +121,13 @@ void CompletionSink::OnComplete(uint64_t /*id*/, const PeerUsage& usage) {
 
 void CompletionSink::OnError(uint64_t /*id*/, const Status& status, bool /*before_first_token*/) {
   if (done_) return;
-  const api::ApiError error = ToApiError(status);
+  // A peer keeps the detail (its entry node logs it); a client gets no internal address.
+  const Status shown = options_.hop ? status : ClientFacing(status);
+  if (!options_.hop && shown.message() != status.message()) {
+    spdlog::warn("event=request_failed node={} id={} error=\"{}\"", options_.node_id,
+                 options_.meta.id, api::Truncated(status.ToString(), 256));
+  }
+  const api::ApiError error = ToApiError(shown);
   if (!started_) {
     responder_->Respond(error.http_status, JsonHeaders(), api::RenderError(error));
     Finish(error.http_status, true);
@@ -112,6 +138,12 @@ void CompletionSink::OnError(uint64_t /*id*/, const Status& status, bool /*befor
   responder_->Write(std::move(tail));
   responder_->End();
   Finish(200, true);
+}
+
+void CompletionSink::OnRestart(uint64_t /*id*/) {
+  if (done_ || started_) return;  // a started stream cannot be taken back (the node never asks)
+  text_.clear();
+  first_ = PeerFirstToken{};
 }
 
 void CompletionSink::Finish(int status, bool failed) {

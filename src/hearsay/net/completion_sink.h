@@ -48,6 +48,11 @@ using CompletionDone = std::function<void(int http_status, bool failed)>;
 // Called at the first token.
 using CompletionFirst = std::function<void(const PeerFirstToken& first)>;
 
+// The error a client is shown: its own mistakes (invalid argument, out of range, exhausted) as
+// they are; a failure behind this node (engine, peer: their messages name internal addresses)
+// only by kind. The sink logs the original.
+Status ClientFacing(const Status& status);
+
 class CompletionSink final : public ResponseSink {
  public:
   CompletionSink(CompletionOptions options, std::shared_ptr<http::Responder> responder,
@@ -57,6 +62,9 @@ class CompletionSink final : public ResponseSink {
   void OnOutput(uint64_t id, const PeerOutput& output) override;
   void OnComplete(uint64_t id, const PeerUsage& usage) override;
   void OnError(uint64_t id, const Status& status, bool before_first_token) override;
+  // Discards the answer collected so far (a one-body client's peer failed; node::Node serves the
+  // request again). The first attempt's time to first token stays observed.
+  void OnRestart(uint64_t id) override;
 
   bool done() const { return done_; }
   // Marks the request abandoned (client gone): no more bytes are sent, on_done is not called.
