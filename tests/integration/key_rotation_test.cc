@@ -242,15 +242,19 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
       EXPECT_NE(m["state"], "alive") << outsider_view->body;
     }
   }
-  // Its peer token (from the old key) is refused; the new key's is accepted.
+  // A hop signed with the old key is refused; one signed with the new key is accepted.
   const auto hop = [&](const std::string& key_file) {
     std::ifstream in(key_file);
     std::string line;
     std::getline(in, line);
-    const std::string token = net::PeerAuthToken(gossip::ClusterKey::Parse(line).value());
-    return testkit::HttpPostJson(cluster_->node(0).http_address, "/v1/completions",
-                                 CompletionBody("hop check", 2), kCallTimeout,
-                                 {{"X-Hearsay-Hop", "1"}, {"X-Hearsay-Peer-Auth", token}});
+    const std::string body = CompletionBody("hop check", 2);
+    const std::string token =
+        net::SignPeerRequest(gossip::ClusterKey::Parse(line).value(),
+                             {"POST", "/v1/completions", body, "tester", cluster_->node(0).node_id},
+                             net::UnixMillisNow());
+    return testkit::HttpPostJson(
+        cluster_->node(0).http_address, "/v1/completions", body, kCallTimeout,
+        {{"X-Hearsay-Hop", "1"}, {"X-Hearsay-Origin", "tester"}, {"X-Hearsay-Peer-Auth", token}});
   };
   Result<HttpResponse> refused = hop(old_key);
   ASSERT_TRUE(refused.ok());

@@ -39,6 +39,9 @@ struct PeerRequest {
   std::vector<uint32_t> scripted_output;
   // The hop marker: set on a forwarded copy, which is never forwarded again.
   bool forwarded = false;
+  // On a forwarded copy: the node id it is meant for (the daemon binds it into the request's
+  // authenticator, so the copy is refused by any other node).
+  NodeId target;
   // On a forwarded copy: the serving node bounces it back unserved (OnError before the first
   // token, RESOURCE_EXHAUSTED) when its own expected time to first token exceeds this many ms,
   // because the sender's next choice would answer sooner. 0 = always serve.

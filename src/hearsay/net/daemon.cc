@@ -159,8 +159,9 @@ Status Daemon::Init() {
   sealer_ = std::make_unique<gossip::Sealer>(std::move(*sealer));
   opener_ = std::make_unique<gossip::Opener>(std::move(*opener));
   framer_ = std::make_unique<gossip::EnvelopeFramer>(*sealer_, *opener_);
-  auth_ = std::make_unique<PeerAuthenticator>(c.insecure ? PeerAuthenticator::Insecure()
-                                                         : PeerAuthenticator(*keyring_));
+  auth_ = std::make_unique<PeerAuthenticator>(
+      c.insecure ? PeerAuthenticator::Insecure()
+                 : PeerAuthenticator(*keyring_, AuthPurpose::kPeer));
 
   // Block keys: the namespace secret is the block-key secret file's key when given (it never
   // rotates), else the primary cluster key at start (BlockKeyer derives its own keys from either
@@ -195,19 +196,19 @@ Status Daemon::Init() {
   http_client_ = std::make_unique<http::Client>(io_, peer_client_options);
   auto post_to_core = [this](std::function<void()> fn) { asio::post(core_io_, std::move(fn)); };
   http::PeerClientOptions po;
-  po.auth_token = auth_->token();
+  po.sign = [this](std::string_view method, std::string_view path, std::string_view body,
+                   std::string_view receiver) {
+    return auth_->Sign({method, path, body, node_id_, receiver}, UnixMillisNow());
+  };
   po.origin_node_id = node_id_;
   po.first_token_timeout = std::chrono::milliseconds(c.forward_timeout_ms);
   peer_client_ = std::make_unique<http::HttpPeerClient>(*http_client_, post_to_core, po);
   logging_peer_client_ = std::make_unique<LoggingPeerClient>(*peer_client_, node_id_);
   if (!c.insecure) {
-    KeyAdminOptions ka{c.keyring_file, c.admin_allow_remote, node_id_};
+    KeyAdminOptions ka{c.keyring_file, c.admin_allow_remote, node_id_, UnixMillisNow};
     // Runs on the core thread, where the peer client lives.
-    key_admin_ =
-        std::make_unique<KeyAdmin>(*keyring_, std::move(ka), [this](const gossip::Keyring& ring) {
-          auth_->Update(ring);
-          peer_client_->SetAuthToken(auth_->token());
-        });
+    key_admin_ = std::make_unique<KeyAdmin>(
+        *keyring_, std::move(ka), [this](const gossip::Keyring& ring) { auth_->Update(ring); });
   }
 
   // Engine and node.
@@ -442,11 +443,20 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
                               std::shared_ptr<http::Responder> responder) {
   if (draining_) return RespondError(responder, api::Unavailable("this node is shutting down"));
   const bool hop = request.Header(http::kHopHeader).has_value();
-  if (hop && !auth_->Check(request.Header(http::kPeerAuthHeader).value_or(""))) {
-    metrics_.CountPeerAuthFailure();
-    spdlog::warn("event=peer_auth_failed remote={} origin={}", request.remote,
-                 std::string(request.Header(http::kOriginHeader).value_or("-")));
-    return RespondError(responder, api::Forbidden("a hop request needs a valid peer token"));
+  if (hop) {
+    const PeerAuthenticator::Verdict v =
+        auth_->Verify(request.Header(http::kPeerAuthHeader).value_or(""),
+                      {request.method, request.target, request.body,
+                       request.Header(http::kOriginHeader).value_or(""), node_id_},
+                      UnixMillisNow());
+    if (v != PeerAuthenticator::Verdict::kOk) {
+      metrics_.CountPeerAuthFailure();
+      spdlog::warn("event=peer_auth_failed remote={} reason={} origin={}", request.remote,
+                   VerdictName(v), std::string(request.Header(http::kOriginHeader).value_or("-")));
+      return RespondError(responder,
+                          api::Forbidden("a hop request needs a valid peer authenticator (" +
+                                         std::string(VerdictName(v)) + ")"));
+    }
   }
   std::variant<api::ApiRequest, api::ApiError> parsed =
       api::ParseRequest(endpoint, request.body, limits_);

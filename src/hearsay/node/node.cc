@@ -387,6 +387,7 @@ void Node::Route(uint64_t token) {
   copy.max_output_tokens = p.request.max_output_tokens;
   copy.scripted_output = p.request.scripted_output;
   copy.forwarded = true;
+  copy.target = peers_[slot - 1].id;
   // The last forward allowed must be served: a bounce then would only land here anyway.
   if (options_.bounce_margin_ms >= 0 && d.fallback_ttft_ms > 0 &&
       p.attempts < options_.max_forward_attempts) {
