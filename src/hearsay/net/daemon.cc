@@ -189,6 +189,10 @@ Status Daemon::Init() {
   HEARSAY_ASSIGN_OR_RETURN(KeyingConfig keying, ResolveKeying(c));
   HEARSAY_ASSIGN_OR_RETURN(prompt_tokenizer_, PromptTokenizer::Create(&io_, std::move(keying)));
   keying_metrics_ = std::make_unique<KeyingMetrics>(metrics_.mutable_registry());
+  isolation_metrics_ = std::make_unique<IsolationMetrics>(metrics_.mutable_registry());
+  IsolationOptions isolation;
+  isolation.has_seeds = !c.join.empty();
+  isolation_ = std::make_unique<IsolationMonitor>(isolation, scheduler_->clock().Now());
 
   // Forwarding.
   http::ClientOptions peer_client_options;
@@ -376,8 +380,10 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   }
   if (path == "/health") {
     if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    nlohmann::json j = {
-        {"status", draining_ ? "draining" : "ok"}, {"node", node_id_}, {"generation", generation_}};
+    nlohmann::json j = HealthJson();
+    if (draining_) j["status"] = "draining";
+    j["node"] = node_id_;
+    j["generation"] = generation_;
     if (draining_) metrics_.CountHttpError(503);
     responder->Respond(draining_ ? 503 : 200, JsonHeaders(), j.dump());
     return;
@@ -569,6 +575,7 @@ void Daemon::CancelRequest(uint64_t id) {
 }
 
 void Daemon::RefreshTick() {
+  CheckIsolation();
   RefreshMetrics();
   LogMemberChanges();
   scheduler_->RunAfter(kRefreshInterval, [this] { RefreshTick(); });
@@ -578,6 +585,7 @@ void Daemon::RefreshMetrics() {
   metrics_.Refresh(*node_, engine_->Load(), transport_->counters(), server_->stats(),
                    server_->open_connections(), scheduler_->clock().Now());
   keying_metrics_->Refresh(prompt_tokenizer_->stats(), openai_engine_);
+  isolation_metrics_->Refresh(opener_->drops(), isolation_->report());
   if (const upstream::HostedOpenAiEngine* e = KvEventsEngine(); e && kv_events_metrics_) {
     kv_events_metrics_->Refresh(*e->kv_events(), e->kv_events_subscriber()->stats());
   }
@@ -606,6 +614,38 @@ void Daemon::LogMemberChanges() {
   }
 }
 
+void Daemon::CheckIsolation() {
+  const TimePoint now = scheduler_->clock().Now();
+  isolation_->Update(now, opener_->drops(), node_->gossip().live_member_count());
+  const HealthReport& r = isolation_->report();
+  {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    health_ = r;
+  }
+  if (!isolation_->ShouldLog(now)) return;
+  if (r.issues.empty()) {
+    spdlog::info("event=health node={} status=ok", node_id_);
+    return;
+  }
+  for (const HealthIssue& i : r.issues) {
+    spdlog::warn("event=health node={} status={} issue={} msg=\"{}\"", node_id_,
+                 r.degraded ? "degraded" : "ok", i.code, i.message);
+  }
+}
+
+nlohmann::json Daemon::HealthJson() const {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  nlohmann::json j = {{"status", health_.degraded ? "degraded" : "ok"}};
+  if (!health_.issues.empty()) {
+    nlohmann::json issues = nlohmann::json::array();
+    for (const HealthIssue& i : health_.issues) {
+      issues.push_back({{"code", i.code}, {"message", i.message}, {"degrading", i.degrading}});
+    }
+    j["issues"] = std::move(issues);
+  }
+  return j;
+}
+
 std::string Daemon::RenderCluster() const {
   const TimePoint now = scheduler_->clock().Now();
   const engine::EngineLoad l = engine_->Load();
@@ -627,6 +667,9 @@ std::string Daemon::RenderCluster() const {
       {"cache_entries", g.own_store().live_count()},
       {"draining", draining_.load()},
   };
+  const nlohmann::json health = HealthJson();
+  self["health"] = health["status"];
+  if (health.contains("issues")) self["issues"] = health["issues"];
   nlohmann::json members = nlohmann::json::array();
   for (const gossip::MemberView& m : g.Members()) {
     const gossip::OriginStore* store = g.PeerStore(m.id);
