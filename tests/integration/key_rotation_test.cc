@@ -14,6 +14,7 @@
 #include "hearsay/gossip/keyring.h"
 #include "hearsay/launch/child_process.h"
 #include "hearsay/launch/temp_dir.h"
+#include "hearsay/net/key_admin.h"
 #include "hearsay/net/peer_auth.h"
 #include "integration_env.h"
 
@@ -36,6 +37,13 @@ std::string NewKeyFile(const launch::TempDir& dir, const std::string& name) {
   const std::string path = dir.File(name);
   std::ofstream(path) << gossip::ClusterKey::FromBytes(bytes).value().ToBase64() << "\n";
   return path;
+}
+
+std::string KeyLine(const std::string& key_file) {
+  std::ifstream in(key_file);
+  std::string line;
+  std::getline(in, line);
+  return line;
 }
 
 std::string KeyIdOf(const std::string& key_file) {
@@ -263,6 +271,50 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
   ASSERT_TRUE(accepted.ok());
   EXPECT_EQ(accepted->status, 200) << accepted->body;
   (*outsider)->Kill();
+}
+
+// A captured hop or admin request is good once, at the node it was made for: the same bytes
+// replayed, or sent to another node, get 403 (net/peer_auth.h).
+TEST(ReplayTest, CapturedPeerAndAdminRequestsCannotBeReplayed) {
+  ASSERT_GE(sodium_init(), 0);
+  std::unique_ptr<LocalCluster> cluster = StartCluster(ClusterOptions(2));
+  ASSERT_NE(cluster, nullptr);
+  const gossip::ClusterKey key = gossip::ClusterKey::Parse(KeyLine(cluster->key_file())).value();
+  const std::string body = CompletionBody("a captured forward", 2);
+  const std::string auth = net::SignPeerRequest(
+      key, {"POST", "/v1/completions", body, "tester", cluster->node(0).node_id},
+      net::UnixMillisNow());
+  const testkit::HttpHeaders captured = {
+      {"X-Hearsay-Hop", "1"}, {"X-Hearsay-Origin", "tester"}, {"X-Hearsay-Peer-Auth", auth}};
+  auto send = [&](size_t node) {
+    Result<HttpResponse> r = testkit::HttpPostJson(cluster->node(node).http_address,
+                                                   "/v1/completions", body, kCallTimeout, captured);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : HttpResponse{};
+  };
+  EXPECT_EQ(send(0).status, 200);
+  const HttpResponse replayed = send(0);
+  EXPECT_EQ(replayed.status, 403);
+  EXPECT_NE(replayed.body.find("replayed"), std::string::npos) << replayed.body;
+  const HttpResponse elsewhere = send(1);
+  EXPECT_EQ(elsewhere.status, 403);
+  EXPECT_NE(elsewhere.body.find("bad_mac"), std::string::npos) << elsewhere.body;
+
+  // An admin request, the same way.
+  const std::string admin = net::SignAdminRequest(key, "GET", "/admin/keys", "",
+                                                  cluster->node(0).node_id, net::UnixMillisNow());
+  auto list = [&](size_t node) {
+    testkit::HttpRequest request;
+    request.target = "/admin/keys";
+    request.headers = {{"X-Hearsay-Admin-Token", admin}};
+    Result<HttpResponse> r =
+        testkit::HttpCall(cluster->node(node).http_address, request, kCallTimeout);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->status : 0;
+  };
+  EXPECT_EQ(list(0), 200);
+  EXPECT_EQ(list(0), 403);
+  EXPECT_EQ(list(1), 403);
 }
 
 }  // namespace
