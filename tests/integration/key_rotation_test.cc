@@ -1,7 +1,7 @@
 // Key rotation on a running 3-node cluster, without a restart (docs/operations.md, "Key
 // rotation"): `hearsay keys install` the new key on every node, then `use` it on every node, then
 // `remove` the old one on every node. Throughout, every node keeps every other alive, no gossip
-// message is dropped as unauthenticated, no peer token is refused, and a shared prefix entering at
+// message is dropped as unauthenticated, no peer authenticator is refused, and a shared prefix at
 // the other nodes is still forwarded to its holder. Afterwards the keyring files bring a restarted
 // node back with the new key (and the block-key secret file with the same block keys), and a node
 // that holds only the old key cannot join or forward.
@@ -91,7 +91,7 @@ class KeyRotationTest : public ::testing::Test {
     ASSERT_NE(cluster_, nullptr);
   }
 
-  // Every node lists every node alive, nothing was dropped as unauthenticated, no peer token was
+  // Every node lists every node alive, nothing was dropped as unauthenticated, no peer request was
   // refused, and the shared prefix entering at each non-holder is forwarded to the holder.
   void CheckClusterWorks(const std::string& step, const std::vector<size_t>& skip_forwarding = {}) {
     SCOPED_TRACE("after step: " + step);

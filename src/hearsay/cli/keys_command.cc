@@ -6,7 +6,7 @@
 //   hearsay keys remove  [--node URL] --auth-key-file FILE (--key-file F | --id HEX)
 //
 // It talks to the node's /admin/keys requests (net/key_admin.h), which answer loopback clients
-// only: run it on the node's machine. The admin token is derived from the first key of
+// only: run it on the node's machine. The admin authenticator is made with the first key of
 // --auth-key-file, which must be installed on the node (the node's key file works until its key
 // is removed). It asks GET /health for the node's id first: each admin request carries an
 // authenticator made for that request and that node (net/peer_auth.h). Keys are read from files
@@ -175,7 +175,7 @@ void AddKeysCommand(CLI::App& app, int& exit_code) {
     cmd->add_option("--node", flags->node, "the node's HTTP URL (loopback)")
         ->default_val(flags->node);
     cmd->add_option("--auth-key-file", flags->auth_key_file,
-                    "a key file whose first key is installed on the node (admin token)")
+                    "a key file whose first key is installed on the node (signs the admin requests)")
         ->required();
     if (op != "list") {
       cmd->add_option("--key-file", flags->key_file, "file holding the one key (- for stdin)");

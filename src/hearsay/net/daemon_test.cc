@@ -325,7 +325,7 @@ TEST(DaemonTest, BadInputGetsTheRightStatus) {
   r = client.Post(hp, "/debug/faults", json{{"block", json::array()}});
   EXPECT_EQ(r.status, 404);  // only with --debug-faults
 
-  // Hop requests need the cluster's peer token.
+  // Hop requests need a peer authenticator made for this request and this node.
   r = client.Post(hp, "/v1/completions", Completion("hi there", 1), {{"x-hearsay-hop", "1"}});
   EXPECT_EQ(r.status, 403);
   r = client.Post(hp, "/v1/completions", Completion("hi there", 1),

@@ -39,7 +39,7 @@
 
 namespace hearsay::net {
 
-// The admin requests' header for the admin token.
+// The admin requests' header for their authenticator (SignAdminRequest).
 inline constexpr std::string_view kAdminTokenHeader = "x-hearsay-admin-token";
 
 // True for "/admin/keys" and the paths below it.
