@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <utility>
 
 #include "hearsay/http/peer_headers.h"
@@ -39,22 +40,42 @@ api::ApiError ToApiError(const Status& status) {
   }
 }
 
-Status ClientFacing(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kOutOfRange:
-    case StatusCode::kResourceExhausted:
-      return status;
-    case StatusCode::kUnavailable:
-    case StatusCode::kAborted:
-      return UnavailableError("the engine serving this request is unavailable; try again");
-    case StatusCode::kDataLoss:
-      return DataLossError("the engine serving this request sent a malformed answer");
-    case StatusCode::kDeadlineExceeded:
-      return DeadlineExceededError("the engine serving this request did not answer in time");
-    default:
-      return Status(status.code(), "the request failed inside the cluster");
+std::string RedactAddresses(std::string_view text) {
+  auto host_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+  };
+  std::string out;
+  size_t copied = 0;
+  for (size_t colon = text.find(':'); colon != std::string_view::npos;
+       colon = text.find(':', colon + 1)) {
+    size_t digits = colon + 1;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) {
+      ++digits;
+    }
+    if (digits == colon + 1 || digits - colon - 1 > 5) continue;  // not a port
+    size_t begin = colon;
+    if (begin > 0 && text[begin - 1] == ']') {  // [v6]:port
+      const size_t open = text.rfind('[', begin - 1);
+      if (open == std::string_view::npos || open < copied) continue;
+      begin = open;
+    } else {
+      while (begin > copied && host_char(text[begin - 1])) --begin;
+      const std::string_view host = text.substr(begin, colon - begin);
+      // A name or address: has a dot (IPv4, a domain) or is localhost; not "HTTP 503:".
+      if (host.empty() || (host.find('.') == std::string_view::npos && host != "localhost")) {
+        continue;
+      }
+    }
+    out.append(text.substr(copied, begin - copied));
+    out.append("<address>");
+    copied = digits;
   }
+  out.append(text.substr(copied));
+  return out;
+}
+
+Status ClientFacing(const Status& status) {
+  return Status(status.code(), RedactAddresses(status.message()));
 }
 
 CompletionSink::CompletionSink(CompletionOptions options,

@@ -48,9 +48,11 @@ using CompletionDone = std::function<void(int http_status, bool failed)>;
 // Called at the first token.
 using CompletionFirst = std::function<void(const PeerFirstToken& first)>;
 
-// The error a client is shown: its own mistakes (invalid argument, out of range, exhausted) as
-// they are; a failure behind this node (engine, peer: their messages name internal addresses)
-// only by kind. The sink logs the original.
+// `text` with every network address ("10.0.0.5:8081", "[::1]:9000", "gpu3.internal:8000",
+// "localhost:8080") replaced by "<address>".
+std::string RedactAddresses(std::string_view text);
+// The error a client is shown: the same status with the internal addresses in its message (an
+// engine's, a peer's) redacted. The sink logs the original.
 Status ClientFacing(const Status& status);
 
 class CompletionSink final : public ResponseSink {
