@@ -1,7 +1,7 @@
 // Key rotation on a running 3-node cluster, without a restart (docs/operations.md, "Key
 // rotation"): `hearsay keys install` the new key on every node, then `use` it on every node, then
 // `remove` the old one on every node. Throughout, every node keeps every other alive, no gossip
-// message is dropped as unauthenticated, no peer token is refused, and a shared prefix entering at
+// message is dropped as unauthenticated, no peer authenticator is refused, and a shared prefix at
 // the other nodes is still forwarded to its holder. Afterwards the keyring files bring a restarted
 // node back with the new key (and the block-key secret file with the same block keys), and a node
 // that holds only the old key cannot join or forward.
@@ -14,6 +14,7 @@
 #include "hearsay/gossip/keyring.h"
 #include "hearsay/launch/child_process.h"
 #include "hearsay/launch/temp_dir.h"
+#include "hearsay/net/key_admin.h"
 #include "hearsay/net/peer_auth.h"
 #include "integration_env.h"
 
@@ -36,6 +37,13 @@ std::string NewKeyFile(const launch::TempDir& dir, const std::string& name) {
   const std::string path = dir.File(name);
   std::ofstream(path) << gossip::ClusterKey::FromBytes(bytes).value().ToBase64() << "\n";
   return path;
+}
+
+std::string KeyLine(const std::string& key_file) {
+  std::ifstream in(key_file);
+  std::string line;
+  std::getline(in, line);
+  return line;
 }
 
 std::string KeyIdOf(const std::string& key_file) {
@@ -83,7 +91,7 @@ class KeyRotationTest : public ::testing::Test {
     ASSERT_NE(cluster_, nullptr);
   }
 
-  // Every node lists every node alive, nothing was dropped as unauthenticated, no peer token was
+  // Every node lists every node alive, nothing was dropped as unauthenticated, no peer request was
   // refused, and the shared prefix entering at each non-holder is forwarded to the holder.
   void CheckClusterWorks(const std::string& step, const std::vector<size_t>& skip_forwarding = {}) {
     SCOPED_TRACE("after step: " + step);
@@ -241,15 +249,19 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
       EXPECT_NE(m["state"], "alive") << outsider_view->body;
     }
   }
-  // Its peer token (from the old key) is refused; the new key's is accepted.
+  // A hop signed with the old key is refused; one signed with the new key is accepted.
   const auto hop = [&](const std::string& key_file) {
     std::ifstream in(key_file);
     std::string line;
     std::getline(in, line);
-    const std::string token = net::PeerAuthToken(gossip::ClusterKey::Parse(line).value());
-    return testkit::HttpPostJson(cluster_->node(0).http_address, "/v1/completions",
-                                 CompletionBody("hop check", 2), kCallTimeout,
-                                 {{"X-Hearsay-Hop", "1"}, {"X-Hearsay-Peer-Auth", token}});
+    const std::string body = CompletionBody("hop check", 2);
+    const std::string token =
+        net::SignPeerRequest(gossip::ClusterKey::Parse(line).value(),
+                             {"POST", "/v1/completions", body, "tester", cluster_->node(0).node_id},
+                             net::UnixMillisNow());
+    return testkit::HttpPostJson(
+        cluster_->node(0).http_address, "/v1/completions", body, kCallTimeout,
+        {{"X-Hearsay-Hop", "1"}, {"X-Hearsay-Origin", "tester"}, {"X-Hearsay-Peer-Auth", token}});
   };
   Result<HttpResponse> refused = hop(old_key);
   ASSERT_TRUE(refused.ok());
@@ -258,6 +270,50 @@ TEST_F(KeyRotationTest, InstallUseRemoveOnRunningCluster) {
   ASSERT_TRUE(accepted.ok());
   EXPECT_EQ(accepted->status, 200) << accepted->body;
   (*outsider)->Kill();
+}
+
+// A captured hop or admin request is good once, at the node it was made for: the same bytes
+// replayed, or sent to another node, get 403 (net/peer_auth.h).
+TEST(ReplayTest, CapturedPeerAndAdminRequestsCannotBeReplayed) {
+  ASSERT_GE(sodium_init(), 0);
+  std::unique_ptr<LocalCluster> cluster = StartCluster(ClusterOptions(2));
+  ASSERT_NE(cluster, nullptr);
+  const gossip::ClusterKey key = gossip::ClusterKey::Parse(KeyLine(cluster->key_file())).value();
+  const std::string body = CompletionBody("a captured forward", 2);
+  const std::string auth = net::SignPeerRequest(
+      key, {"POST", "/v1/completions", body, "tester", cluster->node(0).node_id},
+      net::UnixMillisNow());
+  const testkit::HttpHeaders captured = {
+      {"X-Hearsay-Hop", "1"}, {"X-Hearsay-Origin", "tester"}, {"X-Hearsay-Peer-Auth", auth}};
+  auto send = [&](size_t node) {
+    Result<HttpResponse> r = testkit::HttpPostJson(cluster->node(node).http_address,
+                                                   "/v1/completions", body, kCallTimeout, captured);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : HttpResponse{};
+  };
+  EXPECT_EQ(send(0).status, 200);
+  const HttpResponse replayed = send(0);
+  EXPECT_EQ(replayed.status, 403);
+  EXPECT_NE(replayed.body.find("replayed"), std::string::npos) << replayed.body;
+  const HttpResponse elsewhere = send(1);
+  EXPECT_EQ(elsewhere.status, 403);
+  EXPECT_NE(elsewhere.body.find("bad_mac"), std::string::npos) << elsewhere.body;
+
+  // An admin request, the same way.
+  const std::string admin = net::SignAdminRequest(key, "GET", "/admin/keys", "",
+                                                  cluster->node(0).node_id, net::UnixMillisNow());
+  auto list = [&](size_t node) {
+    testkit::HttpRequest request;
+    request.target = "/admin/keys";
+    request.headers = {{"X-Hearsay-Admin-Token", admin}};
+    Result<HttpResponse> r =
+        testkit::HttpCall(cluster->node(node).http_address, request, kCallTimeout);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->status : 0;
+  };
+  EXPECT_EQ(list(0), 200);
+  EXPECT_EQ(list(0), 403);
+  EXPECT_EQ(list(1), 403);
 }
 
 }  // namespace

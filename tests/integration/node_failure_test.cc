@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -233,6 +234,58 @@ TEST(NodeFailureTest, KillUnderLoadLosesNothingDetectsAndRejoinsClean) {
     EXPECT_EQ(m->cache_keys, 0u) << "stale cache entries from the old generation";
   }
   for (size_t s : survivors) EXPECT_TRUE(Healthy(cluster->node(s).http_address));
+}
+
+}  // namespace
+}  // namespace hearsay::integration
+
+namespace hearsay::integration {
+namespace {
+
+// A client that asked for one JSON body has seen nothing while its request generates on a peer:
+// when that peer is killed mid-answer, the entry node serves the request again elsewhere, and
+// the client gets its answer (never a 503 naming the peer).
+TEST(NodeFailureTest, AOneBodyRequestSurvivesItsPeerDyingMidAnswer) {
+  std::unique_ptr<LocalCluster> cluster = StartCluster(ClusterOptions(3, "paper"));
+  ASSERT_NE(cluster, nullptr);
+  const std::string prefix = Words("midanswer", 480);
+  Result<HttpResponse> warm =
+      PostCompletion(cluster->node(0).http_address, CompletionBody(prefix + " warm", 4));
+  ASSERT_TRUE(warm.ok() && warm->status == 200);
+  Result<size_t> holder = WaitForSoleHolder(*cluster, 15s);
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  const size_t victim = *holder;
+  const size_t entry = (victim + 1) % cluster->size();
+  const std::string victim_address = cluster->node(victim).http_address;
+  auto peer_served = [&] {
+    auto m = Metrics(victim_address);
+    return m.ok() ? testkit::SumMetric(*m, kPeerServedMetric) : -1;
+  };
+  const double served_before = peer_served();
+
+  // `paper` forwards to the longest match: the victim. 600 tokens take seconds to decode.
+  auto answer = std::async(std::launch::async, [&] {
+    return PostCompletion(cluster->node(entry).http_address,
+                          CompletionBody(prefix + " a long answer", 600));
+  });
+  // The victim's first token exists (it counts a served peer request then): kill it mid-answer.
+  const auto deadline = Clock::now() + 15s;
+  while (peer_served() <= served_before && Clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_GT(peer_served(), served_before) << cluster->AllLogTails();
+  ASSERT_TRUE(cluster->Kill(victim).ok());
+
+  Result<HttpResponse> r = answer.get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->body.find(victim_address), std::string::npos) << r->body;
+  if (r->status == 200) {
+    EXPECT_EQ(BodyJson(*r)["usage"]["completion_tokens"], 600) << r->body;
+  }
+  auto metrics = Metrics(cluster->node(entry).http_address);
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_GE(testkit::SumMetric(*metrics, kRequestsMetric, {{"decision", "retried"}}), 1);
 }
 
 }  // namespace

@@ -6,11 +6,13 @@
 //   hearsay keys remove  [--node URL] --auth-key-file FILE (--key-file F | --id HEX)
 //
 // It talks to the node's /admin/keys requests (net/key_admin.h), which answer loopback clients
-// only: run it on the node's machine. The admin token is derived from the first key of
+// only: run it on the node's machine. The admin authenticator is made with the first key of
 // --auth-key-file, which must be installed on the node (the node's key file works until its key
-// is removed). Keys are read from files ("-" is stdin), never from the command line, so they do
-// not show in `ps`. Exit status: 0 done; 1 the node refused or could not be reached (its message
-// is printed); 2 bad usage or an unreadable key file.
+// is removed). It asks GET /health for the node's id first: each admin request carries an
+// authenticator made for that request and that node (net/peer_auth.h). Keys are read from files
+// ("-" is stdin), never from the command line, so they do not show in `ps`. Exit status: 0 done; 1
+// the node refused or could not be reached (its message is printed); 2 bad usage or an unreadable
+// key file.
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -24,6 +26,7 @@
 #include "hearsay/loadgen/target_url.h"
 #include "hearsay/net/key_admin.h"
 #include "hearsay/net/keyring_file.h"
+#include "hearsay/net/peer_auth.h"
 
 namespace hearsay::cli {
 namespace {
@@ -55,6 +58,22 @@ void PrintKeys(const nlohmann::json& body) {
               body.value("persisted", false) ? "yes (keyring file)" : "no (until the node stops)");
 }
 
+// The node's id, which every admin authenticator names (GET /health tells it).
+Result<std::string> FetchNodeId(const std::string& address) {
+  http::ClientRequest req;
+  req.method = "GET";
+  req.host_port = address;
+  req.target = "/health";
+  req.connect_timeout = req.response_timeout = req.idle_timeout = std::chrono::seconds(10);
+  HEARSAY_ASSIGN_OR_RETURN(http::SyncResponse r, http::CallSync(std::move(req)));
+  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (!j.is_object() || !j.contains("node") || !j["node"].is_string()) {
+    return UnavailableError("GET /health did not name the node (HTTP " + std::to_string(r.status) +
+                            ")");
+  }
+  return j["node"].get<std::string>();
+}
+
 int Run(const std::string& op, const KeysFlags& f) {
   Result<std::string> address = loadgen::ParseTarget(f.node);
   if (!address.ok()) {
@@ -66,10 +85,15 @@ int Run(const std::string& op, const KeysFlags& f) {
     std::fprintf(stderr, "hearsay keys: --auth-key-file: %s\n", auth.status().message().c_str());
     return 2;
   }
+  Result<std::string> node_id = FetchNodeId(*address);
+  if (!node_id.ok()) {
+    std::fprintf(stderr, "hearsay keys: %s: %s\n", f.node.c_str(),
+                 node_id.status().ToString().c_str());
+    return 1;
+  }
   http::ClientRequest req;
   req.host_port = *address;
   req.connect_timeout = req.response_timeout = req.idle_timeout = std::chrono::seconds(10);
-  req.headers = {{std::string(net::kAdminTokenHeader), net::AdminToken(*auth->primary())}};
   if (op == "list") {
     req.method = "GET";
     req.target = "/admin/keys";
@@ -99,6 +123,10 @@ int Run(const std::string& op, const KeysFlags& f) {
       req.body = nlohmann::json{{"id", f.id}}.dump();
     }
   }
+  // Signed last: the authenticator covers the method, path, body and the node's id.
+  req.headers.emplace_back(std::string(net::kAdminTokenHeader),
+                           net::SignAdminRequest(*auth->primary(), req.method, req.target, req.body,
+                                                 *node_id, net::UnixMillisNow()));
   Result<http::SyncResponse> r = http::CallSync(std::move(req));
   if (!r.ok()) {
     std::fprintf(stderr, "hearsay keys: %s: %s\n", f.node.c_str(), r.status().ToString().c_str());
@@ -147,7 +175,7 @@ void AddKeysCommand(CLI::App& app, int& exit_code) {
     cmd->add_option("--node", flags->node, "the node's HTTP URL (loopback)")
         ->default_val(flags->node);
     cmd->add_option("--auth-key-file", flags->auth_key_file,
-                    "a key file whose first key is installed on the node (admin token)")
+                    "a key file whose first key is installed on the node (signs the admin requests)")
         ->required();
     if (op != "list") {
       cmd->add_option("--key-file", flags->key_file, "file holding the one key (- for stdin)");

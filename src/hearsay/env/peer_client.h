@@ -39,6 +39,9 @@ struct PeerRequest {
   std::vector<uint32_t> scripted_output;
   // The hop marker: set on a forwarded copy, which is never forwarded again.
   bool forwarded = false;
+  // On a forwarded copy: the node id it is meant for (the daemon binds it into the request's
+  // authenticator, so the copy is refused by any other node).
+  NodeId target;
   // On a forwarded copy: the serving node bounces it back unserved (OnError before the first
   // token, RESOURCE_EXHAUSTED) when its own expected time to first token exceeds this many ms,
   // because the sender's next choice would answer sooner. 0 = always serve.
@@ -94,6 +97,11 @@ class ResponseSink {
   virtual void OnComplete(uint64_t id, const PeerUsage& usage) = 0;
   // The request failed; the last callback. `before_first_token` says nothing was served yet.
   virtual void OnError(uint64_t id, const Status& status, bool before_first_token) = 0;
+  // Everything delivered so far is void and the request starts over: OnFirstToken comes again.
+  // Only for a client request with `stream` false (its client reads nothing before the end)
+  // whose serving peer failed after the first token: the node serves it again elsewhere. Default:
+  // nothing to discard.
+  virtual void OnRestart(uint64_t /*id*/) {}
 };
 
 class PeerClient {

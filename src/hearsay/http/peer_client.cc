@@ -142,7 +142,10 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
                  {"Accept", "text/event-stream"},
                  {std::string(kHopHeader), "1"},
                  {std::string(kOriginHeader), options_.origin_node_id}};
-  if (!options_.auth_token.empty()) req.headers.emplace_back(kPeerAuthHeader, options_.auth_token);
+  if (options_.sign) {
+    std::string auth = options_.sign(req.method, req.target, req.body, request.target);
+    if (!auth.empty()) req.headers.emplace_back(kPeerAuthHeader, std::move(auth));
+  }
   if (request.bounce_above_ms > 0)
     req.headers.emplace_back(kBounceAboveHeader, FormatBounceAboveMs(request.bounce_above_ms));
   req.connect_timeout = options_.connect_timeout;

@@ -1,7 +1,8 @@
 // http::HttpPeerClient: the daemon's PeerClient, forwarding a request to a peer over HTTP.
 //
 // Follows the peer protocol of docs/daemon.md: the client's OpenAI body is POSTed unchanged to
-// the same path on the peer's api address, with X-Hearsay-Hop: 1, X-Hearsay-Peer-Auth and
+// the same path on the peer's api address, with X-Hearsay-Hop: 1, X-Hearsay-Peer-Auth (made per
+// request by PeerClientOptions::sign) and
 // X-Hearsay-Origin, over the pooled keep-alive http::Client. The peer answers as a stream:
 //   200 + X-Hearsay-Prompt-Tokens / X-Hearsay-Cached-Tokens  -> sink->OnFirstToken
 //   each `data: {chunk}` event with text                      -> sink->OnOutput(.text)
@@ -22,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "hearsay/env/peer_client.h"
@@ -30,9 +32,14 @@
 
 namespace hearsay::http {
 
+// Makes the X-Hearsay-Peer-Auth value of one forward (net/peer_auth.h): its method, path, body
+// and the receiver's node id. An empty answer sends no header (--insecure clusters).
+using SignForward = std::function<std::string(std::string_view method, std::string_view path,
+                                              std::string_view body, std::string_view receiver)>;
+
 struct PeerClientOptions {
-  // The peer auth token (X-Hearsay-Peer-Auth); empty sends none (--insecure clusters).
-  std::string auth_token;
+  // Signs each forward as it starts (core thread); null sends no X-Hearsay-Peer-Auth.
+  SignForward sign;
   // This node's id (X-Hearsay-Origin).
   std::string origin_node_id;
   Duration connect_timeout = 2s;
@@ -59,9 +66,6 @@ class HttpPeerClient final : public PeerClient {
   // its terminal callback OnError(ABORTED, before_first_token as it stands), posted, which the
   // caller ignores. No-op for an unknown or finished id.
   void Cancel(uint64_t id) override;
-  // Replaces the X-Hearsay-Peer-Auth token for forwards started from now on (a key rotation made
-  // another key primary). Core thread, like Forward.
-  void SetAuthToken(std::string token) { options_.auth_token = std::move(token); }
   // Forwards in flight (core thread).
   size_t in_flight() const { return forwards_.size(); }
 

@@ -125,7 +125,12 @@ class PeerClientTest : public ::testing::Test {
   void SetUp() override {
     client_ = std::make_unique<Client>(io_.io());
     PeerClientOptions o;
-    o.auth_token = "tok123";
+    // Signs what it is given, so the test sees what the client signs.
+    o.sign = [](std::string_view method, std::string_view path, std::string_view body,
+                std::string_view receiver) {
+      return std::string(method) + " " + std::string(path) + " " + std::to_string(body.size()) +
+             " " + std::string(receiver);
+    };
     o.origin_node_id = "node-a";
     o.connect_timeout = 1s;
     o.first_token_timeout = 2s;
@@ -165,6 +170,7 @@ class PeerClientTest : public ::testing::Test {
       PeerRequest req;
       req.id = sink.id;
       req.forwarded = true;
+      req.target = "peer-b";
       req.bounce_above_ms = bounce_above_ms;
       req.api_path = "/v1/completions";
       req.api_body = std::string(kBody);
@@ -244,7 +250,9 @@ TEST_F(PeerClientTest, RelaysFirstTokenOutputAndUsage) {
   EXPECT_EQ(req.path, "/v1/completions");
   EXPECT_EQ(req.body, kBody) << "the client's body is forwarded unchanged";
   EXPECT_EQ(req.Header("x-hearsay-hop"), "1");
-  EXPECT_EQ(req.Header("x-hearsay-peer-auth"), "tok123");
+  EXPECT_EQ(req.Header("x-hearsay-peer-auth"),
+            "POST /v1/completions " + std::to_string(std::string_view(kBody).size()) + " peer-b")
+      << "signed per request: method, path, body and receiver";
   EXPECT_EQ(req.Header("x-hearsay-origin"), "node-a");
   EXPECT_FALSE(req.Header("x-hearsay-bounce-above-ms").has_value()) << "not asked: not sent";
 

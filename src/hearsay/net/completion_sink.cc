@@ -1,5 +1,8 @@
 #include "hearsay/net/completion_sink.h"
 
+#include <spdlog/spdlog.h>
+
+#include <cctype>
 #include <utility>
 
 #include "hearsay/http/peer_headers.h"
@@ -35,6 +38,44 @@ api::ApiError ToApiError(const Status& status) {
     default:
       return api::Internal(status.ToString());
   }
+}
+
+std::string RedactAddresses(std::string_view text) {
+  auto host_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+  };
+  std::string out;
+  size_t copied = 0;
+  for (size_t colon = text.find(':'); colon != std::string_view::npos;
+       colon = text.find(':', colon + 1)) {
+    size_t digits = colon + 1;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) {
+      ++digits;
+    }
+    if (digits == colon + 1 || digits - colon - 1 > 5) continue;  // not a port
+    size_t begin = colon;
+    if (begin > 0 && text[begin - 1] == ']') {  // [v6]:port
+      const size_t open = text.rfind('[', begin - 1);
+      if (open == std::string_view::npos || open < copied) continue;
+      begin = open;
+    } else {
+      while (begin > copied && host_char(text[begin - 1])) --begin;
+      const std::string_view host = text.substr(begin, colon - begin);
+      // A name or address: has a dot (IPv4, a domain) or is localhost; not "HTTP 503:".
+      if (host.empty() || (host.find('.') == std::string_view::npos && host != "localhost")) {
+        continue;
+      }
+    }
+    out.append(text.substr(copied, begin - copied));
+    out.append("<address>");
+    copied = digits;
+  }
+  out.append(text.substr(copied));
+  return out;
+}
+
+Status ClientFacing(const Status& status) {
+  return Status(status.code(), RedactAddresses(status.message()));
 }
 
 CompletionSink::CompletionSink(CompletionOptions options,
@@ -101,7 +142,13 @@ void CompletionSink::OnComplete(uint64_t /*id*/, const PeerUsage& usage) {
 
 void CompletionSink::OnError(uint64_t /*id*/, const Status& status, bool /*before_first_token*/) {
   if (done_) return;
-  const api::ApiError error = ToApiError(status);
+  // A peer keeps the detail (its entry node logs it); a client gets no internal address.
+  const Status shown = options_.hop ? status : ClientFacing(status);
+  if (!options_.hop && shown.message() != status.message()) {
+    spdlog::warn("event=request_failed node={} id={} error=\"{}\"", options_.node_id,
+                 options_.meta.id, api::Truncated(status.ToString(), 256));
+  }
+  const api::ApiError error = ToApiError(shown);
   if (!started_) {
     responder_->Respond(error.http_status, JsonHeaders(), api::RenderError(error));
     Finish(error.http_status, true);
@@ -112,6 +159,12 @@ void CompletionSink::OnError(uint64_t /*id*/, const Status& status, bool /*befor
   responder_->Write(std::move(tail));
   responder_->End();
   Finish(200, true);
+}
+
+void CompletionSink::OnRestart(uint64_t /*id*/) {
+  if (done_ || started_) return;  // a started stream cannot be taken back (the node never asks)
+  text_.clear();
+  first_ = PeerFirstToken{};
 }
 
 void CompletionSink::Finish(int status, bool failed) {

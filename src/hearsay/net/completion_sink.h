@@ -48,6 +48,13 @@ using CompletionDone = std::function<void(int http_status, bool failed)>;
 // Called at the first token.
 using CompletionFirst = std::function<void(const PeerFirstToken& first)>;
 
+// `text` with every network address ("10.0.0.5:8081", "[::1]:9000", "gpu3.internal:8000",
+// "localhost:8080") replaced by "<address>".
+std::string RedactAddresses(std::string_view text);
+// The error a client is shown: the same status with the internal addresses in its message (an
+// engine's, a peer's) redacted. The sink logs the original.
+Status ClientFacing(const Status& status);
+
 class CompletionSink final : public ResponseSink {
  public:
   CompletionSink(CompletionOptions options, std::shared_ptr<http::Responder> responder,
@@ -57,6 +64,9 @@ class CompletionSink final : public ResponseSink {
   void OnOutput(uint64_t id, const PeerOutput& output) override;
   void OnComplete(uint64_t id, const PeerUsage& usage) override;
   void OnError(uint64_t id, const Status& status, bool before_first_token) override;
+  // Discards the answer collected so far (a one-body client's peer failed; node::Node serves the
+  // request again). The first attempt's time to first token stays observed.
+  void OnRestart(uint64_t id) override;
 
   bool done() const { return done_; }
   // Marks the request abandoned (client gone): no more bytes are sent, on_done is not called.

@@ -98,6 +98,10 @@ Status Daemon::Init() {
   HEARSAY_ASSIGN_OR_RETURN(KeyingConfig keying, ResolveKeying(config_));
   HEARSAY_ASSIGN_OR_RETURN(prompt_tokenizer_, PromptTokenizer::Create(&io_, std::move(keying)));
   keying_metrics_ = std::make_unique<KeyingMetrics>(metrics_.mutable_registry());
+  isolation_metrics_ = std::make_unique<IsolationMetrics>(metrics_.mutable_registry());
+  IsolationOptions isolation;
+  isolation.has_seeds = !config_.join.empty();
+  isolation_ = std::make_unique<IsolationMonitor>(isolation, scheduler_->clock().Now());
   InitForwarding();
   HEARSAY_RETURN_IF_ERROR(InitEngineAndNode(keyer));
   StartThreads();
@@ -160,8 +164,9 @@ Status Daemon::InitGossipSecurity() {
   sealer_ = std::make_unique<gossip::Sealer>(std::move(*sealer));
   opener_ = std::make_unique<gossip::Opener>(std::move(*opener));
   framer_ = std::make_unique<gossip::EnvelopeFramer>(*sealer_, *opener_);
-  auth_ = std::make_unique<PeerAuthenticator>(c.insecure ? PeerAuthenticator::Insecure()
-                                                         : PeerAuthenticator(*keyring_));
+  auth_ = std::make_unique<PeerAuthenticator>(
+      c.insecure ? PeerAuthenticator::Insecure()
+                 : PeerAuthenticator(*keyring_, AuthPurpose::kPeer));
   return OkStatus();
 }
 
@@ -197,19 +202,19 @@ void Daemon::InitForwarding() {
   peer_client_options.one_thread = IoOneThread();
   http_client_ = std::make_unique<http::Client>(io_, peer_client_options);
   http::PeerClientOptions po;
-  po.auth_token = auth_->token();
+  po.sign = [this](std::string_view method, std::string_view path, std::string_view body,
+                   std::string_view receiver) {
+    return auth_->Sign({method, path, body, node_id_, receiver}, UnixMillisNow());
+  };
   po.origin_node_id = node_id_;
   po.first_token_timeout = std::chrono::milliseconds(c.forward_timeout_ms);
   peer_client_ = std::make_unique<http::HttpPeerClient>(*http_client_, PostToCore(), po);
   logging_peer_client_ = std::make_unique<LoggingPeerClient>(*peer_client_, node_id_);
   if (!c.insecure) {
-    KeyAdminOptions ka{c.keyring_file, c.admin_allow_remote, node_id_};
+    KeyAdminOptions ka{c.keyring_file, c.admin_allow_remote, node_id_, UnixMillisNow};
     // Runs on the core thread, where the peer client lives.
-    key_admin_ =
-        std::make_unique<KeyAdmin>(*keyring_, std::move(ka), [this](const gossip::Keyring& ring) {
-          auth_->Update(ring);
-          peer_client_->SetAuthToken(auth_->token());
-        });
+    key_admin_ = std::make_unique<KeyAdmin>(
+        *keyring_, std::move(ka), [this](const gossip::Keyring& ring) { auth_->Update(ring); });
   }
 }
 
@@ -368,6 +373,7 @@ void Daemon::StopThreads() {
 }
 
 void Daemon::RefreshTick() {
+  CheckIsolation();
   RefreshMetrics();
   LogMemberChanges();
   scheduler_->RunAfter(kRefreshInterval, [this] { RefreshTick(); });
@@ -377,6 +383,7 @@ void Daemon::RefreshMetrics() {
   metrics_.Refresh(*node_, engine_->Load(), transport_->counters(), server_->stats(),
                    server_->open_connections(), scheduler_->clock().Now());
   keying_metrics_->Refresh(prompt_tokenizer_->stats(), openai_engine_);
+  isolation_metrics_->Refresh(opener_->drops(), isolation_->report());
   if (const upstream::HostedOpenAiEngine* e = KvEventsEngine(); e && kv_events_metrics_) {
     kv_events_metrics_->Refresh(*e->kv_events(), e->kv_events_subscriber()->stats());
   }
@@ -385,6 +392,25 @@ void Daemon::RefreshMetrics() {
 const upstream::HostedOpenAiEngine* Daemon::KvEventsEngine() const {
   const auto* e = dynamic_cast<const upstream::HostedOpenAiEngine*>(engine_.get());
   return e != nullptr && e->kv_events() != nullptr ? e : nullptr;
+}
+
+void Daemon::CheckIsolation() {
+  const TimePoint now = scheduler_->clock().Now();
+  isolation_->Update(now, opener_->drops(), node_->gossip().live_member_count());
+  const HealthReport& r = isolation_->report();
+  {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    health_ = r;
+  }
+  if (!isolation_->ShouldLog(now)) return;
+  if (r.issues.empty()) {
+    spdlog::info("event=health node={} status=ok", node_id_);
+    return;
+  }
+  for (const HealthIssue& i : r.issues) {
+    spdlog::warn("event=health node={} status={} issue={} msg=\"{}\"", node_id_,
+                 r.degraded ? "degraded" : "ok", i.code, i.message);
+  }
 }
 
 void Daemon::LogMemberChanges() {

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -43,6 +44,7 @@
 #include "hearsay/net/completion_sink.h"
 #include "hearsay/net/daemon_config.h"
 #include "hearsay/net/daemon_metrics.h"
+#include "hearsay/net/isolation.h"
 #include "hearsay/net/key_admin.h"
 #include "hearsay/net/keying_metrics.h"
 #include "hearsay/net/kv_events_metrics.h"
@@ -133,6 +135,10 @@ class Daemon {
   // The engine when it consumes vLLM KV events, else nullptr.
   const upstream::HostedOpenAiEngine* KvEventsEngine() const;
   void LogMemberChanges();
+  // Updates the isolation report (core thread; logs it at a bounded rate).
+  void CheckIsolation();
+  // The /health body's status and issues, from the last report.
+  nlohmann::json HealthJson() const;
   std::string RenderCluster() const;
 
   DaemonConfig config_;
@@ -178,6 +184,11 @@ class Daemon {
   std::unique_ptr<KeyingMetrics> keying_metrics_;
   const upstream::OpenAiEngine* openai_engine_ = nullptr;
   std::unique_ptr<KvEventsMetrics> kv_events_metrics_;  // with --kv-events only
+  // Whether the node can join (core thread), and its last report for /health (I/O threads).
+  std::unique_ptr<IsolationMonitor> isolation_;
+  std::unique_ptr<IsolationMetrics> isolation_metrics_;
+  mutable std::mutex health_mu_;
+  HealthReport health_;  // guarded by health_mu_
 
   // Core thread: live requests and their sinks.
   std::map<uint64_t, std::unique_ptr<CompletionSink>> sinks_;

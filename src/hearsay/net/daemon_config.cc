@@ -146,7 +146,7 @@ const std::vector<Setting>& Table() {
        &C::block_key_secret_file},
       {{"security.admin_allow_remote", "admin-allow-remote", K::kBool,
         "serve the key admin requests (/admin/keys) to non-loopback clients too; they still need "
-        "an admin token, but keys then cross the network in cleartext HTTP"},
+        "an admin authenticator, but keys then cross the network in cleartext HTTP"},
        &C::admin_allow_remote},
       {{"security.insecure", "insecure", K::kBool,
         "run without a cluster key: gossip and forwards are unauthenticated (testing only)"},

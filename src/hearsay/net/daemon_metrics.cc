@@ -56,7 +56,7 @@ DaemonMetrics::DaemonMetrics() {
   in_flight_ = &r.AddGauge("hearsay_requests_in_flight",
                            "Completion requests in progress (clients and peers)");
   peer_auth_failures_ = &r.AddCounter("hearsay_peer_auth_failures_total",
-                                      "Hop requests refused for a missing or wrong peer token");
+                                      "Hop requests refused for a missing, stale, replayed or wrong peer authenticator");
 
   const char* msgs = "Gossip messages sent and received by the gossip node";
   const char* bytes = "Gossip bytes (sealed envelopes) sent and received by the gossip node";

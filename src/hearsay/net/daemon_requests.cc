@@ -57,8 +57,10 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   }
   if (path == "/health") {
     if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    nlohmann::json j = {
-        {"status", draining_ ? "draining" : "ok"}, {"node", node_id_}, {"generation", generation_}};
+    nlohmann::json j = HealthJson();
+    if (draining_) j["status"] = "draining";
+    j["node"] = node_id_;
+    j["generation"] = generation_;
     if (draining_) metrics_.CountHttpError(503);
     responder->Respond(draining_ ? 503 : 200, JsonHeaders(), j.dump());
     return;
@@ -124,11 +126,20 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
                               std::shared_ptr<http::Responder> responder) {
   if (draining_) return RespondError(responder, api::Unavailable("this node is shutting down"));
   const bool hop = request.Header(http::kHopHeader).has_value();
-  if (hop && !auth_->Check(request.Header(http::kPeerAuthHeader).value_or(""))) {
-    metrics_.CountPeerAuthFailure();
-    spdlog::warn("event=peer_auth_failed remote={} origin={}", request.remote,
-                 std::string(request.Header(http::kOriginHeader).value_or("-")));
-    return RespondError(responder, api::Forbidden("a hop request needs a valid peer token"));
+  if (hop) {
+    const PeerAuthenticator::Verdict v =
+        auth_->Verify(request.Header(http::kPeerAuthHeader).value_or(""),
+                      {request.method, request.target, request.body,
+                       request.Header(http::kOriginHeader).value_or(""), node_id_},
+                      UnixMillisNow());
+    if (v != PeerAuthenticator::Verdict::kOk) {
+      metrics_.CountPeerAuthFailure();
+      spdlog::warn("event=peer_auth_failed remote={} reason={} origin={}", request.remote,
+                   VerdictName(v), std::string(request.Header(http::kOriginHeader).value_or("-")));
+      return RespondError(responder,
+                          api::Forbidden("a hop request needs a valid peer authenticator (" +
+                                         std::string(VerdictName(v)) + ")"));
+    }
   }
   std::variant<api::ApiRequest, api::ApiError> parsed =
       api::ParseRequest(endpoint, request.body, limits_);
@@ -240,6 +251,19 @@ void Daemon::CancelRequest(uint64_t id) {
   metrics_.in_flight().Set(static_cast<double>(in_flight_.load()));
 }
 
+nlohmann::json Daemon::HealthJson() const {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  nlohmann::json j = {{"status", health_.degraded ? "degraded" : "ok"}};
+  if (!health_.issues.empty()) {
+    nlohmann::json issues = nlohmann::json::array();
+    for (const HealthIssue& i : health_.issues) {
+      issues.push_back({{"code", i.code}, {"message", i.message}, {"degrading", i.degrading}});
+    }
+    j["issues"] = std::move(issues);
+  }
+  return j;
+}
+
 std::string Daemon::RenderCluster() const {
   const TimePoint now = scheduler_->clock().Now();
   const engine::EngineLoad l = engine_->Load();
@@ -261,6 +285,9 @@ std::string Daemon::RenderCluster() const {
       {"cache_entries", g.own_store().live_count()},
       {"draining", draining_.load()},
   };
+  const nlohmann::json health = HealthJson();
+  self["health"] = health["status"];
+  if (health.contains("issues")) self["issues"] = health["issues"];
   nlohmann::json members = nlohmann::json::array();
   for (const gossip::MemberView& m : g.Members()) {
     const gossip::OriginStore* store = g.PeerStore(m.id);

@@ -125,6 +125,18 @@ json Completion(const std::string& prompt, int max_tokens, bool stream = false) 
   return j;
 }
 
+// The headers of a hop request with `body` to node `receiver`, signed with the test key.
+http::Headers HopHeaders(const json& body, const std::string& receiver,
+                         const std::string& key = kKey) {
+  const std::string text = body.dump();
+  return {
+      {"x-hearsay-hop", "1"},
+      {"x-hearsay-origin", "tester"},
+      {"x-hearsay-peer-auth",
+       SignPeerRequest(*gossip::ClusterKey::Parse(key),
+                       {"POST", "/v1/completions", text, "tester", receiver}, UnixMillisNow())}};
+}
+
 // The data: payloads of an SSE body, [DONE] included.
 std::vector<std::string> Events(const std::string& body) {
   std::vector<std::string> out;
@@ -305,7 +317,7 @@ TEST(DaemonTest, BadInputGetsTheRightStatus) {
   r = client.Post(hp, "/debug/faults", json{{"block", json::array()}});
   EXPECT_EQ(r.status, 404);  // only with --debug-faults
 
-  // Hop requests need the cluster's peer token.
+  // Hop requests need a peer authenticator made for this request and this node.
   r = client.Post(hp, "/v1/completions", Completion("hi there", 1), {{"x-hearsay-hop", "1"}});
   EXPECT_EQ(r.status, 403);
   r = client.Post(hp, "/v1/completions", Completion("hi there", 1),
@@ -313,8 +325,12 @@ TEST(DaemonTest, BadInputGetsTheRightStatus) {
   EXPECT_EQ(r.status, 403);
   auto key = gossip::ClusterKey::Parse(kKey);
   ASSERT_TRUE(key.ok());
+  // A hop signed for another node, or replayed, is refused as well.
   r = client.Post(hp, "/v1/completions", Completion("hi there", 2),
-                  {{"x-hearsay-hop", "1"}, {"x-hearsay-peer-auth", PeerAuthToken(*key)}});
+                  HopHeaders(Completion("hi there", 2), "another-node"));
+  EXPECT_EQ(r.status, 403);
+  const http::Headers signed_hop = HopHeaders(Completion("hi there", 2), d->node_id());
+  r = client.Post(hp, "/v1/completions", Completion("hi there", 2), signed_hop);
   ASSERT_EQ(r.status, 200) << r.body;
   // A hop is always answered as a stream, with the peer headers and a usage chunk.
   EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-prompt-tokens"), "2");
@@ -323,11 +339,15 @@ TEST(DaemonTest, BadInputGetsTheRightStatus) {
   std::vector<std::string> ev = Events(r.body);
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(json::parse(ev[ev.size() - 2])["usage"]["completion_tokens"], 2);
+  // The same request again, byte for byte: a replay.
+  r = client.Post(hp, "/v1/completions", Completion("hi there", 2), signed_hop);
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_NE(r.body.find("replayed"), std::string::npos) << r.body;
 
   // The server stays up, and counted the errors.
   r = client.Get(hp, "/metrics");
-  EXPECT_NE(r.body.find("hearsay_http_errors_total{status=\"403\"} 2"), std::string::npos);
-  EXPECT_NE(r.body.find("hearsay_peer_auth_failures_total 2"), std::string::npos);
+  EXPECT_NE(r.body.find("hearsay_http_errors_total{status=\"403\"} 4"), std::string::npos);
+  EXPECT_NE(r.body.find("hearsay_peer_auth_failures_total 4"), std::string::npos);
   EXPECT_TRUE(d->Shutdown());
 }
 
@@ -463,9 +483,7 @@ TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
   // B serves a long prompt itself (a hop request is served where it lands).
   const std::string shared = Words("ctx", 2048);
   http::Headers hop = {{"x-hearsay-hop", "1"}};
-  if (!insecure) {
-    hop.emplace_back("x-hearsay-peer-auth", PeerAuthToken(*gossip::ClusterKey::Parse(kKey)));
-  }
+  if (!insecure) hop = HopHeaders(Completion(shared + " first question", 2), b.node_id());
   Response r = client.Post(b.http_address(), "/v1/completions",
                            Completion(shared + " first question", 2), hop);
   ASSERT_EQ(r.status, 200) << r.body;
@@ -530,13 +548,12 @@ TEST(DaemonTest, APeerFailingBeforeTheFirstTokenCostsARetryNotTheRequest) {
   auto b = Start(cb);
   ASSERT_TRUE(b);
   TestClient client;
-  const http::Headers hop = {
-      {"x-hearsay-hop", "1"},
-      {"x-hearsay-peer-auth", PeerAuthToken(*gossip::ClusterKey::Parse(kKey))}};
   const std::string shared = Words("doc", 1024);
-  ASSERT_EQ(
-      client.Post(b->http_address(), "/v1/completions", Completion(shared + " q1", 1), hop).status,
-      200);
+  ASSERT_EQ(client
+                .Post(b->http_address(), "/v1/completions", Completion(shared + " q1", 1),
+                      HopHeaders(Completion(shared + " q1", 1), b->node_id()))
+                .status,
+            200);
   ASSERT_TRUE(Eventually([&] {
     json j = json::parse(client.Get(a->http_address(), "/cluster").body);
     for (const auto& m : j["members"]) {
@@ -547,7 +564,8 @@ TEST(DaemonTest, APeerFailingBeforeTheFirstTokenCostsARetryNotTheRequest) {
   // Occupy B's only slot.
   auto busy = std::async(std::launch::async, [&] {
     TestClient c;
-    return c.Post(b->http_address(), "/v1/completions", Completion("keep busy", 150), hop);
+    return c.Post(b->http_address(), "/v1/completions", Completion("keep busy", 150),
+                  HopHeaders(Completion("keep busy", 150), b->node_id()));
   });
   ASSERT_TRUE(Eventually([&] { return b->in_flight() == 1; }, 5s));
   Response r = client.Post(a->http_address(), "/v1/completions", Completion(shared + " q2", 2));

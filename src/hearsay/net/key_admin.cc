@@ -15,7 +15,6 @@
 namespace hearsay::net {
 namespace {
 
-constexpr std::string_view kAdminContext = "hearsay admin v1";
 constexpr std::string_view kBasePath = "/admin/keys";
 
 KeyAdminResponse Error(int status, std::string_view type, std::string_view code,
@@ -93,7 +92,12 @@ bool IsKeyAdminPath(std::string_view path) {
           path[kBasePath.size()] == '/');
 }
 
-std::string AdminToken(const gossip::ClusterKey& key) { return DerivedToken(key, kAdminContext); }
+std::string SignAdminRequest(const gossip::ClusterKey& key, std::string_view method,
+                             std::string_view target, std::string_view body,
+                             std::string_view receiver, int64_t now_ms) {
+  return PeerAuthenticator(gossip::Keyring(key), AuthPurpose::kAdmin)
+      .Sign({method, target, body, kAdminSender, receiver}, now_ms);
+}
 
 bool IsLoopbackRemote(std::string_view remote) {
   std::string_view host = remote;
@@ -115,7 +119,12 @@ bool IsLoopbackRemote(std::string_view remote) {
 }
 
 KeyAdmin::KeyAdmin(gossip::Keyring& keyring, KeyAdminOptions options, OnChange on_change)
-    : keyring_(keyring), options_(std::move(options)), on_change_(std::move(on_change)) {}
+    : keyring_(keyring),
+      options_(std::move(options)),
+      on_change_(std::move(on_change)),
+      auth_(keyring, AuthPurpose::kAdmin) {
+  if (!options_.now_ms) options_.now_ms = UnixMillisNow;
+}
 
 KeyAdminResponse KeyAdmin::InsecureNode() {
   return Error(409, "invalid_request_error", "insecure_node",
@@ -136,16 +145,13 @@ KeyAdminResponse KeyAdmin::Handle(const http::Request& request) {
   }
   const std::optional<std::string_view> token = request.Header(kAdminTokenHeader);
   if (!token) return Refuse(request, "missing X-Hearsay-Admin-Token");
-  bool authorised = false;
-  for (const gossip::ClusterKey& key : keyring_.installed()) {
-    const std::string expected = AdminToken(key);
-    if (expected.size() == token->size() &&
-        sodium_memcmp(expected.data(), token->data(), expected.size()) == 0) {
-      authorised = true;
-    }
-  }
-  if (!authorised) {
-    return Refuse(request, "X-Hearsay-Admin-Token does not match any installed key");
+  const PeerAuthenticator::Verdict v = auth_.Verify(
+      *token, {request.method, request.target, request.body, kAdminSender, options_.node_id},
+      options_.now_ms());
+  if (v != PeerAuthenticator::Verdict::kOk) {
+    return Refuse(request, "X-Hearsay-Admin-Token refused (" + std::string(VerdictName(v)) +
+                               "): it must be made for this request, this node and now, with an "
+                               "installed key");
   }
 
   const std::string_view path = request.path;
@@ -200,6 +206,7 @@ KeyAdminResponse KeyAdmin::Commit(gossip::Keyring next, std::string_view op,
     }
   }
   keyring_ = std::move(next);
+  auth_.Update(keyring_);
   if (on_change_) on_change_(keyring_);
   spdlog::info(
       "event=keys_changed node={} op={} key_id={} primary={} keys={} persisted={} remote={}",

@@ -10,10 +10,12 @@
 // A request must pass two checks before anything else is looked at:
 //   1. it comes from a loopback address (unless allow_remote), so new keys never cross the network
 //      in cleartext HTTP and only someone on the node's machine can ask;
-//   2. it carries X-Hearsay-Admin-Token, the admin token of a key installed now (AdminToken: a
-//      keyed BLAKE2b of "hearsay admin v1", distinct from the peer token that travels with every
-//      forward), so another local user, or a browser page posting to localhost, cannot change keys
-//      without already holding a cluster key.
+//   2. it carries X-Hearsay-Admin-Token, an authenticator made for this one request under a key
+//      installed now (SignAdminRequest; net/peer_auth.h with the admin purpose, whose derived key
+//      differs from the peers'): it covers the method, path, body, a timestamp, a nonce and this
+//      node's id, so another local user, or a browser page posting to localhost, cannot change
+//      keys without already holding a cluster key, and a captured request cannot be replayed,
+//      here or at another node.
 // A refused request changes nothing and is logged. Removing the primary key is refused (409), as
 // is using or removing a key that is not installed (404) and installing beyond
 // Keyring::kMaxKeys (409).
@@ -33,17 +35,22 @@
 
 #include "hearsay/gossip/keyring.h"
 #include "hearsay/http/server.h"
+#include "hearsay/net/peer_auth.h"
 
 namespace hearsay::net {
 
-// The admin requests' header for the admin token.
+// The admin requests' header for their authenticator (SignAdminRequest).
 inline constexpr std::string_view kAdminTokenHeader = "x-hearsay-admin-token";
 
 // True for "/admin/keys" and the paths below it.
 bool IsKeyAdminPath(std::string_view path);
-// The admin token for one key: lowercase hex of BLAKE2b-256 keyed with the key over
-// "hearsay admin v1".
-std::string AdminToken(const gossip::ClusterKey& key);
+// The sender an admin authenticator names (the `hearsay keys` tool).
+inline constexpr std::string_view kAdminSender = "hearsay-keys";
+// The X-Hearsay-Admin-Token value for one admin request to the node `receiver` (its node id, as
+// GET /health names it), made with `key` at `now_ms` (unix ms) and a fresh nonce.
+std::string SignAdminRequest(const gossip::ClusterKey& key, std::string_view method,
+                             std::string_view target, std::string_view body,
+                             std::string_view receiver, int64_t now_ms);
 // True if `remote` ("ip:port", "[ip6]:port") is a loopback address (127.0.0.0/8, ::1, or
 // IPv4-mapped 127.x).
 bool IsLoopbackRemote(std::string_view remote);
@@ -53,8 +60,10 @@ struct KeyAdminOptions {
   std::string keyring_file;
   // Serve admin requests from non-loopback addresses too (--admin-allow-remote).
   bool allow_remote = false;
-  // For logs.
+  // This node's id: for logs, and the receiver every admin authenticator must name.
   std::string node_id;
+  // Unix ms now (the authenticators' clock); null: the wall clock.
+  std::function<int64_t()> now_ms;
 };
 
 // An answer: HTTP status and JSON body (an OpenAI-style error object when status >= 400).
@@ -85,6 +94,7 @@ class KeyAdmin {
   gossip::Keyring& keyring_;
   KeyAdminOptions options_;
   OnChange on_change_;
+  PeerAuthenticator auth_;  // the admin purpose, over keyring_'s keys
 };
 
 }  // namespace hearsay::net

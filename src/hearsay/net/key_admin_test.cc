@@ -38,17 +38,28 @@ class ScratchDir {
   std::string path_;
 };
 
+// The admin's clock and the node's, in unix ms (the tests fix it).
+constexpr int64_t kNow = 1'700'000'000'000;
+
 http::Request AdminRequest(std::string method, std::string path, std::string body,
-                           const ClusterKey* auth, std::string remote = "127.0.0.1:50000") {
+                           const ClusterKey* auth, std::string remote = "127.0.0.1:50000",
+                           std::string receiver = "n1", int64_t signed_at = kNow) {
   http::Request r;
   r.method = std::move(method);
   r.path = path;
   r.target = std::move(path);
   r.body = std::move(body);
   r.remote = std::move(remote);
-  if (auth != nullptr) r.headers.emplace_back(std::string(kAdminTokenHeader), AdminToken(*auth));
+  if (auth != nullptr) {
+    r.headers.emplace_back(
+        std::string(kAdminTokenHeader),
+        SignAdminRequest(*auth, r.method, r.target, r.body, receiver, signed_at));
+  }
   return r;
 }
+
+// A peer request's fields (what the daemon's authenticator signs and checks).
+const AuthFields kHop{"POST", "/v1/completions", "{}", "n2", "n1"};
 
 std::string KeyBody(const ClusterKey& k) { return json{{"key", k.ToBase64()}}.dump(); }
 
@@ -61,29 +72,36 @@ std::string ErrorCode(const KeyAdminResponse& r) {
              : "";
 }
 
-// One node's key state as the daemon wires it: the live keyring, the peer authenticator and the
-// token its peer client sends, all updated through on_change.
+// One node's key state as the daemon wires it: the live keyring and the peer authenticator
+// (which checks and signs forwards), updated through on_change.
 struct Fixture {
   explicit Fixture(const ClusterKey& first, std::string keyring_file = "",
                    bool allow_remote = false)
       : keyring(first),
-        auth(keyring),
-        admin(keyring, KeyAdminOptions{std::move(keyring_file), allow_remote, "n1"},
+        auth(keyring, AuthPurpose::kPeer),
+        admin(keyring,
+              KeyAdminOptions{std::move(keyring_file), allow_remote, "n1", [] { return kNow; }},
               [this](const Keyring& k) {
                 auth.Update(k);
-                sent_token = auth.token();
                 ++changes;
-              }) {
-    sent_token = auth.token();
-  }
+              }) {}
   KeyAdminResponse Do(std::string method, std::string path, std::string body,
                       const ClusterKey* auth_key) {
     return admin.Handle(
         AdminRequest(std::move(method), std::move(path), std::move(body), auth_key));
   }
+  // Whether the node accepts a forward signed with `key`.
+  bool Accepts(const ClusterKey& key) {
+    return auth.Verify(SignPeerRequest(key, kHop, kNow), kHop, kNow) ==
+           PeerAuthenticator::Verdict::kOk;
+  }
+  // Whether the node's forwards are signed with `key`.
+  bool Sends(const ClusterKey& key) {
+    PeerAuthenticator receiver(Keyring(key), AuthPurpose::kPeer);
+    return receiver.Verify(auth.Sign(kHop, kNow), kHop, kNow) == PeerAuthenticator::Verdict::kOk;
+  }
   Keyring keyring;
   PeerAuthenticator auth;
-  std::string sent_token;
   int changes = 0;
   KeyAdmin admin;
 };
@@ -112,41 +130,63 @@ TEST_F(KeyAdminTest, PathsAndLoopback) {
   EXPECT_FALSE(IsLoopbackRemote("[::1"));
 }
 
-TEST_F(KeyAdminTest, AdminTokenDiffersFromPeerTokenAndBetweenKeys) {
-  EXPECT_NE(AdminToken(old_), PeerAuthToken(old_));
-  EXPECT_NE(AdminToken(old_), AdminToken(new_));
-  EXPECT_EQ(AdminToken(old_).size(), 64u);
+TEST_F(KeyAdminTest, AnAdminRequestIsGoodOnceForThisNodeAndThisRequest) {
+  Fixture f(old_);
+  const http::Request list = AdminRequest("GET", "/admin/keys", "", &old_);
+  EXPECT_EQ(f.admin.Handle(list).status, 200);
+  EXPECT_EQ(f.admin.Handle(list).status, 403) << "replayed";
+  // Made for another node.
+  EXPECT_EQ(
+      f.admin.Handle(AdminRequest("GET", "/admin/keys", "", &old_, "127.0.0.1:1", "n9")).status,
+      403);
+  // Made long ago (or far ahead).
+  EXPECT_EQ(
+      f.admin
+          .Handle(AdminRequest("GET", "/admin/keys", "", &old_, "127.0.0.1:1", "n1", kNow - 60'000))
+          .status,
+      403);
+  // Signed for a list, sent as an install: the path and body are covered.
+  http::Request swapped = AdminRequest("GET", "/admin/keys", "", &old_);
+  swapped.method = "POST";
+  swapped.path = swapped.target = "/admin/keys/install";
+  swapped.body = KeyBody(new_);
+  EXPECT_EQ(f.admin.Handle(swapped).status, 403);
+  EXPECT_FALSE(f.keyring.Contains(new_));
+  // A peer authenticator is not an admin one.
+  http::Request peer = AdminRequest("GET", "/admin/keys", "", nullptr);
+  peer.headers.emplace_back(
+      std::string(kAdminTokenHeader),
+      SignPeerRequest(old_, {"GET", "/admin/keys", "", kAdminSender, "n1"}, kNow));
+  EXPECT_EQ(f.admin.Handle(peer).status, 403);
 }
 
 TEST_F(KeyAdminTest, FullRotationUpdatesKeyringAuthAndSentToken) {
   Fixture f(old_);
-  const std::string old_peer = PeerAuthToken(old_);
-  const std::string new_peer = PeerAuthToken(new_);
-
   KeyAdminResponse r = f.Do("POST", "/admin/keys/install", KeyBody(new_), &old_);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_TRUE(Body(r)["changed"].get<bool>());
   EXPECT_EQ(Body(r)["key_id"], new_.IdHex());
   EXPECT_TRUE(f.keyring.Contains(new_));
   EXPECT_EQ(*f.keyring.primary(), old_);
-  EXPECT_TRUE(f.auth.Check(old_peer));
-  EXPECT_TRUE(f.auth.Check(new_peer));  // accepted before any node sends it
-  EXPECT_EQ(f.sent_token, old_peer);
+  EXPECT_TRUE(f.Accepts(old_));
+  EXPECT_TRUE(f.Accepts(new_));  // accepted before any node sends it
+  EXPECT_TRUE(f.Sends(old_));
+  EXPECT_FALSE(f.Sends(new_));
 
   // Use by id, as `hearsay keys use --id` does.
   r = f.Do("POST", "/admin/keys/use", json{{"id", new_.IdHex()}}.dump(), &old_);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(*f.keyring.primary(), new_);
-  EXPECT_EQ(f.sent_token, new_peer);
+  EXPECT_TRUE(f.Sends(new_));
   EXPECT_EQ(Body(r)["primary"], new_.IdHex());
-  EXPECT_TRUE(f.auth.Check(old_peer));  // a node that has not switched yet still gets in
+  EXPECT_TRUE(f.Accepts(old_));  // a node that has not switched yet still gets in
 
   r = f.Do("POST", "/admin/keys/remove", KeyBody(old_), &new_);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_FALSE(f.keyring.Contains(old_));
   EXPECT_EQ(f.keyring.size(), 1u);
-  EXPECT_FALSE(f.auth.Check(old_peer));
-  EXPECT_TRUE(f.auth.Check(new_peer));
+  EXPECT_FALSE(f.Accepts(old_));
+  EXPECT_TRUE(f.Accepts(new_));
   EXPECT_EQ(f.changes, 3);
 
   // The removed key no longer authorises admin requests either.
@@ -168,8 +208,6 @@ TEST_F(KeyAdminTest, ListShowsIdsAndNeverSecrets) {
   EXPECT_FALSE(j["persisted"].get<bool>());
   for (const ClusterKey& k : {old_, new_}) {
     EXPECT_EQ(r.body.find(k.ToBase64()), std::string::npos);
-    EXPECT_EQ(r.body.find(AdminToken(k)), std::string::npos);
-    EXPECT_EQ(r.body.find(PeerAuthToken(k)), std::string::npos);
   }
 }
 
@@ -194,10 +232,12 @@ TEST_F(KeyAdminTest, RefusalsChangeNothing) {
       {"token of a key that is not installed",
        AdminRequest("POST", "/admin/keys/install", KeyBody(new_), &outsider), 403,
        "key_admin_forbidden"},
-      {"the peer token instead of the admin token",
+      {"a peer authenticator instead of an admin one",
        [&] {
          http::Request r = AdminRequest("POST", "/admin/keys/install", KeyBody(new_), nullptr);
-         r.headers.emplace_back(std::string(kAdminTokenHeader), PeerAuthToken(old_));
+         r.headers.emplace_back(
+             std::string(kAdminTokenHeader),
+             SignPeerRequest(old_, {r.method, r.target, r.body, kAdminSender, "n1"}, kNow));
          return r;
        }(),
        403, "key_admin_forbidden"},
@@ -304,7 +344,7 @@ TEST_F(KeyAdminTest, FailedPersistChangesNothing) {
   EXPECT_EQ(r.status, 500) << r.body;
   EXPECT_EQ(ErrorCode(r), "keyring_not_persisted");
   EXPECT_FALSE(f.keyring.Contains(new_));
-  EXPECT_FALSE(f.auth.Check(PeerAuthToken(new_)));
+  EXPECT_FALSE(f.Accepts(new_));
   EXPECT_EQ(f.changes, 0);
 }
 
@@ -318,8 +358,8 @@ TEST(PeerAuthenticatorTest, InsecureIgnoresUpdates) {
   ASSERT_GE(sodium_init(), 0);
   PeerAuthenticator a = PeerAuthenticator::Insecure();
   a.Update(Keyring(Key(1)));
-  EXPECT_TRUE(a.Check("anything"));
-  EXPECT_EQ(a.token(), "");
+  EXPECT_EQ(a.Verify("anything", kHop, kNow), PeerAuthenticator::Verdict::kOk);
+  EXPECT_EQ(a.Sign(kHop, kNow), "");
 }
 
 }  // namespace

@@ -2,66 +2,219 @@
 
 #include <sodium.h>
 
-#include <array>
+#include <charconv>
+#include <chrono>
+#include <cstring>
 
 namespace hearsay::net {
 
 namespace {
-constexpr std::string_view kContext = "hearsay peer auth v1";
-}  // namespace
 
-std::string DerivedToken(const gossip::ClusterKey& key, std::string_view context) {
-  std::array<uint8_t, 32> mac{};
-  crypto_generichash(mac.data(), mac.size(), reinterpret_cast<const uint8_t*>(context.data()),
-                     context.size(), key.bytes().data(), key.bytes().size());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(64);
-  for (uint8_t b : mac) {
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 15]);
-  }
-  sodium_memzero(mac.data(), mac.size());
-  return hex;
+using Nonce = NonceWindow::Nonce;
+using MacKey = std::array<uint8_t, 32>;
+using Mac = std::array<uint8_t, 32>;
+
+std::string_view Label(AuthPurpose purpose) {
+  return purpose == AuthPurpose::kPeer ? "hearsay/peer-request/v2" : "hearsay/admin-request/v2";
 }
 
-std::string PeerAuthToken(const gossip::ClusterKey& key) { return DerivedToken(key, kContext); }
+MacKey DeriveKey(const gossip::ClusterKey& key, AuthPurpose purpose) {
+  MacKey k{};
+  const std::string_view label = Label(purpose);
+  crypto_generichash(k.data(), k.size(), reinterpret_cast<const uint8_t*>(label.data()),
+                     label.size(), key.bytes().data(), key.bytes().size());
+  return k;
+}
 
-PeerAuthenticator::PeerAuthenticator(const gossip::Keyring& keyring) { Update(keyring); }
+void Field(crypto_generichash_state* st, const void* data, size_t n) {
+  uint8_t len[4] = {uint8_t(n >> 24), uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
+  crypto_generichash_update(st, len, 4);
+  crypto_generichash_update(st, static_cast<const uint8_t*>(data), n);
+}
+
+void Field(crypto_generichash_state* st, std::string_view s) { Field(st, s.data(), s.size()); }
+
+Mac ComputeMac(const MacKey& key, const AuthFields& f, int64_t ts_ms, const Nonce& nonce) {
+  std::array<uint8_t, 32> body_digest{};
+  crypto_generichash(body_digest.data(), body_digest.size(),
+                     reinterpret_cast<const uint8_t*>(f.body.data()), f.body.size(), nullptr, 0);
+  uint8_t ts[8];
+  for (int i = 0; i < 8; ++i)
+    ts[i] = static_cast<uint8_t>(static_cast<uint64_t>(ts_ms) >> (56 - 8 * i));
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, key.data(), key.size(), 32);
+  Field(&st, f.method);
+  Field(&st, f.path);
+  Field(&st, body_digest.data(), body_digest.size());
+  Field(&st, ts, sizeof(ts));
+  Field(&st, nonce.data(), nonce.size());
+  Field(&st, f.sender);
+  Field(&st, f.receiver);
+  Mac mac{};
+  crypto_generichash_final(&st, mac.data(), mac.size());
+  return mac;
+}
+
+void AppendHex(const uint8_t* p, size_t n, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; ++i) {
+    out->push_back(kHex[p[i] >> 4]);
+    out->push_back(kHex[p[i] & 15]);
+  }
+}
+
+bool ParseHex(std::string_view hex, uint8_t* out, size_t n) {
+  if (hex.size() != 2 * n) return false;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return true;
+}
+
+std::string Format(int64_t ts_ms, const Nonce& nonce, const Mac& mac) {
+  std::string out = std::to_string(ts_ms);
+  out.push_back('.');
+  AppendHex(nonce.data(), nonce.size(), &out);
+  out.push_back('.');
+  AppendHex(mac.data(), mac.size(), &out);
+  return out;
+}
+
+}  // namespace
+
+size_t NonceWindow::NonceHash::operator()(const Nonce& n) const {
+  size_t h;
+  std::memcpy(&h, n.data(), sizeof(h));  // random bytes: any 8 of them hash well
+  return h;
+}
+
+bool NonceWindow::Fresh(int64_t ts_ms, const Nonce& nonce) const {
+  return ts_ms > floor_ && seen_.count(nonce) == 0;
+}
+
+void NonceWindow::Record(int64_t ts_ms, const Nonce& nonce, int64_t oldest_ms) {
+  while (!order_.empty() && (order_.size() >= capacity_ || order_.front().first < oldest_ms)) {
+    if (order_.size() >= capacity_) floor_ = std::max(floor_, order_.front().first);
+    seen_.erase(order_.front().second);
+    order_.pop_front();
+  }
+  if (capacity_ == 0) return;
+  order_.emplace_back(ts_ms, nonce);
+  seen_.insert(nonce);
+}
+
+PeerAuthenticator::PeerAuthenticator(const gossip::Keyring& keyring, AuthPurpose purpose,
+                                     PeerAuthOptions options)
+    : purpose_(purpose), options_(options), window_(options.window) {
+  Update(keyring);
+}
 
 PeerAuthenticator::PeerAuthenticator(PeerAuthenticator&& other) noexcept
-    : insecure_(other.insecure_) {
+    : insecure_(other.insecure_), purpose_(other.purpose_), options_(other.options_), window_(0) {
   std::lock_guard<std::mutex> lock(other.mu_);
-  token_ = std::move(other.token_);
+  has_primary_ = other.has_primary_;
+  primary_ = other.primary_;
   accepted_ = std::move(other.accepted_);
+  window_ = std::move(other.window_);
 }
 
 void PeerAuthenticator::Update(const gossip::Keyring& keyring) {
   if (insecure_) return;
-  std::string token;
-  if (const gossip::ClusterKey* primary = keyring.primary()) token = PeerAuthToken(*primary);
-  std::vector<std::string> accepted;
-  for (const gossip::ClusterKey& k : keyring.installed()) accepted.push_back(PeerAuthToken(k));
+  const gossip::ClusterKey* primary = keyring.primary();
+  std::vector<MacKey> accepted;
+  for (const gossip::ClusterKey& k : keyring.installed())
+    accepted.push_back(DeriveKey(k, purpose_));
   std::lock_guard<std::mutex> lock(mu_);
-  token_ = std::move(token);
+  has_primary_ = primary != nullptr;
+  if (primary != nullptr) primary_ = DeriveKey(*primary, purpose_);
   accepted_ = std::move(accepted);
 }
 
-bool PeerAuthenticator::Check(std::string_view token) const {
-  if (insecure_) return true;
-  std::lock_guard<std::mutex> lock(mu_);
-  bool ok = false;
-  for (const std::string& a : accepted_) {
-    if (a.size() == token.size() && sodium_memcmp(a.data(), token.data(), a.size()) == 0) {
-      ok = true;
-    }
-  }
-  return ok;
+std::string PeerAuthenticator::SignWith(const gossip::ClusterKey& key, AuthPurpose purpose,
+                                        const AuthFields& fields, int64_t ts_ms,
+                                        const Nonce& nonce) {
+  return Format(ts_ms, nonce, ComputeMac(DeriveKey(key, purpose), fields, ts_ms, nonce));
 }
 
-std::string PeerAuthenticator::token() const {
+std::string PeerAuthenticator::Sign(const AuthFields& fields, int64_t now_ms) const {
+  if (insecure_) return {};
+  Nonce nonce{};
+  randombytes_buf(nonce.data(), nonce.size());
+  MacKey key;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!has_primary_) return {};
+    key = primary_;
+  }
+  return Format(now_ms, nonce, ComputeMac(key, fields, now_ms, nonce));
+}
+
+PeerAuthenticator::Verdict PeerAuthenticator::Verify(std::string_view value,
+                                                     const AuthFields& fields, int64_t now_ms) {
+  if (insecure_) return Verdict::kOk;
+  if (value.empty()) return Verdict::kMissing;
+  const size_t dot1 = value.find('.');
+  const size_t dot2 = dot1 == std::string_view::npos ? dot1 : value.find('.', dot1 + 1);
+  if (dot2 == std::string_view::npos) return Verdict::kMalformed;
+  int64_t ts = 0;
+  const std::string_view ts_text = value.substr(0, dot1);
+  auto [end, ec] = std::from_chars(ts_text.data(), ts_text.data() + ts_text.size(), ts);
+  Nonce nonce{};
+  Mac mac{};
+  if (ec != std::errc() || end != ts_text.data() + ts_text.size() || ts_text.empty() ||
+      !ParseHex(value.substr(dot1 + 1, dot2 - dot1 - 1), nonce.data(), nonce.size()) ||
+      !ParseHex(value.substr(dot2 + 1), mac.data(), mac.size())) {
+    return Verdict::kMalformed;
+  }
+  if (ts < now_ms - options_.max_skew_ms || ts > now_ms + options_.max_skew_ms) {
+    return Verdict::kStale;
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  return token_;
+  if (!window_.Fresh(ts, nonce)) return Verdict::kReplayed;
+  bool ok = false;
+  for (const MacKey& k : accepted_) {
+    const Mac expected = ComputeMac(k, fields, ts, nonce);
+    if (sodium_memcmp(expected.data(), mac.data(), mac.size()) == 0) ok = true;
+  }
+  if (!ok) return Verdict::kBadMac;
+  window_.Record(ts, nonce, now_ms - options_.max_skew_ms);
+  return Verdict::kOk;
+}
+
+std::string SignPeerRequest(const gossip::ClusterKey& key, const AuthFields& fields,
+                            int64_t now_ms) {
+  return PeerAuthenticator(gossip::Keyring(key), AuthPurpose::kPeer).Sign(fields, now_ms);
+}
+
+std::string_view VerdictName(PeerAuthenticator::Verdict v) {
+  switch (v) {
+    case PeerAuthenticator::Verdict::kOk:
+      return "ok";
+    case PeerAuthenticator::Verdict::kMissing:
+      return "missing";
+    case PeerAuthenticator::Verdict::kMalformed:
+      return "malformed";
+    case PeerAuthenticator::Verdict::kStale:
+      return "stale";
+    case PeerAuthenticator::Verdict::kReplayed:
+      return "replayed";
+    case PeerAuthenticator::Verdict::kBadMac:
+      return "bad_mac";
+  }
+  return "unknown";
+}
+
+int64_t UnixMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace hearsay::net

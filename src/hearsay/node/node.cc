@@ -387,6 +387,7 @@ void Node::Route(uint64_t token) {
   copy.max_output_tokens = p.request.max_output_tokens;
   copy.scripted_output = p.request.scripted_output;
   copy.forwarded = true;
+  copy.target = peers_[slot - 1].id;
   // The last forward allowed must be served: a bounce then would only land here anyway.
   if (options_.bounce_margin_ms >= 0 && d.fallback_ttft_ms > 0 &&
       p.attempts < options_.max_forward_attempts) {
@@ -526,7 +527,14 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
   auto it = pending_.find(token);
   if (it == pending_.end() || it->second.slot == 0) return;
   Pending& p = it->second;
-  if (before_first_token && !p.first_sent) {
+  // A client that reads one JSON body has seen nothing until the answer is complete, so a peer
+  // failing mid-answer costs a retry too: the output so far is discarded.
+  const bool unseen = !p.request.stream;
+  if ((before_first_token && !p.first_sent) || unseen) {
+    if (p.first_sent) {  // the stats keep the void attempt: they only grow
+      p.first_sent = false;
+      p.sink->OnRestart(p.client_id);
+    }
     if (status.message().find(kBouncedMessage) != std::string::npos) {
       ++stats_.forwards_bounced;
     } else {
@@ -544,7 +552,9 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
   const uint64_t client_id = p.client_id;
   pending_.erase(it);
   ++stats_.failed;
-  sink->OnError(client_id, status, false);
+  // The peer's own message names internal addresses; the host logs it, the client gets none.
+  sink->OnError(client_id, Status(status.code(), "the node serving this request failed mid-answer"),
+                false);
 }
 
 }  // namespace hearsay::node

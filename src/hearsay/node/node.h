@@ -11,10 +11,13 @@
 //      delay, its overload flag and the age of the view; dead and left peers are skipped;
 //   3. the policy picks; serve on the own engine or forward once through the PeerClient with the
 //      hop marker set;
-//   4. a forward that fails before the first token, or that the peer bounces back because its
-//      queue is longer than the policy's next choice would take (NodeOptions::bounce_margin_ms),
-//      is retried on the next choice of the policy with that peer excluded (at most
-//      max_forward_attempts forwards), and then served here: the client never loses the request;
+//   4. a forward that fails before the client saw anything (before the first token; or at any
+//      point when the client reads one JSON body, PeerRequest::stream false: the sink then hears
+//      OnRestart), or that the peer bounces back because its queue is longer than the policy's
+//      next choice would take (NodeOptions::bounce_margin_ms), is retried on the next choice of
+//      the policy with that peer excluded (at most max_forward_attempts forwards), and then
+//      served here: the client never loses the request. A forward failing after the client saw
+//      output ends the request with an error whose message names no peer;
 //   5. the first token's cached-token count goes back to the policy (OnOutcome).
 //
 // Landmarks and granularity: gossip publishes only blocks whose index is a multiple of the
@@ -108,10 +111,14 @@ struct NodeOptions {
 
 // Counters of one node (monotone).
 struct NodeStats {
-  uint64_t client_requests = 0;   // Submit calls without the hop marker
-  uint64_t forwarded_out = 0;     // client requests served by a peer (counted at first token)
+  uint64_t client_requests = 0;  // Submit calls without the hop marker
+  // Client requests served by a peer (counted at first token; a request served again after its
+  // peer failed mid-answer counts once per first token).
+  uint64_t forwarded_out = 0;
   uint64_t forward_attempts = 0;  // forwards sent
-  uint64_t forward_failures = 0;  // forwards that failed before the first token (not bounces)
+  // Forwards that failed before the client saw anything (not bounces): before the first token,
+  // or at any point for a client reading one JSON body (PeerRequest::stream false).
+  uint64_t forward_failures = 0;
   uint64_t forwards_bounced = 0;  // forwards a busy peer sent back unserved; each routed again
   uint64_t served = 0;            // requests this node's engine produced a first token for
   uint64_t served_prompt_tokens = 0;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "hearsay/sim/sim_cluster.h"
@@ -21,6 +22,8 @@ struct Recorder final : ResponseSink {
     uint32_t cached = 0;
     bool complete = false;
     bool error = false;
+    int restarts = 0;
+    std::string error_message;
   };
   std::map<uint64_t, Events> by_id;
   void OnFirstToken(uint64_t id, const PeerFirstToken& f) override {
@@ -28,7 +31,14 @@ struct Recorder final : ResponseSink {
     by_id[id].cached = f.cached_tokens;
   }
   void OnComplete(uint64_t id, const PeerUsage&) override { by_id[id].complete = true; }
-  void OnError(uint64_t id, const Status&, bool) override { by_id[id].error = true; }
+  void OnError(uint64_t id, const Status& s, bool) override {
+    by_id[id].error = true;
+    by_id[id].error_message = s.message();
+  }
+  void OnRestart(uint64_t id) override {
+    by_id[id].first = false;
+    ++by_id[id].restarts;
+  }
 };
 
 std::vector<uint32_t> Prompt(uint32_t shared_seed, uint32_t shared_len, uint32_t own_seed,
@@ -157,6 +167,47 @@ TEST(NodeTest, PeerFailingBeforeFirstTokenCostsARetryNotTheRequest) {
   EXPECT_TRUE(rec.by_id[2].complete);
   EXPECT_FALSE(rec.by_id[2].error);
   EXPECT_EQ(c->node(0).stats().forward_failures, 1u);
+}
+
+// A forward to the prefix holder B whose first token has arrived at A, then B crashes.
+void CrashHolderMidAnswer(SimCluster& c, Recorder& rec, bool stream) {
+  c.node(1).Submit(Req(1, Prompt(15, 2048, 1, 40), true), &rec);
+  c.scheduler().RunFor(FromSeconds(2));
+  ASSERT_TRUE(rec.by_id[1].complete);
+  PeerRequest r = Req(2, Prompt(15, 2048, 2, 40));
+  r.max_output_tokens = 400;  // seconds of decoding
+  r.stream = stream;
+  c.node(0).Submit(std::move(r), &rec);
+  for (int i = 0; i < 2000 && !rec.by_id[2].first; ++i) c.scheduler().RunFor(FromMillis(1));
+  ASSERT_TRUE(rec.by_id[2].first);
+  ASSERT_EQ(c.node(0).stats().forwarded_out, 1u);
+  ASSERT_FALSE(rec.by_id[2].complete);
+  c.Crash(1);
+  c.scheduler().RunFor(FromSeconds(20));
+}
+
+TEST(NodeTest, AOneBodyRequestWhosePeerDiesMidAnswerIsServedAgain) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  CrashHolderMidAnswer(*c, rec, /*stream=*/false);
+  EXPECT_TRUE(rec.by_id[2].complete);
+  EXPECT_FALSE(rec.by_id[2].error);
+  EXPECT_EQ(rec.by_id[2].restarts, 1);
+  EXPECT_TRUE(rec.by_id[2].first);
+  EXPECT_EQ(c->node(0).stats().forward_failures, 1u);
+  EXPECT_EQ(c->node(0).stats().failed, 0u);
+  EXPECT_EQ(c->node(0).stats().forwarded_out + c->node(0).stats().served_local, 2u);
+}
+
+TEST(NodeTest, AStreamWhosePeerDiesMidAnswerEndsWithAnErrorNamingNoPeer) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  CrashHolderMidAnswer(*c, rec, /*stream=*/true);
+  EXPECT_FALSE(rec.by_id[2].complete);
+  EXPECT_TRUE(rec.by_id[2].error);
+  EXPECT_EQ(rec.by_id[2].restarts, 0);
+  EXPECT_EQ(rec.by_id[2].error_message.find("n1"), std::string::npos) << rec.by_id[2].error_message;
+  EXPECT_EQ(c->node(0).stats().failed, 1u);
 }
 
 TEST(NodeTest, RestartedPeersOldCacheIsDropped) {
