@@ -78,8 +78,8 @@ void Node::StartSuspicion(MemberRec& m, const NodeId& accuser) {
     // accusation to the suspect directly): every failed probe anywhere makes a suspect that
     // everyone hears of, and at N = 256 and 50% loss each node heard of ~1.8 suspicions a
     // second, more than its one probe a second. Probing each first left the round-robin hardly
-    // any: a killed member was probed once in the 3 s after its death (docs/gossip.md, session
-    // 6).
+    // any: a killed member could go unprobed for seconds after its death (docs/gossip.md,
+    // "Membership").
     m.probed_as_suspect = !rng_.Bernoulli(config_.refute_fanout / n);
   }
   RescheduleSuspicion(m);
@@ -171,7 +171,7 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
     // probed (as memberlist does); otherwise it waits for the next pass, which starts only after
     // every member known at the last shuffle was probed: about N seconds. Until then only
     // silence and suspicion probes reach a member that joined after most passes began
-    // (docs/gossip.md, session 6).
+    // (docs/gossip.md, "Membership").
     const size_t left = probe_order_.size() - std::min(probe_pos_, probe_order_.size());
     probe_order_.insert(probe_order_.end() - static_cast<std::ptrdiff_t>(rng_.Below(left + 1)),
                         u.id);

@@ -30,7 +30,7 @@ TEST(NodeTest, CrashedNodeIsDeclaredDeadByAll) {
   }
 }
 
-// Session 5: survivors wait for no round-robin turn to probe a member whose state, arriving
+// Survivors wait for no round-robin turn to probe a member whose state, arriving
 // several times a second under churn, stopped: the first to notice probes it out of turn, so
 // all of them suspect it within about 1 s of silence plus a probe or two. Without it the kill is
 // probed about once a second cluster-wide, and at N = 100 a 4.4 s wait for the first probe was
@@ -237,7 +237,7 @@ TEST(NodeTest, MemberNamedOnlyInDigestsIsDiscovered) {
   EXPECT_GT(c.node(2).counters().discovery_pulls, 0u);
 }
 
-// Session 6: a member learned after a node's probe pass began joins that pass at a random place.
+// A member learned after a node's probe pass began joins that pass at a random place.
 // Before, it waited for the next pass, which starts only after every member known at the last
 // shuffle was probed (N seconds): at N = 256 a member learned during the join phase was probed by
 // no one for the first 9 s. Here n39 joins a settled 40-node cluster (whose passes last ~39 s)
@@ -261,7 +261,7 @@ TEST(NodeTest, MemberLearnedMidPassIsProbedInThatPass) {
   EXPECT_LE(detect, 15s) << ToSeconds(detect) << " s";
 }
 
-// Session 6: in a large cluster only about refute_fanout of the members that hear of a suspicion
+// In a large cluster only about refute_fanout of the members that hear of a suspicion
 // probe the suspect out of turn. When everyone did, each failed probe anywhere cost a probe of
 // every node, and at N = 256 and 50% loss the suspicions of healthy members took every probe
 // slot, leaving none for the round-robin. Here 9 nodes of a 40-node cluster (which passes last
@@ -291,7 +291,7 @@ TEST(NodeTest, OnlyAFewHearersProbeASuspectOutOfTurn) {
   EXPECT_GE(pings, 2u);
 }
 
-// Session 6: only a version of a member's state above every one seen before is evidence that it
+// Only a version of a member's state above every one seen before is evidence that it
 // is alive. Catching up on its older writes is not: at N = 256 and 50% loss a killed member's
 // last writes kept reaching some nodes for 2.5 s after its death (pulls lost and retried) and
 // saved their probes of it. Here n0's only peers are n1 and n3, played by hand: n1's digest names

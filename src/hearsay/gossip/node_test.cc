@@ -179,7 +179,7 @@ TEST(NodeTest, LargeClustersSendOneMoreSynPerGossipInterval) {
   }
 }
 
-// Session 6: a node whose state changes sends its full digest with every Syn, on the stream when
+// A node whose state changes sends its full digest with every Syn, on the stream when
 // it is too large for a datagram (large clusters), so the peer answers with deltas at once. Before,
 // such a digest was dropped and the peer answered the bare Syn with its own full digest (a
 // SynAck), one leg more per exchange. Here datagrams are made too small for a 12-node digest.
@@ -341,7 +341,7 @@ TEST(NodeTest, ConvergesUnderLossAndDuplication) {
 namespace hearsay::gossip {
 namespace {
 
-// Session 7: each node's landmark stride follows the cluster size it sees. When the cluster grows
+// Each node's landmark stride follows the cluster size it sees. When the cluster grows
 // past the budget every origin re-publishes at a coarser stride, which its peers take as a run;
 // when it shrinks well below, the finer landmarks come back from the blocks the origin holds.
 // At every step, no replica holds a key off its stated stride, and the estimates stay within it.
@@ -419,7 +419,7 @@ TEST(NodeTest, StrideFollowsTheClusterSizeAndPeersNeverMixStrides) {
   EXPECT_GT(checks, 1000);
 }
 
-// Session 8: a change of stride travels as an ordinary run applied whole, never as a snapshot,
+// A change of stride travels as an ordinary run applied whole, never as a snapshot,
 // and a replica that applied it serves it on: here n1 never hears from n2 directly, so it can only
 // learn n2's new stride from replicas that took the change as a run.
 TEST(NodeTest, StrideChangeReachesPeersAsARunThroughReplicas) {
