@@ -80,7 +80,7 @@ class KeyRotationTest : public ::testing::Test {
     auto dir = launch::TempDir::Create("hearsay-keyrot-");
     ASSERT_TRUE(dir.ok()) << dir.status().ToString();
     dir_ = std::move(dir).value();
-    LocalClusterOptions o = ClusterOptions(3);
+    LocalClusterOptions o = HolderRoutingOptions(3);
     // One block-key secret for all nodes: block keys then survive the rotation and a restart.
     const std::string block_key_secret = NewKeyFile(*dir_, "block-key-secret");
     for (size_t i = 0; i < 3; ++i) {

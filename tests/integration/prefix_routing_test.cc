@@ -24,7 +24,7 @@ double ServedForPeers(const std::string& address) {
 }
 
 TEST(PrefixRoutingTest, SharedPrefixGoesToItsHolder) {
-  std::unique_ptr<LocalCluster> cluster = StartCluster(ClusterOptions(4));
+  std::unique_ptr<LocalCluster> cluster = StartCluster(HolderRoutingOptions(4));
   ASSERT_NE(cluster, nullptr);
   // 640 tokens: 40 blocks, several gossip landmarks (one per 16 blocks), so every peer's
   // estimate of the holder is far above any other node's.
@@ -84,7 +84,7 @@ TEST(PrefixRoutingTest, SharedPrefixGoesToItsHolder) {
 }
 
 TEST(PrefixRoutingTest, StreamingRequestsReportCachedTokensToo) {
-  std::unique_ptr<LocalCluster> cluster = StartCluster(ClusterOptions(2));
+  std::unique_ptr<LocalCluster> cluster = StartCluster(HolderRoutingOptions(2));
   ASSERT_NE(cluster, nullptr);
   const std::string prefix = Words("streamed", 320);
   for (int round = 0; round < 2; ++round) {
