@@ -74,6 +74,9 @@ Daemon::Daemon(DaemonConfig config)
   limits_.max_prompt_chars = config_.max_body_bytes;
   limits_.context_tokens = static_cast<uint32_t>(config_.context_tokens);
   limits_.max_output_tokens = static_cast<uint32_t>(config_.max_tokens);
+  limits_.budget.max_members = config_.max_json_members;
+  limits_.budget.max_array_items = config_.max_json_array_items;
+  limits_.budget.max_depth = config_.max_json_depth;
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config) {
@@ -112,6 +115,9 @@ Status Daemon::Init() {
   // Sockets: gossip, then HTTP. Either failing (a port in use) fails the start.
   TransportOptions to;
   to.bind = c.gossip_listen;
+  to.max_incoming_per_source = c.gossip_connections_per_source;
+  to.max_datagrams_per_source_per_s = c.gossip_datagrams_per_source_per_s;
+  if (c.gossip_inbound_frame_bytes != 0) to.max_inbound_frame_bytes = c.gossip_inbound_frame_bytes;
   HEARSAY_ASSIGN_OR_RETURN(transport_, UdpTcpTransport::Open(io_, core_io_, to));
   gossip_address_ = c.gossip_advertise.empty() ? transport_->local_address() : c.gossip_advertise;
   node_id_ = c.node_id.empty() ? Hostname() + ":" + std::to_string(transport_->port()) : c.node_id;

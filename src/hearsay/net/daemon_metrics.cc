@@ -99,6 +99,16 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "oversize"}});
   transport_blocked_.counter =
       &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "blocked"}});
+  transport_rate_.counter =
+      &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "rate"}});
+  transport_pool_.counter =
+      &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "pool"}});
+  transport_refused_.counter =
+      &r.AddCounter("hearsay_transport_connections_refused_total",
+                    "Incoming gossip TCP connections refused (over the total or per-source cap)");
+  transport_inbound_ =
+      &r.AddGauge("hearsay_transport_inbound_frame_bytes",
+                  "Bytes of incoming gossip stream frames held (the pre-auth pool)");
   for (int s = 0; s < 4; ++s) {
     peers_[s] = &r.AddGauge("hearsay_peers", "Other members by state, as this node sees them",
                             {{"state", kStates[s]}});
@@ -181,6 +191,10 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   transport_send_errors_.Sync(t.send_errors);
   transport_oversize_.Sync(t.oversize_drops);
   transport_blocked_.Sync(t.blocked_drops);
+  transport_rate_.Sync(t.rate_drops);
+  transport_pool_.Sync(t.pool_drops);
+  transport_refused_.Sync(t.connections_refused);
+  transport_inbound_->Set(static_cast<double>(t.inbound_frame_bytes));
 
   double by_state[4] = {0, 0, 0, 0};
   double oldest = 0;
