@@ -26,6 +26,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <charconv>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
@@ -120,15 +121,55 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
         retry_timer(accept_strand) {}
 
   void Accept();
+  // Accepts `socket` as a connection, or refuses it (503) at the caps.
+  void Admit(tcp::socket socket);
   void Refuse(tcp::socket socket);
-  void Register(uint64_t id, std::weak_ptr<Connection> c) {
+  // True when `client_ip` has max_connections_per_client open. Connections are registered on
+  // the accept strand only, so the answer holds until Register.
+  bool ClientFull(const std::string& client_ip) const {
     std::lock_guard lock(mu);
-    connections.emplace(id, std::move(c));
+    auto it = by_client.find(client_ip);
+    return it != by_client.end() && it->second >= options.max_connections_per_client;
+  }
+  void Register(uint64_t id, std::weak_ptr<Connection> c, const std::string& client_ip) {
+    std::lock_guard lock(mu);
+    ++by_client[client_ip];
+    connections.emplace(id, Entry{std::move(c), client_ip, 0});
   }
   void Unregister(uint64_t id) {
     std::lock_guard lock(mu);
-    connections.erase(id);
+    auto it = connections.find(id);
+    if (it == connections.end()) return;
+    if (it->second.idle_stamp != 0) idle.erase(it->second.idle_stamp);
+    auto c = by_client.find(it->second.client_ip);
+    if (c != by_client.end() && --c->second == 0) by_client.erase(c);
+    connections.erase(it);
   }
+  // A connection starts or stops waiting for its next request.
+  void SetIdle(uint64_t id, bool is_idle) {
+    std::lock_guard lock(mu);
+    auto it = connections.find(id);
+    if (it == connections.end()) return;
+    if (it->second.idle_stamp != 0) idle.erase(std::exchange(it->second.idle_stamp, 0));
+    if (is_idle) {
+      it->second.idle_stamp = ++idle_clock;
+      idle.emplace(it->second.idle_stamp, id);
+    }
+  }
+  // The connection idle the longest, taken off the idle list; null if none is.
+  std::shared_ptr<Connection> TakeOldestIdle() {
+    std::lock_guard lock(mu);
+    while (!idle.empty()) {
+      const uint64_t id = idle.begin()->second;
+      idle.erase(idle.begin());
+      auto it = connections.find(id);
+      if (it == connections.end()) continue;
+      it->second.idle_stamp = 0;
+      if (auto c = it->second.connection.lock()) return c;
+    }
+    return nullptr;
+  }
+  bool UnderPressure() const { return open.load() * 4 >= options.max_connections * 3; }
 
   asio::io_context& io;
   const ServerOptions options;
@@ -143,13 +184,21 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   std::atomic<size_t> open{0};
   uint64_t next_id = 0;  // accept_strand only
 
+  struct Entry {
+    std::weak_ptr<Connection> connection;
+    std::string client_ip;
+    uint64_t idle_stamp = 0;  // its key in `idle` while idle, else 0
+  };
   mutable std::mutex mu;
-  std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections;  // guarded by mu
+  std::unordered_map<uint64_t, Entry> connections;    // guarded by mu
+  std::unordered_map<std::string, size_t> by_client;  // guarded by mu: open per client IP
+  std::map<uint64_t, uint64_t> idle;                  // guarded by mu: stamp -> id, oldest first
+  uint64_t idle_clock = 0;                            // guarded by mu
 
   struct Counters {
     std::atomic<uint64_t> accepted{0}, refused{0}, requests{0}, bad_requests{0},
         header_too_large{0}, body_too_large{0}, read_timeouts{0}, idle_closed{0},
-        slow_readers_dropped{0}, client_aborts{0};
+        slow_readers_dropped{0}, client_aborts{0}, idle_evicted{0};
   } counters;
 };
 
@@ -318,7 +367,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
       ArmReadTimer(options_.header_timeout);
     } else {
       phase_ = Phase::kIdle;
-      ArmReadTimer(options_.idle_timeout);
+      server_->SetIdle(id_, true);
+      ArmReadTimer(server_->UnderPressure() ? options_.idle_timeout_under_pressure
+                                            : options_.idle_timeout);
     }
     first_request_ = false;
   }
@@ -357,6 +408,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     buffer_.commit(n);
     if (phase_ == Phase::kIdle && buffer_.size() > 0) {
+      server_->SetIdle(id_, false);
       phase_ = Phase::kHeader;
       ArmReadTimer(options_.header_timeout);
     }
@@ -366,14 +418,33 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ReadMore();
   }
 
+  // Header folding (a field line that begins with a space or tab) is obsolete (RFC 9112 5.2);
+  // Beast joins such lines, so they are refused here, on the raw header, before it parses.
+  bool HasObsFold() const {
+    const std::string_view raw(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    const size_t end = raw.find("\r\n\r\n");
+    const std::string_view head = raw.substr(0, end);
+    return head.find("\n ") != std::string_view::npos ||
+           head.find("\n\t") != std::string_view::npos;
+  }
+
   void Parse() {
     while (phase_ == Phase::kHeader || phase_ == Phase::kBody) {
+      if (phase_ == Phase::kHeader && HasObsFold()) {
+        server_->counters.bad_requests.fetch_add(1, std::memory_order_relaxed);
+        return SendErrorAndClose(400, "malformed HTTP request: obsolete header line folding");
+      }
       error_code ec;
       size_t used = parser_->put(buffer_.data(), ec);
       buffer_.consume(used);
       if (ec == bhttp::error::need_more) return;
       if (ec) return ParseError(ec);
       if (phase_ == Phase::kHeader && parser_->is_header_done()) {
+        const auto& head = parser_->get();
+        if (head.version() == 11 && head.find(bhttp::field::host) == head.end()) {
+          server_->counters.bad_requests.fetch_add(1, std::memory_order_relaxed);
+          return SendErrorAndClose(400, "malformed HTTP request: an HTTP/1.1 request needs Host");
+        }
         phase_ = Phase::kBody;
         ArmReadTimer(options_.body_timeout);
         MaybeContinue();
@@ -776,18 +847,33 @@ void Server::State::Accept() {
                             });
                             return;
                           }
-                          if (self->open.load() >= self->options.max_connections) {
-                            self->Refuse(std::move(socket));
-                          } else {
-                            self->open.fetch_add(1);
-                            self->counters.accepted.fetch_add(1, std::memory_order_relaxed);
-                            uint64_t id = self->next_id++;
-                            auto conn = std::make_shared<Connection>(self, std::move(socket), id);
-                            self->Register(id, conn);
-                            conn->Post([conn] { conn->Start(); });
-                          }
+                          self->Admit(std::move(socket));
                           self->Accept();
                         });
+}
+
+void Server::State::Admit(tcp::socket socket) {
+  error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  const std::string ip = ec ? std::string() : remote.address().to_string();
+  if (ClientFull(ip)) return Refuse(std::move(socket));
+  std::shared_ptr<Connection> victim;
+  if (open.load() >= options.max_connections) {
+    victim = TakeOldestIdle();
+    if (!victim) return Refuse(std::move(socket));
+  }
+  const uint64_t id = next_id++;
+  auto conn = std::make_shared<Connection>(shared_from_this(), std::move(socket), id);
+  Register(id, conn, ip);
+  if (victim) {
+    // Room is made by closing the connection idle the longest; it closes on its own strand, so
+    // the count may pass the cap by the connections being evicted.
+    counters.idle_evicted.fetch_add(1, std::memory_order_relaxed);
+    victim->PostCloseIfIdle();
+  }
+  open.fetch_add(1);
+  counters.accepted.fetch_add(1, std::memory_order_relaxed);
+  conn->Post([conn] { conn->Start(); });
 }
 
 void Server::State::Refuse(tcp::socket socket) {
@@ -815,8 +901,8 @@ Server::~Server() { Close(); }
 Result<std::unique_ptr<Server>> Server::Start(asio::io_context& io, ServerOptions options,
                                               Handler handler) {
   if (!handler) return InvalidArgumentError("http server needs a handler");
-  if (options.max_connections == 0 || options.max_header_bytes < 64 ||
-      options.max_write_queue_bytes == 0) {
+  if (options.max_connections == 0 || options.max_connections_per_client == 0 ||
+      options.max_header_bytes < 64 || options.max_write_queue_bytes == 0) {
     return InvalidArgumentError("http server limits must be positive");
   }
   auto hp = ParseHostPort(options.listen);
@@ -866,8 +952,8 @@ void Server::StopAccepting() {
 std::vector<std::shared_ptr<Connection>> Server::LiveConnections() const {
   std::vector<std::shared_ptr<Connection>> conns;
   std::lock_guard lock(state_->mu);
-  for (auto& [id, weak] : state_->connections) {
-    if (auto c = weak.lock()) conns.push_back(std::move(c));
+  for (auto& [id, entry] : state_->connections) {
+    if (auto c = entry.connection.lock()) conns.push_back(std::move(c));
   }
   return conns;
 }
@@ -891,6 +977,7 @@ ServerStats Server::stats() const {
   s.body_too_large = c.body_too_large.load();
   s.read_timeouts = c.read_timeouts.load();
   s.idle_closed = c.idle_closed.load();
+  s.idle_evicted = c.idle_evicted.load();
   s.slow_readers_dropped = c.slow_readers_dropped.load();
   s.client_aborts = c.client_aborts.load();
   return s;

@@ -129,6 +129,9 @@ Status Daemon::Init() {
   so.header_timeout = std::chrono::milliseconds(c.header_timeout_ms);
   so.body_timeout = std::chrono::milliseconds(c.read_timeout_ms);
   so.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
+  so.max_connections = c.max_connections;
+  so.max_connections_per_client = c.max_connections_per_client;
+  so.idle_timeout_under_pressure = std::chrono::milliseconds(c.idle_timeout_under_pressure_ms);
   so.one_thread = io_one_thread;
   HEARSAY_ASSIGN_OR_RETURN(
       server_,

@@ -135,6 +135,9 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_http_server_rejections_total", server, {{"reason", "malformed"}});
   server_refused_.counter = &r.AddCounter("hearsay_http_server_rejections_total", server,
                                           {{"reason", "too_many_connections"}});
+  server_evicted_.counter =
+      &r.AddCounter("hearsay_http_idle_connections_evicted_total",
+                    "Idle keep-alive connections closed to make room for a new one at the cap");
   client_aborts_.counter = &r.AddCounter("hearsay_http_client_aborts_total",
                                          "Clients that went away before their response ended");
   open_connections_ = &r.AddGauge("hearsay_http_open_connections", "Open HTTP connections");
@@ -219,6 +222,7 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   server_header_too_large_.Sync(server.header_too_large);
   server_bad_.Sync(server.bad_requests);
   server_refused_.Sync(server.connections_refused);
+  server_evicted_.Sync(server.idle_evicted);
   client_aborts_.Sync(server.client_aborts);
   open_connections_->Set(static_cast<double>(open_connections));
 }

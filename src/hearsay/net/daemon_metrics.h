@@ -87,7 +87,7 @@ class DaemonMetrics {
   api::Gauge* kv_capacity_ = nullptr;
   // HTTP.
   Mirror server_timeouts_, server_too_large_, server_header_too_large_, server_bad_,
-      server_refused_, client_aborts_;
+      server_refused_, server_evicted_, client_aborts_;
   api::Gauge* open_connections_ = nullptr;
   std::mutex errors_mu_;
   std::map<int, api::Counter*> http_errors_;  // guarded by errors_mu_
