@@ -4,10 +4,12 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sodium.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -260,12 +262,44 @@ Status LocalCluster::Restart(size_t i) {
   return OkStatus();
 }
 
+// The admin token of the cluster key file's first key (net/key_admin.h, AdminToken): hex of
+// BLAKE2b-256 keyed with the key over "hearsay admin v1". /debug/faults asks for it.
+namespace {
+std::string AdminTokenOfKeyFile(const std::string& path) {
+  const std::string text = ReadFile(path);
+  const std::string line = text.substr(0, text.find('\n'));
+  std::array<uint8_t, 32> key{};
+  size_t key_len = 0;
+  if (sodium_base642bin(key.data(), key.size(), line.data(), line.size(), nullptr, &key_len,
+                        nullptr, sodium_base64_VARIANT_ORIGINAL) != 0) {
+    return {};
+  }
+  constexpr std::string_view kContext = "hearsay admin v1";
+  std::array<uint8_t, 32> mac{};
+  crypto_generichash(mac.data(), mac.size(), reinterpret_cast<const uint8_t*>(kContext.data()),
+                     kContext.size(), key.data(), key_len);
+  std::string hex;
+  for (uint8_t b : mac) {
+    hex.push_back("0123456789abcdef"[b >> 4]);
+    hex.push_back("0123456789abcdef"[b & 15]);
+  }
+  sodium_memzero(key.data(), key.size());
+  return hex;
+}
+}  // namespace
+
 Status LocalCluster::Block(size_t i, const std::vector<size_t>& others) {
   nlohmann::json addresses = nlohmann::json::array();
   for (size_t j : others) addresses.push_back(nodes_.at(j).info.gossip_address);
-  const std::string body = nlohmann::json{{"block", addresses}}.dump();
-  Result<http::SyncResponse> r =
-      http::PostJsonSync(nodes_.at(i).info.http_address, "/debug/faults", body, kProbeTimeout);
+  http::ClientRequest request;
+  request.method = "POST";
+  request.host_port = nodes_.at(i).info.http_address;
+  request.target = "/debug/faults";
+  request.headers = {{"Content-Type", "application/json"},
+                     {"X-Hearsay-Admin-Token", AdminTokenOfKeyFile(key_file_)}};
+  request.body = nlohmann::json{{"block", addresses}}.dump();
+  request.connect_timeout = request.response_timeout = request.idle_timeout = kProbeTimeout;
+  Result<http::SyncResponse> r = http::CallSync(std::move(request));
   if (!r.ok()) return Status(r.status().code(), "POST /debug/faults: " + r.status().message());
   if (r->status != 200) {
     return InternalError("POST /debug/faults on " + nodes_[i].info.node_id + ": HTTP " +

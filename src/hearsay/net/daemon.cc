@@ -22,6 +22,7 @@
 #include "hearsay/http/peer_headers.h"
 #include "hearsay/net/engine_factory.h"
 #include "hearsay/net/keyring_file.h"
+#include "hearsay/net/log_guard.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
@@ -376,6 +377,11 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   const std::string& path = request.path;
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
+  // Bodies are read as they are: a body in an encoding the node does not decode is refused.
+  if (auto encoding = request.Header("content-encoding");
+      encoding && !http::EqualsIgnoreCase(*encoding, "identity")) {
+    return RespondError(responder, api::UnsupportedEncoding(*encoding));
+  }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) return RespondError(responder, api::MethodNotAllowed(request.method, path));
     const api::Endpoint ep =
@@ -415,13 +421,39 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   if (IsKeyAdminPath(path)) return HandleKeyAdmin(std::move(request), std::move(responder));
   if (path == "/debug/faults" && config_.debug_faults) {
     if (!post) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    return HandleFaults(request, responder);
+    return HandleFaults(std::move(request), std::move(responder));
   }
   RespondError(responder, api::NotFound(path));
 }
 
-void Daemon::HandleFaults(const http::Request& request,
-                          const std::shared_ptr<http::Responder>& responder) {
+bool Daemon::AdminAllowed(const http::Request& request) const {
+  if (!config_.admin_allow_remote && !IsLoopbackRemote(request.remote)) return false;
+  if (!keyring_) return true;  // insecure: loopback is all there is
+  const std::string_view token = request.Header(kAdminTokenHeader).value_or("");
+  for (const gossip::ClusterKey& key : keyring_->installed()) {
+    const std::string expected = AdminToken(key);
+    if (expected.size() == token.size() &&
+        sodium_memcmp(expected.data(), token.data(), expected.size()) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void Daemon::HandleFaults(http::Request request, std::shared_ptr<http::Responder> responder) {
+  // The keyring is the core thread's: the admin check runs there.
+  asio::post(core_io_, [this, request = std::move(request), responder = std::move(responder)] {
+    if (!AdminAllowed(request)) {
+      return RespondError(responder,
+                          api::Forbidden("/debug/faults needs the admin token of an installed "
+                                         "key (X-Hearsay-Admin-Token), from loopback"));
+    }
+    ApplyFaults(request, responder);
+  });
+}
+
+void Daemon::ApplyFaults(const http::Request& request,
+                         const std::shared_ptr<http::Responder>& responder) {
   nlohmann::json j = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() || !j.contains("block") || !j["block"].is_array()) {
     return RespondError(responder,
@@ -453,8 +485,13 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
   const bool hop = request.Header(http::kHopHeader).has_value();
   if (hop && !auth_->Check(request.Header(http::kPeerAuthHeader).value_or(""))) {
     metrics_.CountPeerAuthFailure();
-    spdlog::warn("event=peer_auth_failed remote={} origin={}", request.remote,
-                 std::string(request.Header(http::kOriginHeader).value_or("-")));
+    // Every field from outside is escaped and cut, and a flood is logged a few lines a second.
+    if (const std::optional<uint64_t> held_back =
+            auth_log_limiter_.Admit(LogRateLimiter::Clock::now())) {
+      spdlog::warn("event=peer_auth_failed remote={} origin={} suppressed={}",
+                   LogField(request.remote),
+                   LogField(request.Header(http::kOriginHeader).value_or("")), *held_back);
+    }
     return RespondError(responder, api::Forbidden("a hop request needs a valid peer token"));
   }
   std::variant<api::ApiRequest, api::ApiError> parsed =
