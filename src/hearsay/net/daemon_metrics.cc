@@ -102,7 +102,8 @@ DaemonMetrics::DaemonMetrics() {
   transport_rate_.counter =
       &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "rate"}});
   transport_pool_.counter =
-      &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "pool"}});
+      &r.AddCounter("hearsay_transport_pool_waits_total",
+                    "Incoming gossip frame chunks that waited for room in the pre-auth pool");
   transport_refused_.counter =
       &r.AddCounter("hearsay_transport_connections_refused_total",
                     "Incoming gossip TCP connections refused (over the total or per-source cap)");
@@ -195,7 +196,7 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   transport_oversize_.Sync(t.oversize_drops);
   transport_blocked_.Sync(t.blocked_drops);
   transport_rate_.Sync(t.rate_drops);
-  transport_pool_.Sync(t.pool_drops);
+  transport_pool_.Sync(t.pool_waits);
   transport_refused_.Sync(t.connections_refused);
   transport_inbound_->Set(static_cast<double>(t.inbound_frame_bytes));
 

@@ -185,7 +185,7 @@ TransportCounters UdpTcpTransport::counters() const {
   c.connections_opened = counters_.connections_opened.load(std::memory_order_relaxed);
   c.connections_accepted = counters_.connections_accepted.load(std::memory_order_relaxed);
   c.connections_refused = counters_.connections_refused.load(std::memory_order_relaxed);
-  c.pool_drops = counters_.pool_drops.load(std::memory_order_relaxed);
+  c.pool_waits = counters_.pool_waits.load(std::memory_order_relaxed);
   c.rate_drops = counters_.rate_drops.load(std::memory_order_relaxed);
   c.inbound_frame_bytes = counters_.inbound_frame_bytes.load(std::memory_order_relaxed);
   return c;
@@ -505,18 +505,22 @@ void UdpTcpTransport::ReadFrameBody(const std::shared_ptr<InConn>& c, uint32_t l
     ReadFrameHeader(c);
     return;
   }
-  // Grow the buffer only for the next chunk (geometrically, capped at the frame), charging the
-  // pool for what is allocated.
-  const size_t want = c->received + std::min<size_t>(kFrameChunkBytes, length - c->received);
-  if (want > c->body.capacity()) {
-    const size_t capacity = std::min<size_t>(length, std::max(want, 2 * c->body.capacity()));
-    if (!Charge(c, capacity - c->charged)) {
-      counters_.pool_drops.fetch_add(1, std::memory_order_relaxed);
-      CloseIn(c);
+  // The frame's whole length is charged to the pool before its first byte is read: all or
+  // nothing, so frames never each hold part of the pool while waiting for the rest. The buffer
+  // itself grows only with the bytes that arrive, one chunk at a time.
+  if (c->charged < length) {
+    if (!Charge(c, length - c->charged)) {
+      // Back-pressure, not a drop: the connection is not read until the pool has room (a
+      // member's frames only wait), and the idle sweep closes it if that takes too long.
+      counters_.pool_waits.fetch_add(1, std::memory_order_relaxed);
+      parked_.emplace_back(c, length);
       return;
     }
-    c->charged = capacity;
-    c->body.reserve(capacity);
+    c->charged = length;
+  }
+  const size_t want = c->received + std::min<size_t>(kFrameChunkBytes, length - c->received);
+  if (want > c->body.capacity()) {
+    c->body.reserve(std::min<size_t>(length, std::max(want, 2 * c->body.capacity())));
   }
   c->body.resize(want);
   asio::async_read(c->socket, asio::buffer(c->body.data() + c->received, want - c->received),
@@ -550,6 +554,13 @@ void UdpTcpTransport::Release(const std::string& source_ip, size_t bytes) {
   auto it = inbound_by_source_.find(source_ip);
   if (it != inbound_by_source_.end() && (it->second -= bytes) == 0) inbound_by_source_.erase(it);
   counters_.inbound_frame_bytes.store(inbound_bytes_, std::memory_order_relaxed);
+  // Room was made: the waiting connections try again, in the order they came.
+  std::deque<std::pair<std::weak_ptr<InConn>, uint32_t>> waiting;
+  waiting.swap(parked_);
+  for (auto& [weak, length] : waiting) {
+    std::shared_ptr<InConn> c = weak.lock();
+    if (c && in_.count(c) > 0) ReadFrameBody(c, length);
+  }
 }
 
 bool UdpTcpTransport::DatagramAllowed(const std::string& source_ip) {

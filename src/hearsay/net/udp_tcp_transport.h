@@ -15,10 +15,11 @@
 // that, so what an unauthenticated sender can make the transport hold is bounded:
 //   - a frame is read in chunks of at most kFrameChunkBytes, its buffer growing with the bytes
 //     that actually arrived, never by the declared length alone;
-//   - every byte of a frame being received or waiting for the core is charged to one pool per
-//     transport (max_inbound_frame_bytes) and to its source IP (max_frame_bytes at most, so one
-//     large frame per source at a time); a chunk that does not fit closes its connection
-//     (counted as pool_drops) and the sender retries later;
+//   - a frame's declared length is charged, whole, before its first byte is read, to one pool
+//     per transport (max_inbound_frame_bytes) and to its source IP (max_frame_bytes at most, so
+//     one large frame per source at a time), and given back once the core has handed it to the
+//     sink; a connection whose frame does not fit is not read until the pool has room (counted
+//     as pool_waits), and the idle timeout closes it if that takes too long;
 //   - at most max_incoming_per_source accepted connections per source IP, and at most
 //     max_datagrams_per_source_per_s datagrams per second per source IP (a token bucket with a
 //     burst of one second's worth; the excess is dropped and counted).
@@ -90,9 +91,9 @@ struct TransportCounters {
   uint64_t connections_opened = 0;
   uint64_t connections_accepted = 0;
   uint64_t connections_refused = 0;  // over max_incoming or max_incoming_per_source
-  uint64_t pool_drops = 0;           // a frame chunk did not fit the inbound pool
+  uint64_t pool_waits = 0;           // a frame waited for room in the inbound pool
   uint64_t rate_drops = 0;           // datagrams over a source's rate
-  // Gauge: bytes of incoming frames held now, charged to the pool.
+  // Gauge: bytes of incoming frames charged to the pool now (at least what they allocated).
   uint64_t inbound_frame_bytes = 0;
 };
 
@@ -193,6 +194,8 @@ class UdpTcpTransport final : public Transport {
   size_t inbound_bytes_ = 0;
   std::map<std::string, size_t> inbound_by_source_;
   std::map<std::string, size_t> incoming_by_source_;
+  // Connections waiting for room in the pool, with the length of the frame they are reading.
+  std::deque<std::pair<std::weak_ptr<InConn>, uint32_t>> parked_;
   // Datagram token buckets per source IP (cleared whole when kMaxRateSources are tracked).
   struct Bucket {
     double tokens = 0;
@@ -212,7 +215,7 @@ class UdpTcpTransport final : public Transport {
     std::atomic<uint64_t> connections_opened{0};
     std::atomic<uint64_t> connections_accepted{0};
     std::atomic<uint64_t> connections_refused{0};
-    std::atomic<uint64_t> pool_drops{0};
+    std::atomic<uint64_t> pool_waits{0};
     std::atomic<uint64_t> rate_drops{0};
     std::atomic<uint64_t> inbound_frame_bytes{0};
   };

@@ -229,18 +229,19 @@ TEST(TransportPoolTest, UnfinishedLargeFramesHoldNoMoreThanThePool) {
   ASSERT_TRUE(t.ok());
   (*t)->Start(&sink);
   // 64 connections each declare a 1 MiB frame and send 100 KiB of it: read by declared length,
-  // they would hold 64 MiB; charged to the pool (at most one frame per source IP), at most 1 MiB.
+  // they would hold 64 MiB; charged to the pool (at most one frame per source IP), 1 MiB.
   asio::io_context client_io;
   auto sockets = HalfFrames(client_io, (*t)->local_address(), 64, 1 << 20, 100 << 10);
-  // Each connection needs at least one 64 KiB chunk: at most 16 fit, the others are closed.
+  // A frame is charged whole: one connection reads, the 63 others wait unread.
   ASSERT_TRUE(Eventually([&] {
     const TransportCounters c = (*t)->counters();
-    return c.connections_accepted == 64 && c.pool_drops >= 48;
-  })) << (*t)->counters().pool_drops;
+    return c.connections_accepted == 64 && c.pool_waits >= 63;
+  })) << (*t)->counters().pool_waits;
   const TransportCounters c = (*t)->counters();
   EXPECT_LE(c.inbound_frame_bytes, o.max_frame_bytes);
   EXPECT_GT(c.inbound_frame_bytes, 0u);
-  // Closing the connections gives the pool back; a whole frame then goes through.
+  // Closing the connections gives the pool back (each waiting one in turn reads, meets the
+  // close and gives back its charge); a whole frame then goes through.
   sockets.clear();
   ASSERT_TRUE(Eventually([&] { return (*t)->counters().inbound_frame_bytes == 0; }));
   auto whole = HalfFrames(client_io, (*t)->local_address(), 1, 300 << 10, 300 << 10);
@@ -249,6 +250,31 @@ TEST(TransportPoolTest, UnfinishedLargeFramesHoldNoMoreThanThePool) {
   EXPECT_EQ(got[0].bytes.size(), size_t{300} << 10);
   EXPECT_TRUE(Eventually([&] { return (*t)->counters().inbound_frame_bytes == 0; }));
   (*t)->Close();
+  std::this_thread::sleep_for(20ms);
+  loops.Stop();
+}
+
+TEST(TransportPoolTest, FramesFromOneSourceWaitForRoomInsteadOfBeingDropped) {
+  Loops loops;
+  RecordingSink sink;
+  TransportOptions o = Local();
+  o.max_frame_bytes = 1 << 20;
+  o.max_inbound_frame_bytes = 1 << 20;
+  auto a = UdpTcpTransport::Open(loops.io, loops.core, Local());
+  auto b = UdpTcpTransport::Open(loops.io, loops.core, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  (*a)->Start(nullptr);
+  (*b)->Start(&sink);
+  // Three frames of 900 KiB: each needs almost the whole pool, so each waits for the last.
+  for (int i = 0; i < 3; ++i) {
+    (*a)->Send((*b)->local_address(), Channel::kStream, std::vector<uint8_t>(900 << 10, i));
+  }
+  auto got = sink.WaitFor(3);
+  ASSERT_EQ(got.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].bytes, std::vector<uint8_t>(900 << 10, i));
+  EXPECT_TRUE(Eventually([&] { return (*b)->counters().inbound_frame_bytes == 0; }));
+  (*a)->Close();
+  (*b)->Close();
   std::this_thread::sleep_for(20ms);
   loops.Stop();
 }
