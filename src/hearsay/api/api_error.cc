@@ -10,6 +10,8 @@ namespace {
 
 constexpr std::string_view kInvalidRequest = "invalid_request_error";
 constexpr std::string_view kServerError = "server_error";
+// How much of a client's path an error quotes.
+constexpr size_t kEchoBytes = 48;
 
 ApiError Make(int status, std::string_view type, std::string_view code, std::string_view param,
               std::string message) {
@@ -72,13 +74,21 @@ ApiError Forbidden(std::string message) {
 }
 
 ApiError NotFound(std::string_view path) {
-  return Make(404, kInvalidRequest, "not_found", {},
-              "Invalid URL (" + Truncated(path) + "): no endpoint is served at this path.");
+  return Make(
+      404, kInvalidRequest, "not_found", {},
+      "Invalid URL (" + Truncated(path, kEchoBytes) + "): no endpoint is served at this path.");
+}
+
+ApiError UnsupportedEncoding(std::string_view encoding) {
+  return Make(415, kInvalidRequest, "unsupported_content_encoding", {},
+              "Content-Encoding " + Truncated(encoding, 16) +
+                  " is not supported: send the request body unencoded.");
 }
 
 ApiError MethodNotAllowed(std::string_view method, std::string_view path) {
   return Make(405, kInvalidRequest, "method_not_allowed", {},
-              "Method " + Truncated(method, 16) + " is not allowed on " + Truncated(path) + ".");
+              "Method " + Truncated(method, 16) + " is not allowed on " +
+                  Truncated(path, kEchoBytes) + ".");
 }
 
 std::string RenderError(const ApiError& error) {

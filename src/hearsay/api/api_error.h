@@ -54,6 +54,8 @@ ApiError GatewayTimeout(std::string message);
 ApiError Forbidden(std::string message);
 // 404 invalid_request_error for a path no endpoint serves.
 ApiError NotFound(std::string_view path);
+// 415: a request body in a Content-Encoding this server does not decode.
+ApiError UnsupportedEncoding(std::string_view encoding);
 // 405 invalid_request_error: `method` is not served on `path`.
 ApiError MethodNotAllowed(std::string_view method, std::string_view path);
 

@@ -59,7 +59,8 @@ TEST(ApiErrorTest, RenderErrorShape) {
 TEST(ApiErrorTest, ClientStringsAreTruncatedAndSanitized) {
   const std::string huge(100000, 'p');
   const ApiError e = NotFound("/" + huge);
-  EXPECT_LT(e.message.size(), 300u);
+  EXPECT_LT(e.message.size(), 120u);
+  EXPECT_EQ(UnsupportedEncoding("gzip").http_status, 415);
   // Invalid UTF-8 in a path still renders as valid JSON.
   const json j = json::parse(RenderError(NotFound("/\xFF\xFE")));
   EXPECT_NE(j["error"]["message"].get<std::string>().find("\xEF\xBF\xBD"), std::string::npos);

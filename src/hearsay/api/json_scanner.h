@@ -9,6 +9,7 @@
 // reproduce its error messages. Thread-safety: one scanner per thread.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -253,19 +254,17 @@ class JsonScanner {
       member_start_ = offset();
       std::string_view key;
       if (!StringView(&key, &key_) || !Consume(':')) return false;
-      if (refuse_duplicates_) {
-        std::vector<std::string>& seen = keys_[static_cast<size_t>(depth)];
-        for (const std::string& k : seen) {
-          if (k == key) return false;
-        }
-        seen.emplace_back(key);
-      }
+      if (refuse_duplicates_) keys_[static_cast<size_t>(depth)].emplace_back(key);
       if (!on_member(key)) return false;
       if (Consume(',')) continue;
-      return Consume('}');
+      return Consume('}') &&
+             (!refuse_duplicates_ || AllDistinct(&keys_[static_cast<size_t>(depth)]));
     }
   }
   size_t member_start() const { return member_start_; }
+
+  // Key comparisons made so far by the repeated-key check: n log n in an object's n keys.
+  size_t key_comparisons() const { return key_comparisons_; }
 
   // An array at `depth`: on_element(index) must consume each element.
   template <typename F>
@@ -336,6 +335,16 @@ class JsonScanner {
     return true;
   }
 
+  // Sorting, not comparing each key with every earlier one: an object of n keys costs n log n
+  // comparisons, so a body of many keys cannot stall the thread that parses it.
+  bool AllDistinct(std::vector<std::string>* keys) {
+    std::sort(keys->begin(), keys->end(), [this](const std::string& a, const std::string& b) {
+      ++key_comparisons_;
+      return a < b;
+    });
+    return std::adjacent_find(keys->begin(), keys->end()) == keys->end();
+  }
+
   const char* begin_;
   const char* p_;
   const char* end_;
@@ -343,6 +352,7 @@ class JsonScanner {
   size_t member_start_ = 0;
   bool refuse_duplicates_ = false;
   std::vector<std::vector<std::string>> keys_;  // per depth, with refuse_duplicates_
+  size_t key_comparisons_ = 0;
 };
 
 }  // namespace hearsay::api

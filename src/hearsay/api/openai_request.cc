@@ -14,6 +14,9 @@ namespace {
 
 using nlohmann::json;
 
+// How much of the body a parse error quotes.
+constexpr size_t kErrorExcerptBytes = 24;
+
 std::string Quoted(std::string_view name) {
   // Built by appends: g++ 12 warns falsely (-Wrestrict) on "'" + std::string(...).
   std::string out;
@@ -40,36 +43,6 @@ ApiError Missing(std::string_view param) {
 ApiError NotSupported(std::string_view param, std::string what) {
   return InvalidRequest(param, std::move(what) + " is not supported by this server.",
                         "unsupported_value");
-}
-
-// Nesting depth of `body`'s arrays and objects, stopping early past `limit`. Strings are skipped
-// so brackets inside them do not count; malformed input is left for the parser to report.
-size_t NestingDepth(std::string_view body, size_t limit) {
-  size_t depth = 0;
-  size_t max_depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) {
-        max_depth = depth;
-        if (max_depth > limit) break;
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return max_depth;
 }
 
 // The member `name` of `body`, or nullptr when it is absent or null (OpenAI treats both alike).
@@ -343,19 +316,14 @@ std::string_view EndpointPath(Endpoint endpoint) {
 
 std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,
                                                 const Limits& limits) {
+  if (std::optional<ApiError> e = CheckBudget(body, limits.budget)) return std::move(*e);
   if (std::optional<ApiRequest> fast = ScanRequest(endpoint, body, limits)) return std::move(*fast);
   return ParseRequestTree(endpoint, body, limits);
 }
 
 std::variant<ApiRequest, ApiError> ParseRequestTree(Endpoint endpoint, std::string_view body,
                                                     const Limits& limits) {
-  if (NestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth) {
-    return InvalidRequest({},
-                          "We could not parse the JSON body of your request: it nests arrays "
-                          "and objects more than " +
-                              std::to_string(kMaxJsonDepth) + " levels deep.",
-                          "invalid_json");
-  }
+  if (std::optional<ApiError> e = CheckBudget(body, limits.budget)) return std::move(*e);
   json parsed;
   try {
     parsed = json::parse(body);
@@ -365,9 +333,19 @@ std::variant<ApiRequest, ApiError> ParseRequestTree(Endpoint endpoint, std::stri
     if (const size_t close = what.find("] "); close != std::string_view::npos) {
       what.remove_prefix(close + 2);
     }
+    // The excerpt of the body nlohmann quotes ("last read: '...'") is cut short: an error body
+    // does not echo more than a few bytes of what the client sent.
+    std::string message(what);
+    if (const size_t quote = message.find("last read: '"); quote != std::string::npos) {
+      const size_t start = quote + 12;
+      const size_t close = message.rfind('\'');
+      const std::string_view excerpt = std::string_view(message).substr(
+          start, close > start ? close - start : std::string::npos);
+      message = message.substr(0, start) + Truncated(excerpt, kErrorExcerptBytes) + "'";
+    }
     return InvalidRequest(
         {},
-        "We could not parse the JSON body of your request: " + Truncated(what, 240) +
+        "We could not parse the JSON body of your request: " + Truncated(message, 160) +
             ". The API expects a JSON object as the request body.",
         "invalid_json");
   }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "hearsay/api/api_error.h"
+#include "hearsay/api/request_budget.h"
 
 namespace hearsay::api {
 
@@ -46,6 +47,9 @@ struct Limits {
   uint32_t max_output_tokens = 4096;
   // max_tokens when the request gives none.
   uint32_t default_max_tokens = 16;
+  // What the body may hold (members, array elements, depth, number length), checked in one pass
+  // before it is parsed.
+  Budget budget;
 };
 
 struct ApiRequest {
@@ -67,14 +71,13 @@ struct ApiRequest {
   friend bool operator==(const ApiRequest&, const ApiRequest&) = default;
 };
 
-// Nesting deeper than this is refused before the JSON parser sees the body.
-inline constexpr size_t kMaxJsonDepth = 64;
 // OpenAI's limit on `stop`.
 inline constexpr size_t kMaxStopSequences = 4;
 
-// Parses and validates `body` for `endpoint`. Errors are 400 invalid_request_error. A valid body
-// is read in one pass without a JSON tree (ScanRequest, request_scanner.h); anything that pass is
-// not sure of, every invalid body included, goes to ParseRequestTree, so errors are the tree's.
+// Parses and validates `body` for `endpoint`. Errors are 400 invalid_request_error. A body over
+// `limits.budget` is refused first (request_budget.h), so the work is linear in the body. A valid
+// body is read in one pass without a JSON tree (ScanRequest, request_scanner.h); anything that pass
+// is not sure of, every invalid body included, goes to ParseRequestTree, so errors are the tree's.
 std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,
                                                 const Limits& limits);
 

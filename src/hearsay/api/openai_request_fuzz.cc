@@ -12,9 +12,13 @@
 //     answers, the SAX decoder returns the same event; a decoded chunk re-rendered and decoded
 //     again gives the same text and usage; StreamEventDecoder answers as ParseStreamEvent, also
 //     for the event again with its text replaced (the event it keeps, repeated);
-//   - the tokenizer's pieces are non-empty and concatenate back to the input.
+//   - the tokenizer's pieces are non-empty and concatenate back to the input;
+//   - the request budget: MeasureJson looks at each byte at most once; under a tight budget, a
+//     request ParseRequest accepts has, counted on its JSON tree, no more members, array
+//     elements or depth than the budget allows, and a refused one over the budget says so.
 // The seed corpus (fuzz/corpus/openai_request_fuzz/) holds valid and invalid request bodies and
 // event streams.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -25,6 +29,7 @@
 
 #include "hearsay/api/openai_request.h"
 #include "hearsay/api/openai_response.h"
+#include "hearsay/api/request_budget.h"
 #include "hearsay/api/request_scanner.h"
 #include "hearsay/api/sse_parser.h"
 #include "hearsay/api/stream_event_scanner.h"
@@ -40,7 +45,10 @@ void CheckRequest(Endpoint endpoint, std::string_view body) {
   limits.max_output_tokens = 256;
   limits.default_max_tokens = 16;
   const auto result = ParseRequest(endpoint, body, limits);
-  if (const std::optional<ApiRequest> fast = ScanRequest(endpoint, body, limits)) {
+  const bool within_budget = !CheckBudget(body, limits.budget).has_value();
+  if (!within_budget) HEARSAY_CHECK(std::holds_alternative<ApiError>(result));
+  if (const std::optional<ApiRequest> fast = ScanRequest(endpoint, body, limits);
+      fast && within_budget) {
     const auto tree = ParseRequestTree(endpoint, body, limits);
     HEARSAY_CHECK(std::holds_alternative<ApiRequest>(tree));
     HEARSAY_CHECK(std::get<ApiRequest>(tree) == *fast);
@@ -62,6 +70,36 @@ void CheckRequest(Endpoint endpoint, std::string_view body) {
   const auto rendered = nlohmann::json::parse(RenderError(error), nullptr, false);
   HEARSAY_CHECK(!rendered.is_discarded());
   HEARSAY_CHECK(rendered["error"]["message"].is_string());
+}
+
+// Members, array elements and depth of a parsed tree, counted naively.
+void CountTree(const nlohmann::json& j, size_t depth, JsonShape* shape) {
+  if (!j.is_structured()) return;
+  shape->depth = std::max(shape->depth, depth + 1);
+  (j.is_object() ? shape->members : shape->array_items) += j.size();
+  for (const auto& child : j) CountTree(child, depth + 1, shape);
+}
+
+void CheckBudgetLimits(std::string_view body) {
+  HEARSAY_CHECK(MeasureJson(body, Budget{}).steps <= body.size());
+  Limits limits;
+  limits.budget = Budget{6, 4, 3, 8};
+  const auto result = ParseRequest(Endpoint::kCompletions, body, limits);
+  const JsonShape measured = MeasureJson(body, limits.budget);
+  if (std::holds_alternative<ApiRequest>(result)) {
+    JsonShape tree;
+    CountTree(nlohmann::json::parse(body), 0, &tree);
+    HEARSAY_CHECK(tree.members <= limits.budget.max_members);
+    HEARSAY_CHECK(tree.array_items <= limits.budget.max_array_items);
+    HEARSAY_CHECK(tree.depth <= limits.budget.max_depth);
+    // Repeated keys count once in the tree, every time in the pass.
+    HEARSAY_CHECK(tree.members <= measured.members && measured.array_items == tree.array_items);
+    return;
+  }
+  const std::string& code = std::get<ApiError>(result).code;
+  if (measured.members > 6 || measured.array_items > 4 || measured.longest_number > 8) {
+    HEARSAY_CHECK(code == "request_too_complex" || measured.depth > 3);
+  }
 }
 
 std::vector<std::string> Events(std::string_view bytes, size_t split, size_t limit, bool* ok) {
@@ -221,9 +259,9 @@ void CheckRepeatedEvents(std::string_view data) {
   if (!ScanStreamEvent(data, &span) || !span) return;
   const std::string_view head = data.substr(0, span->begin);
   const std::string_view tail = data.substr(span->end);
-  for (std::string_view text : {std::string_view(""), std::string_view(" w"),
-                                std::string_view("\\"), std::string_view("\xC3\xA9"),
-                                std::string_view("\""), tail, data}) {
+  for (std::string_view text :
+       {std::string_view(""), std::string_view(" w"), std::string_view("\\"),
+        std::string_view("\xC3\xA9"), std::string_view("\""), tail, data}) {
     std::string again(head);
     again.append(text);
     again.append(tail);
@@ -265,6 +303,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   hearsay::api::CheckRequest(hearsay::api::Endpoint::kCompletions, input);
   hearsay::api::CheckRequest(hearsay::api::Endpoint::kChatCompletions, input);
+  hearsay::api::CheckBudgetLimits(input);
   hearsay::api::CheckSse(input);
   hearsay::api::CheckTokenizer(input);
   return 0;

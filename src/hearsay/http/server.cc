@@ -36,18 +36,33 @@ void Server::State::Accept() {
                             });
                             return;
                           }
-                          if (self->open.load() >= self->options.max_connections) {
-                            self->Refuse(std::move(socket));
-                          } else {
-                            self->open.fetch_add(1);
-                            self->counters.accepted.fetch_add(1, std::memory_order_relaxed);
-                            uint64_t id = self->next_id++;
-                            auto conn = std::make_shared<Connection>(self, std::move(socket), id);
-                            self->Register(id, conn);
-                            conn->Post([conn] { conn->Start(); });
-                          }
+                          self->Admit(std::move(socket));
                           self->Accept();
                         });
+}
+
+void Server::State::Admit(tcp::socket socket) {
+  error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  const std::string ip = ec ? std::string() : remote.address().to_string();
+  if (ClientFull(ip)) return Refuse(std::move(socket));
+  std::shared_ptr<Connection> victim;
+  if (open.load() >= options.max_connections) {
+    victim = TakeOldestIdle();
+    if (!victim) return Refuse(std::move(socket));
+  }
+  const uint64_t id = next_id++;
+  auto conn = std::make_shared<Connection>(shared_from_this(), std::move(socket), id);
+  Register(id, conn, ip);
+  if (victim) {
+    // Room is made by closing the connection idle the longest; it closes on its own strand, so
+    // the count may pass the cap by the connections being evicted.
+    counters.idle_evicted.fetch_add(1, std::memory_order_relaxed);
+    victim->PostCloseIfIdle();
+  }
+  open.fetch_add(1);
+  counters.accepted.fetch_add(1, std::memory_order_relaxed);
+  conn->Post([conn] { conn->Start(); });
 }
 
 void Server::State::Refuse(tcp::socket socket) {
@@ -75,8 +90,8 @@ Server::~Server() { Close(); }
 Result<std::unique_ptr<Server>> Server::Start(asio::io_context& io, ServerOptions options,
                                               Handler handler) {
   if (!handler) return InvalidArgumentError("http server needs a handler");
-  if (options.max_connections == 0 || options.max_header_bytes < 64 ||
-      options.max_write_queue_bytes == 0) {
+  if (options.max_connections == 0 || options.max_connections_per_client == 0 ||
+      options.max_header_bytes < 64 || options.max_write_queue_bytes == 0) {
     return InvalidArgumentError("http server limits must be positive");
   }
   auto hp = ParseHostPort(options.listen);
@@ -126,8 +141,8 @@ void Server::StopAccepting() {
 std::vector<std::shared_ptr<Connection>> Server::LiveConnections() const {
   std::vector<std::shared_ptr<Connection>> conns;
   std::lock_guard lock(state_->mu);
-  for (auto& [id, weak] : state_->connections) {
-    if (auto c = weak.lock()) conns.push_back(std::move(c));
+  for (auto& [id, entry] : state_->connections) {
+    if (auto c = entry.connection.lock()) conns.push_back(std::move(c));
   }
   return conns;
 }
@@ -151,6 +166,7 @@ ServerStats Server::stats() const {
   s.body_too_large = c.body_too_large.load();
   s.read_timeouts = c.read_timeouts.load();
   s.idle_closed = c.idle_closed.load();
+  s.idle_evicted = c.idle_evicted.load();
   s.slow_readers_dropped = c.slow_readers_dropped.load();
   s.client_aborts = c.client_aborts.load();
   return s;

@@ -13,7 +13,11 @@
 //   body_timeout -> 408. A keep-alive connection idle for idle_timeout is closed silently. A
 //   client that stops reading is dropped: a write that makes no progress for write_timeout, or
 //   more than max_write_queue_bytes queued, closes the connection. Connections beyond
-//   max_connections get 503 and are closed. A slowloris client cannot hold a connection past
+//   max_connections get 503 and are closed, unless an idle keep-alive connection can be closed
+//   for them (the oldest idle first); more than max_connections_per_client from one IP get 503;
+//   once 3/4 of max_connections are open, a connection going idle gets
+//   idle_timeout_under_pressure. Header folding (obs-fold) and an HTTP/1.1 request without Host
+//   are malformed (400). A slowloris client cannot hold a connection past
 //   header_timeout: the timeout is a deadline from the first byte, not an inactivity timer.
 //
 // A client that closes (or half-closes) its connection while its response is unfinished counts
@@ -69,7 +73,14 @@ struct ServerOptions {
   // A write that makes no progress for this long drops the connection (the client stopped
   // reading).
   Duration write_timeout = 30s;
+  // Connections open at once. At the cap, the connection idle the longest (keep-alive, waiting
+  // for its next request) is closed to let a new one in; only when none is idle does the new
+  // one get 503.
   size_t max_connections = 1024;
+  // Connections open at once from one client IP address; more get 503.
+  size_t max_connections_per_client = 256;
+  // The idle timeout once 3/4 of max_connections are open.
+  Duration idle_timeout_under_pressure = 5s;
   // Bytes of response queued on one connection beyond which the client is deemed stuck and the
   // connection is dropped. Streams are flushed chunk by chunk, so this only fills when the
   // client does not read.
@@ -160,8 +171,10 @@ using Handler = std::function<void(Request, std::shared_ptr<Responder>)>;
 
 struct ServerStats {
   uint64_t connections_accepted = 0;
-  // Refused with 503 because max_connections were open.
+  // Refused with 503 because max_connections (or max_connections_per_client) were open.
   uint64_t connections_refused = 0;
+  // Idle keep-alive connections closed to make room for a new one at max_connections.
+  uint64_t idle_evicted = 0;
   uint64_t requests = 0;
   // Error responses the server sent itself (limits, timeouts, malformed input).
   uint64_t bad_requests = 0;          // 400

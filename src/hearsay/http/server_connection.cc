@@ -76,7 +76,9 @@ void Connection::BeginHeader() {
     ArmReadTimer(options_.header_timeout);
   } else {
     phase_ = Phase::kIdle;
-    ArmReadTimer(options_.idle_timeout);
+    server_->SetIdle(id_, true);
+    ArmReadTimer(server_->UnderPressure() ? options_.idle_timeout_under_pressure
+                                          : options_.idle_timeout);
   }
   first_request_ = false;
 }
@@ -115,6 +117,7 @@ void Connection::OnRead(error_code ec, size_t n) {
   }
   buffer_.commit(n);
   if (phase_ == Phase::kIdle && buffer_.size() > 0) {
+    server_->SetIdle(id_, false);
     phase_ = Phase::kHeader;
     ArmReadTimer(options_.header_timeout);
   }
@@ -124,14 +127,30 @@ void Connection::OnRead(error_code ec, size_t n) {
   ReadMore();
 }
 
+bool Connection::HasObsFold() const {
+  const std::string_view raw(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  const size_t end = raw.find("\r\n\r\n");
+  const std::string_view head = raw.substr(0, end);
+  return head.find("\n ") != std::string_view::npos || head.find("\n\t") != std::string_view::npos;
+}
+
 void Connection::Parse() {
   while (phase_ == Phase::kHeader || phase_ == Phase::kBody) {
+    if (phase_ == Phase::kHeader && HasObsFold()) {
+      server_->counters.bad_requests.fetch_add(1, std::memory_order_relaxed);
+      return SendErrorAndClose(400, "malformed HTTP request: obsolete header line folding");
+    }
     error_code ec;
     size_t used = parser_->put(buffer_.data(), ec);
     buffer_.consume(used);
     if (ec == bhttp::error::need_more) return;
     if (ec) return ParseError(ec);
     if (phase_ == Phase::kHeader && parser_->is_header_done()) {
+      const auto& head = parser_->get();
+      if (head.version() == 11 && head.find(bhttp::field::host) == head.end()) {
+        server_->counters.bad_requests.fetch_add(1, std::memory_order_relaxed);
+        return SendErrorAndClose(400, "malformed HTTP request: an HTTP/1.1 request needs Host");
+      }
       phase_ = Phase::kBody;
       ArmReadTimer(options_.body_timeout);
       MaybeContinue();

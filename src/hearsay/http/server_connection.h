@@ -29,6 +29,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,15 +58,55 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
         retry_timer(accept_strand) {}
 
   void Accept();
+  // Accepts `socket` as a connection, or refuses it (503) at the caps.
+  void Admit(boost::asio::ip::tcp::socket socket);
   void Refuse(boost::asio::ip::tcp::socket socket);
-  void Register(uint64_t id, std::weak_ptr<Connection> c) {
+  // True when `client_ip` has max_connections_per_client open. Connections are registered on
+  // the accept strand only, so the answer holds until Register.
+  bool ClientFull(const std::string& client_ip) const {
     std::lock_guard lock(mu);
-    connections.emplace(id, std::move(c));
+    auto it = by_client.find(client_ip);
+    return it != by_client.end() && it->second >= options.max_connections_per_client;
+  }
+  void Register(uint64_t id, std::weak_ptr<Connection> c, const std::string& client_ip) {
+    std::lock_guard lock(mu);
+    ++by_client[client_ip];
+    connections.emplace(id, Entry{std::move(c), client_ip, 0});
   }
   void Unregister(uint64_t id) {
     std::lock_guard lock(mu);
-    connections.erase(id);
+    auto it = connections.find(id);
+    if (it == connections.end()) return;
+    if (it->second.idle_stamp != 0) idle.erase(it->second.idle_stamp);
+    auto c = by_client.find(it->second.client_ip);
+    if (c != by_client.end() && --c->second == 0) by_client.erase(c);
+    connections.erase(it);
   }
+  // A connection starts or stops waiting for its next request.
+  void SetIdle(uint64_t id, bool is_idle) {
+    std::lock_guard lock(mu);
+    auto it = connections.find(id);
+    if (it == connections.end()) return;
+    if (it->second.idle_stamp != 0) idle.erase(std::exchange(it->second.idle_stamp, 0));
+    if (is_idle) {
+      it->second.idle_stamp = ++idle_clock;
+      idle.emplace(it->second.idle_stamp, id);
+    }
+  }
+  // The connection idle the longest, taken off the idle list; null if none is.
+  std::shared_ptr<Connection> TakeOldestIdle() {
+    std::lock_guard lock(mu);
+    while (!idle.empty()) {
+      const uint64_t id = idle.begin()->second;
+      idle.erase(idle.begin());
+      auto it = connections.find(id);
+      if (it == connections.end()) continue;
+      it->second.idle_stamp = 0;
+      if (auto c = it->second.connection.lock()) return c;
+    }
+    return nullptr;
+  }
+  bool UnderPressure() const { return open.load() * 4 >= options.max_connections * 3; }
 
   boost::asio::io_context& io;
   const ServerOptions options;
@@ -80,13 +121,21 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   std::atomic<size_t> open{0};
   uint64_t next_id = 0;  // accept_strand only
 
+  struct Entry {
+    std::weak_ptr<Connection> connection;
+    std::string client_ip;
+    uint64_t idle_stamp = 0;  // its key in `idle` while idle, else 0
+  };
   mutable std::mutex mu;
-  std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections;  // guarded by mu
+  std::unordered_map<uint64_t, Entry> connections;    // guarded by mu
+  std::unordered_map<std::string, size_t> by_client;  // guarded by mu: open per client IP
+  std::map<uint64_t, uint64_t> idle;                  // guarded by mu: stamp -> id, oldest first
+  uint64_t idle_clock = 0;                            // guarded by mu
 
   struct Counters {
     std::atomic<uint64_t> accepted{0}, refused{0}, requests{0}, bad_requests{0},
         header_too_large{0}, body_too_large{0}, read_timeouts{0}, idle_closed{0},
-        slow_readers_dropped{0}, client_aborts{0};
+        slow_readers_dropped{0}, client_aborts{0}, idle_evicted{0};
   } counters;
 };
 
@@ -155,6 +204,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void BeginHeader();
   void ReadMore();
   void OnRead(error_code ec, size_t n);
+  // Header folding (a field line that begins with a space or tab) is obsolete (RFC 9112 5.2);
+  // Beast joins such lines, so they are refused here, on the raw header, before it parses.
+  bool HasObsFold() const;
   void Parse();
 
   // A client that sent "Expect: 100-continue" waits for our go-ahead before the body.

@@ -95,9 +95,9 @@ TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
   StartServer(LocalOptions(), EchoHandler());
   RawClient c(server_->port());
   ASSERT_TRUE(
-      c.Send("POST /a HTTP/1.1\r\nContent-Length: 1\r\n\r\n1"
-             "POST /b HTTP/1.1\r\nContent-Length: 1\r\n\r\n2"
-             "GET /c HTTP/1.1\r\n\r\n"));
+      c.Send("POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\n1"
+             "POST /b HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\n2"
+             "GET /c HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_TRUE(c.ReadResponse().ends_with("POST /a 1"));
   EXPECT_TRUE(c.ReadResponse().ends_with("POST /b 2"));
   EXPECT_TRUE(c.ReadResponse().ends_with("GET /c "));
@@ -107,7 +107,7 @@ TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
 TEST_F(ServerTest, ConnectionCloseIsHonoured) {
   StartServer(LocalOptions(), EchoHandler());
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
   ASSERT_TRUE(c.ReadUntilClosed());
   EXPECT_NE(c.data().find("Connection: close\r\n"), std::string::npos);
   EXPECT_TRUE(c.data().ends_with("GET / "));
@@ -129,7 +129,7 @@ TEST_F(ServerTest, StreamedChunksArriveBeforeTheNextIsWritten) {
     got.set_value(r);
   });
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("GET /stream HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(c.Send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto f = got.get_future();
   ASSERT_TRUE(Ready(f));
   auto responder = f.get();
@@ -161,7 +161,7 @@ TEST_F(ServerTest, WritesInOneBurstGoOutAsOneChunk) {
     got.set_value(r);
   });
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("GET /burst HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(c.Send("GET /burst HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto f = got.get_future();
   ASSERT_TRUE(Ready(f));
   auto responder = f.get();
@@ -183,7 +183,7 @@ TEST_F(ServerTest, BodyOverLimitGets413BeforeTheBodyIsRead) {
   });
   RawClient c(server_->port());
   // The body is never sent: the answer must come from the Content-Length alone.
-  ASSERT_TRUE(c.Send("POST /v1/completions HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"));
+  ASSERT_TRUE(c.Send("POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n"));
   ASSERT_TRUE(c.ReadUntilClosed());
   EXPECT_EQ(c.data().rfind("HTTP/1.1 413 ", 0), 0u) << c.data();
   EXPECT_NE(c.data().find("\"error\""), std::string::npos);
@@ -198,8 +198,8 @@ TEST_F(ServerTest, ChunkedBodyOverLimitGets413) {
   StartServer(o, EchoHandler());
   RawClient c(server_->port());
   std::string chunk(80, 'x');
-  ASSERT_TRUE(c.Send("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n50\r\n" + chunk +
-                     "\r\n50\r\n" + chunk + "\r\n0\r\n\r\n"));
+  ASSERT_TRUE(c.Send("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n50\r\n" +
+                     chunk + "\r\n50\r\n" + chunk + "\r\n0\r\n\r\n"));
   ASSERT_TRUE(c.ReadUntilClosed());
   EXPECT_EQ(c.data().rfind("HTTP/1.1 413 ", 0), 0u) << c.data();
 }
@@ -207,9 +207,9 @@ TEST_F(ServerTest, ChunkedBodyOverLimitGets413) {
 TEST_F(ServerTest, ChunkedBodyWithinLimitIsAssembled) {
   StartServer(LocalOptions(), EchoHandler());
   RawClient c(server_->port());
-  ASSERT_TRUE(
-      c.Send("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n"
-             "0\r\n\r\n"));
+  ASSERT_TRUE(c.Send(
+      "POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n"
+      "0\r\n\r\n"));
   EXPECT_TRUE(c.ReadResponse().ends_with("POST /x abcde"));
 }
 
@@ -218,7 +218,7 @@ TEST_F(ServerTest, HeaderOverLimitGets431) {
   o.max_header_bytes = 1024;
   StartServer(o, EchoHandler());
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n"));
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n"));
   ASSERT_TRUE(c.ReadUntilClosed());
   EXPECT_EQ(c.data().rfind("HTTP/1.1 431 ", 0), 0u) << c.data();
   EXPECT_NE(c.data().find("request_header_too_large"), std::string::npos);
@@ -228,11 +228,12 @@ TEST_F(ServerTest, HeaderOverLimitGets431) {
 TEST_F(ServerTest, MalformedRequestsGet400AndTheServerStaysUp) {
   StartServer(LocalOptions(), EchoHandler());
   for (std::string bad :
-       {"GARBAGE\r\n\r\n", "GET / HTTP/1.1\r\nNo colon here\r\n\r\n", "GET / HTTP/9.9\r\n\r\n",
-        "POST / HTTP/1.1\r\nContent-Length: 12x\r\n\r\n",
-        "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+       {"GARBAGE\r\n\r\n", "GET / HTTP/1.1\r\nHost: t\r\nNo colon here\r\n\r\n",
+        "GET / HTTP/9.9\r\n\r\n", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 12x\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
         // Conflicting framing (the request-smuggling shape).
-        "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"}) {
+        "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: "
+        "chunked\r\n\r\n0\r\n\r\n"}) {
     RawClient c(server_->port());
     ASSERT_TRUE(c.Send(bad));
     ASSERT_TRUE(c.ReadUntilClosed()) << bad;
@@ -240,7 +241,7 @@ TEST_F(ServerTest, MalformedRequestsGet400AndTheServerStaysUp) {
     EXPECT_NE(c.data().find("\"invalid_request_error\""), std::string::npos);
   }
   RawClient ok(server_->port());
-  ASSERT_TRUE(ok.Send("GET /fine HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(ok.Send("GET /fine HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_TRUE(ok.ReadResponse().ends_with("GET /fine "));
   EXPECT_EQ(server_->stats().bad_requests, 6u);
 }
@@ -250,7 +251,7 @@ TEST_F(ServerTest, SlowlorisHeaderIsCutAtTheHeaderTimeout) {
   o.header_timeout = 300ms;
   StartServer(o, EchoHandler());
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n"));
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: t\r\n"));
   // One byte every 50 ms: progress never stops, but the deadline holds.
   bool cut = false;
   for (int i = 0; i < 60 && !cut; ++i) {
@@ -269,7 +270,7 @@ TEST_F(ServerTest, SlowBodyGets408) {
   o.body_timeout = 200ms;
   StartServer(o, EchoHandler());
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc"));
+  ASSERT_TRUE(c.Send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc"));
   ASSERT_TRUE(c.ReadUntilClosed());
   EXPECT_EQ(c.data().rfind("HTTP/1.1 408 ", 0), 0u) << c.data();
 }
@@ -279,7 +280,7 @@ TEST_F(ServerTest, IdleKeepAliveConnectionIsClosed) {
   o.idle_timeout = 200ms;
   StartServer(o, EchoHandler());
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_FALSE(c.ReadResponse().empty());
   EXPECT_TRUE(c.ReadUntilClosed());
   EXPECT_TRUE(c.data().empty()) << "an idle close sends nothing";
@@ -287,16 +288,16 @@ TEST_F(ServerTest, IdleKeepAliveConnectionIsClosed) {
   EXPECT_TRUE(Eventually([&] { return server_->open_connections() == 0; }));
 }
 
-TEST_F(ServerTest, ConnectionsOverTheLimitGet503) {
+TEST_F(ServerTest, ConnectionsOverTheLimitGet503WhenNoneIsIdle) {
   ServerOptions o = LocalOptions();
   o.max_connections = 2;
   StartServer(o, EchoHandler());
   RawClient a(server_->port()), b(server_->port());
-  // Both are accepted once they have been served.
-  ASSERT_TRUE(a.Send("GET / HTTP/1.1\r\n\r\n"));
-  ASSERT_FALSE(a.ReadResponse().empty());
-  ASSERT_TRUE(b.Send("GET / HTTP/1.1\r\n\r\n"));
-  ASSERT_FALSE(b.ReadResponse().empty());
+  // Both are accepted and busy (each in the middle of a request header).
+  ASSERT_TRUE(a.Send("GET / HTTP/1.1\r\n"));
+  ASSERT_TRUE(b.Send("GET / HTTP/1.1\r\n"));
+  for (int i = 0; i < 100 && server_->stats().connections_accepted < 2; ++i)
+    std::this_thread::sleep_for(10ms);
   RawClient c(server_->port());
   ASSERT_TRUE(c.ReadUntilClosed());
   EXPECT_EQ(c.data().rfind("HTTP/1.1 503 ", 0), 0u) << c.data();
@@ -306,8 +307,81 @@ TEST_F(ServerTest, ConnectionsOverTheLimitGet503) {
   a.Close();
   ASSERT_TRUE(Eventually([&] { return server_->open_connections() <= 1; }));
   RawClient d(server_->port());
-  ASSERT_TRUE(d.Send("GET /d HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(d.Send("GET /d HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_TRUE(d.ReadResponse().ends_with("GET /d "));
+}
+
+// The attack: keep-alive connections that each sent one request and then idle, up to the cap.
+// New clients still get in: the oldest idle connection is closed for each.
+TEST_F(ServerTest, IdleKeepAliveConnectionsAtTheCapMakeRoomForNewClients) {
+  ServerOptions o = LocalOptions();
+  o.max_connections = 20;
+  StartServer(o, EchoHandler());
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 20; ++i) {
+    idle.push_back(std::make_unique<RawClient>(server_->port()));
+    ASSERT_TRUE(idle.back()->Send("GET /idle HTTP/1.1\r\nHost: t\r\n\r\n"));
+    ASSERT_FALSE(idle.back()->ReadResponse().empty());
+  }
+  std::vector<std::unique_ptr<RawClient>> fresh;  // kept open: each new one needs room
+  for (int i = 0; i < 10; ++i) {
+    fresh.push_back(std::make_unique<RawClient>(server_->port()));
+    ASSERT_TRUE(fresh.back()->Send("GET /new HTTP/1.1\r\nHost: t\r\n\r\n"));
+    EXPECT_TRUE(fresh.back()->ReadResponse().ends_with("GET /new ")) << i;
+  }
+  EXPECT_EQ(server_->stats().connections_refused, 0u);
+  EXPECT_GE(server_->stats().idle_evicted, 10u);
+  // The oldest idle connection was the first closed.
+  EXPECT_TRUE(idle.front()->ReadUntilClosed());
+}
+
+TEST_F(ServerTest, ConnectionsPerClientAddressAreCapped) {
+  ServerOptions o = LocalOptions();
+  o.max_connections_per_client = 2;
+  StartServer(o, EchoHandler());
+  RawClient a(server_->port()), b(server_->port());
+  ASSERT_TRUE(a.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_FALSE(a.ReadResponse().empty());
+  ASSERT_TRUE(b.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_FALSE(b.ReadResponse().empty());
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.ReadUntilClosed());
+  EXPECT_EQ(c.data().rfind("HTTP/1.1 503 ", 0), 0u) << c.data();
+  EXPECT_EQ(server_->stats().idle_evicted, 0u);
+}
+
+TEST_F(ServerTest, IdleTimeoutIsShorterUnderPressure) {
+  ServerOptions o = LocalOptions();
+  o.max_connections = 4;
+  o.idle_timeout = 1h;
+  o.idle_timeout_under_pressure = 50ms;
+  StartServer(o, EchoHandler());
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(std::make_unique<RawClient>(server_->port()));
+    ASSERT_TRUE(clients.back()->Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
+    ASSERT_FALSE(clients.back()->ReadResponse().empty());
+  }
+  // 3 of 4 open: each went idle under pressure, so the short timeout closes them all.
+  EXPECT_TRUE(clients.back()->ReadUntilClosed());
+  EXPECT_GE(server_->stats().idle_closed, 1u);
+}
+
+TEST_F(ServerTest, HeaderFoldingAndMissingHostAre400) {
+  StartServer(LocalOptions(), EchoHandler());
+  for (const char* bad :
+       {"GET / HTTP/1.1\r\nHost: t\r\nX-A: b\r\n c\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: t\r\nX-A: b\r\n\tc\r\n\r\n", "GET / HTTP/1.1\r\nX-A: b\r\n\r\n"}) {
+    RawClient c(server_->port());
+    ASSERT_TRUE(c.Send(bad));
+    ASSERT_TRUE(c.ReadUntilClosed());
+    EXPECT_EQ(c.data().rfind("HTTP/1.1 400 ", 0), 0u) << bad << " -> " << c.data();
+  }
+  // HTTP/1.0 needs no Host.
+  RawClient ok(server_->port());
+  ASSERT_TRUE(ok.Send("GET /old HTTP/1.0\r\n\r\n"));
+  ASSERT_TRUE(ok.ReadUntilClosed());
+  EXPECT_NE(ok.data().find(" 200 "), std::string::npos) << ok.data();
 }
 
 TEST_F(ServerTest, OnCloseFiresWhenTheClientLeavesMidStream) {
@@ -320,7 +394,7 @@ TEST_F(ServerTest, OnCloseFiresWhenTheClientLeavesMidStream) {
     got.set_value(r);
   });
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
   ASSERT_TRUE(c.ReadUntil("first"));
   c.Close();
   auto f = closed.get_future();
@@ -345,7 +419,7 @@ TEST_F(ServerTest, OnCloseDoesNotFireForACompletedResponse) {
   });
   {
     RawClient c(server_->port());
-    ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
+    ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
     ASSERT_FALSE(c.ReadResponse().empty());
   }
   EXPECT_TRUE(Eventually([&] { return server_->open_connections() == 0; }));
@@ -365,7 +439,7 @@ TEST_F(ServerTest, ClientThatStopsReadingIsDropped) {
     got.set_value(r);
   });
   RawClient c(server_->port(), /*rcvbuf=*/4096);
-  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto f = got.get_future();
   ASSERT_TRUE(Ready(f));
   auto responder = f.get();
@@ -393,7 +467,7 @@ TEST_F(ServerTest, WriteThatMakesNoProgressTimesOut) {
     r->Respond(200, {}, std::string(6 << 20, 'q'));
   });
   RawClient c(server_->port(), /*rcvbuf=*/4096);
-  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto cf = closed.get_future();
   ASSERT_TRUE(Ready(cf));
   EXPECT_EQ(server_->stats().slow_readers_dropped, 1u);
@@ -409,7 +483,7 @@ TEST_F(ServerTest, CloseCutsOpenStreams) {
     started.set_value();
   });
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto sf = started.get_future();
   ASSERT_TRUE(Ready(sf));
   server_->Close();
@@ -427,11 +501,11 @@ TEST_F(ServerTest, HandlerThatDropsTheResponderUnansweredGets500) {
     // r is dropped here without an answer (or with an unfinished stream).
   });
   RawClient a(server_->port());
-  ASSERT_TRUE(a.Send("GET / HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(a.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
   ASSERT_TRUE(a.ReadUntilClosed());
   EXPECT_EQ(a.data().rfind("HTTP/1.1 500 ", 0), 0u) << a.data();
   RawClient b(server_->port());
-  ASSERT_TRUE(b.Send("GET /stream HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(b.Send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"));
   ASSERT_TRUE(b.ReadUntilClosed());
   EXPECT_NE(b.data().find("begun"), std::string::npos);
   EXPECT_EQ(b.data().find("0\r\n\r\n"), std::string::npos) << "the stream is cut, not ended";
@@ -444,9 +518,9 @@ TEST_F(ServerTest, StopAcceptingDrainsKeepAliveConnections) {
     r->Respond(200, {}, "ok");
   });
   RawClient idle(server_->port()), busy(server_->port());
-  ASSERT_TRUE(idle.Send("GET / HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(idle.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
   ASSERT_FALSE(idle.ReadResponse().empty());
-  ASSERT_TRUE(busy.Send("GET /slow HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(busy.Send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto f = got.get_future();
   ASSERT_TRUE(Ready(f));
   auto responder = f.get();
@@ -461,7 +535,7 @@ TEST_F(ServerTest, StopAcceptingDrainsKeepAliveConnections) {
   EXPECT_TRUE(busy.data().ends_with("late"));
   // No new connection is served.
   RawClient fresh(server_->port());
-  EXPECT_TRUE(!fresh.connected() || !fresh.Send("GET / HTTP/1.1\r\n\r\n") ||
+  EXPECT_TRUE(!fresh.connected() || !fresh.Send("GET / HTTP/1.1\r\nHost: t\r\n\r\n") ||
               fresh.ReadUntilClosed());
   EXPECT_EQ(server_->stats().requests, 2u);
 }
@@ -469,7 +543,8 @@ TEST_F(ServerTest, StopAcceptingDrainsKeepAliveConnections) {
 TEST_F(ServerTest, ExpectContinueGetsTheGoAhead) {
   StartServer(LocalOptions(), EchoHandler());
   RawClient c(server_->port());
-  ASSERT_TRUE(c.Send("POST /e HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /e HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"));
   ASSERT_TRUE(c.ReadUntil("HTTP/1.1 100 Continue\r\n\r\n"));
   ASSERT_TRUE(c.Send("hi"));
   ASSERT_TRUE(c.ReadUntil("POST /e hi"));

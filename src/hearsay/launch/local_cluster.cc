@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -18,7 +19,10 @@
 #include <sstream>
 #include <thread>
 
+#include "hearsay/gossip/keyring.h"
 #include "hearsay/http/sync_call.h"
+#include "hearsay/net/key_admin.h"
+#include "hearsay/net/peer_auth.h"
 
 namespace hearsay::launch {
 namespace {
@@ -260,12 +264,32 @@ Status LocalCluster::Restart(size_t i) {
   return OkStatus();
 }
 
+// An admin authenticator for one request to node `receiver`, made with the cluster key file's
+// first key (net/key_admin.h, SignAdminRequest). /debug/faults asks for it.
+namespace {
+std::string SignWithKeyFile(const std::string& path, const http::ClientRequest& request,
+                            const std::string& receiver) {
+  const std::string text = ReadFile(path);
+  Result<gossip::ClusterKey> key = gossip::ClusterKey::Parse(text.substr(0, text.find('\n')));
+  if (!key.ok()) return {};
+  return net::SignAdminRequest(*key, request.method, request.target, request.body, receiver,
+                               net::UnixMillisNow());
+}
+}  // namespace
+
 Status LocalCluster::Block(size_t i, const std::vector<size_t>& others) {
   nlohmann::json addresses = nlohmann::json::array();
   for (size_t j : others) addresses.push_back(nodes_.at(j).info.gossip_address);
-  const std::string body = nlohmann::json{{"block", addresses}}.dump();
-  Result<http::SyncResponse> r =
-      http::PostJsonSync(nodes_.at(i).info.http_address, "/debug/faults", body, kProbeTimeout);
+  http::ClientRequest request;
+  request.method = "POST";
+  request.host_port = nodes_.at(i).info.http_address;
+  request.target = "/debug/faults";
+  request.body = nlohmann::json{{"block", addresses}}.dump();
+  request.headers = {{"Content-Type", "application/json"},
+                     {std::string(net::kAdminTokenHeader),
+                      SignWithKeyFile(key_file_, request, nodes_.at(i).info.node_id)}};
+  request.connect_timeout = request.response_timeout = request.idle_timeout = kProbeTimeout;
+  Result<http::SyncResponse> r = http::CallSync(std::move(request));
   if (!r.ok()) return Status(r.status().code(), "POST /debug/faults: " + r.status().message());
   if (r->status != 200) {
     return InternalError("POST /debug/faults on " + nodes_[i].info.node_id + ": HTTP " +

@@ -20,6 +20,7 @@
 #include "hearsay/http/host_port.h"
 #include "hearsay/net/engine_factory.h"
 #include "hearsay/net/keyring_file.h"
+#include "hearsay/net/log_guard.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/node/router_cost.h"
 #include "hearsay/prefix/block_keys.h"
@@ -61,6 +62,9 @@ Daemon::Daemon(DaemonConfig config)
   limits_.max_prompt_chars = config_.max_body_bytes;
   limits_.context_tokens = static_cast<uint32_t>(config_.context_tokens);
   limits_.max_output_tokens = static_cast<uint32_t>(config_.max_tokens);
+  limits_.budget.max_members = config_.max_json_members;
+  limits_.budget.max_array_items = config_.max_json_array_items;
+  limits_.budget.max_depth = config_.max_json_depth;
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config) {
@@ -114,6 +118,9 @@ Status Daemon::OpenSockets() {
   const DaemonConfig& c = config_;
   TransportOptions to;
   to.bind = c.gossip_listen;
+  to.max_incoming_per_source = c.gossip_connections_per_source;
+  to.max_datagrams_per_source_per_s = c.gossip_datagrams_per_source_per_s;
+  if (c.gossip_inbound_frame_bytes != 0) to.max_inbound_frame_bytes = c.gossip_inbound_frame_bytes;
   HEARSAY_ASSIGN_OR_RETURN(transport_, UdpTcpTransport::Open(io_, core_io_, to));
   gossip_address_ = c.gossip_advertise.empty() ? transport_->local_address() : c.gossip_advertise;
   node_id_ = c.node_id.empty() ? Hostname() + ":" + std::to_string(transport_->port()) : c.node_id;
@@ -125,6 +132,9 @@ Status Daemon::OpenSockets() {
   so.header_timeout = std::chrono::milliseconds(c.header_timeout_ms);
   so.body_timeout = std::chrono::milliseconds(c.read_timeout_ms);
   so.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
+  so.max_connections = c.max_connections;
+  so.max_connections_per_client = c.max_connections_per_client;
+  so.idle_timeout_under_pressure = std::chrono::milliseconds(c.idle_timeout_under_pressure_ms);
   so.one_thread = IoOneThread();
   HEARSAY_ASSIGN_OR_RETURN(
       server_,

@@ -48,6 +48,7 @@
 #include "hearsay/net/key_admin.h"
 #include "hearsay/net/keying_metrics.h"
 #include "hearsay/net/kv_events_metrics.h"
+#include "hearsay/net/log_guard.h"
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/net/prompt_tokenizer.h"
@@ -120,7 +121,10 @@ class Daemon {
   };
   // The second half of HandleCompletion, once the prompt is tokenized (see PromptTokenizer).
   void SubmitTokenized(ParsedCompletion& c, PromptTokens tokens);
-  void HandleFaults(const http::Request& request, const std::shared_ptr<http::Responder>& r);
+  // POST /debug/faults: the admin authenticator (KeyAdmin::Authenticate; on an insecure node,
+  // loopback alone) checked on the core thread, then ApplyFaults.
+  void HandleFaults(http::Request request, std::shared_ptr<http::Responder> responder);
+  void ApplyFaults(const http::Request& request, const std::shared_ptr<http::Responder>& r);
   // /admin/keys*: answered on the core thread, which owns the keyring (key_admin.h).
   void HandleKeyAdmin(http::Request request, std::shared_ptr<http::Responder> responder);
   void RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
@@ -175,6 +179,7 @@ class Daemon {
   std::unique_ptr<http::HttpPeerClient> peer_client_;
   std::unique_ptr<LoggingPeerClient> logging_peer_client_;
   std::unique_ptr<KeyAdmin> key_admin_;  // null in insecure mode
+  LogRateLimiter auth_log_limiter_{10};  // refused hop requests: 10 log lines a second
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<http::Server> server_;

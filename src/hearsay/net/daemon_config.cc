@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "hearsay/engine/cost_model.h"
+#include "hearsay/gossip/wire.h"
 #include "hearsay/http/host_port.h"
 #include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/route/registry.h"
@@ -55,6 +56,22 @@ const std::vector<Setting>& Table() {
       {{"gossip.cluster_name", "cluster-name", K::kString,
         "cluster name bound into every gossip envelope; nodes of other clusters are ignored"},
        &C::cluster_name},
+      {{"gossip.max_connections_per_source", "gossip-connections-per-source", K::kUInt,
+        "incoming gossip TCP connections from one source IP"},
+       &C::gossip_connections_per_source,
+       1,
+       1 << 16},
+      {{"gossip.max_datagrams_per_source_per_s", "gossip-datagrams-per-source-per-s", K::kUInt,
+        "gossip datagrams accepted per second from one source IP (0: no limit)"},
+       &C::gossip_datagrams_per_source_per_s,
+       0,
+       1 << 24},
+      {{"gossip.inbound_frame_pool_bytes", "gossip-inbound-frame-pool-bytes", K::kUInt,
+        "bytes of incoming gossip stream frames held at once, before they are authenticated "
+        "(0: two of the largest frames, about 32 MiB)"},
+       &C::gossip_inbound_frame_bytes,
+       0,
+       uint64_t{1} << 32},
       {{"node.id", "node-id", K::kString, "unique node name (default: hostname:gossip-port)"},
        &C::node_id},
       {{"node.policy", "policy", K::kString, "routing policy (hearsay, paper, least-loaded, ...)"},
@@ -179,6 +196,37 @@ const std::vector<Setting>& Table() {
        &C::idle_timeout_ms,
        1,
        kHour},
+      {{"limits.max_connections", "max-connections", K::kUInt,
+        "HTTP connections open at once; at the cap the oldest idle keep-alive one is closed for "
+        "a new one, else the new one gets 503"},
+       &C::max_connections,
+       1,
+       1 << 20},
+      {{"limits.max_connections_per_client", "max-connections-per-client", K::kUInt,
+        "HTTP connections open at once from one client IP address (503 above)"},
+       &C::max_connections_per_client,
+       1,
+       1 << 20},
+      {{"limits.idle_timeout_under_pressure_ms", "idle-timeout-under-pressure-ms", K::kUInt,
+        "idle keep-alive timeout once 3/4 of max_connections are open"},
+       &C::idle_timeout_under_pressure_ms,
+       1,
+       kHour},
+      {{"limits.max_json_members", "max-json-members", K::kUInt,
+        "object members in one request body, summed over its objects (400 above)"},
+       &C::max_json_members,
+       16,
+       1 << 24},
+      {{"limits.max_json_array_items", "max-json-array-items", K::kUInt,
+        "array elements in one request body, summed over its arrays (400 above)"},
+       &C::max_json_array_items,
+       16,
+       1 << 24},
+      {{"limits.max_json_depth", "max-json-depth", K::kUInt,
+        "arrays and objects nested in one request body (400 above)"},
+       &C::max_json_depth,
+       4,
+       1024},
       {{"limits.max_tokens", "max-tokens", K::kUInt, "largest max_tokens a request may ask for"},
        &C::max_tokens,
        1,
@@ -432,6 +480,17 @@ Status DaemonConfig::ApplyFlag(std::string_view flag, std::string_view value) {
 }
 
 Status DaemonConfig::Validate() const {
+  if (gossip_inbound_frame_bytes != 0 &&
+      gossip_inbound_frame_bytes < gossip::kMaxMessageBytes + 1024) {
+    return InvalidArgumentError("gossip.inbound_frame_pool_bytes must hold one largest frame (" +
+                                std::to_string(gossip::kMaxMessageBytes + 1024) +
+                                " bytes), or be 0");
+  }
+  if (max_connections_per_client > max_connections) {
+    return InvalidArgumentError(
+        "limits.max_connections_per_client must not exceed "
+        "limits.max_connections");
+  }
   HEARSAY_RETURN_IF_ERROR(CheckAddress("http.listen", http_listen, true));
   HEARSAY_RETURN_IF_ERROR(CheckAddress("gossip.listen", gossip_listen, true));
   if (!http_advertise.empty()) {

@@ -66,9 +66,18 @@ struct DaemonConfig {
   uint64_t header_timeout_ms = 10000;
   uint64_t read_timeout_ms = 30000;
   uint64_t idle_timeout_ms = 60000;
-  uint64_t max_tokens = 4096;          // the largest max_tokens a request may ask for
-  uint64_t context_tokens = 8192;      // prompt + max_tokens must fit
-  uint64_t forward_timeout_ms = 5000;  // a peer's first byte (headers) must come within this
+  uint64_t max_connections = 1024;                 // HTTP connections open at once
+  uint64_t max_connections_per_client = 256;       // per client IP address
+  uint64_t idle_timeout_under_pressure_ms = 5000;  // idle keep-alive, past 3/4 of max_connections
+  uint64_t max_json_members = 10000;               // object members in one body, summed
+  uint64_t max_json_array_items = 100000;          // array elements in one body, summed
+  uint64_t max_json_depth = 64;                    // arrays and objects nested
+  uint64_t gossip_connections_per_source = 32;     // gossip TCP connections per source IP
+  uint64_t gossip_datagrams_per_source_per_s = 2000;  // 0: no limit
+  uint64_t gossip_inbound_frame_bytes = 0;  // pre-auth pool for stream frames; 0: two max frames
+  uint64_t max_tokens = 4096;               // the largest max_tokens a request may ask for
+  uint64_t context_tokens = 8192;           // prompt + max_tokens must fit
+  uint64_t forward_timeout_ms = 5000;       // a peer's first byte (headers) must come within this
   // --- Runtime ---
   uint64_t io_threads = 1;
   uint64_t drain_timeout_ms = 10000;

@@ -168,6 +168,23 @@ TEST(DaemonConfigTest, EveryTomlKeyHasAFlagAndDescribeListsThem) {
   }
   EXPECT_EQ(SettingValue(c, "limits.max_body_bytes"), "1048576");
   EXPECT_EQ(SettingValue(c, "security.insecure"), "false");
+  EXPECT_EQ(SettingValue(c, "limits.max_connections"), "1024");
+  EXPECT_EQ(SettingValue(c, "limits.max_json_members"), "10000");
+}
+
+TEST(DaemonConfigTest, HardeningLimitsAreCheckedTogether) {
+  DaemonConfig c;
+  c.insecure = true;
+  c.max_connections = 10;
+  c.max_connections_per_client = 11;
+  EXPECT_NE(c.Validate().message().find("max_connections_per_client"), std::string::npos);
+  c.max_connections_per_client = 10;
+  c.gossip_inbound_frame_bytes = 1024;
+  EXPECT_NE(c.Validate().message().find("inbound_frame_pool_bytes"), std::string::npos);
+  c.gossip_inbound_frame_bytes = 0;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  ASSERT_TRUE(c.ApplyFlag("max-json-members", "20").ok());
+  EXPECT_EQ(c.max_json_members, 20u);
 }
 
 }  // namespace

@@ -99,6 +99,17 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "oversize"}});
   transport_blocked_.counter =
       &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "blocked"}});
+  transport_rate_.counter =
+      &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "rate"}});
+  transport_pool_.counter =
+      &r.AddCounter("hearsay_transport_pool_waits_total",
+                    "Incoming gossip frame chunks that waited for room in the pre-auth pool");
+  transport_refused_.counter =
+      &r.AddCounter("hearsay_transport_connections_refused_total",
+                    "Incoming gossip TCP connections refused (over the total or per-source cap)");
+  transport_inbound_ =
+      &r.AddGauge("hearsay_transport_inbound_frame_bytes",
+                  "Bytes of incoming gossip stream frames held (the pre-auth pool)");
   for (int s = 0; s < 4; ++s) {
     peers_[s] = &r.AddGauge("hearsay_peers", "Other members by state, as this node sees them",
                             {{"state", kStates[s]}});
@@ -125,6 +136,9 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_http_server_rejections_total", server, {{"reason", "malformed"}});
   server_refused_.counter = &r.AddCounter("hearsay_http_server_rejections_total", server,
                                           {{"reason", "too_many_connections"}});
+  server_evicted_.counter =
+      &r.AddCounter("hearsay_http_idle_connections_evicted_total",
+                    "Idle keep-alive connections closed to make room for a new one at the cap");
   client_aborts_.counter = &r.AddCounter("hearsay_http_client_aborts_total",
                                          "Clients that went away before their response ended");
   open_connections_ = &r.AddGauge("hearsay_http_open_connections", "Open HTTP connections");
@@ -181,6 +195,10 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   transport_send_errors_.Sync(t.send_errors);
   transport_oversize_.Sync(t.oversize_drops);
   transport_blocked_.Sync(t.blocked_drops);
+  transport_rate_.Sync(t.rate_drops);
+  transport_pool_.Sync(t.pool_waits);
+  transport_refused_.Sync(t.connections_refused);
+  transport_inbound_->Set(static_cast<double>(t.inbound_frame_bytes));
 
   double by_state[4] = {0, 0, 0, 0};
   double oldest = 0;
@@ -205,6 +223,7 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   server_header_too_large_.Sync(server.header_too_large);
   server_bad_.Sync(server.bad_requests);
   server_refused_.Sync(server.connections_refused);
+  server_evicted_.Sync(server.idle_evicted);
   client_aborts_.Sync(server.client_aborts);
   open_connections_->Set(static_cast<double>(open_connections));
 }

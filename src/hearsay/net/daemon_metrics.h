@@ -73,7 +73,9 @@ class DaemonMetrics {
   Mirror send_failures_;
   Mirror transport_msgs_sent_[2], transport_bytes_sent_[2], transport_msgs_received_[2],
       transport_bytes_received_[2];
-  Mirror transport_send_errors_, transport_oversize_, transport_blocked_;
+  Mirror transport_send_errors_, transport_oversize_, transport_blocked_, transport_rate_,
+      transport_pool_, transport_refused_;
+  api::Gauge* transport_inbound_ = nullptr;
   api::Gauge* peers_[4] = {};
   api::Gauge* view_age_max_ = nullptr;
   api::Gauge* local_health_ = nullptr;
@@ -85,7 +87,7 @@ class DaemonMetrics {
   api::Gauge* kv_capacity_ = nullptr;
   // HTTP.
   Mirror server_timeouts_, server_too_large_, server_header_too_large_, server_bad_,
-      server_refused_, client_aborts_;
+      server_refused_, server_evicted_, client_aborts_;
   api::Gauge* open_connections_ = nullptr;
   std::mutex errors_mu_;
   std::map<int, api::Counter*> http_errors_;  // guarded by errors_mu_

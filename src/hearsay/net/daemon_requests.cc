@@ -15,6 +15,7 @@
 #include "hearsay/http/host_port.h"
 #include "hearsay/http/peer_headers.h"
 #include "hearsay/net/daemon.h"
+#include "hearsay/net/log_guard.h"
 
 namespace hearsay::net {
 
@@ -49,6 +50,11 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   const std::string& path = request.path;
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
+  // Bodies are read as they are: a body in an encoding the node does not decode is refused.
+  if (auto encoding = request.Header("content-encoding");
+      encoding && !http::EqualsIgnoreCase(*encoding, "identity")) {
+    return RespondError(responder, api::UnsupportedEncoding(*encoding));
+  }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) return RespondError(responder, api::MethodNotAllowed(request.method, path));
     const api::Endpoint ep =
@@ -90,13 +96,28 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   if (IsKeyAdminPath(path)) return HandleKeyAdmin(std::move(request), std::move(responder));
   if (path == "/debug/faults" && config_.debug_faults) {
     if (!post) return RespondError(responder, api::MethodNotAllowed(request.method, path));
-    return HandleFaults(request, responder);
+    return HandleFaults(std::move(request), std::move(responder));
   }
   RespondError(responder, api::NotFound(path));
 }
 
-void Daemon::HandleFaults(const http::Request& request,
-                          const std::shared_ptr<http::Responder>& responder) {
+void Daemon::HandleFaults(http::Request request, std::shared_ptr<http::Responder> responder) {
+  // The keyring is the core thread's: the admin check runs there.
+  asio::post(core_io_, [this, request = std::move(request), responder = std::move(responder)] {
+    if (key_admin_) {
+      if (std::optional<KeyAdminResponse> refused = key_admin_->Authenticate(request)) {
+        metrics_.CountHttpError(refused->status);
+        return responder->Respond(refused->status, JsonHeaders(), refused->body);
+      }
+    } else if (!config_.admin_allow_remote && !IsLoopbackRemote(request.remote)) {
+      return RespondError(responder, api::Forbidden("/debug/faults is served to loopback only"));
+    }
+    ApplyFaults(request, responder);
+  });
+}
+
+void Daemon::ApplyFaults(const http::Request& request,
+                         const std::shared_ptr<http::Responder>& responder) {
   nlohmann::json j = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() || !j.contains("block") || !j["block"].is_array()) {
     return RespondError(responder,
@@ -134,8 +155,13 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
                       UnixMillisNow());
     if (v != PeerAuthenticator::Verdict::kOk) {
       metrics_.CountPeerAuthFailure();
-      spdlog::warn("event=peer_auth_failed remote={} reason={} origin={}", request.remote,
-                   VerdictName(v), std::string(request.Header(http::kOriginHeader).value_or("-")));
+      // Every field from outside is escaped and cut, and a flood is logged a few lines a second.
+      if (const std::optional<uint64_t> held_back =
+              auth_log_limiter_.Admit(LogRateLimiter::Clock::now())) {
+        spdlog::warn("event=peer_auth_failed remote={} reason={} origin={} suppressed={}",
+                     LogField(request.remote), VerdictName(v),
+                     LogField(request.Header(http::kOriginHeader).value_or("")), *held_back);
+      }
       return RespondError(responder,
                           api::Forbidden("a hop request needs a valid peer authenticator (" +
                                          std::string(VerdictName(v)) + ")"));

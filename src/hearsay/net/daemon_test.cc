@@ -14,6 +14,7 @@
 #include "hearsay/http/client.h"
 #include "hearsay/http/host_port.h"
 #include "hearsay/http/test_util.h"
+#include "hearsay/net/key_admin.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/testutil/eventually.h"
 
@@ -604,6 +605,81 @@ TEST(DaemonTest, DebugFaultsBlockGossipTraffic) {
   // Healing: an empty list unblocks.
   r = client.Post(a->http_address(), "/debug/faults", json{{"block", json::array()}});
   EXPECT_EQ(r.status, 200);
+}
+
+// A body built to be slow (one object of many keys, near the body limit) is parsed in time
+// linear in its size, so /health of the same node answers meanwhile (with a quadratic parse, a
+// body like this held the I/O thread for about 27 s).
+TEST(DaemonTest, HostileBodyDoesNotStallHealth) {
+  DaemonConfig c = Config(true);
+  c.max_json_members = 1 << 20;  // let the parser, not the budget, meet every key
+  auto d = Start(c);
+  ASSERT_TRUE(d);
+  std::string metadata = "{";
+  for (int i = 0; i < 100000; ++i) {
+    if (i > 0) metadata.push_back(',');
+    metadata.push_back('"');
+    metadata.append(std::to_string(i));
+    metadata.append("\":0");
+  }
+  metadata.push_back('}');
+  const std::string body =
+      R"({"model":"hearsay-sim","prompt":"x","max_tokens":2,"metadata":)" + metadata + "}";
+  ASSERT_LT(body.size(), size_t{1} << 20);
+  auto hostile = std::async(std::launch::async, [&] {
+    TestClient client;
+    return client.Call("POST", d->http_address(), "/v1/completions", body);
+  });
+  TestClient client;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(client.Get(d->http_address(), "/health").status, 200);
+  EXPECT_EQ(hostile.get().status, 200);
+  // Over the default budget, the same body is refused with a clear 400.
+  auto strict = Start(Config(true));
+  ASSERT_TRUE(strict);
+  const Response r = client.Call("POST", strict->http_address(), "/v1/completions", body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("request_too_complex"), std::string::npos) << r.body.substr(0, 300);
+  EXPECT_TRUE(d->Shutdown());
+  EXPECT_TRUE(strict->Shutdown());
+}
+
+TEST(DaemonTest, EncodedBodiesAre415AndErrorsQuoteLittle) {
+  auto d = Start(Config(true));
+  ASSERT_TRUE(d);
+  TestClient client;
+  Response r = client.Post(d->http_address(), "/v1/completions", Completion("hi", 1),
+                           {{"content-encoding", "gzip"}});
+  EXPECT_EQ(r.status, 415);
+  EXPECT_NE(r.body.find("unsupported_content_encoding"), std::string::npos) << r.body;
+  r = client.Get(d->http_address(), "/" + std::string(5000, 'p'));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_LT(r.body.size(), 300u);
+  EXPECT_TRUE(d->Shutdown());
+}
+
+TEST(DaemonTest, DebugFaultsNeedTheAdminToken) {
+  DaemonConfig c = Config(false);
+  c.debug_faults = true;
+  auto d = Start(c);
+  ASSERT_TRUE(d);
+  TestClient client;
+  const json block = {{"block", json::array()}};
+  const gossip::ClusterKey key = *gossip::ClusterKey::Parse(kKey);
+  const auto sign = [&](std::string_view receiver) {
+    return SignAdminRequest(key, "POST", "/debug/faults", block.dump(), receiver,
+                            UnixMillisNow());
+  };
+  Response r = client.Post(d->http_address(), "/debug/faults", block);
+  EXPECT_EQ(r.status, 403) << r.body;
+  r = client.Post(d->http_address(), "/debug/faults", block,
+                  {{"x-hearsay-admin-token", sign("another-node")}});
+  EXPECT_EQ(r.status, 403) << r.body;  // made for another node
+  const std::string good = sign(d->node_id());
+  r = client.Post(d->http_address(), "/debug/faults", block, {{"x-hearsay-admin-token", good}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  r = client.Post(d->http_address(), "/debug/faults", block, {{"x-hearsay-admin-token", good}});
+  EXPECT_EQ(r.status, 403) << r.body;  // a replay
+  EXPECT_TRUE(d->Shutdown());
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ KeyAdminResponse KeyAdmin::Refuse(const http::Request& request, std::string why)
   return Error(403, "permission_error", "key_admin_forbidden", std::move(why));
 }
 
-KeyAdminResponse KeyAdmin::Handle(const http::Request& request) {
+std::optional<KeyAdminResponse> KeyAdmin::Authenticate(const http::Request& request) {
   if (!options_.allow_remote && !IsLoopbackRemote(request.remote)) {
     return Refuse(request,
                   "key administration is served to loopback clients only; run `hearsay keys` on "
@@ -153,7 +153,11 @@ KeyAdminResponse KeyAdmin::Handle(const http::Request& request) {
                                "): it must be made for this request, this node and now, with an "
                                "installed key");
   }
+  return std::nullopt;
+}
 
+KeyAdminResponse KeyAdmin::Handle(const http::Request& request) {
+  if (std::optional<KeyAdminResponse> refused = Authenticate(request)) return std::move(*refused);
   const std::string_view path = request.path;
   const std::string_view op =
       path.size() > kBasePath.size() ? path.substr(kBasePath.size() + 1) : std::string_view();

@@ -80,6 +80,10 @@ class KeyAdmin {
 
   // Authenticates, parses and applies one admin request (see the file comment).
   KeyAdminResponse Handle(const http::Request& request);
+  // The refusal for a request that is not an authenticated admin request from an allowed
+  // client (loopback unless allow_remote), or nullopt. Other admin endpoints (/debug/faults)
+  // use it too; a request's authenticator is then spent.
+  std::optional<KeyAdminResponse> Authenticate(const http::Request& request);
 
   // The answer an insecure node gives to every admin request (409: it has no keyring).
   static KeyAdminResponse InsecureNode();

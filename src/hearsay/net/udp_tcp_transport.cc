@@ -1,5 +1,6 @@
 #include "hearsay/net/udp_tcp_transport.h"
 
+#include <algorithm>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/connect.hpp>
@@ -8,6 +9,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "hearsay/http/host_port.h"
 
@@ -24,6 +26,7 @@ namespace {
 constexpr std::array<uint8_t, 5> kPreambleMagic = {'H', 'S', 'T', 'P', 1};
 constexpr size_t kPreambleBytes = 7;
 constexpr size_t kMaxAwaitingPerHost = 16;
+constexpr size_t kMaxRateSources = 4096;
 
 bool IsPreamble(const std::vector<uint8_t>& frame) {
   return frame.size() == kPreambleBytes &&
@@ -77,7 +80,10 @@ struct UdpTcpTransport::InConn {
   std::array<uint8_t, kPreambleBytes> preamble{};
   std::array<uint8_t, 4> header{};
   std::vector<uint8_t> body;
+  size_t received = 0;  // bytes of the current frame read so far
+  size_t charged = 0;   // bytes of body charged to the pool
   std::string from;
+  std::string source_ip;
   std::chrono::steady_clock::time_point last_activity = std::chrono::steady_clock::now();
 };
 
@@ -104,7 +110,8 @@ Result<std::unique_ptr<UdpTcpTransport>> UdpTcpTransport::Open(asio::io_context&
                                 "\": the bind host must be an IP address");
   }
   if (options.max_datagram_bytes == 0 || options.max_datagram_bytes > 65507 ||
-      options.max_frame_bytes == 0) {
+      options.max_frame_bytes == 0 || options.max_inbound_frame_bytes < options.max_frame_bytes ||
+      options.max_incoming_per_source == 0) {
     return InvalidArgumentError("transport: bad datagram or frame limit");
   }
   std::unique_ptr<UdpTcpTransport> t(new UdpTcpTransport(io, core, std::move(options)));
@@ -177,6 +184,10 @@ TransportCounters UdpTcpTransport::counters() const {
   c.protocol_errors = counters_.protocol_errors.load(std::memory_order_relaxed);
   c.connections_opened = counters_.connections_opened.load(std::memory_order_relaxed);
   c.connections_accepted = counters_.connections_accepted.load(std::memory_order_relaxed);
+  c.connections_refused = counters_.connections_refused.load(std::memory_order_relaxed);
+  c.pool_waits = counters_.pool_waits.load(std::memory_order_relaxed);
+  c.rate_drops = counters_.rate_drops.load(std::memory_order_relaxed);
+  c.inbound_frame_bytes = counters_.inbound_frame_bytes.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -397,6 +408,8 @@ void UdpTcpTransport::ReceiveDatagram() {
               CanonicalAddress(datagram_from_.address(), datagram_from_.port());
           if (n > options_.max_datagram_bytes) {
             counters_.oversize_drops.fetch_add(1, std::memory_order_relaxed);
+          } else if (!DatagramAllowed(datagram_from_.address().to_string())) {
+            counters_.rate_drops.fetch_add(1, std::memory_order_relaxed);
           } else if (IsBlocked(from)) {
             counters_.blocked_drops.fetch_add(1, std::memory_order_relaxed);
           } else {
@@ -413,13 +426,20 @@ void UdpTcpTransport::Accept() {
   acceptor_.async_accept(strand_, [this](const error_code& ec, Tcp::socket socket) {
     if (closed_ || ec == asio::error::operation_aborted) return;
     if (!ec) {
-      if (in_.size() >= options_.max_incoming) {
-        error_code ignored;
-        socket.close(ignored);
+      error_code e;
+      const Tcp::endpoint remote = socket.remote_endpoint(e);
+      const std::string ip = e ? std::string() : remote.address().to_string();
+      if (e || in_.size() >= options_.max_incoming ||
+          incoming_by_source_[ip] >= options_.max_incoming_per_source) {
+        if (!e && incoming_by_source_[ip] == 0) incoming_by_source_.erase(ip);
+        counters_.connections_refused.fetch_add(1, std::memory_order_relaxed);
+        socket.close(e);
       } else {
         counters_.connections_accepted.fetch_add(1, std::memory_order_relaxed);
         auto c = std::make_shared<InConn>(strand_);
         c->socket = std::move(socket);
+        c->source_ip = ip;
+        ++incoming_by_source_[ip];
         in_.insert(c);
         ReadPreamble(c);
       }
@@ -471,27 +491,105 @@ void UdpTcpTransport::ReadFrameHeader(const std::shared_ptr<InConn>& c) {
 }
 
 void UdpTcpTransport::ReadFrameBody(const std::shared_ptr<InConn>& c, uint32_t length) {
-  c->body.resize(length);
-  asio::async_read(c->socket, asio::buffer(c->body), [this, c](const error_code& ec, size_t) {
-    if (ec) {
-      CloseIn(c);
-      return;
-    }
+  if (c->received == length) {
     c->last_activity = std::chrono::steady_clock::now();
+    c->received = 0;
+    const size_t charged = std::exchange(c->charged, 0);
     if (IsBlocked(c->from)) {
       counters_.blocked_drops.fetch_add(1, std::memory_order_relaxed);
+      c->body = {};
+      Release(c->source_ip, charged);
     } else {
-      Deliver(c->from, Channel::kStream, std::move(c->body));
+      Deliver(c->from, Channel::kStream, std::exchange(c->body, {}), c->source_ip, charged);
     }
-    c->body = {};
     ReadFrameHeader(c);
-  });
+    return;
+  }
+  // The frame's whole length is charged to the pool before its first byte is read: all or
+  // nothing, so frames never each hold part of the pool while waiting for the rest. The buffer
+  // itself grows only with the bytes that arrive, one chunk at a time.
+  if (c->charged < length) {
+    if (!Charge(c, length - c->charged)) {
+      // Back-pressure, not a drop: the connection is not read until the pool has room (a
+      // member's frames only wait), and the idle sweep closes it if that takes too long.
+      counters_.pool_waits.fetch_add(1, std::memory_order_relaxed);
+      parked_.emplace_back(c, length);
+      return;
+    }
+    c->charged = length;
+  }
+  const size_t want = c->received + std::min<size_t>(kFrameChunkBytes, length - c->received);
+  if (want > c->body.capacity()) {
+    c->body.reserve(std::min<size_t>(length, std::max(want, 2 * c->body.capacity())));
+  }
+  c->body.resize(want);
+  asio::async_read(c->socket, asio::buffer(c->body.data() + c->received, want - c->received),
+                   [this, c, length, want](const error_code& ec, size_t) {
+                     if (ec) {
+                       CloseIn(c);
+                       return;
+                     }
+                     c->last_activity = std::chrono::steady_clock::now();
+                     c->received = want;
+                     ReadFrameBody(c, length);
+                   });
+}
+
+bool UdpTcpTransport::Charge(const std::shared_ptr<InConn>& c, size_t bytes) {
+  size_t& source = inbound_by_source_[c->source_ip];
+  if (inbound_bytes_ + bytes > options_.max_inbound_frame_bytes ||
+      source + bytes > options_.max_frame_bytes) {
+    if (source == 0) inbound_by_source_.erase(c->source_ip);
+    return false;
+  }
+  source += bytes;
+  inbound_bytes_ += bytes;
+  counters_.inbound_frame_bytes.store(inbound_bytes_, std::memory_order_relaxed);
+  return true;
+}
+
+void UdpTcpTransport::Release(const std::string& source_ip, size_t bytes) {
+  if (bytes == 0) return;
+  inbound_bytes_ -= bytes;
+  auto it = inbound_by_source_.find(source_ip);
+  if (it != inbound_by_source_.end() && (it->second -= bytes) == 0) inbound_by_source_.erase(it);
+  counters_.inbound_frame_bytes.store(inbound_bytes_, std::memory_order_relaxed);
+  // Room was made: the waiting connections try again, in the order they came.
+  std::deque<std::pair<std::weak_ptr<InConn>, uint32_t>> waiting;
+  waiting.swap(parked_);
+  for (auto& [weak, length] : waiting) {
+    std::shared_ptr<InConn> c = weak.lock();
+    if (c && in_.count(c) > 0) ReadFrameBody(c, length);
+  }
+}
+
+bool UdpTcpTransport::DatagramAllowed(const std::string& source_ip) {
+  const double rate = static_cast<double>(options_.max_datagrams_per_source_per_s);
+  if (rate == 0) return true;
+  const auto now = std::chrono::steady_clock::now();
+  if (datagram_buckets_.size() >= kMaxRateSources && !datagram_buckets_.count(source_ip)) {
+    datagram_buckets_.clear();  // bounded memory; every bucket starts full again
+  }
+  auto [it, fresh] = datagram_buckets_.try_emplace(source_ip, Bucket{rate, now});
+  Bucket& b = it->second;
+  if (!fresh) {
+    const double elapsed = std::chrono::duration<double>(now - b.refilled).count();
+    b.tokens = std::min(rate, b.tokens + elapsed * rate);
+    b.refilled = now;
+  }
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
 }
 
 void UdpTcpTransport::CloseIn(const std::shared_ptr<InConn>& c) {
   error_code ec;
   c->socket.close(ec);
-  in_.erase(c);
+  if (in_.erase(c) == 0) return;
+  Release(c->source_ip, std::exchange(c->charged, 0));
+  c->body = {};
+  auto it = incoming_by_source_.find(c->source_ip);
+  if (it != incoming_by_source_.end() && --it->second == 0) incoming_by_source_.erase(it);
 }
 
 void UdpTcpTransport::Sweep() {
@@ -510,12 +608,19 @@ void UdpTcpTransport::Sweep() {
   });
 }
 
-void UdpTcpTransport::Deliver(std::string from, Channel channel, std::vector<uint8_t> bytes) {
+void UdpTcpTransport::Deliver(std::string from, Channel channel, std::vector<uint8_t> bytes,
+                              std::string source_ip, size_t charged) {
   const size_t ch = static_cast<size_t>(channel);
   counters_.messages_received[ch].fetch_add(1, std::memory_order_relaxed);
   counters_.bytes_received[ch].fetch_add(bytes.size(), std::memory_order_relaxed);
-  asio::post(core_, [this, from = std::move(from), channel, bytes = std::move(bytes)] {
+  asio::post(core_, [this, from = std::move(from), channel, bytes = std::move(bytes),
+                     source_ip = std::move(source_ip), charged]() mutable {
     if (sink_ != nullptr) sink_->OnMessage(from, channel, bytes);
+    if (charged == 0) return;
+    bytes = {};
+    // The frame's memory is freed: give its charge back to the pool.
+    asio::post(strand_,
+               [this, source_ip = std::move(source_ip), charged] { Release(source_ip, charged); });
   });
 }
 

@@ -11,7 +11,18 @@
 // and every connection idle for idle_timeout is closed.
 //
 // The transport only moves bytes: frames are sealed and opened by the gossip node's
-// EnvelopeFramer, so a forged or replayed frame is dropped there.
+// EnvelopeFramer, so a forged or replayed frame is dropped there. Nothing is authenticated before
+// that, so what an unauthenticated sender can make the transport hold is bounded:
+//   - a frame is read in chunks of at most kFrameChunkBytes, its buffer growing with the bytes
+//     that actually arrived, never by the declared length alone;
+//   - a frame's declared length is charged, whole, before its first byte is read, to one pool
+//     per transport (max_inbound_frame_bytes) and to its source IP (max_frame_bytes at most, so
+//     one large frame per source at a time), and given back once the core has handed it to the
+//     sink; a connection whose frame does not fit is not read until the pool has room (counted
+//     as pool_waits), and the idle timeout closes it if that takes too long;
+//   - at most max_incoming_per_source accepted connections per source IP, and at most
+//     max_datagrams_per_source_per_s datagrams per second per source IP (a token bucket with a
+//     burst of one second's worth; the excess is dropped and counted).
 //
 // Threads: Send() and SetBlocked() may be called from any thread; they post to a strand on the
 // I/O io_context, where all socket state lives. Received messages are posted to the core
@@ -53,6 +64,13 @@ struct TransportOptions {
   // Outgoing connections kept open at most; incoming connections accepted at most.
   size_t max_connections = 64;
   size_t max_incoming = 256;
+  // Accepted connections per source IP at most.
+  size_t max_incoming_per_source = 32;
+  // Bytes of incoming frames held at once (being received or waiting for the core), over every
+  // connection: the pre-authentication pool. At least max_frame_bytes.
+  size_t max_inbound_frame_bytes = 2 * (gossip::kMaxMessageBytes + 1024);
+  // Datagrams accepted per second from one source IP; 0: no limit.
+  size_t max_datagrams_per_source_per_s = 2000;
   // Frames waiting on one outgoing connection, in bytes; beyond it new frames are dropped.
   size_t max_queued_bytes = size_t{32} << 20;
   // Connections without traffic for this long are closed; also the connect timeout.
@@ -72,7 +90,15 @@ struct TransportCounters {
   uint64_t protocol_errors = 0;  // bad preamble on an incoming connection
   uint64_t connections_opened = 0;
   uint64_t connections_accepted = 0;
+  uint64_t connections_refused = 0;  // over max_incoming or max_incoming_per_source
+  uint64_t pool_waits = 0;           // a frame waited for room in the inbound pool
+  uint64_t rate_drops = 0;           // datagrams over a source's rate
+  // Gauge: bytes of incoming frames charged to the pool now (at least what they allocated).
+  uint64_t inbound_frame_bytes = 0;
 };
+
+// How much of a frame is read (and allocated) at a time.
+inline constexpr size_t kFrameChunkBytes = 64 * 1024;
 
 class UdpTcpTransport final : public Transport {
  public:
@@ -126,6 +152,10 @@ class UdpTcpTransport final : public Transport {
   void ReadPreamble(const std::shared_ptr<InConn>& c);
   void ReadFrameHeader(const std::shared_ptr<InConn>& c);
   void ReadFrameBody(const std::shared_ptr<InConn>& c, uint32_t length);
+  // Charges `bytes` to the pool and to c's source; false (nothing charged) if either is full.
+  bool Charge(const std::shared_ptr<InConn>& c, size_t bytes);
+  void Release(const std::string& source_ip, size_t bytes);
+  bool DatagramAllowed(const std::string& source_ip);
   void Connect(const std::shared_ptr<OutConn>& c);
   void WriteNext(const std::shared_ptr<OutConn>& c);
   void WatchClose(const std::shared_ptr<OutConn>& c);
@@ -133,7 +163,10 @@ class UdpTcpTransport final : public Transport {
   void CloseIn(const std::shared_ptr<InConn>& c);
   void Sweep();
   bool IsBlocked(const std::string& canonical) const;
-  void Deliver(std::string from, Channel channel, std::vector<uint8_t> bytes);
+  // Hands bytes to the sink on the core thread; `charged` bytes of `source_ip` are released
+  // once the sink has seen them.
+  void Deliver(std::string from, Channel channel, std::vector<uint8_t> bytes,
+               std::string source_ip = {}, size_t charged = 0);
 
   boost::asio::io_context& core_;
   TransportOptions options_;
@@ -157,6 +190,18 @@ class UdpTcpTransport final : public Transport {
   std::map<std::string, std::vector<std::pair<Channel, std::vector<uint8_t>>>> awaiting_;
   std::set<std::string> blocked_;
   uint64_t use_clock_ = 0;
+  // The inbound pool: bytes charged in total and per source IP; accepted connections per IP.
+  size_t inbound_bytes_ = 0;
+  std::map<std::string, size_t> inbound_by_source_;
+  std::map<std::string, size_t> incoming_by_source_;
+  // Connections waiting for room in the pool, with the length of the frame they are reading.
+  std::deque<std::pair<std::weak_ptr<InConn>, uint32_t>> parked_;
+  // Datagram token buckets per source IP (cleared whole when kMaxRateSources are tracked).
+  struct Bucket {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point refilled;
+  };
+  std::map<std::string, Bucket> datagram_buckets_;
 
   struct AtomicCounters {
     std::array<std::atomic<uint64_t>, 2> messages_sent{};
@@ -169,6 +214,10 @@ class UdpTcpTransport final : public Transport {
     std::atomic<uint64_t> protocol_errors{0};
     std::atomic<uint64_t> connections_opened{0};
     std::atomic<uint64_t> connections_accepted{0};
+    std::atomic<uint64_t> connections_refused{0};
+    std::atomic<uint64_t> pool_waits{0};
+    std::atomic<uint64_t> rate_drops{0};
+    std::atomic<uint64_t> inbound_frame_bytes{0};
   };
   AtomicCounters counters_;
 };

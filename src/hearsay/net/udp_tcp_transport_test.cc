@@ -212,6 +212,142 @@ TEST_F(TransportTest, OversizeIncomingFrameClosesTheConnectionWithoutAllocating)
   EXPECT_TRUE(sink_b_.received().empty());
 }
 
+// Polls `pred` up to `bound`.
+template <typename F>
+bool Eventually(F pred, std::chrono::milliseconds bound = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+// Opens `n` connections to `address`, each sending a preamble, a frame length and `sent` bytes
+// of the frame (never the rest).
+std::vector<std::unique_ptr<asio::ip::tcp::socket>> HalfFrames(asio::io_context& io,
+                                                               const std::string& address, size_t n,
+                                                               uint32_t length, size_t sent) {
+  Result<HostPort> hp = ParseHostPort(address);
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> sockets;
+  std::vector<uint8_t> bytes = {'H',
+                                'S',
+                                'T',
+                                'P',
+                                1,
+                                0x1f,
+                                0x90,
+                                static_cast<uint8_t>(length >> 24),
+                                static_cast<uint8_t>(length >> 16),
+                                static_cast<uint8_t>(length >> 8),
+                                static_cast<uint8_t>(length)};
+  bytes.resize(bytes.size() + sent, 0xab);
+  for (size_t i = 0; i < n; ++i) {
+    auto s = std::make_unique<asio::ip::tcp::socket>(io);
+    boost::system::error_code ec;
+    s->connect({asio::ip::make_address(hp->host), hp->port}, ec);
+    if (!ec) asio::write(*s, asio::buffer(bytes), ec);
+    sockets.push_back(std::move(s));
+  }
+  return sockets;
+}
+
+TEST(TransportPoolTest, UnfinishedLargeFramesHoldNoMoreThanThePool) {
+  Loops loops;
+  RecordingSink sink;
+  TransportOptions o = Local();
+  o.max_frame_bytes = 1 << 20;
+  o.max_inbound_frame_bytes = 2 << 20;
+  o.max_incoming_per_source = 1000;
+  auto t = UdpTcpTransport::Open(loops.io, loops.core, o);
+  ASSERT_TRUE(t.ok());
+  (*t)->Start(&sink);
+  // 64 connections each declare a 1 MiB frame and send 100 KiB of it: read by declared length,
+  // they would hold 64 MiB; charged to the pool (at most one frame per source IP), 1 MiB.
+  asio::io_context client_io;
+  auto sockets = HalfFrames(client_io, (*t)->local_address(), 64, 1 << 20, 100 << 10);
+  // A frame is charged whole: one connection reads, the 63 others wait unread.
+  ASSERT_TRUE(Eventually([&] {
+    const TransportCounters c = (*t)->counters();
+    return c.connections_accepted == 64 && c.pool_waits >= 63;
+  })) << (*t)->counters().pool_waits;
+  const TransportCounters c = (*t)->counters();
+  EXPECT_LE(c.inbound_frame_bytes, o.max_frame_bytes);
+  EXPECT_GT(c.inbound_frame_bytes, 0u);
+  // Closing the connections gives the pool back (each waiting one in turn reads, meets the
+  // close and gives back its charge); a whole frame then goes through.
+  sockets.clear();
+  ASSERT_TRUE(Eventually([&] { return (*t)->counters().inbound_frame_bytes == 0; }));
+  auto whole = HalfFrames(client_io, (*t)->local_address(), 1, 300 << 10, 300 << 10);
+  auto got = sink.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes.size(), size_t{300} << 10);
+  EXPECT_TRUE(Eventually([&] { return (*t)->counters().inbound_frame_bytes == 0; }));
+  (*t)->Close();
+  std::this_thread::sleep_for(20ms);
+  loops.Stop();
+}
+
+TEST(TransportPoolTest, FramesFromOneSourceWaitForRoomInsteadOfBeingDropped) {
+  Loops loops;
+  RecordingSink sink;
+  TransportOptions o = Local();
+  o.max_frame_bytes = 1 << 20;
+  o.max_inbound_frame_bytes = 1 << 20;
+  auto a = UdpTcpTransport::Open(loops.io, loops.core, Local());
+  auto b = UdpTcpTransport::Open(loops.io, loops.core, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  (*a)->Start(nullptr);
+  (*b)->Start(&sink);
+  // Three frames of 900 KiB: each needs almost the whole pool, so each waits for the last.
+  for (int i = 0; i < 3; ++i) {
+    (*a)->Send((*b)->local_address(), Channel::kStream, std::vector<uint8_t>(900 << 10, i));
+  }
+  auto got = sink.WaitFor(3);
+  ASSERT_EQ(got.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].bytes, std::vector<uint8_t>(900 << 10, i));
+  EXPECT_TRUE(Eventually([&] { return (*b)->counters().inbound_frame_bytes == 0; }));
+  (*a)->Close();
+  (*b)->Close();
+  std::this_thread::sleep_for(20ms);
+  loops.Stop();
+}
+
+TEST_F(TransportTest, ConnectionsPerSourceAreCapped) {
+  asio::io_context client_io;
+  // Preamble and an empty frame header only: each connection stays open and holds nothing.
+  auto sockets = HalfFrames(client_io, b_->local_address(), 40, 0, 0);
+  ASSERT_TRUE(Eventually([&] {
+    const TransportCounters c = b_->counters();
+    return c.connections_accepted + c.connections_refused == 40;
+  }));
+  EXPECT_EQ(b_->counters().connections_accepted, TransportOptions{}.max_incoming_per_source);
+  EXPECT_EQ(b_->counters().connections_refused, 40u - TransportOptions{}.max_incoming_per_source);
+}
+
+TEST(TransportRateTest, DatagramsOverASourcesRateAreDropped) {
+  Loops loops;
+  RecordingSink sink;
+  TransportOptions o = Local();
+  o.max_datagrams_per_source_per_s = 5;
+  auto a = UdpTcpTransport::Open(loops.io, loops.core, Local());
+  auto b = UdpTcpTransport::Open(loops.io, loops.core, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  (*a)->Start(nullptr);
+  (*b)->Start(&sink);
+  for (int i = 0; i < 50; ++i) (*a)->Send((*b)->local_address(), Channel::kDatagram, {1});
+  ASSERT_TRUE(Eventually([&] {
+    const TransportCounters c = (*b)->counters();
+    return c.messages_received[0] + c.rate_drops == 50;
+  }));
+  EXPECT_GE((*b)->counters().rate_drops, 1u);
+  EXPECT_LT((*b)->counters().messages_received[0], 50u);
+  (*a)->Close();
+  (*b)->Close();
+  std::this_thread::sleep_for(20ms);
+  loops.Stop();
+}
+
 TEST_F(TransportTest, BadPreambleIsAProtocolError) {
   asio::io_context client_io;
   asio::ip::tcp::socket s(client_io);
