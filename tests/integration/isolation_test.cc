@@ -26,16 +26,15 @@ std::string IssueCodes(const json& health) {
 // Waits (bounded) until `address`'s /health says `status`; returns the last body.
 json WaitForHealth(const std::string& address, const std::string& status) {
   json last;
-  const auto deadline = std::chrono::steady_clock::now() + 40s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    Result<HttpResponse> r = testkit::HttpGet(address, "/health", kCallTimeout);
-    if (r.ok()) {
-      EXPECT_EQ(r->status, 200) << r->body;  // degraded but serving
-      last = json::parse(r->body, nullptr, false);
-      if (last.is_object() && last.value("status", "") == status) return last;
-    }
-    std::this_thread::sleep_for(200ms);
-  }
+  (void)testutil::Eventually(
+      [&] {
+        Result<HttpResponse> r = testkit::HttpGet(address, "/health", kCallTimeout);
+        if (!r.ok()) return false;
+        EXPECT_EQ(r->status, 200) << r->body;  // degraded but serving
+        last = json::parse(r->body, nullptr, false);
+        return last.is_object() && last.value("status", "") == status;
+      },
+      40s);
   return last;
 }
 

@@ -269,11 +269,8 @@ TEST(NodeFailureTest, AOneBodyRequestSurvivesItsPeerDyingMidAnswer) {
                           CompletionBody(prefix + " a long answer", 600));
   });
   // The victim's first token exists (it counts a served peer request then): kill it mid-answer.
-  const auto deadline = Clock::now() + 15s;
-  while (peer_served() <= served_before && Clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-  }
-  ASSERT_GT(peer_served(), served_before) << cluster->AllLogTails();
+  ASSERT_TRUE(testutil::Eventually([&] { return peer_served() > served_before; }, 15s))
+      << cluster->AllLogTails();
   ASSERT_TRUE(cluster->Kill(victim).ok());
 
   Result<HttpResponse> r = answer.get();

@@ -296,8 +296,7 @@ TEST_F(ServerTest, ConnectionsOverTheLimitGet503WhenNoneIsIdle) {
   // Both are accepted and busy (each in the middle of a request header).
   ASSERT_TRUE(a.Send("GET / HTTP/1.1\r\n"));
   ASSERT_TRUE(b.Send("GET / HTTP/1.1\r\n"));
-  for (int i = 0; i < 100 && server_->stats().connections_accepted < 2; ++i)
-    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(Eventually([&] { return server_->stats().connections_accepted >= 2; }));
   RawClient c(server_->port());
   ASSERT_TRUE(c.ReadUntilClosed());
   EXPECT_EQ(c.data().rfind("HTTP/1.1 503 ", 0), 0u) << c.data();

@@ -212,16 +212,7 @@ TEST_F(TransportTest, OversizeIncomingFrameClosesTheConnectionWithoutAllocating)
   EXPECT_TRUE(sink_b_.received().empty());
 }
 
-// Polls `pred` up to `bound`.
-template <typename F>
-bool Eventually(F pred, std::chrono::milliseconds bound = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
+using testutil::Eventually;
 
 // Opens `n` connections to `address`, each sending a preamble, a frame length and `sent` bytes
 // of the frame (never the rest).
@@ -284,8 +275,7 @@ TEST(TransportPoolTest, UnfinishedLargeFramesHoldNoMoreThanThePool) {
   EXPECT_EQ(got[0].bytes.size(), size_t{300} << 10);
   EXPECT_TRUE(Eventually([&] { return (*t)->counters().inbound_frame_bytes == 0; }));
   (*t)->Close();
-  std::this_thread::sleep_for(20ms);
-  loops.Stop();
+  EXPECT_TRUE(loops.Drain()) << "work left on the loops after Close()";
 }
 
 TEST(TransportPoolTest, FramesFromOneSourceWaitForRoomInsteadOfBeingDropped) {
@@ -309,8 +299,7 @@ TEST(TransportPoolTest, FramesFromOneSourceWaitForRoomInsteadOfBeingDropped) {
   EXPECT_TRUE(Eventually([&] { return (*b)->counters().inbound_frame_bytes == 0; }));
   (*a)->Close();
   (*b)->Close();
-  std::this_thread::sleep_for(20ms);
-  loops.Stop();
+  EXPECT_TRUE(loops.Drain()) << "work left on the loops after Close()";
 }
 
 TEST_F(TransportTest, ConnectionsPerSourceAreCapped) {
@@ -344,8 +333,7 @@ TEST(TransportRateTest, DatagramsOverASourcesRateAreDropped) {
   EXPECT_LT((*b)->counters().messages_received[0], 50u);
   (*a)->Close();
   (*b)->Close();
-  std::this_thread::sleep_for(20ms);
-  loops.Stop();
+  EXPECT_TRUE(loops.Drain()) << "work left on the loops after Close()";
 }
 
 TEST_F(TransportTest, BadPreambleIsAProtocolError) {
