@@ -17,8 +17,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -57,6 +60,9 @@ struct DemoFlags {
   std::string llama_setup;
   double startup_timeout_s = 30;
   bool json = false;
+  // Every node's decision records, all policies, in one JSON-lines file (each line gains "run":
+  // the policy); empty = none.
+  std::string records;
 };
 
 struct PolicyRow {
@@ -167,9 +173,35 @@ class Interrupt {
   loadgen::LoadRun* run_ = nullptr;
 };
 
+// Appends every node's decision records of one policy's run to `out`, each line tagged with
+// "run": policy. The nodes write their lines as they go, so the files are complete once the
+// workload has finished.
+std::string RecordsPath(const std::string& dir, size_t node) {
+  return dir + "/records-node-" + std::to_string(node) + ".jsonl";
+}
+
+Status CollectRecords(const std::string& dir, size_t nodes, const std::string& policy,
+                      std::FILE* out) {
+  for (size_t i = 0; i < nodes; ++i) {
+    const std::string path = RecordsPath(dir, i);
+    std::ifstream in(path);
+    if (!in) return InternalError("cannot read the decision records of " + path);
+    std::string line;
+    while (std::getline(in, line)) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded()) continue;  // a line cut short by a node's end
+      j["run"] = policy;
+      const std::string text = j.dump();
+      std::fprintf(out, "%s\n", text.c_str());
+    }
+  }
+  return std::ferror(out) ? InternalError("writing the decision records failed") : OkStatus();
+}
+
 // One policy: fresh cluster, the workload, the summary. The cluster is gone when this returns.
 Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& binary,
-                                        const std::string& policy, bool tty, Interrupt& interrupt) {
+                                        const std::string& policy, bool tty, Interrupt& interrupt,
+                                        std::FILE* records) {
   launch::LocalClusterOptions co;
   co.hearsay_binary = binary;
   co.nodes = f.nodes;
@@ -192,6 +224,15 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
     HEARSAY_ASSIGN_OR_RETURN(llama, launch::LlamaServers::Start(lo));
     for (const std::string& addr : llama->addresses()) {
       co.per_node_flags.push_back({"--upstream", "http://" + addr});
+    }
+  }
+  std::unique_ptr<launch::TempDir> records_dir;
+  if (records != nullptr) {
+    HEARSAY_ASSIGN_OR_RETURN(records_dir, launch::TempDir::Create("hearsay-demo-records"));
+    for (size_t i = 0; i < f.nodes; ++i) {
+      if (co.per_node_flags.size() <= i) co.per_node_flags.emplace_back();
+      co.per_node_flags[i].insert(co.per_node_flags[i].end(),
+                                  {"--records", RecordsPath(records_dir->path(), i)});
     }
   }
   if (tty) std::fprintf(stderr, "\r  %-13s starting %zu nodes...", policy.c_str(), f.nodes);
@@ -226,6 +267,7 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   bar.Finish();
   if (!out.ok()) return out.status();
   if (out->cancelled) return AbortedError("interrupted");
+  if (records != nullptr) HEARSAY_RETURN_IF_ERROR(CollectRecords(records_dir->path(), f.nodes, policy, records));
   return loadgen::Summarize(out->results, out->elapsed, f.nodes);
 }
 
@@ -292,11 +334,20 @@ int RunDemo(const DemoFlags& f) {
     std::fflush(stdout);
   }
 
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> records(nullptr, &std::fclose);
+  if (!f.records.empty()) {
+    records.reset(std::fopen(f.records.c_str(), "w"));
+    if (!records) {
+      std::fprintf(stderr, "hearsay demo: cannot write %s: %s\n", f.records.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+  }
   Interrupt interrupt;
   InterruptWatcher watcher([&interrupt](int) { interrupt.Fire(); });
   std::vector<PolicyRow> rows;
   for (const std::string& policy : policies) {
-    Result<loadgen::BenchSummary> s = RunPolicy(f, binary, policy, tty, interrupt);
+    Result<loadgen::BenchSummary> s = RunPolicy(f, binary, policy, tty, interrupt, records.get());
     if (interrupt.fired()) {
       std::fprintf(stderr, "hearsay demo: interrupted; every node has been stopped\n");
       return 130;
@@ -380,6 +431,9 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--json", f->json,
                 "Print JSON: one object per policy (policy, mean_ttft_ms, p99_ttft_ms, hit_rate)");
+  cmd->add_option("--records", f->records,
+                  "Write every node's decision records (one JSON line per request routed or "
+                  "served, tagged with \"run\": the policy) to this file");
   cmd->callback([f, cmd, &exit_code] {
     if (f->engine == "llama") {
       if (cmd->count("--rate") == 0) f->rate = kLlamaRate;

@@ -7,6 +7,7 @@
 
 #include "hearsay/cli/commands.h"
 #include "hearsay/cli/experiment_command.h"
+#include "hearsay/net/records_file.h"
 #include "hearsay/sim/sim_config.h"
 #include "hearsay/sim/sim_run.h"
 
@@ -60,7 +61,8 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--json", *json, "Print one JSON object");
   cmd->add_option("--records", *records,
-                  "Write one CSV line per request (who served it, when, TTFT) to this file");
+                  "Write one decision record per request routed or served to this file (JSON "
+                  "lines, as the daemon's --records)");
   auto experiment = std::make_shared<ExperimentCliFlags>();
   AddExperimentFlags(cmd, experiment.get());
   CLI::App* gossip = AddSimGossipCommand(*cmd, exit_code);
@@ -74,20 +76,28 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
     }
     sim::ProgressFn progress;
     if (isatty(STDERR_FILENO)) progress = DrawProgress;
-    config->record_requests = !records->empty();
-    Result<sim::SimSummary> r = sim::RunSim(*config, progress);
+    std::unique_ptr<net::RecordsFile> file;
+    if (!records->empty()) {
+      Result<std::unique_ptr<net::RecordsFile>> opened = net::RecordsFile::Open(*records);
+      if (!opened.ok()) {
+        std::fprintf(stderr, "hearsay sim: %s\n", opened.status().ToString().c_str());
+        exit_code = 2;
+        return;
+      }
+      file = std::move(*opened);
+    }
+    Result<sim::SimSummary> r = sim::RunSimRecorded(*config, progress, file.get());
     if (!r.ok()) {
       std::fprintf(stderr, "hearsay sim: %s\n", r.status().ToString().c_str());
       exit_code = 2;
       return;
     }
     const sim::SimSummary& s = *r;
-    if (!records->empty()) {
-      if (Status w = sim::WriteRecordsCsv(s.records, *records); !w.ok()) {
-        std::fprintf(stderr, "hearsay sim: %s\n", w.ToString().c_str());
-        exit_code = 2;
-        return;
-      }
+    if (file && file->write_failed()) {
+      std::fprintf(stderr, "hearsay sim: writing %s failed; its records are incomplete\n",
+                   records->c_str());
+      exit_code = 2;
+      return;
     }
     if (*json) {
       std::printf("%s\n", sim::ToJson(s).dump().c_str());

@@ -42,6 +42,10 @@ struct PeerRequest {
   // On a forwarded copy: the node id it is meant for (the daemon binds it into the request's
   // authenticator, so the copy is refused by any other node).
   NodeId target;
+  // On a forwarded copy: the entry node and its id for the request, for decision records
+  // (node/decision_record.h). Informational; never trusted for anything else.
+  NodeId origin;
+  uint64_t origin_request = 0;
   // On a forwarded copy: the serving node bounces it back unserved (OnError before the first
   // token, RESOURCE_EXHAUSTED) when its own expected time to first token exceeds this many ms,
   // because the sender's next choice would answer sooner. 0 = always serve.

@@ -141,7 +141,8 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
   req.headers = {{"Content-Type", "application/json"},
                  {"Accept", "text/event-stream"},
                  {std::string(kHopHeader), "1"},
-                 {std::string(kOriginHeader), options_.origin_node_id}};
+                 {std::string(kOriginHeader), options_.origin_node_id},
+                 {std::string(kRequestIdHeader), std::to_string(request.origin_request)}};
   if (options_.sign) {
     std::string auth = options_.sign(req.method, req.target, req.body, request.target);
     if (!auth.empty()) req.headers.emplace_back(kPeerAuthHeader, std::move(auth));

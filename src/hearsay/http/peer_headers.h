@@ -17,6 +17,8 @@ inline constexpr std::string_view kHopHeader = "x-hearsay-hop";
 inline constexpr std::string_view kPeerAuthHeader = "x-hearsay-peer-auth";
 // The forwarding node's id, for the receiver's logs.
 inline constexpr std::string_view kOriginHeader = "x-hearsay-origin";
+// The forwarding node's id for the request, for decision records: informational, never trusted.
+inline constexpr std::string_view kRequestIdHeader = "x-hearsay-request-id";
 // Late binding: serve only if the wait is below this many ms, else answer unserved
 // (http/bounce_header.h has its text form).
 inline constexpr std::string_view kBounceAboveHeader = "x-hearsay-bounce-above-ms";

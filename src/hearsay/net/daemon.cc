@@ -272,6 +272,10 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
   HEARSAY_ASSIGN_OR_RETURN(
       node_, node::Node::Create(std::move(no), *engine_, keyer, *scheduler_, *rng_, *transport_,
                                 *logging_peer_client_, framer_.get()));
+  if (!c.records_path.empty()) {
+    HEARSAY_ASSIGN_OR_RETURN(records_, RecordsFile::Open(c.records_path));
+    node_->SetRecorder(records_.get());
+  }
   transport_->Start(&node_->gossip_sink());
   return OkStatus();
 }

@@ -52,6 +52,7 @@
 #include "hearsay/net/logging_peer_client.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/net/prompt_tokenizer.h"
+#include "hearsay/net/records_file.h"
 #include "hearsay/net/udp_tcp_transport.h"
 #include "hearsay/node/node.h"
 #include "hearsay/prefix/block_keys.h"
@@ -181,6 +182,7 @@ class Daemon {
   std::unique_ptr<KeyAdmin> key_admin_;  // null in insecure mode
   LogRateLimiter auth_log_limiter_{10};  // refused hop requests: 10 log lines a second
   std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<RecordsFile> records_;  // with --records only; outlives node_
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<http::Server> server_;
   DaemonMetrics metrics_;

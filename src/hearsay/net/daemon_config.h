@@ -82,6 +82,7 @@ struct DaemonConfig {
   uint64_t io_threads = 1;
   uint64_t drain_timeout_ms = 10000;
   std::string log_level = "info";
+  std::string records_path;  // decision records (node/decision_record.h); empty: none
   bool debug_faults = false;  // enables POST /debug/faults (tests only)
 
   // Applies a TOML document; `source` names it in errors ("node.toml"). INVALID_ARGUMENT naming

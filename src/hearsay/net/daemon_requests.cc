@@ -5,6 +5,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <charconv>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -34,6 +35,13 @@ void AppendHex(uint64_t v, std::string* out) {
     v >>= 4;
   } while (v != 0);
   while (n > 0) out->push_back(digits[--n]);
+}
+
+// The forwarding node's request id (http::kRequestIdHeader), 0 when absent or not a number.
+uint64_t ParseRequestId(std::string_view text) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc{} && end == text.data() + text.size() ? v : 0;
 }
 
 }  // namespace
@@ -229,6 +237,8 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
     if (auto above = request.Header(http::kBounceAboveHeader)) {
       pr.bounce_above_ms = http::ParseBounceAboveMs(*above).value_or(0);
     }
+    pr.origin = std::string(request.Header(http::kOriginHeader).value_or("").substr(0, 256));
+    pr.origin_request = ParseRequestId(request.Header(http::kRequestIdHeader).value_or(""));
   }
   pr.api_path = request.path;
   pr.api_body = std::move(request.body);

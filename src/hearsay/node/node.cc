@@ -177,7 +177,7 @@ void Node::OnPeerLoad(const NodeId& id, Generation generation, const gossip::Loa
   p->load_at = scheduler_.clock().Now();
 }
 
-bool Node::ShouldBounce(const PeerRequest& request) const {
+double Node::OwnEstimateMs(const PeerRequest& request) const {
   // Priced like the self candidate the sender's policy compares against: this engine's own
   // queue-wait estimate (exact here, stale there) plus the prefill of what it lacks.
   const engine::EngineLoad l = engine_.Load();
@@ -191,9 +191,7 @@ bool Node::ShouldBounce(const PeerRequest& request) const {
   }
   const double prompt = static_cast<double>(request.prompt.size());
   const double cached = static_cast<double>(engine_.CachedPrefixTokens(request.prompt));
-  const double mine =
-      ToMillis(l.estimated_queue_wait) + route::PrefillPartMs(cost, self, prompt, cached);
-  return mine > request.bounce_above_ms + options_.bounce_margin_ms;
+  return ToMillis(l.estimated_queue_wait) + route::PrefillPartMs(cost, self, prompt, cached);
 }
 
 void Node::Bounce(uint64_t token) {
@@ -244,9 +242,13 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
   p.request = std::move(request);
   p.arrived = scheduler_.clock().Now();
   if (p.request.forwarded) {
-    if (p.request.bounce_above_ms > 0 && ShouldBounce(p.request)) {
-      Bounce(token);
-      return;
+    if (p.request.bounce_above_ms > 0) {
+      const double mine = OwnEstimateMs(p.request);
+      if (mine > p.request.bounce_above_ms + options_.bounce_margin_ms) {
+        EmitServe(p, static_cast<uint32_t>(p.request.prompt.size()), 0, mine);
+        Bounce(token);
+        return;
+      }
     }
     ServeHere(token);
     return;
@@ -257,10 +259,12 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
 
 bool Node::Cancel(uint64_t client_id, ResponseSink* sink) {
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-    const Pending& p = it->second;
+    Pending& p = it->second;
     if (p.client_id != client_id || p.sink != sink) continue;
     const uint64_t token = it->first;
     const route::Slot slot = p.slot;
+    EndAttempt(it->second, "cancelled");
+    EmitRoute(it->second, "cancelled by the client");
     pending_.erase(it);
     ++stats_.cancelled;
     // Erased first: the forward's late OnError (if any) then finds nothing to retry.
@@ -369,9 +373,10 @@ void Node::Route(uint64_t token) {
   rr.key_chain = p.keys;
   rr.block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
   rr.entry_slot = 0;
-  const route::Decision d = policy_->Choose(rr, candidates_, rng_);
-  route::Slot slot = d.slot;
-  if (slot != 0 && (slot - 1 >= peers_.size() || peers_[slot - 1].id.empty())) slot = 0;
+  route::Decision d = policy_->Choose(rr, candidates_, rng_);
+  if (d.slot != 0 && (d.slot - 1 >= peers_.size() || peers_[d.slot - 1].id.empty())) d.slot = 0;
+  const route::Slot slot = d.slot;
+  RecordAttempt(p, d);
   policy_->OnSent(slot, rr);
   p.slot = slot;
   p.estimated_cached = d.estimated_cached_tokens;
@@ -388,6 +393,8 @@ void Node::Route(uint64_t token) {
   copy.scripted_output = p.request.scripted_output;
   copy.forwarded = true;
   copy.target = peers_[slot - 1].id;
+  copy.origin = options_.id;
+  copy.origin_request = p.client_id;
   // The last forward allowed must be served: a bounce then would only land here anyway.
   if (options_.bounce_margin_ms >= 0 && d.fallback_ttft_ms > 0 &&
       p.attempts < options_.max_forward_attempts) {
@@ -401,6 +408,8 @@ void Node::Route(uint64_t token) {
 void Node::ServeHere(uint64_t token) {
   Pending& p = pending_.at(token);
   p.slot = 0;
+  p.submitted = scheduler_.clock().Now();
+  p.queued = Duration{-1};
   engine::EngineRequest er;
   er.id = token;
   er.prompt = std::move(p.request.prompt);
@@ -420,15 +429,22 @@ void Node::ServeHere(uint64_t token) {
     if (it == pending_.end()) return;
     ResponseSink* sink = it->second.sink;
     const uint64_t client_id = it->second.client_id;
+    EmitRoute(it->second, s.ToString());
     pending_.erase(it);
     sink->OnError(client_id, s, true);
   });
+}
+
+void Node::OnAdmitted(engine::RequestId id, const engine::Admission& admission) {
+  auto it = pending_.find(id);
+  if (it != pending_.end()) it->second.queued = admission.queued;
 }
 
 void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   Pending& p = it->second;
+  EmitServe(p, first.prompt_tokens, first.cached_tokens, -1);
   ++stats_.served;
   stats_.served_prompt_tokens += first.prompt_tokens;
   stats_.served_cached_tokens += first.cached_tokens;
@@ -446,6 +462,7 @@ void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
     ++stats_.served_local;
     stats_.estimated_cached_tokens += p.estimated_cached;
     stats_.actual_cached_tokens += first.cached_tokens;
+    RecordFirstToken(p, options_.id, first.cached_tokens);
   }
   p.sink->OnFirstToken(p.client_id,
                        PeerFirstToken{first.prompt_tokens, first.cached_tokens, options_.id});
@@ -466,6 +483,7 @@ void Node::OnComplete(engine::RequestId id, const engine::Usage& usage) {
   if (it == pending_.end()) return;
   ResponseSink* sink = it->second.sink;
   const uint64_t client_id = it->second.client_id;
+  EmitRoute(it->second, "");
   pending_.erase(it);
   sink->OnComplete(client_id,
                    PeerUsage{usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens});
@@ -477,6 +495,7 @@ void Node::OnError(engine::RequestId id, const Status& status) {
   ResponseSink* sink = it->second.sink;
   const uint64_t client_id = it->second.client_id;
   const bool before = !it->second.first_sent;
+  EmitRoute(it->second, status.ToString());
   pending_.erase(it);
   ++stats_.failed;
   sink->OnError(client_id, status, before);
@@ -499,6 +518,7 @@ void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
   policy_->OnOutcome(o);
   stats_.estimated_cached_tokens += p.estimated_cached;
   stats_.actual_cached_tokens += first.cached_tokens;
+  RecordFirstToken(p, first.served_by, first.cached_tokens);
   p.sink->OnFirstToken(p.client_id, first);
 }
 
@@ -519,6 +539,7 @@ void Node::OnForwardComplete(uint64_t token, const PeerUsage& usage) {
   if (it == pending_.end() || it->second.slot == 0) return;
   ResponseSink* sink = it->second.sink;
   const uint64_t client_id = it->second.client_id;
+  EmitRoute(it->second, "");
   pending_.erase(it);
   sink->OnComplete(client_id, usage);
 }
@@ -537,8 +558,10 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
     }
     if (status.message().find(kBouncedMessage) != std::string::npos) {
       ++stats_.forwards_bounced;
+      EndAttempt(p, "bounced");
     } else {
       ++stats_.forward_failures;
+      EndAttempt(p, "failed");
     }
     p.excluded.push_back(p.slot);
     if (p.attempts < options_.max_forward_attempts) {
@@ -550,6 +573,7 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
   }
   ResponseSink* sink = p.sink;
   const uint64_t client_id = p.client_id;
+  EmitRoute(p, status.ToString());
   pending_.erase(it);
   ++stats_.failed;
   // The peer's own message names internal addresses; the host logs it, the client gets none.

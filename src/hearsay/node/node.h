@@ -60,6 +60,7 @@
 #include "hearsay/gossip/framer.h"
 #include "hearsay/gossip/listener.h"
 #include "hearsay/gossip/node.h"
+#include "hearsay/node/decision_record.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/prefix/peer_index.h"
 #include "hearsay/route/policy.h"
@@ -163,6 +164,10 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   // Leaves the cluster gracefully (gossip::Node::Leave); requests in flight continue.
   void Leave() { gossip_->Leave(); }
 
+  // Writes a decision record for every request this node routes or serves (decision_record.h);
+  // nullptr (the default) writes none. The recorder must outlive the node.
+  void SetRecorder(DecisionRecorder* recorder) { recorder_ = recorder; }
+
   // Uses exact global knowledge instead of gossip for peers' caches and loads (simulator only).
   void SetExactView(const ExactClusterView* view) { exact_ = view; }
 
@@ -186,6 +191,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void OnPeerLoad(const NodeId& id, Generation generation, const gossip::LoadReport& load) override;
 
   // engine::EngineObserver (the node's own engine).
+  void OnAdmitted(engine::RequestId id, const engine::Admission& admission) override;
   void OnFirstToken(engine::RequestId id, const engine::FirstToken& first) override;
   void OnTokens(engine::RequestId id, std::span<const engine::TokenId> tokens) override;
   void OnText(engine::RequestId id, std::string_view text) override;
@@ -217,6 +223,11 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     int attempts = 0;
     std::vector<route::Slot> excluded;
     bool first_sent = false;
+    // Served here: the engine's queue wait (engine::Admission) and when it was submitted.
+    Duration queued{-1};
+    TimePoint submitted{};
+    // With a recorder, the request's decision record so far (client requests only).
+    std::unique_ptr<RouteRecord> record;
   };
   // Forwarded-to-peer events come back through this adapter.
   class ForwardSink;
@@ -233,13 +244,20 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void Finish(uint64_t token);
   // Forward events.
   void OnForwardFirst(uint64_t token, const PeerFirstToken& first);
-  // Whether this node would answer the forwarded `request` later than it asks (see
-  // NodeOptions::bounce_margin_ms), and sending it back unserved.
-  bool ShouldBounce(const PeerRequest& request) const;
+  // This node's expected time to first token for the forwarded `request`, in ms, priced like the
+  // self candidate the sender's policy compared against; above the sender's bounce_above_ms plus
+  // NodeOptions::bounce_margin_ms it is sent back unserved (Bounce).
+  double OwnEstimateMs(const PeerRequest& request) const;
   void Bounce(uint64_t token);
   void OnForwardOutput(uint64_t token, const PeerOutput& output);
   void OnForwardComplete(uint64_t token, const PeerUsage& usage);
   void OnForwardError(uint64_t token, const Status& status, bool before_first_token);
+  // Decision records (node_records.cc); each does nothing without a recorder.
+  void RecordAttempt(Pending& p, const route::Decision& d);
+  void EndAttempt(Pending& p, std::string_view result);
+  void RecordFirstToken(Pending& p, const std::string& served_by, uint32_t cached);
+  void EmitRoute(Pending& p, std::string error);
+  void EmitServe(const Pending& p, uint32_t prompt_tokens, uint32_t cached, double own_estimate_ms);
 
   NodeOptions options_;
   engine::Engine& engine_;
@@ -251,6 +269,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   std::unique_ptr<ForwardSink> forward_sink_;
   std::unique_ptr<gossip::Node> gossip_;
   const ExactClusterView* exact_ = nullptr;
+  DecisionRecorder* recorder_ = nullptr;
   prefix::PeerIndex peer_index_;
   // Invariants: peers_[s] describes the peer in PeerIndex slot s (live iff the index holds it);
   // route slot = PeerIndex slot + 1; route slot 0 is self.

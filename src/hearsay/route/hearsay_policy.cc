@@ -37,13 +37,16 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     return IsUsable(c) && (!any_calm || !c.load.overloaded);
   };
 
-  if (scratch_.size() < candidates.size()) scratch_.resize(candidates.size());
+  prices_.resize(candidates.size());
+  estimates_.resize(candidates.size());
   // NaN never compares <= anything, so a skipped candidate is never in the tie band.
   constexpr double kSkip = std::numeric_limits<double>::quiet_NaN();
   double best = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
-    scratch_[i] = {kSkip, 0, 0};
+    Price& price = prices_[i];
+    price = Price{.slot = c.slot, .cost_ms = kSkip};
+    estimates_[i] = 0;
     if (!eligible(c)) continue;
     const auto unsent =
         ledger_.Unreported(c.slot, request.now, c.load.age, c.one_way_delay, horizon_);
@@ -56,7 +59,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
       const double upper = std::min(prompt, double(c.cached_tokens_max));
       credit += fill(c.slot) * std::max(0.0, upper - credit);
     }
-    scratch_[i].estimate = credit;
+    estimates_[i] = credit;
     if (!c.cache_exact) {
       const double age_ratio = ToSeconds(c.cache_age) / ToSeconds(params_.stale_half_life);
       credit *= confidence(c.slot) / (1 + std::max(0.0, age_ratio));
@@ -65,31 +68,33 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     // busy_wait_ms is on the cost model's hardware: a member k times slower drains k times slower.
     const double busy_ms = params_.busy_wait_ms * CostScale(c);
     if (wait > busy_ms) credit *= busy_ms / wait;
-    const double prefill = PrefillPartMs(cost_, c, prompt, credit);
-    scratch_[i].cost = DelayMs(c, params_.forward_overhead_ms) + wait + prefill;
-    scratch_[i].prefill_ms = prefill;
-    if (scratch_[i].cost < best) best = scratch_[i].cost;
+    price.delay_ms = DelayMs(c, params_.forward_overhead_ms);
+    price.wait_ms = wait;
+    price.credit_tokens = credit;
+    price.prefill_ms = PrefillPartMs(cost_, c, prompt, credit);
+    price.cost_ms = price.delay_ms + wait + price.prefill_ms;
+    if (price.cost_ms < best) best = price.cost_ms;
   }
   // Only reachable if every price overflowed: nothing sensible to compare, so serve here.
   if (!std::isfinite(best)) return ServeLocally(request, Reason::kNoCandidate);
 
   const double band = best + std::max(params_.near_tie_fraction * best, params_.near_tie_ms);
   size_t ties = 0;
-  for (size_t i = 0; i < candidates.size(); ++i) ties += scratch_[i].cost <= band ? 1 : 0;
+  for (size_t i = 0; i < candidates.size(); ++i) ties += prices_[i].cost_ms <= band ? 1 : 0;
   const int pick = PickUniform(
-      candidates, [&](const Candidate&, size_t i) { return scratch_[i].cost <= band; }, rng);
+      candidates, [&](const Candidate&, size_t i) { return prices_[i].cost_ms <= band; }, rng);
   const Candidate& chosen = candidates[pick];
 
   Decision d;
   d.slot = chosen.slot;
-  d.expected_ttft_ms = scratch_[pick].cost;
+  d.expected_ttft_ms = prices_[pick].cost_ms;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (int(i) == pick || !(scratch_[i].cost < std::numeric_limits<double>::infinity())) continue;
-    if (d.fallback_ttft_ms < 0 || scratch_[i].cost < d.fallback_ttft_ms) {
-      d.fallback_ttft_ms = scratch_[i].cost;
+    if (int(i) == pick || !(prices_[i].cost_ms < std::numeric_limits<double>::infinity())) continue;
+    if (d.fallback_ttft_ms < 0 || prices_[i].cost_ms < d.fallback_ttft_ms) {
+      d.fallback_ttft_ms = prices_[i].cost_ms;
     }
   }
-  d.estimated_cached_tokens = static_cast<uint32_t>(scratch_[pick].estimate);
+  d.estimated_cached_tokens = static_cast<uint32_t>(estimates_[pick]);
   if (!chosen.cache_exact && chosen.cached_tokens_max > chosen.cached_tokens &&
       chosen.slot < kMaxTrackedSlots) {
     gaps_[request.request_id % kGaps] = {request.request_id, chosen.slot, chosen.cached_tokens,
@@ -104,7 +109,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   last_slot_ = chosen.slot;
   last_new_tokens_ =
       request.prompt_tokens - std::min(request.prompt_tokens, d.estimated_cached_tokens);
-  last_service_ms_ = scratch_[pick].prefill_ms;
+  last_service_ms_ = prices_[pick].prefill_ms;
   return d;
 }
 

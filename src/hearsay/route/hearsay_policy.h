@@ -54,6 +54,7 @@ class HearsayPolicy final : public Policy {
   void OnSent(Slot slot, const RouteRequest& request) override;
   void OnOutcome(const Outcome& outcome) override;
   void OnMemberReset(Slot slot) override;
+  std::span<const Price> LastPrices() const override { return prices_; }
 
   // The learned confidence in `slot`'s cache estimates, in [min_confidence, 1] (1 if unknown).
   double confidence(Slot slot) const;
@@ -98,13 +99,10 @@ class HearsayPolicy final : public Policy {
   // The expected queue wait at peer `c` from a report that `drained_ms` prices as of now:
   // blended into the member's mean wait as the report ages (HearsayParams::queue_memory).
   double StaleWaitMs(const Candidate& c, double drained_ms);
-  // Per-candidate prices of the current Choose() (infinite when skipped), reused across calls.
-  struct Price {
-    double cost;
-    double prefill_ms;
-    double estimate;  // cached tokens believed held, before discounts
-  };
-  std::vector<Price> scratch_;
+  // Per-candidate prices of the current Choose() (cost NaN when skipped), reused across calls,
+  // and the cached tokens believed held before discounts.
+  std::vector<Price> prices_;
+  std::vector<double> estimates_;
   // The last decision, so OnSent() can record the tokens expected to be computed there.
   uint64_t last_id_ = 0;
   Slot last_slot_ = kNoSlot;

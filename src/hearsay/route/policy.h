@@ -152,6 +152,19 @@ struct Decision {
   Reason reason = Reason::kLocalPolicy;
 };
 
+// One candidate's price in the policy's last decision, for decision records (node/decision_record.h):
+// the parts of its expected time to first token, in ms.
+struct Price {
+  Slot slot = kNoSlot;
+  double delay_ms = 0;
+  double wait_ms = 0;
+  // The cached tokens the price assumes, after the policy's discounts.
+  double credit_tokens = 0;
+  double prefill_ms = 0;
+  // What the policy minimizes: delay + wait + prefill, plus any term of its own.
+  double cost_ms = 0;
+};
+
 // What happened to a dispatched request, once its first token arrived.
 struct Outcome {
   Slot slot = 0;
@@ -190,6 +203,10 @@ class Policy {
 
   // Forgets everything learned about `slot` (the member restarted, or the slot was reused).
   virtual void OnMemberReset(Slot slot) { (void)slot; }
+
+  // The prices of the last DoChoose() call, one per candidate it priced (in candidate order),
+  // valid until the next call; empty for policies that price nothing and after a forced choice.
+  virtual std::span<const Price> LastPrices() const { return {}; }
 
  protected:
   // Called by Choose() only when the request was not forwarded and at least one candidate is

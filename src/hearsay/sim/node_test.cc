@@ -278,5 +278,81 @@ TEST(NodeTest, BadRequestIsRejectedWithoutSideEffects) {
   EXPECT_EQ(c->node(0).stats().forward_attempts, 0u);
 }
 
+// Keeps every decision record.
+struct RecordLog final : DecisionRecorder {
+  std::vector<RouteRecord> routes;
+  std::vector<ServeRecord> serves;
+  void OnRoute(const RouteRecord& r) override { routes.push_back(r); }
+  void OnServe(const ServeRecord& r) override { serves.push_back(r); }
+};
+
+TEST(NodeTest, DecisionRecordsTellTheBounceThePricesAndWhatTheEngineDid) {
+  auto c = MakeCluster("hearsay");
+  RecordLog log;
+  for (int i = 0; i < c->size(); ++i) c->node(i).SetRecorder(&log);
+  Recorder rec;
+  c->node(1).Submit(Req(1, Prompt(13, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  for (uint64_t i = 0; i < 20; ++i) {
+    c->node(1).Submit(Req(100 + i, Prompt(1000 + uint32_t(i), 4000, 1, 10), true), &rec);
+  }
+  c->node(0).Submit(Req(2, Prompt(13, 2048, 2, 40)), &rec);
+  c->scheduler().RunFor(FromSeconds(10));
+  ASSERT_TRUE(rec.by_id[2].complete);
+
+  // One route record: the client request at n0, forwarded to the holder n1, bounced, then
+  // served elsewhere.
+  ASSERT_EQ(log.routes.size(), 1u);
+  const RouteRecord& r = log.routes[0];
+  EXPECT_EQ(r.entry, "n0");
+  EXPECT_EQ(r.request, 2u);
+  EXPECT_EQ(r.policy, "hearsay");
+  EXPECT_EQ(r.prompt_tokens, 2088u);
+  ASSERT_EQ(r.attempts.size(), 2u);
+  EXPECT_EQ(r.attempts[0].chosen, "n1");
+  EXPECT_EQ(r.attempts[0].result, "bounced");
+  EXPECT_EQ(r.attempts[1].result, "served");
+  EXPECT_NE(r.attempts[1].chosen, "n1");
+  EXPECT_EQ(r.served_by, r.attempts[1].chosen);
+  ASSERT_EQ(r.attempts[0].candidates.size(), 3u);
+  for (const CandidateRecord& cand : r.attempts[0].candidates) {
+    ASSERT_TRUE(cand.priced) << cand.node;
+    EXPECT_NEAR(cand.price.cost_ms,
+                cand.price.delay_ms + cand.price.wait_ms + cand.price.prefill_ms, 1e-6);
+    if (cand.node == "n1") {
+      EXPECT_GT(cand.cached_tokens, 1500u);
+      EXPECT_NEAR(cand.price.cost_ms, r.attempts[0].expected_ttft_ms, 1e-6);
+    }
+  }
+  EXPECT_GT(r.ttft_ms, 0);
+  EXPECT_GE(r.e2e_ms, r.ttft_ms);
+  EXPECT_TRUE(r.error.empty());
+
+  // Serve records: n1 bounced request 2 of n0, and the node that served it says how long its
+  // engine queued and prefilled it; n1's own 21 requests are there too.
+  int bounced = 0;
+  int served_for_n0 = 0;
+  for (const ServeRecord& s : log.serves) {
+    if (s.entry != "n0") continue;
+    EXPECT_EQ(s.request, 2u);
+    EXPECT_TRUE(s.forwarded);
+    if (s.bounced) {
+      ++bounced;
+      EXPECT_EQ(s.node, "n1");
+      EXPECT_GT(s.own_estimate_ms, s.bounce_above_ms);
+    } else {
+      ++served_for_n0;
+      EXPECT_EQ(s.node, r.served_by);
+      EXPECT_EQ(s.cached_tokens, r.cached_tokens);
+      EXPECT_GE(s.queued_ms, 0);
+      EXPECT_GT(s.prefill_ms, 0);
+      EXPECT_LE(s.queued_ms + s.prefill_ms, r.ttft_ms);
+    }
+  }
+  EXPECT_EQ(bounced, 1);
+  EXPECT_EQ(served_for_n0, 1);
+  EXPECT_EQ(log.serves.size(), 23u);
+}
+
 }  // namespace
 }  // namespace hearsay::node

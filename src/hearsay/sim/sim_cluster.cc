@@ -135,6 +135,7 @@ Status SimCluster::Build(int i, Transport& transport) {
   HEARSAY_ASSIGN_OR_RETURN(m.node, node::Node::Create(std::move(no), *m.engine, keyer_, *m.sched,
                                                       *m.rng, transport, *m.client));
   if (options_.policy == "oracle") m.node->SetExactView(this);
+  m.node->SetRecorder(options_.recorder);
   m.proxy->node = m.node.get();
   m.up = true;
   return OkStatus();

@@ -44,6 +44,8 @@ struct SimClusterOptions {
   engine::SimEngineOptions engine;
   uint32_t block_tokens = 16;
   Duration publish_interval = FromMillis(100);
+  // Every node's decision records go here (node::Node::SetRecorder); nullptr = none. Borrowed.
+  node::DecisionRecorder* recorder = nullptr;
 };
 
 class SimCluster final : public node::ExactClusterView {

@@ -184,22 +184,6 @@ nlohmann::json ToJson(const SimSummary& s) {
   return j;
 }
 
-Status WriteRecordsCsv(const std::vector<RequestRecord>& records, const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return InternalError("cannot write request records to " + path);
-  std::fprintf(f,
-               "id,arrival_ms,entry_node,served_node,subject,prompt_tokens,"
-               "shareable_prefix_tokens,cached_tokens,ttft_ms\n");
-  for (const RequestRecord& r : records) {
-    std::fprintf(f, "%llu,%.3f,%u,%d,%d,%u,%u,%u,%.3f\n", static_cast<unsigned long long>(r.id),
-                 r.arrival_ms, r.entry_node, r.served_node, r.subject, r.prompt_tokens,
-                 r.shareable_prefix_tokens, r.cached_tokens, r.ttft_ms);
-  }
-  const bool ok = std::ferror(f) == 0;
-  if (std::fclose(f) != 0 || !ok) return InternalError("cannot write request records to " + path);
-  return OkStatus();
-}
-
 namespace {
 
 // Arrival rate: rho x nodes / mean service time, measured on a probe of the workload.
@@ -290,6 +274,11 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
 }  // namespace
 
 Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
+  return RunSimRecorded(config, progress, nullptr);
+}
+
+Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& progress,
+                                  node::DecisionRecorder* recorder) {
   const auto wall_start = std::chrono::steady_clock::now();
   HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(config));
   HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cost,
@@ -315,7 +304,11 @@ Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
                            MakeWorkload(config, rate, trace, total));
 
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster,
-                           SimCluster::Create(ClusterOptions(config, cost, eo)));
+                           SimCluster::Create([&] {
+                             SimClusterOptions co = ClusterOptions(config, cost, eo);
+                             co.recorder = recorder;
+                             return co;
+                           }()));
 
   simenv::VirtualScheduler& sched = cluster->scheduler();
   cluster->StartAll();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "hearsay/common/status.h"
+#include "hearsay/node/decision_record.h"
 #include "hearsay/sim/sim_config.h"
 
 namespace hearsay::sim {
@@ -95,15 +96,14 @@ struct SimSummary {
 // The summary as one JSON object (field names as above).
 nlohmann::json ToJson(const SimSummary& summary);
 
-// Writes `records` as CSV (a header line, then one line per record, fields as in RequestRecord)
-// to `path`. INTERNAL naming the path if it cannot be written.
-Status WriteRecordsCsv(const std::vector<RequestRecord>& records, const std::string& path);
-
 // Called now and then during a run with (requests completed, requests expected).
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
 // Runs one simulation. Errors: INVALID_ARGUMENT for a bad config (see ValidateSimConfig),
 // NOT_FOUND for an unknown policy, preset or unreadable trace.
 Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress = {});
+// The same, with every node's decision records going to `recorder`.
+Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& progress,
+                                  node::DecisionRecorder* recorder);
 
 }  // namespace hearsay::sim

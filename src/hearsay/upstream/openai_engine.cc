@@ -230,6 +230,7 @@ bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
   }
   if (c.completion_tokens) r.usage.completion_tokens = *c.completion_tokens;
   if (c.cached_tokens) r.usage.cached_tokens = *c.cached_tokens;
+  if (c.prompt_ms && !r.first_sent) r.prompt_ms = *c.prompt_ms;
   if (c.prompt_ms && c.prompt_computed_tokens && *c.prompt_computed_tokens > 0 && !r.first_sent) {
     const double per_token = *c.prompt_ms / *c.prompt_computed_tokens;
     prefill_ms_per_token_ =
@@ -262,7 +263,10 @@ bool OpenAiEngine::EnsureFirstToken(RequestId id) {
   const uint32_t prompt = r.have_usage_prompt ? r.usage.prompt_tokens : r.prompt_len;
   const uint32_t cached =
       r.evidence_applied ? r.usage.cached_tokens : static_cast<uint32_t>(r.estimate);
-  engine::Admission adm{prompt, cached, scheduler_.clock().Now() - r.submitted};
+  // The time to first token less the upstream's own prefill time, when it reports one.
+  Duration queued = scheduler_.clock().Now() - r.submitted;
+  if (r.prompt_ms >= 0) queued = std::max(Duration{0}, queued - FromMillis(r.prompt_ms));
+  engine::Admission adm{prompt, cached, queued};
   engine::EngineObserver* obs = r.observer;
   obs->OnAdmitted(id, adm);
   if (!live_.contains(id)) return false;

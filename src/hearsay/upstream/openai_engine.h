@@ -134,6 +134,8 @@ class OpenAiEngine final : public engine::Engine {
     uint32_t prompt_len = 0;     // node tokens
     size_t estimate = 0;      // node tokens believed cached at send
     TimePoint submitted{};
+    // The upstream's own prefill time (llama.cpp's timings.prompt_ms), < 0 until reported.
+    double prompt_ms = -1;
     TimerId first_token_timer = kNoTimer;
     int http_status = 0;
     std::string error_body;
