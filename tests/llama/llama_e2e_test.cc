@@ -1,8 +1,11 @@
-// End-to-end proof on a real engine: 3 hearsay nodes, each fronting its own llama.cpp
+// End-to-end proof on a real engine: 4 hearsay nodes, each fronting its own llama.cpp
 // llama-server (a small random-weight Llama, scripts/setup-llama.sh), serve an MMLU-like workload
-// (shared few-shot prefixes per subject) once with the `random` policy and once with `hearsay`.
+// (shared few-shot prefixes per subject; open loop, the setting of `hearsay demo --engine llama`)
+// once with each of `hearsay`, `paper` (the paper's longest-prefix policy) and `least-loaded`.
 // From llama-server's own reported cached tokens (usage.prompt_tokens_details.cached_tokens, as
-// relayed by the nodes), hearsay must get a higher token-level hit rate and a lower mean TTFT.
+// relayed by the nodes), hearsay must keep nearly all of paper's cache hits and far more than
+// least-loaded's, and its summed time to first token over the same request sequence must not be
+// worse than the better of the two beyond the run-to-run noise of a 2-core machine.
 //
 // Every run starts fresh llama-servers (empty caches). The llama build is cached outside the
 // tree; the first run builds it (minutes). The test skips, loudly, only when the build is
@@ -11,6 +14,7 @@
 // Arguments (from CMake): <setup-llama.sh> <make_llama2c_model> <hearsay binary>.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,7 +36,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr size_t kNodes = 3;
+constexpr size_t kNodes = 4;
 // Host-memory prompt cache per llama-server, MiB: small, so caches are capacity-limited and where
 // a request lands matters (about 16k tokens at 4 KiB/token for this model: some ten prompts).
 constexpr int kCacheRamMib = 64;
@@ -45,22 +49,23 @@ constexpr uint64_t kCapacityTokens = 16384;
 constexpr const char* kUpstreamFirstTokenTimeoutMs = "120000";
 constexpr const char* kForwardTimeoutMs = "150000";
 constexpr auto kClientTimeout = 180s;
-// The workload: the same requests, in the same order, for both policies.
-constexpr uint64_t kRequests = 150;
-constexpr uint64_t kWorkloadSeed = 7;
-constexpr double kZipf = 0.8;
-// Requests in flight at once, fewer than the servers: with as many as servers, every request that
-// waits for its cache holder leaves another server idle, and the policy rightly spreads them.
-constexpr size_t kConcurrency = 2;
-// What hearsay must beat random by. The hit rate, from llama-server's own counts, is the robust
-// figure (1.22-1.41x measured, docs/engines.md); mean TTFT, from the clients' clocks, follows
-// it but also moves with the machine's other load between the two runs, so it must only be lower.
-constexpr double kMinHitRateRatio = 1.15;
-constexpr double kMaxMeanTtftRatio = 1.0;
+// The workload: the same requests, arrival times and entry points for every policy.
+constexpr uint64_t kRequests = 120;
+constexpr uint64_t kWorkloadSeed = 1;
+constexpr double kZipf = 1.0;
+constexpr double kRatePerS = 2.0;
+// The bars. The hit rate, from llama-server's own counts, is the robust figure: it hardly moves
+// with the machine's other load. Summed TTFT, from the clients' clocks, also moves with that load
+// between the runs (the same policy's mean varied by up to 1.6x between two idle runs), so it has
+// a margin.
+constexpr double kMinHitRateVsPaper = 0.95;
+constexpr double kMinHitRateVsLeastLoaded = 1.15;
+constexpr double kMaxTtftSumVsBest = 1.25;
 
 struct PolicyResult {
   std::string policy;
   loadgen::BenchSummary summary;
+  double ttft_sum_ms = 0;  // over the completed requests
 };
 
 Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& dir) {
@@ -76,7 +81,7 @@ Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& dir
   o.policy = policy;
   o.capacity_tokens = kCapacityTokens;
   o.engine = "openai";
-  o.extra_flags = {"--upstream-flavor", "llamacpp", "--context-tokens", "8192"};
+  o.extra_flags = {"--upstream-flavor", "llamacpp"};
   o.extra_flags.insert(o.extra_flags.end(),
                        {"--upstream-first-token-timeout-ms", kUpstreamFirstTokenTimeoutMs,
                         "--forward-timeout-ms", kForwardTimeoutMs});
@@ -89,14 +94,14 @@ Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& dir
   spec.workload = "mmlu";
   spec.requests = kRequests;
   spec.zipf = kZipf;
+  spec.rate_per_s = kRatePerS;
   spec.targets = kNodes;
   spec.seed = kWorkloadSeed;
   spec.model = "hearsay-sim";
   HEARSAY_ASSIGN_OR_RETURN(loadgen::RequestSource source, loadgen::RequestSource::Create(spec));
   loadgen::LoadOptions lo;
   for (size_t i = 0; i < kNodes; ++i) lo.targets.push_back(cluster->node(i).http_address);
-  lo.mode = loadgen::LoadMode::kClosedLoop;
-  lo.concurrency = kConcurrency;
+  lo.mode = loadgen::LoadMode::kOpenLoop;
   lo.max_requests = spec.requests;
   lo.response_timeout = kClientTimeout;
   lo.idle_timeout = kClientTimeout;
@@ -105,6 +110,9 @@ Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& dir
   PolicyResult r;
   r.policy = policy;
   r.summary = loadgen::Summarize(out.results, out.elapsed, kNodes);
+  for (const loadgen::RequestResult& result : out.results) {
+    if (result.ttft) r.ttft_sum_ms += ToMillis(*result.ttft);
+  }
   if (r.summary.failed > 0) {
     std::fprintf(stderr, "%s: %llu failed requests; node logs:\n%s\n", policy.c_str(),
                  static_cast<unsigned long long>(r.summary.failed),
@@ -113,7 +121,7 @@ Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& dir
   return r;
 }
 
-TEST(LlamaEndToEnd, HearsayBeatsRandomOnRealLlamaServers) {
+TEST(LlamaEndToEnd, HearsayKeepsPapersHitsAndMatchesTheBestTtftOnRealLlamaServers) {
   Status setup = launch::EnsureLlamaSetup(g_setup_script, g_model_tool);
   if (setup.code() == StatusCode::kFailedPrecondition) {
     GTEST_SKIP() << "\n\n*** SKIPPED: " << setup.message()
@@ -124,37 +132,41 @@ TEST(LlamaEndToEnd, HearsayBeatsRandomOnRealLlamaServers) {
   auto dir = launch::TempDir::Create("hearsay-llama-e2e");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   std::vector<PolicyResult> results;
-  for (const char* policy : {"random", "hearsay"}) {
+  for (const char* policy : {"hearsay", "paper", "least-loaded"}) {
     auto r = RunPolicy(policy, dir.value()->path());
     ASSERT_TRUE(r.ok()) << policy << ": " << r.status().ToString();
     results.push_back(std::move(r).value());
   }
   std::printf(
-      "\nllama.cpp end-to-end (3 nodes x llama-server, MMLU-like, %llu requests, Zipf %.1f, seed "
-      "%llu, closed loop %zu):\n",
-      static_cast<unsigned long long>(kRequests), kZipf,
-      static_cast<unsigned long long>(kWorkloadSeed), kConcurrency);
-  std::printf("%-8s %9s %13s %12s %12s %10s %11s %7s\n", "policy", "hit_rate", "mean_ttft_ms",
-              "p50_ttft_ms", "p99_ttft_ms", "cached", "prompt", "failed");
+      "\nllama.cpp end-to-end (%zu nodes x llama-server, MMLU-like, %llu requests, Zipf %.1f, "
+      "seed %llu, open loop %.1f req/s):\n",
+      kNodes, static_cast<unsigned long long>(kRequests), kZipf,
+      static_cast<unsigned long long>(kWorkloadSeed), kRatePerS);
+  std::printf("%-13s %9s %13s %12s %12s %13s %10s %7s\n", "policy", "hit_rate", "mean_ttft_ms",
+              "p50_ttft_ms", "p99_ttft_ms", "ttft_sum_ms", "cached", "failed");
   for (const PolicyResult& r : results) {
-    std::printf("%-8s %9.3f %13.1f %12.1f %12.1f %10llu %11llu %7llu\n", r.policy.c_str(),
+    std::printf("%-13s %9.3f %13.1f %12.1f %12.1f %13.0f %10llu %7llu\n", r.policy.c_str(),
                 r.summary.hit_rate, r.summary.ttft.mean_ms, r.summary.ttft.p50_ms,
-                r.summary.ttft.p99_ms, static_cast<unsigned long long>(r.summary.cached_tokens),
-                static_cast<unsigned long long>(r.summary.prompt_tokens),
+                r.summary.ttft.p99_ms, r.ttft_sum_ms,
+                static_cast<unsigned long long>(r.summary.cached_tokens),
                 static_cast<unsigned long long>(r.summary.failed));
   }
-  const auto& random = results[0].summary;
-  const auto& hearsay = results[1].summary;
-  std::printf("hearsay/random: hit rate %.2fx, mean TTFT %.2fx\n",
-              random.hit_rate > 0 ? hearsay.hit_rate / random.hit_rate : 0.0,
-              random.ttft.mean_ms > 0 ? hearsay.ttft.mean_ms / random.ttft.mean_ms : 0.0);
-  EXPECT_EQ(random.failed, 0u);
-  EXPECT_EQ(hearsay.failed, 0u);
-  EXPECT_EQ(random.completed, kRequests);
-  EXPECT_EQ(hearsay.completed, kRequests);
-  EXPECT_GT(random.prompt_tokens, 0u);
-  EXPECT_GE(hearsay.hit_rate, kMinHitRateRatio * random.hit_rate);
-  EXPECT_LT(hearsay.ttft.mean_ms, kMaxMeanTtftRatio * random.ttft.mean_ms);
+  const PolicyResult& hearsay = results[0];
+  const PolicyResult& paper = results[1];
+  const PolicyResult& least = results[2];
+  const double best_sum = std::min(paper.ttft_sum_ms, least.ttft_sum_ms);
+  std::printf("hearsay: hit rate %.2fx paper's, %.2fx least-loaded's; TTFT sum %.2fx the best\n",
+              paper.summary.hit_rate > 0 ? hearsay.summary.hit_rate / paper.summary.hit_rate : 0,
+              least.summary.hit_rate > 0 ? hearsay.summary.hit_rate / least.summary.hit_rate : 0,
+              best_sum > 0 ? hearsay.ttft_sum_ms / best_sum : 0);
+  for (const PolicyResult& r : results) {
+    EXPECT_EQ(r.summary.failed, 0u) << r.policy;
+    EXPECT_EQ(r.summary.completed, kRequests) << r.policy;
+    EXPECT_GT(r.summary.prompt_tokens, 0u) << r.policy;
+  }
+  EXPECT_GE(hearsay.summary.hit_rate, kMinHitRateVsPaper * paper.summary.hit_rate);
+  EXPECT_GE(hearsay.summary.hit_rate, kMinHitRateVsLeastLoaded * least.summary.hit_rate);
+  EXPECT_LE(hearsay.ttft_sum_ms, kMaxTtftSumVsBest * best_sum);
   if (HasFailure()) {
     dir.value()->Keep();
     std::fprintf(stderr, "llama-server logs kept in %s\n", dir.value()->path().c_str());

@@ -268,6 +268,10 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
     // per token than the default model): without this, cache savings would be priced at GPU speed
     // against real queue waits, and routing would all but ignore the caches.
     no.price_by_measured_prefill = true;
+    // Measured speeds and queues err by tens of percent (decision records: a CPU llama.cpp's
+    // prefill came in at 0.5-2x the price), so a peer bounces a forward only when it is well
+    // past what was asked, not on noise.
+    no.bounce_margin_fraction = 0.5;
   }
   HEARSAY_ASSIGN_OR_RETURN(
       node_, node::Node::Create(std::move(no), *engine_, keyer, *scheduler_, *rng_, *transport_,

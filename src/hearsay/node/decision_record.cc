@@ -31,6 +31,7 @@ nlohmann::json ToJson(const CandidateRecord& c) {
                                           {"wait_ms", Ms(c.price.wait_ms)},
                                           {"credit_tokens", Ms(c.price.credit_tokens)},
                                           {"prefill_ms", Ms(c.price.prefill_ms)},
+                                          {"work_ms", Ms(c.price.work_ms)},
                                           {"cost_ms", Ms(c.price.cost_ms)}};
   }
   return j;
@@ -43,7 +44,8 @@ nlohmann::json ToJson(const RouteRecord& r) {
   for (const RouteAttempt& a : r.attempts) {
     nlohmann::json candidates = nlohmann::json::array();
     for (const CandidateRecord& c : a.candidates) candidates.push_back(ToJson(c));
-    attempts.push_back({{"candidates", std::move(candidates)},
+    attempts.push_back({{"at_ms", Ms(a.at_ms)},
+                        {"candidates", std::move(candidates)},
                         {"chosen", a.chosen},
                         {"reason", a.reason},
                         {"expected_ttft_ms", Ms(a.expected_ttft_ms)},

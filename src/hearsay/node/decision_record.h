@@ -49,6 +49,8 @@ struct CandidateRecord {
 
 // One routing decision for a request.
 struct RouteAttempt {
+  // When the decision was made, in ms after the request arrived.
+  double at_ms = 0;
   std::vector<CandidateRecord> candidates;
   std::string chosen;
   std::string reason;

@@ -240,12 +240,15 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
   p.client_id = request.id;
   p.sink = sink;
   p.request = std::move(request);
+  p.prompt_tokens = static_cast<uint32_t>(p.request.prompt.size());
   p.arrived = scheduler_.clock().Now();
   if (p.request.forwarded) {
     if (p.request.bounce_above_ms > 0) {
       const double mine = OwnEstimateMs(p.request);
-      if (mine > p.request.bounce_above_ms + options_.bounce_margin_ms) {
-        EmitServe(p, static_cast<uint32_t>(p.request.prompt.size()), 0, mine);
+      const double limit = p.request.bounce_above_ms * (1 + options_.bounce_margin_fraction) +
+                           options_.bounce_margin_ms;
+      if (mine > limit) {
+        EmitServe(p, p.prompt_tokens, 0, mine);
         Bounce(token);
         return;
       }
@@ -435,6 +438,16 @@ void Node::ServeHere(uint64_t token) {
   });
 }
 
+uint32_t Node::InNodeTokens(uint32_t engine_tokens, uint32_t engine_prompt_tokens,
+                           const Pending& p) {
+  const size_t prompt = p.prompt_tokens;
+  if (engine_prompt_tokens == 0 || engine_prompt_tokens == prompt) {
+    return static_cast<uint32_t>(std::min<size_t>(engine_tokens, prompt));
+  }
+  const double scaled = double(engine_tokens) * double(prompt) / double(engine_prompt_tokens);
+  return static_cast<uint32_t>(std::min(scaled, double(prompt)));
+}
+
 void Node::OnAdmitted(engine::RequestId id, const engine::Admission& admission) {
   auto it = pending_.find(id);
   if (it != pending_.end()) it->second.queued = admission.queued;
@@ -456,13 +469,13 @@ void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
     o.now = scheduler_.clock().Now();
     o.prompt_tokens = first.prompt_tokens;
     o.estimated_cached_tokens = p.estimated_cached;
-    o.actual_cached_tokens = first.cached_tokens;
+    o.actual_cached_tokens = InNodeTokens(first.cached_tokens, first.prompt_tokens, p);
     o.ttft = o.now - p.arrived;
     policy_->OnOutcome(o);
     ++stats_.served_local;
     stats_.estimated_cached_tokens += p.estimated_cached;
-    stats_.actual_cached_tokens += first.cached_tokens;
-    RecordFirstToken(p, options_.id, first.cached_tokens);
+    stats_.actual_cached_tokens += o.actual_cached_tokens;
+    RecordFirstToken(p, options_.id, o.actual_cached_tokens);
   }
   p.sink->OnFirstToken(p.client_id,
                        PeerFirstToken{first.prompt_tokens, first.cached_tokens, options_.id});
@@ -513,12 +526,12 @@ void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
   o.now = scheduler_.clock().Now();
   o.prompt_tokens = first.prompt_tokens;
   o.estimated_cached_tokens = p.estimated_cached;
-  o.actual_cached_tokens = first.cached_tokens;
+  o.actual_cached_tokens = InNodeTokens(first.cached_tokens, first.prompt_tokens, p);
   o.ttft = o.now - p.arrived;
   policy_->OnOutcome(o);
   stats_.estimated_cached_tokens += p.estimated_cached;
-  stats_.actual_cached_tokens += first.cached_tokens;
-  RecordFirstToken(p, first.served_by, first.cached_tokens);
+  stats_.actual_cached_tokens += o.actual_cached_tokens;
+  RecordFirstToken(p, first.served_by, o.actual_cached_tokens);
   p.sink->OnFirstToken(p.client_id, first);
 }
 

@@ -108,6 +108,10 @@ struct NodeOptions {
   // so the target is the only one who knows its queue now, when it matters. < 0 = never ask a
   // peer to bounce (a node always honours what a sender asks).
   double bounce_margin_ms = 1.0;
+  // The same margin as a fraction of what the sender asked: a node bounces only above
+  // bounce_above × (1 + bounce_margin_fraction) + bounce_margin_ms, because its own estimate and
+  // the sender's are both only estimates (on a CPU engine they are off by tens of percent).
+  double bounce_margin_fraction = 0.0;
 };
 
 // Counters of one node (monotone).
@@ -216,6 +220,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     uint64_t client_id = 0;
     ResponseSink* sink = nullptr;
     PeerRequest request;
+    // request.prompt's length (ServeHere moves the prompt into the engine).
+    uint32_t prompt_tokens = 0;
     std::vector<prefix::BlockKey> keys;
     TimePoint arrived{};
     route::Slot slot = 0;
@@ -252,6 +258,10 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void OnForwardOutput(uint64_t token, const PeerOutput& output);
   void OnForwardComplete(uint64_t token, const PeerUsage& usage);
   void OnForwardError(uint64_t token, const Status& status, bool before_first_token);
+  // `engine_tokens` counted by an engine whose own count of p's prompt is engine_prompt_tokens
+  // (an upstream tokenizes its own way), in this node's tokens: what the policy estimates in.
+  static uint32_t InNodeTokens(uint32_t engine_tokens, uint32_t engine_prompt_tokens,
+                               const Pending& p);
   // Decision records (node_records.cc); each does nothing without a recorder.
   void RecordAttempt(Pending& p, const route::Decision& d);
   void EndAttempt(Pending& p, std::string_view result);

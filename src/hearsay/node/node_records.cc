@@ -37,9 +37,10 @@ void Node::RecordAttempt(Pending& p, const route::Decision& d) {
     p.record->request = p.client_id;
     p.record->policy = std::string(policy_->name());
     p.record->arrived_ms = ToMillis(p.arrived.time_since_epoch());
-    p.record->prompt_tokens = static_cast<uint32_t>(p.request.prompt.size());
+    p.record->prompt_tokens = p.prompt_tokens;
   }
   RouteAttempt a;
+  a.at_ms = ToMillis(scheduler_.clock().Now() - p.arrived);
   const std::span<const route::Price> prices =
       Priced(d.reason) ? policy_->LastPrices() : std::span<const route::Price>{};
   a.candidates.reserve(candidates_.size());

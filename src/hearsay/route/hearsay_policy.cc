@@ -25,7 +25,7 @@ double HearsayPolicy::fill(Slot slot) const {
 }
 
 Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Candidate> candidates,
-                                 int, Rng& rng) {
+                                 int self, Rng& rng) {
   const double prompt = request.prompt_tokens;
   const LeaseTable::Match lease = leases_.Find(request.key_chain, request.now);
   const double leased_tokens =
@@ -41,13 +41,16 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   estimates_.resize(candidates.size());
   // NaN never compares <= anything, so a skipped candidate is never in the tie band.
   constexpr double kSkip = std::numeric_limits<double>::quiet_NaN();
-  double best = std::numeric_limits<double>::infinity();
+  size_t priced = 0;
+  size_t busy = 0;
+  double least_prefill = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
     Price& price = prices_[i];
     price = Price{.slot = c.slot, .cost_ms = kSkip};
     estimates_[i] = 0;
     if (!eligible(c)) continue;
+    price.cost_ms = 0;  // priced
     const auto unsent =
         ledger_.Unreported(c.slot, request.now, c.load.age, c.one_way_delay, horizon_);
     double wait = WaitMs(cost_, c, unsent, params_.reported_wait_drain);
@@ -72,7 +75,16 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     price.wait_ms = wait;
     price.credit_tokens = credit;
     price.prefill_ms = PrefillPartMs(cost_, c, prompt, credit);
-    price.cost_ms = price.delay_ms + wait + price.prefill_ms;
+    ++priced;
+    busy += (c.load.queued + unsent.requests > 0) ? 1 : 0;
+    least_prefill = std::min(least_prefill, price.prefill_ms);
+  }
+  const double pressure = priced > 0 ? double(busy) / double(priced) : 0;
+  double best = std::numeric_limits<double>::infinity();
+  for (Price& price : prices_) {
+    if (std::isnan(price.cost_ms)) continue;
+    price.work_ms = params_.work_weight * pressure * (price.prefill_ms - least_prefill);
+    price.cost_ms = price.delay_ms + price.wait_ms + price.prefill_ms + price.work_ms;
     if (price.cost_ms < best) best = price.cost_ms;
   }
   // Only reachable if every price overflowed: nothing sensible to compare, so serve here.
@@ -81,13 +93,22 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   const double band = best + std::max(params_.near_tie_fraction * best, params_.near_tie_ms);
   size_t ties = 0;
   for (size_t i = 0; i < candidates.size(); ++i) ties += prices_[i].cost_ms <= band ? 1 : 0;
-  const int pick = PickUniform(
-      candidates, [&](const Candidate&, size_t i) { return prices_[i].cost_ms <= band; }, rng);
+  // A tie the entry node is part of is served here: no forward, and the prefix lands where this
+  // node's own next requests see it exactly rather than a gossip round late. Among peers alone
+  // it is drawn at random, so entry nodes sharing one view do not herd.
+  const bool self_tied = self >= 0 && prices_[self].cost_ms <= band;
+  const int pick = self_tied ? self
+                             : PickUniform(
+                                   candidates,
+                                   [&](const Candidate&, size_t i) {
+                                     return prices_[i].cost_ms <= band;
+                                   },
+                                   rng);
   const Candidate& chosen = candidates[pick];
 
   Decision d;
   d.slot = chosen.slot;
-  d.expected_ttft_ms = prices_[pick].cost_ms;
+  d.expected_ttft_ms = prices_[pick].cost_ms - prices_[pick].work_ms;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (int(i) == pick || !(prices_[i].cost_ms < std::numeric_limits<double>::infinity())) continue;
     if (d.fallback_ttft_ms < 0 || prices_[i].cost_ms < d.fallback_ttft_ms) {

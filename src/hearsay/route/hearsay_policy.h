@@ -1,7 +1,7 @@
-// `hearsay`: this project's policy. Sends each request where its expected time to first token
-// is lowest (ttft_estimate.h):
+// `hearsay`: this project's policy. Sends each request where its expected time to first token,
+// plus the price of the work it adds under load, is lowest (ttft_estimate.h):
 //
-//   cost(c) = delay(c) + queue_wait(c) + prefill(prompt - credit(c))
+//   cost(c) = delay(c) + queue_wait(c) + prefill(prompt - credit(c)) + work(c)
 //
 // - delay: 0 for self, 2 × one-way delay + forward overhead for a peer (request out, first token
 //   back), so when the network is slow it serves locally rather than forward to a cache.
@@ -21,9 +21,18 @@
 //   shared prefix to c (LeaseTable, lease_ttl), and cut by busy_wait_ms / queue_wait when the
 //   holder's queue wait exceeds busy_wait_ms (a busy LRU cache is likely to evict the prefix).
 //
-// Members that advertise overload are skipped unless every usable member does. Among costs within
-// max(near_tie_fraction × best, near_tie_ms) of the best it draws uniformly with the Rng, so many
-// entry nodes with the same view do not herd. The decision also carries the best other cost
+// - work(c): under load, the price of the extra work a miss adds, which later requests queue
+//   behind: work_weight × pressure × (prefill(c) − the least prefill any candidate offers), where
+//   pressure is the share of candidates with prefill backlog. A calm cluster absorbs extra work
+//   and the term fades; when the engines are the bottleneck a cache hit is not traded for a
+//   slightly shorter queue. (On llama.cpp with this term off, hearsay's hit rate fell to 0.6-0.9
+//   of the paper policy's; docs/benchmarks.md.)
+//
+// Members that advertise overload are skipped unless every usable member does. Costs within
+// max(near_tie_fraction × best, near_tie_ms) of the best are a tie: when the entry node is in it,
+// it serves the request (no forward; its own next requests then see the prefix exactly), else it
+// draws uniformly among the tied peers with the Rng, so many entry nodes with the same view do not
+// herd. The decision also carries the best other cost
 // (Decision::fallback_ttft_ms), which the node hands a peer it forwards to so that the peer can
 // bounce the request back when its exact queue makes it slower (node::NodeOptions). OnSent()
 // records the dispatch (ledger and lease); OnOutcome() updates the member's confidence.

@@ -77,6 +77,39 @@ TEST_F(HearsayPolicyTest, AvoidsABusyHolderWhoseQueueCostsMoreThanTheSaving) {
   EXPECT_EQ(d.slot, 1u);
 }
 
+TEST_F(HearsayPolicyTest, UnderLoadAMissIsPricedWithTheWorkItAdds) {
+  // The holder's queue (~65 ms) outweighs its saving (~48 ms) for this request's own TTFT.
+  Candidate holder = PeerCandidate(1, 0.5, 1536);
+  holder.load.queued = 1;
+  holder.load.queued_prefill_tokens = 1800;
+  Candidate other = PeerCandidate(2, 0.5, 0);
+  Candidate self = SelfCandidate(0);
+  // A calm cluster (only the holder is busy): the miss's extra work is a third as dear, and the
+  // shorter wait wins.
+  Decision d = Choose({self, holder, other});
+  EXPECT_NE(d.slot, 1u);
+  // Every member has prefill queued: the ~48 ms of extra prefill a miss adds is work the next
+  // requests queue behind, so the holder is worth its wait.
+  self.load.queued = 1;
+  self.load.queued_prefill_tokens = 16;
+  other.load.queued = 1;
+  other.load.queued_prefill_tokens = 16;
+  d = Choose({self, holder, other}, 2);
+  EXPECT_EQ(d.slot, 1u);
+  const std::span<const Price> prices = policy_.LastPrices();
+  ASSERT_EQ(prices.size(), 3u);
+  EXPECT_EQ(prices[1].work_ms, 0);  // the holder adds the least work
+  EXPECT_NEAR(prices[0].work_ms, prices[0].prefill_ms - prices[1].prefill_ms, 1e-9);
+  EXPECT_NEAR(d.expected_ttft_ms, prices[1].delay_ms + prices[1].wait_ms + prices[1].prefill_ms,
+              1e-9);
+  // Priced on this request's time to first token alone (work_weight 0), it is not.
+  PolicyOptions ttft_only;
+  ttft_only.hearsay.work_weight = 0;
+  HearsayPolicy plain(ttft_only);
+  const std::vector<Candidate> same = {self, holder, other};
+  EXPECT_NE(plain.Choose(MakeRequest(chain_, 3), same, rng_).slot, 1u);
+}
+
 TEST_F(HearsayPolicyTest, AReportedQueueDrainsAsTheReportAges) {
   Candidate holder = PeerCandidate(1, 0.5, 1536);
   holder.load.queue_wait = FromMillis(80);
@@ -185,26 +218,29 @@ TEST_F(HearsayPolicyTest, WithoutLeasesASiblingBurstScatters) {
   EXPECT_GT(RunSiblingBurst(policy, rng).size(), 2u);
 }
 
-TEST_F(HearsayPolicyTest, NearEqualCostsAreDrawnAtRandom) {
-  // Self and 8 idle peers 0.1 ms away: costs within 5% of each other. Many entry nodes with this
-  // same view (no OnSent between them) must not all pick the same member.
-  std::vector<Candidate> candidates = {SelfCandidate(0)};
+TEST_F(HearsayPolicyTest, NearEqualPeersAreDrawnAtRandomAndATieWithSelfIsServedHere) {
+  // Self busy, 8 idle peers 0.1 ms away: their costs are within 5% of each other. Many entry
+  // nodes with this same view (no OnSent between them) must not all pick the same peer.
+  Candidate busy_self = SelfCandidate(0);
+  busy_self.load.queued = 4;
+  busy_self.load.queued_prefill_tokens = 4 * 2048;
+  std::vector<Candidate> candidates = {busy_self};
   for (Slot s = 1; s <= 8; ++s) candidates.push_back(PeerCandidate(s, 0.1));
   std::map<Slot, int> hits;
-  for (uint64_t id = 1; id <= 900; ++id) {
+  for (uint64_t id = 1; id <= 800; ++id) {
     const Decision d = Choose(candidates, id);
     EXPECT_EQ(d.reason, Reason::kNearTie);
     ++hits[d.slot];
   }
-  ASSERT_EQ(hits.size(), 9u);
+  ASSERT_EQ(hits.size(), 8u);
+  EXPECT_EQ(hits.count(0), 0u);
   for (const auto& [slot, n] : hits) EXPECT_NEAR(n, 100, 40) << slot;
-  // With no tie band the strictly cheapest (self: no delay) always wins.
-  PolicyOptions strict;
-  strict.hearsay.near_tie_fraction = 0;
-  strict.hearsay.near_tie_ms = 0;
-  HearsayPolicy policy(strict);
-  for (uint64_t id = 1; id <= 50; ++id) {
-    EXPECT_EQ(policy.Choose(MakeRequest(chain_, id), candidates, rng_).slot, 0u);
+  // An idle self ties with them: served here, no forward.
+  candidates[0] = SelfCandidate(0);
+  for (uint64_t id = 1000; id <= 1050; ++id) {
+    const Decision d = Choose(candidates, id);
+    EXPECT_EQ(d.slot, 0u);
+    EXPECT_EQ(d.reason, Reason::kNearTie);
   }
 }
 

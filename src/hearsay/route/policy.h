@@ -143,8 +143,9 @@ struct Decision {
   Slot slot = kNoSlot;
   // The policy's expected time to first token at the chosen member, in ms; < 0 if it has none.
   double expected_ttft_ms = -1;
-  // The policy's expected time to first token at its best other choice, in ms; < 0 if none. A
-  // node may tell a peer it forwards to: "bounce it back if you would take longer than this".
+  // The policy's price of its best other choice, in ms (its expected time to first token, plus
+  // any work it would add that the policy prices); < 0 if none. A node may tell a peer it
+  // forwards to: "bounce it back if you would take longer than this".
   double fallback_ttft_ms = -1;
   // The policy's raw estimate of the tokens the chosen member holds (before any discount).
   // Pass it back in Outcome so the policy can learn how good its estimates are.
@@ -161,7 +162,9 @@ struct Price {
   // The cached tokens the price assumes, after the policy's discounts.
   double credit_tokens = 0;
   double prefill_ms = 0;
-  // What the policy minimizes: delay + wait + prefill, plus any term of its own.
+  // A policy's own term (`hearsay`: the price of the extra work under load).
+  double work_ms = 0;
+  // What the policy minimizes: delay + wait + prefill + work.
   double cost_ms = 0;
 };
 

@@ -45,6 +45,12 @@ struct HearsayParams {
   // LRU cache is likely to evict the prefix before the request reaches the front. In ms on the
   // cost model's hardware (scaled by the member's Candidate::cost_scale).
   double busy_wait_ms = 250;
+  // Under load, a miss costs more than its own wait: the prefill it adds is work that later
+  // requests queue behind. Each candidate's price adds work_weight × pressure × (its prefill −
+  // the cheapest prefill any candidate offers), pressure being the share of candidates with
+  // prefill backlog (a request waiting for its first token there, reported or sent since).
+  // 0 = price only this request's time to first token.
+  double work_weight = 1.0;
   // Cache credit from a view of this age is halved (gossip staleness).
   Duration stale_half_life = FromMillis(5000);
   // Learning rate of the per-member confidence in cache estimates (EWMA weight of one outcome).

@@ -301,7 +301,7 @@ TEST(NodeTest, DecisionRecordsTellTheBounceThePricesAndWhatTheEngineDid) {
   ASSERT_TRUE(rec.by_id[2].complete);
 
   // One route record: the client request at n0, forwarded to the holder n1, bounced, then
-  // served elsewhere.
+  // served elsewhere (at n0 itself or the other peer).
   ASSERT_EQ(log.routes.size(), 1u);
   const RouteRecord& r = log.routes[0];
   EXPECT_EQ(r.entry, "n0");
@@ -318,7 +318,9 @@ TEST(NodeTest, DecisionRecordsTellTheBounceThePricesAndWhatTheEngineDid) {
   for (const CandidateRecord& cand : r.attempts[0].candidates) {
     ASSERT_TRUE(cand.priced) << cand.node;
     EXPECT_NEAR(cand.price.cost_ms,
-                cand.price.delay_ms + cand.price.wait_ms + cand.price.prefill_ms, 1e-6);
+                cand.price.delay_ms + cand.price.wait_ms + cand.price.prefill_ms +
+                    cand.price.work_ms,
+                1e-6);
     if (cand.node == "n1") {
       EXPECT_GT(cand.cached_tokens, 1500u);
       EXPECT_NEAR(cand.price.cost_ms, r.attempts[0].expected_ttft_ms, 1e-6);
@@ -335,7 +337,7 @@ TEST(NodeTest, DecisionRecordsTellTheBounceThePricesAndWhatTheEngineDid) {
   for (const ServeRecord& s : log.serves) {
     if (s.entry != "n0") continue;
     EXPECT_EQ(s.request, 2u);
-    EXPECT_TRUE(s.forwarded);
+    EXPECT_EQ(s.forwarded, s.node != "n0");
     if (s.bounced) {
       ++bounced;
       EXPECT_EQ(s.node, "n1");
@@ -352,6 +354,14 @@ TEST(NodeTest, DecisionRecordsTellTheBounceThePricesAndWhatTheEngineDid) {
   EXPECT_EQ(bounced, 1);
   EXPECT_EQ(served_for_n0, 1);
   EXPECT_EQ(log.serves.size(), 23u);
+
+  // A client request the holder serves itself: its route record has the engine's cached tokens.
+  c->node(1).Submit(Req(3, Prompt(13, 2048, 3, 40)), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_EQ(log.routes.size(), 2u);
+  EXPECT_EQ(log.routes[1].served_by, "n1");
+  EXPECT_EQ(log.routes[1].cached_tokens, rec.by_id[3].cached);
+  EXPECT_GT(log.routes[1].cached_tokens, 1500u);
 }
 
 }  // namespace

@@ -120,6 +120,9 @@ class CacheTracker {
 
   uint64_t used_tokens() const { return held_.size() * block_tokens_; }
   uint64_t capacity_tokens() const { return options_.capacity_tokens; }
+  // Changes the capacity (the engine learned how its tokens compare with the node's); entries
+  // beyond it go at the next insertion.
+  void SetCapacityTokens(uint64_t tokens) { options_.capacity_tokens = tokens; }
   size_t entries() const { return entries_.size(); }
   size_t pending_requests() const { return pending_.size(); }
   size_t block_tokens() const { return block_tokens_; }

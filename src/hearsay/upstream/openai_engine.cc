@@ -13,7 +13,6 @@ namespace {
 
 using engine::RequestId;
 
-constexpr double kPrefillEwmaWeight = 0.2;
 // What an unhealthy engine reports as its queue, so gossip's overload flag (high-water mark 64
 // by default) is raised and cost-based policies price the node out.
 constexpr uint32_t kUnhealthyQueueDepth = 1u << 16;
@@ -232,11 +231,14 @@ bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
   if (c.cached_tokens) r.usage.cached_tokens = *c.cached_tokens;
   if (c.prompt_ms && !r.first_sent) r.prompt_ms = *c.prompt_ms;
   if (c.prompt_ms && c.prompt_computed_tokens && *c.prompt_computed_tokens > 0 && !r.first_sent) {
-    const double per_token = *c.prompt_ms / *c.prompt_computed_tokens;
-    prefill_ms_per_token_ =
-        prefill_ms_per_token_ == 0
-            ? per_token
-            : (1 - kPrefillEwmaWeight) * prefill_ms_per_token_ + kPrefillEwmaWeight * per_token;
+    // In node tokens, which every price is in: the upstream's tokenizer may cut the same prompt
+    // into twice as many tokens.
+    const double upstream_prompt =
+        c.prompt_tokens ? *c.prompt_tokens
+                        : *c.prompt_computed_tokens + double(c.cached_tokens.value_or(0));
+    const double computed =
+        double(*c.prompt_computed_tokens) * double(r.prompt_len) / std::max(1.0, upstream_prompt);
+    if (computed >= 1) prefill_speed_.Add(*c.prompt_ms / computed);
   }
   if (c.cached_tokens && !r.evidence_applied) {
     ApplyEvidence(r, id, *c.cached_tokens, c.prompt_tokens.value_or(0));
@@ -284,6 +286,7 @@ void OpenAiEngine::ApplyEvidence(Live& r, RequestId id, uint32_t upstream_cached
         static_cast<size_t>(static_cast<double>(upstream_cached) * r.prompt_len / upstream_prompt);
   }
   reported = std::min<size_t>(reported, r.prompt_len);
+  if (upstream_prompt > 0 && r.prompt_len > 0) LearnTokenRatio(r.prompt_len, upstream_prompt);
   // Engines recompute the last prompt token; ratio conversion adds noise of a few percent.
   const size_t tolerance = 1 + r.prompt_len / 50;
   const EvidenceOutcome o = tracker_.ApplyEvidence(id, reported, tolerance);
@@ -296,6 +299,16 @@ void OpenAiEngine::ApplyEvidence(Live& r, RequestId id, uint32_t upstream_cached
   if (o.underestimated) ++stats_.underestimates;
   stats_.stale_entries_cut += o.stale_entries_cut;
   NoteDrift(r.estimate, reported, r.prompt_len);
+}
+
+void OpenAiEngine::LearnTokenRatio(uint32_t node_tokens, uint32_t upstream_tokens) {
+  // The capacity is configured in the engine's tokens; the tracker counts node tokens.
+  constexpr double kWeight = 0.1;
+  const double ratio = double(node_tokens) / double(upstream_tokens);
+  node_per_upstream_ =
+      node_per_upstream_ == 0 ? ratio : node_per_upstream_ + kWeight * (ratio - node_per_upstream_);
+  tracker_.SetCapacityTokens(std::max<uint64_t>(
+      1, static_cast<uint64_t>(double(options_.capacity_tokens) * node_per_upstream_)));
 }
 
 void OpenAiEngine::NoteDrift(size_t estimated, size_t reported, size_t prompt_tokens) {
@@ -545,8 +558,8 @@ void OpenAiEngine::Reconcile() {
 
 engine::EngineLoad OpenAiEngine::Load() const {
   engine::EngineLoad l;
-  l.kv_capacity_tokens = options_.capacity_tokens;
-  l.kv_used_tokens = std::min(tracker_.used_tokens(), options_.capacity_tokens);
+  l.kv_capacity_tokens = tracker_.capacity_tokens();
+  l.kv_used_tokens = std::min(tracker_.used_tokens(), l.kv_capacity_tokens);
   uint64_t pending_prefill = 0;
   const TimePoint now = scheduler_.clock().Now();
   for (const auto& [id, r] : live_) {
@@ -555,7 +568,7 @@ engine::EngineLoad OpenAiEngine::Load() const {
     if (r->first_sent) continue;
     const uint64_t uncached = r->prompt_len - std::min<size_t>(r->estimate, r->prompt_len);
     if (!r->streamed) {
-      const double prefill_ms = prefill_ms_per_token_ * static_cast<double>(uncached);
+      const double prefill_ms = prefill_speed_.value() * static_cast<double>(uncached);
       if (now - r->submitted >= FromMillis(prefill_ms)) continue;
     }
     ++l.waiting_requests;
@@ -563,8 +576,8 @@ engine::EngineLoad OpenAiEngine::Load() const {
   }
   l.running_requests = static_cast<uint32_t>(live_.size()) - l.waiting_requests;
   l.waiting_prefill_tokens = pending_prefill;
-  l.prefill_ms_per_token = prefill_ms_per_token_;
-  l.estimated_queue_wait = FromMillis(prefill_ms_per_token_ * static_cast<double>(pending_prefill));
+  l.prefill_ms_per_token = prefill_speed_.value();
+  l.estimated_queue_wait = FromMillis(prefill_speed_.value() * static_cast<double>(pending_prefill));
   if (!healthy_) {
     l.waiting_requests = std::max(l.waiting_requests, kUnhealthyQueueDepth);
     l.kv_used_tokens = l.kv_capacity_tokens;

@@ -47,6 +47,7 @@
 #include "hearsay/api/sse_parser.h"
 #include "hearsay/common/status.h"
 #include "hearsay/engine/engine.h"
+#include "hearsay/engine/speed_estimate.h"
 #include "hearsay/env/scheduler.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/upstream/cache_tracker.h"
@@ -175,6 +176,8 @@ class OpenAiEngine final : public engine::Engine {
   void Tick();
   void Probe();
   void Reconcile();
+  // Learns how many node tokens one upstream token is worth, and scales the tracker's capacity.
+  void LearnTokenRatio(uint32_t node_tokens, uint32_t upstream_tokens);
   void NoteDrift(size_t estimated, size_t reported, size_t prompt_tokens);
 
   Scheduler& scheduler_;
@@ -192,7 +195,10 @@ class OpenAiEngine final : public engine::Engine {
   TimerId tick_timer_ = kNoTimer;
   TimePoint next_probe_{};
   TimePoint next_reconcile_{};
-  double prefill_ms_per_token_ = 0;
+  // Prefill ms per uncached prompt token, in node tokens, from the upstream's own timings.
+  engine::SpeedEstimate prefill_speed_;
+  // Node tokens per upstream token (EWMA over evidence); 0 until the first.
+  double node_per_upstream_ = 0;
   DriftDetector drift_;
   OpenAiEngineStats stats_;
 };

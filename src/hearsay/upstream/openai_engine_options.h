@@ -30,7 +30,9 @@ struct OpenAiEngineOptions {
   UpstreamFlavor flavor = UpstreamFlavor::kGeneric;
   // When not empty, replaces the request's "model" (the upstream may serve another name).
   std::string model;
-  // The upstream's prefix-cache capacity in (node) tokens: configuration, the engine cannot ask.
+  // The upstream's prefix-cache capacity in its own tokens: configuration, the engine cannot ask.
+  // The cache estimate, kept in node tokens, is scaled by the ratio of the two tokenizers'
+  // counts, learned from the upstream's answers.
   uint64_t capacity_tokens = 65536;
   // Longest prompt + max_tokens, in node tokens; 0 = no limit checked here (the upstream checks).
   uint32_t max_context_tokens = 0;
