@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "hearsay/gossip/summary_key.h"
+#include "hearsay/node/speed_pooling.h"
 #include "hearsay/route/registry.h"
 #include "hearsay/route/ttft_estimate.h"
 
@@ -301,7 +302,11 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   self.load.overloaded = gossip_->overloaded();
   const route::PrefillCostModel& cost = options_.policy_options.cost;
   const bool measured = options_.price_by_measured_prefill;
-  if (measured) self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
+  measured_scales_.clear();
+  if (measured) {
+    self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
+    measured_scales_.push_back(l.prefill_ms_per_token > 0 ? self.cost_scale : 0);
+  }
   candidates_.push_back(self);
 
   const uint32_t block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
@@ -357,11 +362,18 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
         c.load.age = now - peer.load_at;
       }
       if (measured) {
-        c.cost_scale = cost.ScaleFromMeasured(peer.has_load ? peer.load.prefill_ms_per_token : 0,
-                                              candidates_.front().cost_scale);
+        const double speed = peer.has_load ? peer.load.prefill_ms_per_token : 0;
+        c.cost_scale = cost.ScaleFromMeasured(speed, candidates_.front().cost_scale);
+        measured_scales_.push_back(speed > 0 ? c.cost_scale : 0);
       }
     }
     candidates_.push_back(c);
+  }
+  if (measured && measured_scales_.size() == candidates_.size()) {
+    PoolSimilarSpeeds(measured_scales_, kSpeedPoolBand);
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      if (measured_scales_[i] > 0) candidates_[i].cost_scale = measured_scales_[i];
+    }
   }
 }
 

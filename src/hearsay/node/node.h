@@ -290,6 +290,10 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   uint64_t next_token_ = 1;
   std::vector<prefix::BlockEvent> events_scratch_;
   std::vector<route::Candidate> candidates_;
+  // With price_by_measured_prefill: the candidates' measured cost scales (0: not measured yet),
+  // pooled within kSpeedPoolBand of their median (speed_pooling.h).
+  std::vector<double> measured_scales_;
+  static constexpr double kSpeedPoolBand = 2.0;
   std::vector<prefix::BlockKey> landmarks_;  // the prompt's chain as summary keys
   std::vector<uint32_t> match_;
   std::optional<gossip::LoadReport> last_load_;

@@ -1,0 +1,23 @@
+// PoolSimilarSpeeds: how a node prices members by their measured engine speed
+// (Candidate::cost_scale) without pricing measurement noise.
+//
+// Each node measures its own engine's speed from its answers and gossips it. Identical engines
+// still measure apart: the figure moves with each engine's recent mix of prompts (short computed
+// parts after cache hits against whole prompts after misses) and with whatever else runs on the
+// machine; four identical llama.cpp servers measured up to 1.8x apart in the decision records of
+// `hearsay demo --engine llama`. Priced as such, a "faster" member with no cache beat the cache
+// holder, and hits were lost for nothing. So members whose scales lie within `band` times the
+// median of the measured ones are priced at that median; a member outside it (other hardware:
+// an H100 beside a consumer card differs by 10x) keeps its own.
+#pragma once
+
+#include <span>
+
+
+namespace hearsay::node {
+
+// `scales`: the members' measured cost scales; entries <= 0 (not measured yet) take no part and
+// are left alone. `band` > 1.
+void PoolSimilarSpeeds(std::span<double> scales, double band);
+
+}  // namespace hearsay::node
