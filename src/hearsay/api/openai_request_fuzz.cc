@@ -13,9 +13,12 @@
 //     again gives the same text and usage; StreamEventDecoder answers as ParseStreamEvent, also
 //     for the event again with its text replaced (the event it keeps, repeated);
 //   - the tokenizer's pieces are non-empty and concatenate back to the input;
-//   - the request budget: MeasureJson looks at each byte at most once; under a tight budget, a
-//     request ParseRequest accepts has, counted on its JSON tree, no more members, array
-//     elements or depth than the budget allows, and a refused one over the budget says so.
+//   - the request budget (MeasureJson, a SAX pass): it reads each byte at most once and delivers
+//     at most one event per byte; on valid JSON it reads every byte and its counts agree with the
+//     JSON tree's (members at least the tree's, as repeated keys count each time) and its longest
+//     number with a naive count; under a tight budget it stops with no count more than one over
+//     its limit, a request ParseRequest accepts has, counted on its JSON tree, no more members,
+//     array elements or depth than the budget allows, and a refused one over the budget says so.
 // The seed corpus (fuzz/corpus/openai_request_fuzz/) holds valid and invalid request bodies and
 // event streams.
 #include <algorithm>
@@ -80,19 +83,64 @@ void CountTree(const nlohmann::json& j, size_t depth, JsonShape* shape) {
   for (const auto& child : j) CountTree(child, depth + 1, shape);
 }
 
+// The longest number of a valid JSON text, counted naively: outside strings, a number is a
+// maximal run of number characters starting with '-' or a digit (an 'e' of true or false starts
+// no number).
+size_t ReferenceLongestNumber(std::string_view text) {
+  const auto number_char = [](char c) {
+    return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+  };
+  size_t longest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      size_t end = i;
+      while (end < text.size() && number_char(text[end])) ++end;
+      longest = std::max(longest, end - i);
+      i = end - 1;
+    }
+  }
+  return longest;
+}
+
 void CheckBudgetLimits(std::string_view body) {
-  HEARSAY_CHECK(MeasureJson(body, Budget{}).steps <= body.size());
+  const JsonShape full = MeasureJson(body, Budget{SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX});
+  HEARSAY_CHECK(full.steps <= body.size() && full.events <= full.steps);
+  // On valid JSON the pass reads every byte (nlohmann ends the input at a NUL byte, the tree
+  // parser and the pass alike) and counts what the tree holds.
+  const nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_discarded()) {
+    JsonShape tree;
+    CountTree(parsed, 0, &tree);
+    const size_t nul = body.find('\0');
+    HEARSAY_CHECK(full.steps == (nul == std::string_view::npos ? body.size() : nul + 1));
+    // Repeated keys count once in the tree, every time in the pass.
+    HEARSAY_CHECK(tree.members <= full.members && full.array_items == tree.array_items);
+    HEARSAY_CHECK(full.depth == tree.depth);
+    HEARSAY_CHECK(full.longest_number == ReferenceLongestNumber(body.substr(0, nul)));
+  }
   Limits limits;
   limits.budget = Budget{6, 4, 3, 8};
   const auto result = ParseRequest(Endpoint::kCompletions, body, limits);
   const JsonShape measured = MeasureJson(body, limits.budget);
+  HEARSAY_CHECK(measured.steps <= full.steps && measured.events <= full.events);
+  // The pass stops at the first count over the budget: no count is more than one over it.
+  HEARSAY_CHECK(measured.members <= 7 && measured.array_items <= 5 && measured.depth <= 4);
   if (std::holds_alternative<ApiRequest>(result)) {
     JsonShape tree;
     CountTree(nlohmann::json::parse(body), 0, &tree);
     HEARSAY_CHECK(tree.members <= limits.budget.max_members);
     HEARSAY_CHECK(tree.array_items <= limits.budget.max_array_items);
     HEARSAY_CHECK(tree.depth <= limits.budget.max_depth);
-    // Repeated keys count once in the tree, every time in the pass.
     HEARSAY_CHECK(tree.members <= measured.members && measured.array_items == tree.array_items);
     return;
   }

@@ -1,13 +1,15 @@
 // The request budget: what one client body may cost before anything parses it.
 //
-// A body is checked in one linear pass (MeasureJson) before the scanner or the tree sees it, so
-// the work every later step does is bounded by the budget as well as by the body size: object
-// members and array elements (summed over the whole body), nesting depth and the length of one
-// number. The parsers themselves are linear or n log n in these counts (json_scanner.h checks
-// repeated keys by sorting), so a body within the budget costs at most a few milliseconds,
-// whatever its shape (request_budget_test.cc counts the work per byte). The body's size is the
-// HTTP server's limit (413); the prompt's tokens are checked against the context window once the
-// prompt is tokenized (CheckContext in openai_request.h).
+// A body is checked in one linear pass (MeasureJson: nlohmann's SAX parser with a handler that
+// only counts) before the scanner or the tree sees it, so the work every later step does is
+// bounded by the budget as well as by the body size: object members and array elements (summed
+// over the whole body), nesting depth and the length of one number. The pass stops at the first
+// count over the budget (a number is measured once the lexer has read all of it). The parsers
+// themselves are linear or n log n in these counts (json_scanner.h checks repeated keys by
+// sorting), so a body within the budget costs at most a few milliseconds, whatever its shape
+// (request_budget_test.cc counts the work per byte). The body's size is the HTTP server's limit
+// (413); the prompt's tokens are checked against the context window once the prompt is tokenized
+// (CheckContext in openai_request.h).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -40,13 +42,15 @@ struct JsonShape {
   size_t array_items = 0;
   size_t depth = 0;
   size_t longest_number = 0;
-  // Bytes looked at: the pass is linear, so this is at most the body's size.
+  // Bytes the parser read: each at most once, so at most the body's size.
   size_t steps = 0;
+  // SAX events the parser delivered (values, keys, container ends): at most one per byte read.
+  size_t events = 0;
 };
 
-// Counts `body`'s shape in one pass, stopping once a count exceeds `budget`. Strings are skipped
-// (brackets and colons inside them do not count); malformed input is counted as far as it goes
-// and left for the parser to report.
+// Counts `body`'s shape in one pass, stopping once a count exceeds `budget`. Repeated keys count
+// every time. Malformed input is counted up to its first syntax error and left for the parser to
+// report.
 JsonShape MeasureJson(std::string_view body, const Budget& budget);
 
 // nullopt when `body` fits `budget`, else a 400 invalid_request_error (code

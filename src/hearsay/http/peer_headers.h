@@ -13,7 +13,8 @@ namespace hearsay::http {
 // Request headers of a forward.
 // Marks a forwarded request: the receiver serves it and never forwards it again.
 inline constexpr std::string_view kHopHeader = "x-hearsay-hop";
-// The sender's proof of cluster membership (net/peer_auth.h); absent on --insecure clusters.
+// The sender's proof of cluster membership (net/peer_auth.h; its text form:
+// http/peer_auth_header.h); absent on --insecure clusters.
 inline constexpr std::string_view kPeerAuthHeader = "x-hearsay-peer-auth";
 // The forwarding node's id, for the receiver's logs.
 inline constexpr std::string_view kOriginHeader = "x-hearsay-origin";

@@ -2,9 +2,11 @@
 
 #include <sodium.h>
 
-#include <charconv>
 #include <chrono>
 #include <cstring>
+#include <optional>
+
+#include "hearsay/http/peer_auth_header.h"
 
 namespace hearsay::net {
 
@@ -55,36 +57,8 @@ Mac ComputeMac(const MacKey& key, const AuthFields& f, int64_t ts_ms, const Nonc
   return mac;
 }
 
-void AppendHex(const uint8_t* p, size_t n, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; ++i) {
-    out->push_back(kHex[p[i] >> 4]);
-    out->push_back(kHex[p[i] & 15]);
-  }
-}
-
-bool ParseHex(std::string_view hex, uint8_t* out, size_t n) {
-  if (hex.size() != 2 * n) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    const int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out[i] = static_cast<uint8_t>(hi << 4 | lo);
-  }
-  return true;
-}
-
 std::string Format(int64_t ts_ms, const Nonce& nonce, const Mac& mac) {
-  std::string out = std::to_string(ts_ms);
-  out.push_back('.');
-  AppendHex(nonce.data(), nonce.size(), &out);
-  out.push_back('.');
-  AppendHex(mac.data(), mac.size(), &out);
-  return out;
+  return http::FormatPeerAuth(http::PeerAuthValue{ts_ms, nonce, mac});
 }
 
 }  // namespace
@@ -160,19 +134,11 @@ PeerAuthenticator::Verdict PeerAuthenticator::Verify(std::string_view value,
                                                      const AuthFields& fields, int64_t now_ms) {
   if (insecure_) return Verdict::kOk;
   if (value.empty()) return Verdict::kMissing;
-  const size_t dot1 = value.find('.');
-  const size_t dot2 = dot1 == std::string_view::npos ? dot1 : value.find('.', dot1 + 1);
-  if (dot2 == std::string_view::npos) return Verdict::kMalformed;
-  int64_t ts = 0;
-  const std::string_view ts_text = value.substr(0, dot1);
-  auto [end, ec] = std::from_chars(ts_text.data(), ts_text.data() + ts_text.size(), ts);
-  Nonce nonce{};
-  Mac mac{};
-  if (ec != std::errc() || end != ts_text.data() + ts_text.size() || ts_text.empty() ||
-      !ParseHex(value.substr(dot1 + 1, dot2 - dot1 - 1), nonce.data(), nonce.size()) ||
-      !ParseHex(value.substr(dot2 + 1), mac.data(), mac.size())) {
-    return Verdict::kMalformed;
-  }
+  const std::optional<http::PeerAuthValue> parsed = http::ParsePeerAuth(value);
+  if (!parsed) return Verdict::kMalformed;
+  const int64_t ts = parsed->ts_ms;
+  const Nonce& nonce = parsed->nonce;
+  const Mac& mac = parsed->mac;
   if (ts < now_ms - options_.max_skew_ms || ts > now_ms + options_.max_skew_ms) {
     return Verdict::kStale;
   }

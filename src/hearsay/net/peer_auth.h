@@ -6,6 +6,7 @@
 //
 //   <unix ms>.<nonce: 32 hex>.<mac: 64 hex>
 //
+// (http/peer_auth_header.h parses and formats that text; Verify refuses what it does not accept.)
 // mac = BLAKE2b-256 keyed with a key derived from the cluster key for the purpose
 // (BLAKE2b-256 keyed with the cluster key over "hearsay/peer-request/v2" or
 // "hearsay/admin-request/v2"), over the length-prefixed fields: method, path, BLAKE2b-256 of the
