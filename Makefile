@@ -3,7 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build llama demo test test-release test-asan test-tsan test-tsan-integration test-llama fuzz fuzz-smoke bench bench-forwarding soak format clean
+.PHONY: all deps build llama demo test test-release test-asan test-tsan test-tsan-integration test-llama fuzz fuzz-smoke bench bench-forwarding bench-hostile soak format clean
 
 all: build
 
@@ -82,6 +82,14 @@ bench-forwarding: deps
 	cmake --preset release >/dev/null
 	cmake --build --preset release --target hearsay hearsay_fixed_upstream hearsay_bench -j $(JOBS)
 	env $(BENCH_FORWARDING_ENV) scripts/bench-forwarding.sh build/release
+
+# /health beside hostile request bodies (docs/security.md): real sim nodes, bodies shaped to be
+# expensive up to the body limit, /health latency meanwhile. Not part of `make test`.
+# BENCH_HOSTILE_ENV passes settings, e.g. "SECONDS_PER_CELL=5 CONFIGS=one-thread".
+bench-hostile: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release --target hearsay hearsay_hostile_body -j $(JOBS)
+	env $(BENCH_HOSTILE_ENV) scripts/bench-hostile-body.sh build/release
 
 # Only the llama.cpp end-to-end test (also part of test-release): 3 nodes in front of 3 real
 # llama-servers.

@@ -4,9 +4,11 @@
 
 #include <string>
 
+#include "hearsay/api/hostile_json_test_util.h"
 #include "hearsay/api/metrics.h"
 #include "hearsay/api/openai_request.h"
 #include "hearsay/api/openai_response.h"
+#include "hearsay/api/request_budget.h"
 #include "hearsay/api/sse_parser.h"
 #include "hearsay/api/stream_event_scanner.h"
 #include "hearsay/api/tokenizer.h"
@@ -36,8 +38,8 @@ void BM_TokenizerEncode(benchmark::State& state) {
 }
 BENCHMARK(BM_TokenizerEncode)->Arg(4096)->Arg(1 << 20);
 
-void BM_ParseChatRequest(benchmark::State& state) {
-  const std::string content = SampleText(static_cast<size_t>(state.range(0)));
+std::string ChatBody(size_t content_bytes) {
+  const std::string content = SampleText(content_bytes);
   std::string body = R"({"model":"m","stream":true,"max_tokens":64,"messages":[)"
                      R"({"role":"system","content":"You are helpful."},{"role":"user","content":")";
   body.append(content.begin(), content.end() - 1);  // drop a trailing byte that may need escaping
@@ -45,6 +47,11 @@ void BM_ParseChatRequest(benchmark::State& state) {
     if (c == '\n') c = ' ';
   }
   body.append(R"("}]})");
+  return body;
+}
+
+void BM_ParseChatRequest(benchmark::State& state) {
+  const std::string body = ChatBody(static_cast<size_t>(state.range(0)));
   const Limits limits;
   for (auto _ : state) {
     auto parsed = ParseRequest(Endpoint::kChatCompletions, body, limits);
@@ -53,6 +60,33 @@ void BM_ParseChatRequest(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
 }
 BENCHMARK(BM_ParseChatRequest)->Arg(1024)->Arg(64 * 1024);
+
+// The request budget's pass (a SAX parse that only counts) on an ordinary chat body.
+void BM_CheckBudgetChat(benchmark::State& state) {
+  const std::string body = ChatBody(static_cast<size_t>(state.range(0)));
+  const Budget budget;
+  for (auto _ : state) {
+    auto error = CheckBudget(body, budget);
+    benchmark::DoNotOptimize(error);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_CheckBudgetChat)->Arg(1024)->Arg(64 * 1024);
+
+// ParseRequest on each hostile shape at the body limit (api/hostile_json_test_util.h), with the
+// default budget: refused by the budget's pass, or parsed within it.
+void BM_ParseHostileRequest(benchmark::State& state) {
+  const testing::Shape& shape = testing::kShapes[state.range(0)];
+  const std::string body = testing::Body(shape, testing::LargestFitting(shape, 1 << 20));
+  const Limits limits;
+  for (auto _ : state) {
+    auto parsed = ParseRequest(Endpoint::kCompletions, body, limits);
+    benchmark::DoNotOptimize(parsed);
+  }
+  state.SetLabel(shape.name);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_ParseHostileRequest)->DenseRange(0, std::size(testing::kShapes) - 1);
 
 ResponseMeta Meta() {
   return {Endpoint::kChatCompletions, "chatcmpl-0123456789abcdef", 1700000000, "llama-3-8b",
