@@ -2,7 +2,8 @@
 // front of a fake OpenAI-compatible upstream (testkit::FakeOpenAiUpstream) that the test switches
 // between healthy, down (503 on everything), erroring, garbage and silent. In every case
 // the client gets a clear error or a retry elsewhere before the first byte, the node stays up, and
-// an engine that keeps failing is advertised as overloaded in gossip until it recovers.
+// an engine that keeps failing is advertised as overloaded in gossip until it recovers. An engine
+// swamped by other clients' requests (its own /metrics queue) is advertised and routed around too.
 #include <memory>
 #include <vector>
 
@@ -133,6 +134,27 @@ TEST_F(UpstreamFaultTest, DownEngineIsAdvertisedOverloadedAndRoutedAroundUntilIt
   upstreams_[0]->set_mode(Mode::kOk);
   ASSERT_TRUE(WaitOverloaded(1, 0, false)) << cluster_->LogTail(0);
   ASSERT_TRUE(WaitOverloaded(0, 0, false));
+}
+
+TEST_F(UpstreamFaultTest, EngineSwampedByOtherClientsIsRoutedAroundUntilTheyLeave) {
+  StartNodes("hearsay");
+  ASSERT_NE(cluster_, nullptr);
+  // Engine 0 is shared: 100 requests of clients that do not pass through hearsay wait in its
+  // queue. Node 0 reads them from the engine's /metrics and gossip carries the overload.
+  upstreams_[0]->set_other_clients(4, 100);
+  ASSERT_TRUE(WaitOverloaded(1, 0, true)) << cluster_->LogTail(0);
+
+  const int before = upstreams_[1]->completions();
+  for (int i = 0; i < 6; ++i) {
+    Result<HttpResponse> r = Complete(i % 2, "shared" + std::to_string(i));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+  EXPECT_EQ(upstreams_[1]->completions() - before, 6);
+  EXPECT_EQ(upstreams_[0]->completions(), 0);
+
+  upstreams_[0]->set_other_clients(0, 0);
+  ASSERT_TRUE(WaitOverloaded(1, 0, false)) << cluster_->LogTail(0);
 }
 
 }  // namespace

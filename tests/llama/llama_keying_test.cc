@@ -36,6 +36,8 @@ struct KeyingResult {
   double unreliable = 0;
   double tokenized_by_engine = 0;
   double fallbacks = 0;
+  double queue_polls_ok = 0;
+  double queue_polls_failed = 0;
   int failed = 0;
 };
 
@@ -102,6 +104,10 @@ Result<KeyingResult> RunKeying(const std::string& tokenizer, const std::string& 
   r.tokenized_by_engine =
       testkit::SumMetric(samples, "hearsay_tokenize_total", {{"result", "engine"}});
   r.fallbacks = testkit::SumMetric(samples, "hearsay_tokenize_total", {{"result", "fallback"}});
+  r.queue_polls_ok =
+      testkit::SumMetric(samples, "hearsay_upstream_queue_polls_total", {{"result", "ok"}});
+  r.queue_polls_failed =
+      testkit::SumMetric(samples, "hearsay_upstream_queue_polls_total", {{"result", "failed"}});
   return r;
 }
 
@@ -143,6 +149,11 @@ TEST(LlamaKeying, EngineKeyingMakesEstimatesMatchLlamaServersCacheN) {
   EXPECT_LT(engine_err, bytes_err);
   EXPECT_LT(engine.drift_ratio, 0.05);
   EXPECT_EQ(engine.unreliable, 0);
+  // llama-server's own /metrics page (--metrics) is read for its queue gauges.
+  for (const KeyingResult& r : results) {
+    EXPECT_GE(r.queue_polls_ok, 1) << r.tokenizer;
+    EXPECT_EQ(r.queue_polls_failed, 0) << r.tokenizer;
+  }
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptio
                                      "--cache-ram",
                                      std::to_string(o.cache_ram_mib),
                                      "--slots",
+                                     "--metrics",
                                      "--no-webui",
                                      // llama2c-converted models record a 128-token training
                                      // context; the random weights do not care, so lift it.

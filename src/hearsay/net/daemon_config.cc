@@ -122,6 +122,12 @@ const std::vector<Setting>& Table() {
       {{"engine.upstream_slots_authoritative", "upstream-slots-authoritative", K::kBool,
         "llama.cpp's /slots lists its whole cache (llama-server --cache-ram 0)"},
        &C::upstream_slots_authoritative},
+      {{"engine.upstream_queue_poll_ms", "upstream-queue-poll-ms", K::kUInt,
+        "period of GET /metrics for the engine's own queue (llamacpp with --metrics, vllm, "
+        "sglang); 0: count only the node's own requests"},
+       &C::upstream_queue_poll_ms,
+       0,
+       kHour},
       {{"engine.tokenize_timeout_ms", "tokenize-timeout-ms", K::kUInt,
         "engine tokenizer: longest wait for the upstream's /tokenize before falling back to "
         "bytes keying for that request"},

@@ -78,6 +78,10 @@ class FakeTokenizingEngine {
     const http::Headers json_headers = {{"content-type", "application/json"}};
     if (req.path == "/health") return res->Respond(200, json_headers, R"({"status":"ok"})");
     if (req.path == "/slots") return res->Respond(200, json_headers, "[]");
+    if (req.path == "/metrics") {
+      return res->Respond(200, {{"content-type", "text/plain; version=0.0.4"}},
+                          "llamacpp:requests_processing 0\nllamacpp:requests_deferred 0\n");
+    }
     const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
     if (req.path == "/apply-template") {
       ++template_calls;

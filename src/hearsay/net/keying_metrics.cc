@@ -47,6 +47,20 @@ KeyingMetrics::KeyingMetrics(api::MetricsRegistry& r) {
       &r.AddGauge("hearsay_upstream_cache_drift_tokens", win, {{"direction", "over"}});
   window_estimated_under_ =
       &r.AddGauge("hearsay_upstream_cache_drift_tokens", win, {{"direction", "under"}});
+  const char* polls = "Reads of the engine's /metrics page for its queue gauges";
+  queue_polls_ok_.counter =
+      &r.AddCounter("hearsay_upstream_queue_polls_total", polls, {{"result", "ok"}});
+  queue_polls_failed_.counter =
+      &r.AddCounter("hearsay_upstream_queue_polls_total", polls, {{"result", "failed"}});
+  const char* queue = "Requests the engine reports on its /metrics page (0 without a fresh sample)";
+  engine_running_ =
+      &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "running"}});
+  engine_waiting_ =
+      &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "waiting"}});
+  foreign_ = &r.AddGauge("hearsay_upstream_foreign_requests",
+                         "Requests the engine reports beyond the node's own: other clients'");
+  decode_ms_ = &r.AddGauge("hearsay_upstream_decode_ms_per_token",
+                           "Decode time per output token, median of recent streamed answers");
 }
 
 void KeyingMetrics::Refresh(const PromptTokenizerStats& t, const upstream::OpenAiEngine* engine) {
@@ -69,6 +83,13 @@ void KeyingMetrics::Refresh(const PromptTokenizerStats& t, const upstream::OpenA
   unreliable_->Set(engine->estimates_unreliable() ? 1 : 0);
   window_estimated_over_->Set(static_cast<double>(engine->drift().over_tokens()));
   window_estimated_under_->Set(static_cast<double>(engine->drift().under_tokens()));
+  queue_polls_ok_.Sync(s.queue_polls);
+  queue_polls_failed_.Sync(s.queue_poll_failures);
+  const std::optional<upstream::EngineQueueSample> q = engine->engine_queue();
+  engine_running_->Set(q ? q->running : 0);
+  engine_waiting_->Set(q ? q->waiting : 0);
+  foreign_->Set(q ? q->foreign() : 0);
+  decode_ms_->Set(engine->decode_ms_per_token());
 }
 
 }  // namespace hearsay::net

@@ -1,6 +1,7 @@
 // KeyingMetrics: the /metrics view of how well the node's keying follows its engine: engine
 // tokenizer calls and their fallbacks, and, for an upstream engine, the cached tokens the node
-// estimated next to those the engine reported, with the drift flag (docs/engines.md).
+// estimated next to those the engine reported, with the drift flag, and the engine's own queue
+// and decode speed (docs/engines.md).
 //
 // Registered into the daemon's registry at setup (before any thread renders it). Refresh() copies
 // the engine's counters (core thread: the engine lives there); the tokenizer's are atomics.
@@ -36,10 +37,15 @@ class KeyingMetrics {
   Mirror tokenize_engine_, fallback_error_, fallback_timeout_, fallback_invalid_;
   Mirror evidence_, estimated_, reported_, upstream_reported_, upstream_prompt_;
   Mirror overestimates_, underestimates_, stale_cut_, drift_alarms_;
+  Mirror queue_polls_ok_, queue_polls_failed_;
   api::Gauge* drift_ratio_ = nullptr;
   api::Gauge* unreliable_ = nullptr;
   api::Gauge* window_estimated_over_ = nullptr;
   api::Gauge* window_estimated_under_ = nullptr;
+  api::Gauge* engine_running_ = nullptr;
+  api::Gauge* engine_waiting_ = nullptr;
+  api::Gauge* foreign_ = nullptr;
+  api::Gauge* decode_ms_ = nullptr;
 };
 
 }  // namespace hearsay::net

@@ -126,6 +126,12 @@ void FakeOpenAiUpstream::Handle(http::Request req, std::shared_ptr<http::Respond
                         status == 200 ? R"({"status":"ok"})" : ErrorBody("Loading model"));
   }
   if (req.path == "/slots") return res->Respond(200, kJson, "[]");
+  if (req.path == "/metrics") {
+    return res->Respond(200, {{"content-type", "text/plain; version=0.0.4"}},
+                        "llamacpp:requests_processing " + std::to_string(other_running_.load()) +
+                            "\nllamacpp:requests_deferred " +
+                            std::to_string(other_waiting_.load()) + "\n");
+  }
   if (req.path != "/v1/completions" && req.path != "/v1/chat/completions") {
     return res->Respond(404, kJson, ErrorBody("no such endpoint: " + req.path));
   }

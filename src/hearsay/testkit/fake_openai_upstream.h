@@ -1,7 +1,8 @@
 // FakeOpenAiUpstream: an OpenAI-compatible inference server on 127.0.0.1 (an ephemeral port), for
 // tests of whatever sits in front of an engine: the node's upstream engine, `hearsay node
 // --engine openai`, the load generator. It is shaped like llama.cpp's llama-server where a node
-// looks: GET /health, GET /slots ("[]"), and `timings` (cache_n, prompt_n) in the first streamed
+// looks: GET /health, GET /slots ("[]"), GET /metrics (llama-server's queue gauges, showing the
+// requests set by set_other_clients()), and `timings` (cache_n, prompt_n) in the first streamed
 // chunk. A test switches its behaviour at any moment with set_mode().
 //
 // The answer to a completion (Mode::kOk) is derived from the request, so a test can check what
@@ -57,6 +58,12 @@ class FakeOpenAiUpstream {
   Mode mode() const { return mode_; }
   // The status of GET /health outside kDown (200; 503 plays an engine still loading its model).
   void set_health_status(int status) { health_status_ = status; }
+  // Requests of other clients (not through hearsay) that /metrics reports as processing and
+  // deferred (default none).
+  void set_other_clients(uint32_t running, uint32_t waiting) {
+    other_running_ = running;
+    other_waiting_ = waiting;
+  }
   // What kServerError answers (default 500, "the fake engine failed").
   void set_server_error(int status, std::string message);
   // The text of each answer chunk (default " tok").
@@ -76,6 +83,8 @@ class FakeOpenAiUpstream {
   std::unique_ptr<Impl> impl_;
   std::atomic<Mode> mode_{Mode::kOk};
   std::atomic<int> health_status_{200};
+  std::atomic<uint32_t> other_running_{0};
+  std::atomic<uint32_t> other_waiting_{0};
   std::atomic<int> completions_{0};
   std::atomic<int> requests_{0};
 };

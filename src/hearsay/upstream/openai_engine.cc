@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "hearsay/upstream/engine_metrics.h"
 #include "hearsay/upstream/upstream_response.h"
 
 namespace hearsay::upstream {
@@ -58,6 +59,7 @@ OpenAiEngine::~OpenAiEngine() {
   }
   if (probe_call_) probe_call_->Cancel();
   if (slots_call_) slots_call_->Cancel();
+  if (metrics_call_) metrics_call_->Cancel();
 }
 
 Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserver* observer) {
@@ -121,6 +123,8 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   const bool llamacpp = options_.flavor == UpstreamFlavor::kLlamaCpp;
   live.estimate = tracker_.Predict(
       id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(), live.submitted);
+  uncached_per_request_.Add(static_cast<double>(live.prompt_len - std::min<size_t>(
+                                                                      live.estimate, live.prompt_len)));
   live.first_token_timer = scheduler_.RunAfter(deadline, [this, id, stream, deadline] {
     auto it = live_.find(id);
     if (it == live_.end()) return;
@@ -257,6 +261,7 @@ bool OpenAiEngine::EnsureFirstToken(RequestId id) {
   Live& r = *live_.at(id);
   if (r.first_sent) return true;
   r.first_sent = true;
+  r.first_token_at = scheduler_.clock().Now();
   if (r.first_token_timer != kNoTimer) {
     scheduler_.Cancel(r.first_token_timer);
     r.first_token_timer = kNoTimer;
@@ -404,6 +409,7 @@ void OpenAiEngine::Finish(RequestId id) {
     // and there is nothing to correct the estimate with.
     tracker_.ApplyEvidence(id, r.estimate, 0);
   }
+  LearnDecodeSpeed(r);
   engine::Usage usage = r.usage;
   if (!r.have_usage_prompt) usage.prompt_tokens = r.prompt_len;
   engine::EngineObserver* obs = r.observer;
@@ -465,10 +471,17 @@ void OpenAiEngine::Tick() {
     next_reconcile_ = now + options_.reconcile_interval;
     Reconcile();
   }
+  const bool poll_queue =
+      QueueGaugesOf(options_.flavor) && options_.queue_poll_interval > Duration::zero();
+  if (poll_queue && now >= next_queue_poll_) {
+    next_queue_poll_ = now + options_.queue_poll_interval;
+    PollQueue();
+  }
   Duration next = options_.health_interval;
   if (options_.reconcile_interval > Duration::zero()) {
     next = std::min(next, options_.reconcile_interval);
   }
+  if (poll_queue) next = std::min(next, options_.queue_poll_interval);
   next = std::min(next, options_.prediction_lease / 2);
   tick_timer_ = scheduler_.RunAfter(next, [this] { Tick(); });
 }
@@ -575,6 +588,7 @@ engine::EngineLoad OpenAiEngine::Load() const {
     pending_prefill += uncached;
   }
   l.running_requests = static_cast<uint32_t>(live_.size()) - l.waiting_requests;
+  AddForeignLoad(l, pending_prefill);
   l.waiting_prefill_tokens = pending_prefill;
   l.prefill_ms_per_token = prefill_speed_.value();
   l.estimated_queue_wait = FromMillis(prefill_speed_.value() * static_cast<double>(pending_prefill));

@@ -14,6 +14,15 @@
 // tokenizer); the cache estimate is kept in node tokens, and evidence is converted by the ratio of
 // the two prompt lengths (exact when the node tokenizes with the engine's tokenizer).
 //
+// Speeds. Prefill ms per uncached node token comes from the upstream's own timings (llama.cpp's
+// timings.prompt_ms); decode ms per output token from the stream itself (first to last text over
+// the tokens between); each is the median of recent answers (engine::SpeedEstimate).
+//
+// The engine's own queue (engine_metrics.h): where the flavor publishes queue gauges on /metrics,
+// they are polled every queue_poll_interval. Requests the engine reports beyond the node's own
+// in flight at the sample are other clients' (the engine may be shared): Load() adds them,
+// waiting ones first, each priced at the median uncached prompt of the node's own requests.
+//
 // Cache evidence (see cache_tracker.h): the first chunk that reports cached tokens
 // (timings.cache_n or usage.prompt_tokens_details.cached_tokens) confirms or corrects the
 // estimate; llama.cpp's /slots is polled to confirm (or, when authoritative, prune) entries.
@@ -39,6 +48,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -90,6 +100,21 @@ struct OpenAiEngineStats {
   uint64_t reconcile_failures = 0;
   uint64_t reconcile_confirmed = 0;
   uint64_t reconcile_removed = 0;
+  uint64_t queue_polls = 0;          // /metrics pages read
+  uint64_t queue_poll_failures = 0;  // /metrics unreachable, refused or unreadable
+};
+
+// The engine's queue by its own count, as last read from its /metrics page.
+struct EngineQueueSample {
+  uint32_t running = 0;
+  uint32_t waiting = 0;
+  // The node's own requests in flight to the engine when the page was read.
+  uint32_t own_in_flight = 0;
+  TimePoint at{};
+  // Reported beyond the node's own: other clients' requests.
+  uint32_t foreign() const {
+    return running + waiting > own_in_flight ? running + waiting - own_in_flight : 0;
+  }
 };
 
 class OpenAiEngine final : public engine::Engine {
@@ -121,6 +146,10 @@ class OpenAiEngine final : public engine::Engine {
   const DriftDetector& drift() const { return drift_; }
   const OpenAiEngineStats& stats() const { return stats_; }
   const CacheTracker& tracker() const { return tracker_; }
+  // Decode ms per output token (median of recent answers); 0 before the first.
+  double decode_ms_per_token() const { return decode_speed_.value(); }
+  // The last queue sample while fresh (within 3 poll intervals), nullopt otherwise.
+  std::optional<EngineQueueSample> engine_queue() const;
   // The estimate, for the vLLM KV-events source (kv_events_tracking.h), which cuts from it the
   // blocks the engine reports dropped.
   CacheTracker& mutable_tracker() { return tracker_; }
@@ -135,6 +164,7 @@ class OpenAiEngine final : public engine::Engine {
     uint32_t prompt_len = 0;     // node tokens
     size_t estimate = 0;      // node tokens believed cached at send
     TimePoint submitted{};
+    TimePoint first_token_at{};
     // The upstream's own prefill time (llama.cpp's timings.prompt_ms), < 0 until reported.
     double prompt_ms = -1;
     TimerId first_token_timer = kNoTimer;
@@ -176,6 +206,12 @@ class OpenAiEngine final : public engine::Engine {
   void Tick();
   void Probe();
   void Reconcile();
+  // GET /metrics for the engine's queue gauges (openai_engine_queue.cc).
+  void PollQueue();
+  // Adds other clients' requests, from the last fresh queue sample, to `load`.
+  void AddForeignLoad(engine::EngineLoad& load, uint64_t& pending_prefill) const;
+  // Learns decode speed from a finished request's stream.
+  void LearnDecodeSpeed(const Live& r);
   // Learns how many node tokens one upstream token is worth, and scales the tracker's capacity.
   void LearnTokenRatio(uint32_t node_tokens, uint32_t upstream_tokens);
   void NoteDrift(size_t estimated, size_t reported, size_t prompt_tokens);
@@ -190,6 +226,11 @@ class OpenAiEngine final : public engine::Engine {
   uint32_t consecutive_failures_ = 0;
   std::unique_ptr<UpstreamCall> probe_call_;
   std::unique_ptr<UpstreamCall> slots_call_;
+  std::unique_ptr<UpstreamCall> metrics_call_;
+  std::string metrics_body_;
+  bool metrics_body_too_long_ = false;
+  std::optional<EngineQueueSample> engine_queue_;
+  TimePoint next_queue_poll_{};
   std::string probe_body_;
   std::string slots_body_;
   TimerId tick_timer_ = kNoTimer;
@@ -197,6 +238,10 @@ class OpenAiEngine final : public engine::Engine {
   TimePoint next_reconcile_{};
   // Prefill ms per uncached prompt token, in node tokens, from the upstream's own timings.
   engine::SpeedEstimate prefill_speed_;
+  // Decode ms per output token, from the stream's own timing.
+  engine::SpeedEstimate decode_speed_;
+  // Uncached node tokens per request sent (the cost of another client's queued request).
+  engine::SpeedEstimate uncached_per_request_;
   // Node tokens per upstream token (EWMA over evidence); 0 until the first.
   double node_per_upstream_ = 0;
   DriftDetector drift_;

@@ -58,6 +58,9 @@ struct OpenAiEngineOptions {
   std::string health_path = "/health";
   // Period of GET /slots reconciliation (llama.cpp only); 0 disables it.
   Duration reconcile_interval = std::chrono::seconds(2);
+  // Period of GET /metrics for the engine's own queue (llama.cpp with --metrics, vLLM, SGLang);
+  // 0 disables it. A sample older than three periods is not used.
+  Duration queue_poll_interval = std::chrono::seconds(1);
   // True when /slots lists everything the engine caches (llama-server --cache-ram 0): entries no
   // slot holds are then removed. Otherwise /slots only confirms.
   bool slots_authoritative = false;

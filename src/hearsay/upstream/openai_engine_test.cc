@@ -3,6 +3,8 @@
 // garbage, mid-stream break), including the health state that gossip advertises.
 #include "hearsay/upstream/openai_engine.h"
 
+#include "hearsay/upstream/engine_metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -535,6 +537,92 @@ TEST_F(OpenAiEngineTest, SlotsReconciliationPrunesWhatNoSlotHolds) {
   EXPECT_EQ(engine_->stats().reconcile_removed, 1u);
   EXPECT_EQ(engine_->CachedPrefixTokens(Req(0, 16, 100).prompt), 16u);
   EXPECT_EQ(engine_->CachedPrefixTokens(Req(0, 16, 200).prompt), 0u);
+}
+
+TEST_F(OpenAiEngineTest, EngineQueueAddsOtherClientsRequestsToTheLoad) {
+  OpenAiEngineOptions o;
+  o.flavor = UpstreamFlavor::kVllm;
+  o.queue_poll_interval = 1s;
+  o.health_interval = 1s;
+  Make(o);
+  // The node's own request, still without a first token, with 16 uncached tokens.
+  ASSERT_TRUE(engine_->Submit(Req(1, 16), &rec_).ok());
+  EXPECT_EQ(engine_->Load().waiting_requests, 1u);
+  // The engine reports 2 running and 3 waiting while the node has 1 in flight: 4 are another
+  // client's, 3 of them counted as waiting.
+  sched_.RunFor(1s);
+  AnswerProbes(200);
+  auto polls = transport_.Open("/metrics");
+  ASSERT_EQ(polls.size(), 1u);
+  EXPECT_EQ(polls[0]->request.method, "GET");
+  polls[0]->Respond(200,
+                    "vllm:num_requests_running{model_name=\"m\"} 2\n"
+                    "vllm:num_requests_waiting{model_name=\"m\"} 3\n");
+  EXPECT_EQ(engine_->stats().queue_polls, 1u);
+  ASSERT_TRUE(engine_->engine_queue().has_value());
+  EXPECT_EQ(engine_->engine_queue()->foreign(), 4u);
+  engine::EngineLoad l = engine_->Load();
+  EXPECT_EQ(l.waiting_requests, 4u);
+  EXPECT_EQ(l.running_requests, 1u);
+  EXPECT_EQ(l.waiting_prefill_tokens, 4u * 16u);  // each priced as the node's own median
+  // A page without the gauges drops the sample: back to the node's own count.
+  sched_.RunFor(1s);
+  AnswerProbes(200);
+  polls = transport_.Open("/metrics");
+  ASSERT_EQ(polls.size(), 1u);
+  polls[0]->Respond(404, "not found");
+  EXPECT_EQ(engine_->stats().queue_poll_failures, 1u);
+  EXPECT_FALSE(engine_->engine_queue().has_value());
+  EXPECT_EQ(engine_->Load().waiting_requests, 1u);
+}
+
+TEST_F(OpenAiEngineTest, StaleOrUnreadableQueueSamplesAreNotUsed) {
+  OpenAiEngineOptions o;
+  o.flavor = UpstreamFlavor::kLlamaCpp;
+  o.queue_poll_interval = 1s;
+  o.health_interval = 1s;
+  Make(o);
+  auto polls = transport_.Open("/metrics");
+  ASSERT_EQ(polls.size(), 1u);
+  polls[0]->Respond(200, "llamacpp:requests_processing 1\nllamacpp:requests_deferred 6\n");
+  EXPECT_EQ(engine_->Load().waiting_requests, 6u);
+  // Unanswered polls: after three periods the sample is too old to count.
+  sched_.RunFor(3500ms);
+  AnswerProbes(200);
+  EXPECT_FALSE(engine_->engine_queue().has_value());
+  EXPECT_EQ(engine_->Load().waiting_requests, 0u);
+  // A page over the limit is refused, not kept.
+  for (auto& c : transport_.Open("/metrics")) {
+    c->Headers(200);
+    c->Body(std::string(kMaxMetricsBytes, '#'));
+    c->Body("llamacpp:requests_processing 1\nllamacpp:requests_deferred 6\n");
+    c->Done();
+  }
+  EXPECT_FALSE(engine_->engine_queue().has_value());
+  EXPECT_GE(engine_->stats().queue_poll_failures, 1u);
+}
+
+TEST_F(OpenAiEngineTest, GenericUpstreamIsNotPolledForMetrics) {
+  Make();
+  sched_.RunFor(5s);
+  EXPECT_TRUE(transport_.Open("/metrics").empty());
+}
+
+TEST_F(OpenAiEngineTest, LearnsDecodeSpeedFromTheStream) {
+  Make();
+  EXPECT_EQ(engine_->decode_ms_per_token(), 0);
+  ASSERT_TRUE(engine_->Submit(Req(1, 16), &rec_).ok());
+  auto call = LastCompletion();
+  call->Headers(200);
+  call->Body(Chunk("a"));
+  sched_.RunFor(100ms);
+  call->Body(Chunk("bcde"));
+  call->Body(UsageChunk(16, 5, 0));
+  call->Body("data: [DONE]\n\n");
+  call->Done();
+  ASSERT_TRUE(rec_.recs[1].complete);
+  // 100 ms from the first token to the last, over the 4 tokens after the first.
+  EXPECT_DOUBLE_EQ(engine_->decode_ms_per_token(), 25.0);
 }
 
 TEST_F(OpenAiEngineTest, DestroyingTheEngineCancelsEverything) {

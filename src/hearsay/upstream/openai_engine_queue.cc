@@ -1,0 +1,88 @@
+// OpenAiEngine: the engine's own queue, read from its /metrics page, and the decode speed learned
+// from its streams. See openai_engine.h.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "hearsay/upstream/engine_metrics.h"
+#include "hearsay/upstream/openai_engine.h"
+
+namespace hearsay::upstream {
+
+void OpenAiEngine::PollQueue() {
+  if (metrics_call_ || !healthy_) return;
+  UpstreamHttpRequest req;
+  req.method = "GET";
+  req.target = "/metrics";
+  req.connect_timeout = options_.connect_timeout;
+  req.response_timeout = std::max(options_.queue_poll_interval, options_.connect_timeout);
+  req.idle_timeout = req.response_timeout;
+  auto status = std::make_shared<int>(0);
+  metrics_body_.clear();
+  metrics_body_too_long_ = false;
+  UpstreamCallbacks cb;
+  cb.on_headers = [status](int s) { *status = s; };
+  cb.on_body = [this](std::string_view chunk) {
+    if (metrics_body_.size() + chunk.size() <= kMaxMetricsBytes) {
+      metrics_body_.append(chunk);
+    } else {
+      metrics_body_too_long_ = true;
+    }
+  };
+  cb.on_done = [this, status](Status s) {
+    scheduler_.Post([call = std::shared_ptr<UpstreamCall>(std::move(metrics_call_))] {});
+    Result<EngineQueue> queue =
+        !s.ok()                  ? Result<EngineQueue>(s)
+        : *status != 200         ? Result<EngineQueue>(UnavailableError(
+                                       "HTTP " + std::to_string(*status)))
+        : metrics_body_too_long_ ? Result<EngineQueue>(InvalidArgumentError("page too long"))
+                                 : ParseEngineQueue(options_.flavor, metrics_body_);
+    metrics_body_.clear();
+    if (!queue.ok()) {
+      engine_queue_.reset();
+      // Not a health signal: llama-server publishes /metrics only with --metrics.
+      if (stats_.queue_poll_failures++ == 0) {
+        spdlog::warn(
+            "openai engine: GET /metrics gave no queue ({}); the node counts only its own "
+            "requests to the engine until it does (llama-server needs --metrics)",
+            queue.status().message());
+      }
+      return;
+    }
+    ++stats_.queue_polls;
+    engine_queue_ = EngineQueueSample{queue.value().running, queue.value().waiting,
+                                      static_cast<uint32_t>(live_.size()),
+                                      scheduler_.clock().Now()};
+  };
+  metrics_call_ = transport_.Send(std::move(req), std::move(cb));
+}
+
+std::optional<EngineQueueSample> OpenAiEngine::engine_queue() const {
+  if (!engine_queue_) return std::nullopt;
+  if (scheduler_.clock().Now() - engine_queue_->at > 3 * options_.queue_poll_interval) {
+    return std::nullopt;
+  }
+  return engine_queue_;
+}
+
+void OpenAiEngine::AddForeignLoad(engine::EngineLoad& load, uint64_t& pending_prefill) const {
+  const std::optional<EngineQueueSample> sample = engine_queue();
+  if (!sample) return;
+  const uint32_t foreign = sample->foreign();
+  // Which of the engine's waiting requests are the node's own is unknown: count the foreign
+  // ones as waiting first, the cautious reading.
+  const uint32_t foreign_waiting = std::min(foreign, sample->waiting);
+  load.waiting_requests += foreign_waiting;
+  load.running_requests += foreign - foreign_waiting;
+  pending_prefill +=
+      static_cast<uint64_t>(foreign_waiting * std::max(1.0, uncached_per_request_.value()));
+}
+
+void OpenAiEngine::LearnDecodeSpeed(const Live& r) {
+  if (!r.streamed || r.usage.completion_tokens < 2) return;
+  const double ms = ToMillis(scheduler_.clock().Now() - r.first_token_at);
+  decode_speed_.Add(ms / static_cast<double>(r.usage.completion_tokens - 1));
+}
+
+}  // namespace hearsay::upstream
