@@ -217,7 +217,7 @@ class JsonScanner {
     }
     // A number out of double's range is infinity to the tree, which prints it as null: leave long
     // numbers and overflowing exponents to the tree.
-    if (p_ - start > 300) return false;
+    if (p_ - start > 300 || static_cast<size_t>(p_ - start) > max_number_chars_) return false;
     if (exponent) {
       double d = 0;
       if (std::from_chars(start, p_, d).ec != std::errc()) return false;
@@ -232,6 +232,15 @@ class JsonScanner {
       }
     }
     return true;
+  }
+
+  // Refuses (returns false for) input with more object members or array elements in total, or a
+  // longer number, than given: a request over its budget (request_budget.h) goes to the tree
+  // parser, whose budget check names the limit. Unlimited by default.
+  void LimitCounts(size_t max_members, size_t max_array_items, size_t max_number_chars) {
+    members_left_ = max_members;
+    items_left_ = max_array_items;
+    max_number_chars_ = max_number_chars;
   }
 
   // Refuses (returns false for) any object with a repeated key, at every depth. Off by default:
@@ -250,6 +259,8 @@ class JsonScanner {
       keys_[static_cast<size_t>(depth)].clear();
     }
     while (true) {
+      if (members_left_ == 0) return false;
+      --members_left_;
       Peek();
       member_start_ = offset();
       std::string_view key;
@@ -272,6 +283,8 @@ class JsonScanner {
     if (depth > kMaxScanDepth || !Consume('[')) return false;
     if (Consume(']')) return true;
     for (size_t i = 0;; ++i) {
+      if (items_left_ == 0) return false;
+      --items_left_;
       if (!on_element(i)) return false;
       if (Consume(',')) continue;
       return Consume(']');
@@ -351,6 +364,9 @@ class JsonScanner {
   std::string key_;
   size_t member_start_ = 0;
   bool refuse_duplicates_ = false;
+  size_t members_left_ = SIZE_MAX;
+  size_t items_left_ = SIZE_MAX;
+  size_t max_number_chars_ = SIZE_MAX;
   std::vector<std::vector<std::string>> keys_;  // per depth, with refuse_duplicates_
   size_t key_comparisons_ = 0;
 };

@@ -316,7 +316,8 @@ std::string_view EndpointPath(Endpoint endpoint) {
 
 std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,
                                                 const Limits& limits) {
-  if (std::optional<ApiError> e = CheckBudget(body, limits.budget)) return std::move(*e);
+  // The scanner keeps to the budget itself (it gives up past it), so the budget's own pass runs
+  // only before the tree parser.
   if (std::optional<ApiRequest> fast = ScanRequest(endpoint, body, limits)) return std::move(*fast);
   return ParseRequestTree(endpoint, body, limits);
 }

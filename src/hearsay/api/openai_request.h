@@ -74,10 +74,11 @@ struct ApiRequest {
 // OpenAI's limit on `stop`.
 inline constexpr size_t kMaxStopSequences = 4;
 
-// Parses and validates `body` for `endpoint`. Errors are 400 invalid_request_error. A body over
-// `limits.budget` is refused first (request_budget.h), so the work is linear in the body. A valid
-// body is read in one pass without a JSON tree (ScanRequest, request_scanner.h); anything that pass
-// is not sure of, every invalid body included, goes to ParseRequestTree, so errors are the tree's.
+// Parses and validates `body` for `endpoint`. Errors are 400 invalid_request_error. A valid body
+// within `limits.budget` is read in one pass without a JSON tree (ScanRequest, request_scanner.h,
+// which gives up past the budget's counts); anything that pass is not sure of, every invalid or
+// over-budget body included, goes to ParseRequestTree, which refuses a body over the budget first
+// (request_budget.h) and so keeps the work linear in the body; errors are the tree's.
 std::variant<ApiRequest, ApiError> ParseRequest(Endpoint endpoint, std::string_view body,
                                                 const Limits& limits);
 

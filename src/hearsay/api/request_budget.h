@@ -1,8 +1,9 @@
 // The request budget: what one client body may cost before anything parses it.
 //
 // A body is checked in one linear pass (MeasureJson: nlohmann's SAX parser with a handler that
-// only counts) before the scanner or the tree sees it, so the work every later step does is
-// bounded by the budget as well as by the body size: object members and array elements (summed
+// only counts) before the tree parser sees it; the request scanner, which reads valid requests
+// without a tree, keeps the same counts itself and gives up past them (JsonScanner::LimitCounts).
+// The work every later step does is so bounded by the budget as well as by the body size: object members and array elements (summed
 // over the whole body), nesting depth and the length of one number. The pass stops at the first
 // count over the budget (a number is measured once the lexer has read all of it). The parsers
 // themselves are linear or n log n in these counts (json_scanner.h checks repeated keys by

@@ -124,6 +124,11 @@ std::optional<ApiRequest> ScanRequest(Endpoint endpoint, std::string_view body,
   JsonScanner s(body);
   // The tree keeps the last of repeated keys; the scanner would read the first: refuse them all.
   s.RefuseDuplicateKeys();
+  // A body over its budget is left to the tree parser, which refuses it naming the limit; the
+  // budget's depth, when above kMaxScanDepth, is kept by the scanner's own limit.
+  if (limits.budget.max_depth <= static_cast<size_t>(kMaxScanDepth)) return std::nullopt;
+  s.LimitCounts(limits.budget.max_members, limits.budget.max_array_items,
+                limits.budget.max_number_chars);
   ApiRequest r;
   r.endpoint = endpoint;
   bool has_model = false;

@@ -196,6 +196,27 @@ TEST(RequestScannerTest, LeavesInvalidAndOddBodiesToTheTree) {
   EXPECT_EQ(std::get<ApiError>(e).param, "max_tokens");
 }
 
+TEST(RequestScannerTest, KeepsToTheBudgetAndLeavesWhatIsOverItToTheTree) {
+  Limits limits = TestLimits();
+  limits.budget = Budget{.max_members = 5, .max_array_items = 3, .max_number_chars = 4};
+  const std::string within = R"({"model":"m","prompt":"x","a":[1,2,3],"b":1234,"c":1})";
+  EXPECT_TRUE(ScanRequest(kCompl, within, limits).has_value());
+  for (const std::string over : {
+           R"({"model":"m","prompt":"x","a":[1,2,3],"b":1234,"c":1,"d":2})",  // 6 members
+           R"({"model":"m","prompt":"x","a":[1,2,3,4]})",                      // 4 items
+           R"({"model":"m","prompt":"x","a":[[1],[2]]})",                      // 4 items in all
+           R"({"model":"m","prompt":"x","a":12345})",                          // 5 characters
+       }) {
+    EXPECT_FALSE(ScanRequest(kCompl, over, limits).has_value()) << over;
+    const auto e = ParseRequest(kCompl, over, limits);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(e)) << over;
+    EXPECT_EQ(std::get<ApiError>(e).code, "request_too_complex") << over;
+  }
+  // A budget shallower than the scanner's own depth limit leaves every body to the tree.
+  limits.budget = Budget{.max_depth = 3};
+  EXPECT_FALSE(ScanRequest(kCompl, within, limits).has_value());
+}
+
 // Seeded random edits of both lists: byte flips, JSON-ish insertions, deletions, truncations.
 TEST(RequestScannerTest, AgreesWithTheTreeOnMutations) {
   static constexpr std::string_view kAlphabet =
