@@ -43,6 +43,10 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--delay-ms", c.delay_ms, "One-way network delay, ms")->capture_default_str();
   cmd->add_option("--zipf", c.zipf, "Zipf exponent of prefix popularity")->capture_default_str();
   cmd->add_option("--rho", c.rho, "Target utilization of cluster capacity")->capture_default_str();
+  cmd->add_option("--rate", c.rate_per_s,
+                  "Arrival rate over the cluster, requests/s (replaces --rho when > 0)");
+  cmd->add_option("--max-running", c.max_running,
+                  "Most requests each engine runs at once (llama-server -np; 0: default 256)");
   cmd->add_option("--requests", c.requests, "Requests to simulate")->capture_default_str();
   cmd->add_option("--capacity-tokens", c.capacity_tokens, "KV cache per engine, tokens")
       ->capture_default_str();

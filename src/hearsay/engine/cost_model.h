@@ -21,7 +21,8 @@
 // of iterations (and so the t0 terms) grows.
 //
 // Presets follow the BLIS / inference-sim vLLM fits, roofline estimates and llm-d-inference-sim
-// (see kPresets in cost_model.cc for the derivation of `consumer`).
+// (see kPresets in cost_model.cc for the derivation of `consumer`); `llama-tiny-cpu` is fitted to
+// the llama.cpp demo's measured prefill times.
 //
 // Thread-safety: a CostModel is an immutable value; share it freely.
 #pragma once
@@ -80,7 +81,7 @@ class CostModel {
   // The preset called `name`; NOT_FOUND for an unknown name, with the valid names in the message.
   static Result<CostModel> FromPreset(std::string_view name);
   // The names FromPreset accepts, in a fixed order: "h100-llama3-8b", "a100-llama3-8b",
-  // "consumer".
+  // "consumer", "llama-tiny-cpu".
   static std::span<const std::string_view> PresetNames();
 
   const CostParams& params() const { return p_; }

@@ -24,7 +24,7 @@ TEST(CostModelTest, PresetsHaveTheIssueCoefficients) {
 }
 
 TEST(CostModelTest, PresetNamesAllResolve) {
-  ASSERT_EQ(CostModel::PresetNames().size(), 3u);
+  ASSERT_EQ(CostModel::PresetNames().size(), 4u);
   for (std::string_view name : CostModel::PresetNames()) {
     EXPECT_TRUE(CostModel::FromPreset(name).ok()) << name;
   }

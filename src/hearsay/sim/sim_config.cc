@@ -26,6 +26,10 @@ Status ValidateSimConfig(const SimConfig& c) {
   }
   if (!Finite(c.zipf) || c.zipf < 0 || c.zipf > 10) return Bad("--zipf must be in [0, 10]");
   if (!Finite(c.rho) || c.rho <= 0 || c.rho > 100) return Bad("--rho must be in (0, 100]");
+  if (!Finite(c.rate_per_s) || c.rate_per_s < 0 || c.rate_per_s > 1e7) {
+    return Bad("--rate must be in [0, 1e7] (0: from --rho)");
+  }
+  if (c.max_running > 1u << 20) return Bad("--max-running must be at most 1048576 (0: default)");
   if (c.requests == 0 && c.workload != "trace") return Bad("--requests must be >= 1");
   if (c.requests > (uint64_t{1} << 32)) return Bad("--requests must be <= 2^32");
   if (c.capacity_tokens < 1024 || c.capacity_tokens >= (uint64_t{1} << 32)) {

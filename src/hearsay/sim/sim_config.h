@@ -32,6 +32,9 @@ struct SimConfig {
   // Target utilization: arrival rate = rho x estimated cluster capacity (sim_run.h). > 0.
   // Ignored for "trace" unless arrivals is "poisson" or "bursty".
   double rho = 0.7;
+  // Arrival rate over the whole cluster, requests per virtual second; when > 0 it replaces rho
+  // (as `hearsay demo --rate` sets it for real processes).
+  double rate_per_s = 0;
   // Requests to simulate (for "trace": at most this many of the trace; 0 = all of it). For
   // "chat", conversations are started until about this many requests are issued.
   uint64_t requests = 20000;
@@ -43,6 +46,9 @@ struct SimConfig {
   uint64_t seed = 1;
   // Engine cost model preset (engine/cost_model.h).
   std::string engine_preset = "h100-llama3-8b";
+  // Most requests each engine runs at once (vLLM's max_num_seqs, llama-server's -np slots);
+  // 0 keeps the engine's default.
+  uint32_t max_running = 0;
 
   // --- Extras ---
   // MMLU chain-of-thought outputs (150-300 tokens) instead of a 1-token answer.

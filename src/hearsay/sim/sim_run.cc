@@ -190,6 +190,7 @@ namespace {
 Result<double> ArrivalRate(const SimConfig& config, const engine::CostModel& cost,
                            const engine::SimEngineOptions& eo,
                            std::shared_ptr<const workload::Trace> trace, uint64_t total) {
+  if (config.rate_per_s > 0) return config.rate_per_s;
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> probe,
                            MakeWorkload(config, 1.0, trace, std::min<uint64_t>(total, 2000)));
   double prompt = 0, output = 0, n = 0;
@@ -298,6 +299,7 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
   engine::SimEngineOptions eo;
   eo.cost = cost.params();
   eo.kv_capacity_tokens = config.capacity_tokens;
+  if (config.max_running > 0) eo.max_running = config.max_running;
 
   HEARSAY_ASSIGN_OR_RETURN(const double rate, ArrivalRate(config, cost, eo, trace, total));
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> workload,
