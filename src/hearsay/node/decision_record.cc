@@ -32,6 +32,7 @@ nlohmann::json ToJson(const CandidateRecord& c) {
                                           {"credit_tokens", Ms(c.price.credit_tokens)},
                                           {"prefill_ms", Ms(c.price.prefill_ms)},
                                           {"work_ms", Ms(c.price.work_ms)},
+                                          {"interference_ms", Ms(c.price.interference_ms)},
                                           {"cost_ms", Ms(c.price.cost_ms)}};
   }
   return j;

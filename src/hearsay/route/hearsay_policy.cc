@@ -75,6 +75,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     price.wait_ms = wait;
     price.credit_tokens = credit;
     price.prefill_ms = PrefillPartMs(cost_, c, prompt, credit);
+    price.interference_ms = params_.interference_weight * double(c.load.running) * price.prefill_ms;
     ++priced;
     busy += (c.load.queued + unsent.requests > 0) ? 1 : 0;
     least_prefill = std::min(least_prefill, price.prefill_ms);
@@ -84,7 +85,8 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   for (Price& price : prices_) {
     if (std::isnan(price.cost_ms)) continue;
     price.work_ms = params_.work_weight * pressure * (price.prefill_ms - least_prefill);
-    price.cost_ms = price.delay_ms + price.wait_ms + price.prefill_ms + price.work_ms;
+    price.cost_ms = price.delay_ms + price.wait_ms + price.prefill_ms + price.work_ms +
+                    price.interference_ms;
     if (price.cost_ms < best) best = price.cost_ms;
   }
   // Only reachable if every price overflowed: nothing sensible to compare, so serve here.
@@ -108,7 +110,8 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
 
   Decision d;
   d.slot = chosen.slot;
-  d.expected_ttft_ms = prices_[pick].cost_ms - prices_[pick].work_ms;
+  d.expected_ttft_ms =
+      prices_[pick].cost_ms - prices_[pick].work_ms - prices_[pick].interference_ms;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (int(i) == pick || !(prices_[i].cost_ms < std::numeric_limits<double>::infinity())) continue;
     if (d.fallback_ttft_ms < 0 || prices_[i].cost_ms < d.fallback_ttft_ms) {

@@ -77,6 +77,33 @@ TEST_F(HearsayPolicyTest, AvoidsABusyHolderWhoseQueueCostsMoreThanTheSaving) {
   EXPECT_EQ(d.slot, 1u);
 }
 
+TEST_F(HearsayPolicyTest, APrefillGoesWhereItHoldsUpTheFewestRunningRequests) {
+  // Two peers alike but for the requests running there: the prefill would hold up 30 decoders on
+  // one and 2 on the other.
+  Candidate crowded = PeerCandidate(1, 0.5, 0);
+  crowded.load.running = 30;
+  Candidate quiet = PeerCandidate(2, 0.5, 0);
+  quiet.load.running = 2;
+  Candidate self = SelfCandidate(0);
+  self.load.running = 30;
+  Decision d = Choose({self, crowded, quiet});
+  EXPECT_EQ(d.slot, 2u);
+  const std::span<const Price> prices = policy_.LastPrices();
+  ASSERT_EQ(prices.size(), 3u);
+  EXPECT_NEAR(prices[1].interference_ms, 0.2 * 30 * prices[1].prefill_ms, 1e-9);
+  EXPECT_NEAR(prices[2].interference_ms, 0.2 * 2 * prices[2].prefill_ms, 1e-9);
+  // The expected time to first token leaves the interference out: it is what others pay.
+  EXPECT_NEAR(d.expected_ttft_ms, prices[2].delay_ms + prices[2].wait_ms + prices[2].prefill_ms,
+              1e-9);
+  // Without the term the entry node serves it: no forward beats any peer's round trip.
+  PolicyOptions ttft_only;
+  ttft_only.hearsay.interference_weight = 0;
+  HearsayPolicy plain(ttft_only);
+  EXPECT_EQ(plain.Choose(MakeRequest(chain_, 3), std::vector<Candidate>{self, crowded, quiet}, rng_)
+                .slot,
+            0u);
+}
+
 TEST_F(HearsayPolicyTest, UnderLoadAMissIsPricedWithTheWorkItAdds) {
   // The holder's queue (~65 ms) outweighs its saving (~48 ms) for this request's own TTFT.
   Candidate holder = PeerCandidate(1, 0.5, 1536);

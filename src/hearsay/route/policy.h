@@ -162,9 +162,11 @@ struct Price {
   // The cached tokens the price assumes, after the policy's discounts.
   double credit_tokens = 0;
   double prefill_ms = 0;
-  // A policy's own term (`hearsay`: the price of the extra work under load).
+  // A policy's own terms (`hearsay`: the price of the extra work under load, and of holding up
+  // the requests running there).
   double work_ms = 0;
-  // What the policy minimizes: delay + wait + prefill + work.
+  double interference_ms = 0;
+  // What the policy minimizes: delay + wait + prefill + work + interference.
   double cost_ms = 0;
 };
 

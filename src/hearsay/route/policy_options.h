@@ -51,6 +51,11 @@ struct HearsayParams {
   // prefill backlog (a request waiting for its first token there, reported or sent since).
   // 0 = price only this request's time to first token.
   double work_weight = 1.0;
+  // A prefill shares the engine's iterations with the requests running there: each of them
+  // waits for it before its next token. Each candidate's price adds interference_weight ×
+  // running(c) × prefill(c), so a long prefill goes where it holds up the fewest decoders.
+  // 0 = price only this request's time to first token.
+  double interference_weight = 0.2;
   // Cache credit from a view of this age is halved (gossip staleness).
   Duration stale_half_life = FromMillis(5000);
   // Learning rate of the per-member confidence in cache estimates (EWMA weight of one outcome).
