@@ -12,6 +12,7 @@
 #include "hearsay/common/percentile.h"
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/node/router_cost.h"
+#include "hearsay/sim/central_router.h"
 #include "hearsay/sim/sim_cluster.h"
 #include "hearsay/sim/sim_metrics.h"
 #include "hearsay/sim/specialist_drift.h"
@@ -303,15 +304,37 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> workload,
                            MakeWorkload(config, rate, trace, total));
 
-  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster,
-                           SimCluster::Create([&] {
+  const int routers = EffectiveRouters(config);
+  RouterTier* tier_ptr = nullptr;
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster, SimCluster::Create([&] {
                              SimClusterOptions co = ClusterOptions(config, cost, eo);
                              co.recorder = recorder;
+                             if (routers > 0) {
+                               // The nodes serve what the routers send them; their own policy
+                               // never chooses (every request carries the hop marker).
+                               co.policy = "local";
+                               co.cache_events = [&tier_ptr](
+                                                     int n, std::span<const prefix::BlockEvent> e) {
+                                 if (tier_ptr != nullptr) tier_ptr->OnCacheEvents(n, e);
+                               };
+                             }
                              return co;
                            }()));
+  std::unique_ptr<RouterTier> tier;
+  if (routers > 0) {
+    RouterTierOptions to;
+    to.policy = config.policy;
+    to.policy_options.cost = node::RouterCostModel(cost.params());
+    to.replicas = routers;
+    to.replica_sync = config.replica_sync;
+    to.seed = config.seed;
+    HEARSAY_ASSIGN_OR_RETURN(tier, RouterTier::Create(*cluster, to));
+    tier_ptr = tier.get();
+  }
 
   simenv::VirtualScheduler& sched = cluster->scheduler();
   cluster->StartAll();
+  if (tier) tier->Start();
   sched.RunFor(FromMillis(config.warmup_ms));
   const TimePoint start = sched.Now();
   const uint64_t bytes_at_start = cluster->gossip_bytes_sent();
@@ -335,7 +358,12 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
       pr.prompt = std::move(r.prompt);
       pr.max_output_tokens = std::max<uint32_t>(1, r.output_tokens);
       pr.scripted_output = std::move(r.scripted_output);
-      cluster->node(static_cast<int>(r.entry_node) % cluster->size()).Submit(std::move(pr), &sink);
+      if (tier) {
+        tier->Submit(static_cast<int>(r.entry_node), std::move(pr), &sink);
+      } else {
+        cluster->node(static_cast<int>(r.entry_node) % cluster->size())
+            .Submit(std::move(pr), &sink);
+      }
       arm();
     });
   };
@@ -353,6 +381,8 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
   if (progress) progress(sink.finished(), total);
 
   SimSummary s = Summarize(config, sink, *cluster, start, bytes_at_start);
+  // Behind a router every request crosses the network to its engine.
+  if (tier) s.forwarded_frac = s.requests + s.failed > 0 ? 1.0 : 0.0;
   s.arrival_rate_per_s = rate;
   s.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
