@@ -274,6 +274,39 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
 
 }  // namespace
 
+Result<WorkloadFootprint> MeasureWorkload(const SimConfig& config) {
+  HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(config));
+  std::shared_ptr<const workload::Trace> trace;
+  uint64_t total = config.requests;
+  if (config.workload == "trace") {
+    HEARSAY_ASSIGN_OR_RETURN(
+        workload::Trace t, workload::Trace::LoadFile(config.trace_path, workload::TraceOptions{}));
+    const uint64_t n = t.size();
+    trace = std::make_shared<const workload::Trace>(std::move(t));
+    total = total == 0 ? n : std::min<uint64_t>(total, n);
+  }
+  prefix::BlockKeyerOptions ko;
+  ko.tokens_per_block = config.block_tokens;
+  HEARSAY_ASSIGN_OR_RETURN(
+      prefix::BlockKeyer keyer,
+      prefix::BlockKeyer::Create("hearsay-footprint-secret-0123456789", "sim-model", "", ko));
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> w,
+                           MakeWorkload(config, 1.0, trace, total));
+  std::unordered_map<prefix::BlockKey, uint32_t> seen;
+  std::vector<prefix::BlockKey> keys;
+  WorkloadFootprint f;
+  while (std::optional<workload::Request> r = w->Next()) {
+    keys.clear();
+    keyer.AppendKeys(r->prompt, &keys);
+    for (prefix::BlockKey k : keys) ++seen[k];
+    f.max_request_tokens =
+        std::max<uint64_t>(f.max_request_tokens, r->prompt.size() + std::max(1u, r->output_tokens));
+    if (++f.requests >= total) break;
+  }
+  for (const auto& [k, n] : seen) f.reused_tokens += n >= 2 ? config.block_tokens : 0;
+  return f;
+}
+
 Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   return RunSimRecorded(config, progress, nullptr);
 }
