@@ -47,6 +47,7 @@ TEST(PeersExperimentTest, GridSizesTheCachesFromTheWorkingSet) {
     workloads.insert(p.workload);
     EXPECT_EQ(p.config.requests, 20u * p.nodes);
     EXPECT_GE(p.config.capacity_tokens, 1024u);
+    EXPECT_LE(p.config.capacity_tokens, uint64_t{1} << 20);
     if (p.pressure == "low") {
       EXPECT_GE(p.config.capacity_tokens, p.reused_tokens);
     } else {
