@@ -183,6 +183,9 @@ void RouterTier::Submit(int replica, PeerRequest request, ResponseSink* sink) {
       p.OnPeerDecision(slot, r, cached);
     });
   }
+  // Decision records at the serving node name the router replica and the client's request id.
+  request.origin = "router" + std::to_string(replica);
+  request.origin_request = request.id;
   cluster_.SubmitFromRouter(to, std::move(request), sink_.get());
 }
 
