@@ -132,7 +132,7 @@ TEST(PeersExperimentTest, RejectsBadOptions) {
 TEST(PeersExperimentTest, RealQuickRunIsDeterministicAcrossJobs) {
   PeersOptions o;
   o.quick = true;
-  o.requests_per_node = 15;
+  o.requests_per_node = 8;
   std::string first[3];
   for (int jobs : {1, 2}) {
     o.jobs = jobs;
