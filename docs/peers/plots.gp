@@ -166,16 +166,18 @@ set ylabel 'p99 TTFT (ms)'
 plot 'plot_chat_n32_high.csv' using 1:4:5 with yerrorlines title 'hearsay', 'plot_chat_n32_high.csv' using 1:8:9 with yerrorlines title 'round-robin', 'plot_chat_n32_high.csv' using 1:12:13 with yerrorlines title 'sgl-cache-aware', 'plot_chat_n32_high.csv' using 1:16:17 with yerrorlines title 'dynamo-kv', 'plot_chat_n32_high.csv' using 1:20:21 with yerrorlines title 'dynamo-kv-approx', 'plot_chat_n32_high.csv' using 1:24:25 with yerrorlines title 'llmd-precise'
 unset multiplot
 unset logscale
-set xtics autofreq
-set yrange [0:*]
-set terminal pngcairo size 1400,600 noenhanced
+set logscale y
+set yrange [5:*]
+set datafile columnheaders
+unset xtics
+set xtics rotate by -30 font ',9'
+set offsets 1, 1, 0, 0
+set terminal pngcairo size 1500,650 noenhanced
 set output 'replicas_mean_ttft.png'
-set title 'Mean TTFT (ms) at 1 ms one-way delay: hearsay against the peers with 3 router replicas; error bars: stddev over seeds'
-set style data histogram
-set style histogram errorbars gap 1 lw 1
+set title 'Mean TTFT at 1 ms one-way delay: hearsay against the peers with 3 router replicas (log scale); error bars: stddev over seeds'
+set boxwidth 0.9
 set style fill solid 0.6 border -1
-set xtics rotate by -30
 set key top left
 set xlabel 'workload / nodes / cache pressure'
 set ylabel 'mean TTFT (ms)'
-plot 'plot_replicas.csv' using 2:3:xtic(1) title 'hearsay', 'plot_replicas.csv' using 4:5 title 'sgl-cache-aware/3', 'plot_replicas.csv' using 6:7 title 'dynamo-kv/3', 'plot_replicas.csv' using 8:9 title 'dynamo-kv/3+sync', 'plot_replicas.csv' using 10:11 title 'dynamo-kv-approx/3', 'plot_replicas.csv' using 12:13 title 'llmd-precise/3'
+plot 'plot_replicas.csv' using ($0*7+2.5):(NaN):xtic(1) notitle, 'plot_replicas.csv' using ($0*7+0):2:3 with boxerrorbars title 'hearsay', 'plot_replicas.csv' using ($0*7+1):4:5 with boxerrorbars title 'sgl-cache-aware/3', 'plot_replicas.csv' using ($0*7+2):6:7 with boxerrorbars title 'dynamo-kv/3', 'plot_replicas.csv' using ($0*7+3):8:9 with boxerrorbars title 'dynamo-kv/3+sync', 'plot_replicas.csv' using ($0*7+4):10:11 with boxerrorbars title 'dynamo-kv-approx/3', 'plot_replicas.csv' using ($0*7+5):12:13 with boxerrorbars title 'llmd-precise/3'
