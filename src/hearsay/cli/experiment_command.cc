@@ -9,21 +9,27 @@
 #include <sstream>
 
 #include "hearsay/sim/experiment.h"
+#include "hearsay/sim/peers_experiment.h"
 
 namespace hearsay::cli {
 
 void AddExperimentFlags(CLI::App* cmd, ExperimentCliFlags* f) {
-  cmd->add_option("--experiment", f->experiment, "Run a whole experiment sweep (paper)")
-      ->check(CLI::IsMember({"paper"}));
+  cmd->add_option("--experiment", f->experiment,
+                  "Run a whole experiment sweep: paper (docs/paper-reproduction.md) or peers "
+                  "(docs/peers.md)")
+      ->check(CLI::IsMember({"paper", "peers"}));
   cmd->add_option("--out", f->out_dir, "Experiment output folder (CSV, PNG, report.md)");
   cmd->add_flag("--quick", f->quick, "Experiment: a small sweep (smoke test)");
   cmd->add_option("--seeds", f->seeds, "Experiment: seeds per point (default 3, quick 1)");
   cmd->add_option("--exp-requests", f->exp_requests,
-                  "Experiment: requests per run (default 2000, quick 300)");
+                  "Experiment: requests per run (default 2000, quick 300); peers: per node per "
+                  "run (default 150, quick 40)");
   cmd->add_option("--policies", f->policies, "Experiment: comma-separated policies (default all)");
   cmd->add_option("--exp-trace", f->trace, "Experiment: Mooncake trace ('' = no trace section)")
       ->capture_default_str();
   cmd->add_flag("--no-plots", f->no_plots, "Experiment: do not run gnuplot");
+  cmd->add_option("--jobs", f->jobs, "Experiment peers: simulations run at once")
+      ->capture_default_str();
 }
 
 int RunExperimentCli(const ExperimentCliFlags& f) {
@@ -73,7 +79,19 @@ int RunExperimentCli(const ExperimentCliFlags& f) {
                  static_cast<unsigned long long>(runs), static_cast<unsigned long long>(total), t,
                  eta, tty ? "" : "\n");
   };
-  Status s = sim::RunPaperExperiment(o, sim::RunSim, progress);
+  Status s;
+  if (f.experiment == "peers") {
+    sim::PeersOptions po;
+    po.out_dir = o.out_dir;
+    po.quick = o.quick;
+    po.seeds = o.seeds;
+    po.jobs = f.jobs;
+    po.trace_path = o.trace_path;
+    if (f.exp_requests > 0) po.requests_per_node = f.exp_requests;
+    s = sim::RunPeersExperiment(po, sim::RunSim, progress);
+  } else {
+    s = sim::RunPaperExperiment(o, sim::RunSim, progress);
+  }
   if (tty) std::fputc('\n', stderr);
   if (!s.ok()) {
     std::fprintf(stderr, "hearsay sim --experiment: %s\n", s.ToString().c_str());

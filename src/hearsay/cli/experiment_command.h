@@ -16,7 +16,7 @@
 namespace hearsay::cli {
 
 struct ExperimentCliFlags {
-  std::string experiment;  // "paper"; empty = not an experiment run.
+  std::string experiment;  // "paper" or "peers"; empty = not an experiment run.
   std::string out_dir;
   bool quick = false;
   int seeds = 0;                                     // 0 = the experiment's default.
@@ -24,6 +24,7 @@ struct ExperimentCliFlags {
   std::string policies;                              // Comma-separated; empty = all.
   std::string trace = workload::BundledTracePath();  // the repository's data/ trace
   bool no_plots = false;
+  int jobs = 2;  // peers: simulations at once
 };
 
 // Registers --experiment, --out, --quick, --seeds, --exp-requests, --policies, --exp-trace and

@@ -63,6 +63,12 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--loss", c.loss, "Gossip message loss probability")->capture_default_str();
   cmd->add_option("--landmark-stride", c.landmark_stride, "Gossip landmark stride, blocks")
       ->capture_default_str();
+  cmd->add_option("--routers", c.routers,
+                  "Run the policy in this many central router replicas behind a load balancer (0 = "
+                  "on every node; -1 = 1 for the peers' central policies, else 0)")
+      ->capture_default_str();
+  cmd->add_flag("--replica-sync", c.replica_sync,
+                "Router replicas share their decisions (Dynamo's replica sync)");
   cmd->add_flag("--json", *json, "Print one JSON object");
   cmd->add_option("--records", *records,
                   "Write one decision record per request routed or served to this file (JSON "
@@ -116,8 +122,8 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
         static_cast<unsigned long long>(s.failed), s.sim_seconds, s.arrival_rate_per_s,
         s.mean_ttft_ms, s.p50_ttft_ms, s.p90_ttft_ms, s.p99_ttft_ms, s.mean_e2e_ms, s.hit_rate,
         s.forwarded_frac, s.load_cov, static_cast<unsigned long long>(s.retries),
-        static_cast<unsigned long long>(s.bounces),
-        s.gossip_bytes_per_node_s, s.sim_requests_per_wall_s);
+        static_cast<unsigned long long>(s.bounces), s.gossip_bytes_per_node_s,
+        s.sim_requests_per_wall_s);
   });
 }
 

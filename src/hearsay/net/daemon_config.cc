@@ -520,8 +520,10 @@ Status DaemonConfig::Validate() const {
     if (p.name != policy) continue;
     policy_found = true;
     if (p.simulator_only) {
-      return InvalidArgumentError("node.policy: '" + policy +
-                                  "' needs exact global knowledge and runs only in the simulator");
+      return InvalidArgumentError("node.policy: '" + policy + "' " +
+                                  (p.central ? "is a central router's policy (a simulator baseline)"
+                                             : "needs exact global knowledge") +
+                                  " and runs only in the simulator");
     }
   }
   if (!policy_found) {

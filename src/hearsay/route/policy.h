@@ -153,8 +153,8 @@ struct Decision {
   Reason reason = Reason::kLocalPolicy;
 };
 
-// One candidate's price in the policy's last decision, for decision records (node/decision_record.h):
-// the parts of its expected time to first token, in ms.
+// One candidate's price in the policy's last decision, for decision records
+// (node/decision_record.h): the parts of its expected time to first token, in ms.
 struct Price {
   Slot slot = kNoSlot;
   double delay_ms = 0;
@@ -205,6 +205,22 @@ class Policy {
 
   // Feeds back what the serving engine reported. Policies that do not learn ignore it.
   virtual void OnOutcome(const Outcome& outcome) { (void)outcome; }
+
+  // Records that request `request_id`, dispatched to `slot`, finished (its last token, or an
+  // error, reached the router). Only the simulator's central routers call it: the peers' routers
+  // (dynamo-kv, sgl-cache-aware) count the requests they have in flight.
+  virtual void OnFinished(Slot slot, uint64_t request_id) {
+    (void)slot;
+    (void)request_id;
+  }
+
+  // Another replica of the same router dispatched `request` to `slot`, estimating that `slot`
+  // holds `cached_tokens` of it (Dynamo's replica sync shares these decisions). Default: ignored.
+  virtual void OnPeerDecision(Slot slot, const RouteRequest& request, uint32_t cached_tokens) {
+    (void)slot;
+    (void)request;
+    (void)cached_tokens;
+  }
 
   // Forgets everything learned about `slot` (the member restarted, or the slot was reused).
   virtual void OnMemberReset(Slot slot) { (void)slot; }

@@ -68,6 +68,32 @@ struct HearsayParams {
   double min_confidence = 0.1;
 };
 
+// Tuning of the peers' central routers, simulator baselines (docs/peers.md cites the source of
+// every default).
+struct PeerParams {
+  // sgl-cache-aware: the SGLang Model Gateway's documented defaults.
+  // Route to the best-matching worker only when matched / prompt tokens exceeds this.
+  double sgl_cache_threshold = 0.3;
+  // Load is imbalanced when max - min in-flight requests > abs AND max > rel × min.
+  uint32_t sgl_balance_abs_threshold = 64;
+  double sgl_balance_rel_threshold = 1.5;
+  // The approximate tree's LRU eviction runs this often and trims every worker's share of the
+  // tree to sgl_max_tree_tokens (the gateway counts characters; we count tokens, ~4 chars each).
+  Duration sgl_eviction_interval = FromMillis(120000);
+  uint64_t sgl_max_tree_tokens = (uint64_t{1} << 26) / 4;
+  // dynamo-kv: Dynamo's KvRouterConfig defaults.
+  // logit = overlap_score_weight × prefill blocks + decode blocks; lower is better.
+  double dynamo_overlap_score_weight = 1.0;
+  // 0 = the lowest logit (ties at random); > 0 = softmax sampling of the normalized logits.
+  double dynamo_temperature = 0.0;
+  // dynamo-kv-approx: a block predicted by a routing decision is trusted this long.
+  Duration dynamo_approx_ttl = FromMillis(120000);
+  // llmd-precise: scorer weights of llm-d's precise-prefix-cache-aware guide.
+  double llmd_prefix_weight = 3.0;
+  double llmd_kv_utilization_weight = 2.0;
+  double llmd_queue_weight = 2.0;
+};
+
 struct PolicyOptions {
   Host host = Host::kSimulator;
   // The engine cost model, in ms (see cost_model.h).
@@ -75,6 +101,7 @@ struct PolicyOptions {
   // Sends older than this are assumed served, however stale a member's load report.
   Duration sent_horizon = FromMillis(2000);
   HearsayParams hearsay;
+  PeerParams peers;
   // When set, a policy that draws random numbers (`random`) draws them from its own generator
   // seeded with this, not from the Rng passed to Choose(). The daemon sets it: its Rng also serves
   // gossip timers, so only an own stream makes routing choices repeatable from the node's seed.

@@ -21,7 +21,13 @@ struct PolicyInfo {
   std::string_view summary;
   // Needs inputs only the simulator has (exact global state); the daemon must refuse it.
   bool simulator_only = false;
+  // A central router's policy (a peer baseline): the simulator runs it in router entities that
+  // see every request, never on the nodes.
+  bool central = false;
 };
+
+// The registered policy called `name`, or nullptr.
+const PolicyInfo* FindPolicy(std::string_view name);
 
 // Every registered policy, in a fixed order.
 std::span<const PolicyInfo> Policies();

@@ -8,8 +8,18 @@ namespace hearsay::route {
 namespace {
 
 TEST(Registry, BuildsEveryPolicyByItsName) {
-  const std::string want[] = {"local", "random", "round-robin", "least-loaded",
-                              "p2c",   "paper",  "oracle",      "hearsay"};
+  const std::string want[] = {"local",
+                              "random",
+                              "round-robin",
+                              "least-loaded",
+                              "p2c",
+                              "paper",
+                              "oracle",
+                              "hearsay",
+                              "sgl-cache-aware",
+                              "dynamo-kv",
+                              "dynamo-kv-approx",
+                              "llmd-precise"};
   ASSERT_EQ(Policies().size(), std::size(want));
   for (size_t i = 0; i < std::size(want); ++i) {
     EXPECT_EQ(Policies()[i].name, want[i]);
@@ -18,7 +28,9 @@ TEST(Registry, BuildsEveryPolicyByItsName) {
     ASSERT_TRUE(policy.ok()) << policy.status().ToString();
     EXPECT_EQ((*policy)->name(), want[i]);
   }
-  EXPECT_EQ(PolicyNames(), "local, random, round-robin, least-loaded, p2c, paper, oracle, hearsay");
+  EXPECT_EQ(PolicyNames(),
+            "local, random, round-robin, least-loaded, p2c, paper, oracle, hearsay, "
+            "sgl-cache-aware, dynamo-kv, dynamo-kv-approx, llmd-precise");
 }
 
 TEST(Registry, UnknownNameListsTheValidOnes) {
@@ -32,7 +44,11 @@ TEST(Registry, UnknownNameListsTheValidOnes) {
 }
 
 TEST(Registry, OracleIsSimulatorOnlyAndTheDaemonRefusesIt) {
-  for (const PolicyInfo& info : Policies()) EXPECT_EQ(info.simulator_only, info.name == "oracle");
+  for (const PolicyInfo& info : Policies()) {
+    EXPECT_EQ(info.simulator_only, info.name == "oracle" || info.central) << info.name;
+    EXPECT_EQ(FindPolicy(info.name), &info);
+  }
+  EXPECT_EQ(FindPolicy("nope"), nullptr);
   PolicyOptions daemon;
   daemon.host = Host::kDaemon;
   auto oracle = MakePolicy("oracle", daemon);
@@ -40,6 +56,10 @@ TEST(Registry, OracleIsSimulatorOnlyAndTheDaemonRefusesIt) {
   EXPECT_EQ(oracle.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(MakePolicy("hearsay", daemon).ok());
   EXPECT_TRUE(MakePolicy("oracle", PolicyOptions{}).ok());
+  for (const char* peer : {"sgl-cache-aware", "dynamo-kv", "dynamo-kv-approx", "llmd-precise"}) {
+    EXPECT_TRUE(FindPolicy(peer)->central) << peer;
+    EXPECT_EQ(MakePolicy(peer, daemon).status().code(), StatusCode::kFailedPrecondition) << peer;
+  }
 }
 
 TEST(Registry, InvalidOptionsAreRejected) {

@@ -17,6 +17,45 @@ class SimCluster::Client final : public PeerClient {
   int index_;
 };
 
+// The engine a node sees when cache events are tapped: the SimEngine, whose cache events are
+// also published to the cluster's cache_events callback as soon as anyone drains them.
+class SimCluster::TapEngine final : public engine::Engine {
+ public:
+  TapEngine(SimCluster& cluster, int index, engine::SimEngine& engine)
+      : c_(cluster), index_(index), e_(engine) {}
+  Status Submit(engine::EngineRequest request, engine::EngineObserver* observer) override {
+    return e_.Submit(std::move(request), observer);
+  }
+  bool Cancel(engine::RequestId id) override { return e_.Cancel(id); }
+  engine::EngineLoad Load() const override { return e_.Load(); }
+  size_t CachedPrefixTokens(std::span<const engine::TokenId> prompt) const override {
+    return e_.CachedPrefixTokens(prompt);
+  }
+  void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override {
+    Pump();
+    out.insert(out.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+  }
+  void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const override {
+    e_.AppendCacheSnapshot(out);
+  }
+  // Publishes the engine's new events and keeps them for the node's next drain.
+  void Pump() {
+    fresh_.clear();
+    e_.DrainCacheEvents(fresh_);
+    if (fresh_.empty()) return;
+    pending_.insert(pending_.end(), fresh_.begin(), fresh_.end());
+    c_.options_.cache_events(index_, fresh_);
+  }
+
+ private:
+  SimCluster& c_;
+  int index_;
+  engine::SimEngine& e_;
+  std::vector<prefix::BlockEvent> pending_;
+  std::vector<prefix::BlockEvent> fresh_;
+};
+
 // Receives a target node's events for a relayed request (id = relay id) and sends them back.
 class SimCluster::RelaySink final : public ResponseSink {
  public:
@@ -25,12 +64,14 @@ class SimCluster::RelaySink final : public ResponseSink {
     auto it = c_.relays_.find(rid);
     if (it == c_.relays_.end() || it->second.done) return;
     it->second.first_sent = true;
+    c_.PumpCacheEvents(it->second.to);
     c_.Back(rid, [first](Relay& r) { r.sink->OnFirstToken(r.origin_id, first); });
   }
   void OnComplete(uint64_t rid, const PeerUsage& usage) override {
     auto it = c_.relays_.find(rid);
     if (it == c_.relays_.end() || it->second.done) return;
     it->second.done = true;
+    c_.PumpCacheEvents(it->second.to);
     c_.Back(rid, [usage](Relay& r) { r.sink->OnComplete(r.origin_id, usage); });
   }
   void OnError(uint64_t rid, const Status& status, bool before_first_token) override {
@@ -93,6 +134,7 @@ SimCluster::~SimCluster() {
   for (auto& m : members_) {
     if (m.proxy) m.proxy->node = nullptr;
     m.node.reset();
+    m.tap.reset();
     m.engine.reset();
     m.sched.reset();
   }
@@ -132,7 +174,12 @@ Status SimCluster::Build(int i, Transport& transport) {
   no.publish_interval = options_.publish_interval;
   no.default_one_way_delay = FromMillis(options_.delay_ms);
   no.max_peers = static_cast<size_t>(std::max(options_.nodes, 2));
-  HEARSAY_ASSIGN_OR_RETURN(m.node, node::Node::Create(std::move(no), *m.engine, keyer_, *m.sched,
+  engine::Engine* engine = m.engine.get();
+  if (options_.cache_events) {
+    m.tap = std::make_unique<TapEngine>(*this, i, *m.engine);
+    engine = m.tap.get();
+  }
+  HEARSAY_ASSIGN_OR_RETURN(m.node, node::Node::Create(std::move(no), *engine, keyer_, *m.sched,
                                                       *m.rng, transport, *m.client));
   if (options_.policy == "oracle") m.node->SetExactView(this);
   m.node->SetRecorder(options_.recorder);
@@ -154,6 +201,7 @@ void SimCluster::Crash(int i) {
   m.sched->CancelAll();
   m.proxy->node = nullptr;
   m.node.reset();
+  m.tap.reset();
   m.engine.reset();
   m.up = false;
   // Forwards served by the crashed node fail back to their entry nodes.
@@ -210,17 +258,28 @@ void SimCluster::Back(uint64_t rid, F fn) {
     auto it = relays_.find(rid);
     if (it == relays_.end()) return;
     Relay& x = it->second;
-    const Member& from = members_[x.from];
-    if (from.up && from.generation == x.from_generation) fn(x);
+    if (x.from < 0 || (members_[x.from].up && members_[x.from].generation == x.from_generation)) {
+      fn(x);
+    }
     if (terminal) relays_.erase(it);
   });
+}
+
+void SimCluster::PumpCacheEvents(int i) {
+  if (i >= 0 && i < size() && members_[i].tap) members_[i].tap->Pump();
+}
+
+void SimCluster::SubmitFromRouter(int to, PeerRequest request, ResponseSink* sink) {
+  request.forwarded = true;
+  request.target = Name(to);
+  Forward(-1, Name(to), std::move(request), sink);
 }
 
 void SimCluster::Forward(int from, const Address& to, PeerRequest request, ResponseSink* sink) {
   const uint64_t rid = next_relay_++;
   Relay& r = relays_[rid];
   r.from = from;
-  r.from_generation = members_[from].generation;
+  r.from_generation = from < 0 ? 0 : members_[from].generation;
   r.origin_id = request.id;
   r.sink = sink;
   r.to = IndexOf(to);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,10 @@ struct SimClusterOptions {
   Duration publish_interval = FromMillis(100);
   // Every node's decision records go here (node::Node::SetRecorder); nullptr = none. Borrowed.
   node::DecisionRecorder* recorder = nullptr;
+  // When set, every engine's cache events also go here as they happen (a KV-event stream, as
+  // vLLM, SGLang and Dynamo's workers publish it), called with the node index: when a request's
+  // first token or last token leaves that engine, and whenever its node drains them for gossip.
+  std::function<void(int node, std::span<const prefix::BlockEvent> events)> cache_events;
 };
 
 class SimCluster final : public node::ExactClusterView {
@@ -61,6 +66,11 @@ class SimCluster final : public node::ExactClusterView {
 
   // Starts every node's gossip and publishing.
   void StartAll();
+  // Sends `request` from a router outside the cluster (a central router: it is never crashed) to
+  // node `to`, with the hop marker set so that node serves it. The request travels one sampled
+  // one-way delay, and every event comes back to `sink` one sampled delay after the node sent it,
+  // under the id the request carried.
+  void SubmitFromRouter(int to, PeerRequest request, ResponseSink* sink);
   // Crashes node i (see the file comment). No-op if down.
   void Crash(int i);
   // Restarts a crashed node with a new generation and an empty cache, and starts it.
@@ -73,6 +83,7 @@ class SimCluster final : public node::ExactClusterView {
   simenv::VirtualScheduler& scheduler() { return scheduler_; }
   simenv::SimNetwork& net() { return net_; }
   const prefix::BlockKeyer& keyer() const { return keyer_; }
+  const SimClusterOptions& options() const { return options_; }
   // Bytes every node sent on the network so far (gossip only: forwards do not use SimNetwork).
   uint64_t gossip_bytes_sent() const;
 
@@ -84,6 +95,7 @@ class SimCluster final : public node::ExactClusterView {
  private:
   class Client;
   class RelaySink;
+  class TapEngine;
   struct Proxy final : MessageSink {
     node::Node* node = nullptr;
     void OnMessage(const Address& from, Channel channel,
@@ -99,9 +111,11 @@ class SimCluster final : public node::ExactClusterView {
     std::unique_ptr<Proxy> proxy;
     std::unique_ptr<Client> client;
     std::unique_ptr<engine::SimEngine> engine;
+    std::unique_ptr<TapEngine> tap;  // only with SimClusterOptions::cache_events
     std::unique_ptr<node::Node> node;
   };
-  // A forward in flight: from entry node `from` (at from_generation) to node `to`.
+  // A forward in flight: from entry node `from` (at from_generation; -1 = a central router) to
+  // node `to`.
   struct Relay {
     int from = 0;
     Generation from_generation = 0;
@@ -118,6 +132,8 @@ class SimCluster final : public node::ExactClusterView {
   SimCluster(const SimClusterOptions& options, prefix::BlockKeyer keyer);
   Status Build(int i, Transport& transport);
   void Forward(int from, const Address& to, PeerRequest request, ResponseSink* sink);
+  // Publishes node i's pending cache events (no-op without cache_events).
+  void PumpCacheEvents(int i);
   Duration SampleDelay();
   // Runs `fn` after one sampled one-way delay if relay `rid`'s entry node is still the same.
   template <typename F>

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "hearsay/route/registry.h"
+
 namespace hearsay::sim {
 
 namespace {
@@ -59,7 +61,21 @@ Status ValidateSimConfig(const SimConfig& c) {
   if (!Finite(c.warmup_ms) || c.warmup_ms < 0 || c.warmup_ms > 3.6e6) {
     return Bad("warmup must be in [0, 3600000] ms");
   }
+  if (c.routers < -1 || c.routers > 64) return Bad("--routers must be in [-1, 64]");
+  const route::PolicyInfo* info = route::FindPolicy(c.policy);
+  if (info != nullptr && info->central && c.routers == 0) {
+    return Bad("--policy " + c.policy + " is a central router's policy: it needs --routers >= 1");
+  }
+  if (c.policy == "oracle" && EffectiveRouters(c) > 0) {
+    return Bad("--policy oracle runs on the nodes only (--routers 0)");
+  }
   return OkStatus();
+}
+
+int EffectiveRouters(const SimConfig& c) {
+  if (c.routers >= 0) return c.routers;
+  const route::PolicyInfo* info = route::FindPolicy(c.policy);
+  return info != nullptr && info->central ? 1 : 0;
 }
 
 }  // namespace hearsay::sim

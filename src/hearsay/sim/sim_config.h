@@ -69,6 +69,13 @@ struct SimConfig {
   uint32_t block_tokens = 16;
   // Virtual time to warm up membership before the first request, in ms (>= 0).
   double warmup_ms = 3000;
+  // Where the policy runs: 0 = on every node (hearsay's deployment: each request enters at a
+  // node, which routes it); k >= 1 = in k router replicas in front of the nodes, behind a load
+  // balancer (central_router.h); -1 = 1 for the peers' central policies (route::PolicyInfo::
+  // central), else 0.
+  int routers = -1;
+  // With routers > 1: the replicas share decisions and request lifecycles (Dynamo's replica sync).
+  bool replica_sync = false;
   // Keep one RequestRecord per request in SimSummary::records (sim_run.h), for analyses that
   // need to know who served what when (specialist drift, load over time).
   bool record_requests = false;
@@ -76,5 +83,8 @@ struct SimConfig {
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its allowed range.
 Status ValidateSimConfig(const SimConfig& config);
+
+// The router replicas a run uses (SimConfig::routers with -1 resolved); 0 = policy on the nodes.
+int EffectiveRouters(const SimConfig& config);
 
 }  // namespace hearsay::sim

@@ -12,6 +12,7 @@
 #include "hearsay/common/percentile.h"
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/node/router_cost.h"
+#include "hearsay/sim/central_router.h"
 #include "hearsay/sim/sim_cluster.h"
 #include "hearsay/sim/sim_metrics.h"
 #include "hearsay/sim/specialist_drift.h"
@@ -274,6 +275,39 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
 
 }  // namespace
 
+Result<WorkloadFootprint> MeasureWorkload(const SimConfig& config) {
+  HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(config));
+  std::shared_ptr<const workload::Trace> trace;
+  uint64_t total = config.requests;
+  if (config.workload == "trace") {
+    HEARSAY_ASSIGN_OR_RETURN(
+        workload::Trace t, workload::Trace::LoadFile(config.trace_path, workload::TraceOptions{}));
+    const uint64_t n = t.size();
+    trace = std::make_shared<const workload::Trace>(std::move(t));
+    total = total == 0 ? n : std::min<uint64_t>(total, n);
+  }
+  prefix::BlockKeyerOptions ko;
+  ko.tokens_per_block = config.block_tokens;
+  HEARSAY_ASSIGN_OR_RETURN(
+      prefix::BlockKeyer keyer,
+      prefix::BlockKeyer::Create("hearsay-footprint-secret-0123456789", "sim-model", "", ko));
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> w,
+                           MakeWorkload(config, 1.0, trace, total));
+  std::unordered_map<prefix::BlockKey, uint32_t> seen;
+  std::vector<prefix::BlockKey> keys;
+  WorkloadFootprint f;
+  while (std::optional<workload::Request> r = w->Next()) {
+    keys.clear();
+    keyer.AppendKeys(r->prompt, &keys);
+    for (prefix::BlockKey k : keys) ++seen[k];
+    f.max_request_tokens =
+        std::max<uint64_t>(f.max_request_tokens, r->prompt.size() + std::max(1u, r->output_tokens));
+    if (++f.requests >= total) break;
+  }
+  for (const auto& [k, n] : seen) f.reused_tokens += n >= 2 ? config.block_tokens : 0;
+  return f;
+}
+
 Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   return RunSimRecorded(config, progress, nullptr);
 }
@@ -305,15 +339,37 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> workload,
                            MakeWorkload(config, rate, trace, total));
 
-  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster,
-                           SimCluster::Create([&] {
+  const int routers = EffectiveRouters(config);
+  RouterTier* tier_ptr = nullptr;
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster, SimCluster::Create([&] {
                              SimClusterOptions co = ClusterOptions(config, cost, eo);
                              co.recorder = recorder;
+                             if (routers > 0) {
+                               // The nodes serve what the routers send them; their own policy
+                               // never chooses (every request carries the hop marker).
+                               co.policy = "local";
+                               co.cache_events = [&tier_ptr](
+                                                     int n, std::span<const prefix::BlockEvent> e) {
+                                 if (tier_ptr != nullptr) tier_ptr->OnCacheEvents(n, e);
+                               };
+                             }
                              return co;
                            }()));
+  std::unique_ptr<RouterTier> tier;
+  if (routers > 0) {
+    RouterTierOptions to;
+    to.policy = config.policy;
+    to.policy_options.cost = node::RouterCostModel(cost.params());
+    to.replicas = routers;
+    to.replica_sync = config.replica_sync;
+    to.seed = config.seed;
+    HEARSAY_ASSIGN_OR_RETURN(tier, RouterTier::Create(*cluster, to));
+    tier_ptr = tier.get();
+  }
 
   simenv::VirtualScheduler& sched = cluster->scheduler();
   cluster->StartAll();
+  if (tier) tier->Start();
   sched.RunFor(FromMillis(config.warmup_ms));
   const TimePoint start = sched.Now();
   const uint64_t bytes_at_start = cluster->gossip_bytes_sent();
@@ -337,7 +393,12 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
       pr.prompt = std::move(r.prompt);
       pr.max_output_tokens = std::max<uint32_t>(1, r.output_tokens);
       pr.scripted_output = std::move(r.scripted_output);
-      cluster->node(static_cast<int>(r.entry_node) % cluster->size()).Submit(std::move(pr), &sink);
+      if (tier) {
+        tier->Submit(static_cast<int>(r.entry_node), std::move(pr), &sink);
+      } else {
+        cluster->node(static_cast<int>(r.entry_node) % cluster->size())
+            .Submit(std::move(pr), &sink);
+      }
       arm();
     });
   };
@@ -355,6 +416,8 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
   if (progress) progress(sink.finished(), total);
 
   SimSummary s = Summarize(config, sink, *cluster, start, bytes_at_start);
+  // Behind a router every request crosses the network to its engine.
+  if (tier) s.forwarded_frac = s.requests + s.failed > 0 ? 1.0 : 0.0;
   s.arrival_rate_per_s = rate;
   s.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

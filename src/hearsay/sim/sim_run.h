@@ -96,6 +96,19 @@ struct SimSummary {
 // The summary as one JSON object (field names as above).
 nlohmann::json ToJson(const SimSummary& summary);
 
+// How much cache a workload wants, measured on the requests a run of `config` would issue.
+struct WorkloadFootprint {
+  // Distinct prompt blocks that occur in at least two requests, in tokens: the reusable working
+  // set, what one cache would need to hold every prefix that is ever reused.
+  uint64_t reused_tokens = 0;
+  // The largest prompt + output of one request, in tokens (a cache must hold at least that).
+  uint64_t max_request_tokens = 0;
+  uint64_t requests = 0;
+};
+
+// The footprint of config's workload (its seed, size and request count). Errors as RunSim's.
+Result<WorkloadFootprint> MeasureWorkload(const SimConfig& config);
+
 // Called now and then during a run with (requests completed, requests expected).
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
