@@ -339,7 +339,8 @@ bool Daemon::Shutdown() {
   draining_ = true;
   spdlog::info("event=drain node={} in_flight={} timeout_ms={}", node_id_, in_flight_.load(),
                config_.drain_timeout_ms);
-  if (server_) server_->StopAccepting();
+  // Connections are still accepted: /health answers 503 and completions 503 until the end.
+  if (server_) server_->Drain();
   if (node_)
     RunOnCore([this] {
       leaving_ = true;

@@ -130,6 +130,8 @@ class Daemon {
   void HandleKeyAdmin(http::Request request, std::shared_ptr<http::Responder> responder);
   void RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
                     http::Headers extra = {});
+  // `h` plus X-Hearsay-Served-By and X-Hearsay-Entry naming this node: an answer it made itself.
+  http::Headers OwnAnswerHeaders(http::Headers h) const;
   // Core thread.
   void Submit(uint64_t id, PeerRequest request, CompletionOptions options,
               std::shared_ptr<http::Responder> responder, TimePoint arrived);

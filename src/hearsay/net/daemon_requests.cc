@@ -46,10 +46,16 @@ uint64_t ParseRequestId(std::string_view text) {
 
 }  // namespace
 
+http::Headers Daemon::OwnAnswerHeaders(http::Headers h) const {
+  h.emplace_back(http::kServedByHeader, node_id_);
+  h.emplace_back(http::kEntryHeader, node_id_);
+  return h;
+}
+
 void Daemon::RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
                           http::Headers extra) {
   metrics_.CountHttpError(e.http_status);
-  http::Headers h = JsonHeaders();
+  http::Headers h = OwnAnswerHeaders(JsonHeaders());
   for (auto& kv : extra) h.push_back(std::move(kv));
   responder->Respond(e.http_status, std::move(h), api::RenderError(e));
 }
@@ -74,15 +80,15 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
     nlohmann::json j = HealthJson();
     if (draining_) j["status"] = "draining";
     j["node"] = node_id_;
-    j["generation"] = generation_;
+    j["generation"] = std::to_string(generation_);  // above 2^53: a string, exact in JSON
     if (draining_) metrics_.CountHttpError(503);
-    responder->Respond(draining_ ? 503 : 200, JsonHeaders(), j.dump());
+    responder->Respond(draining_ ? 503 : 200, OwnAnswerHeaders(JsonHeaders()), j.dump());
     return;
   }
   if (path == "/v1/models") {
     if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
     const std::string models[] = {config_.model};
-    responder->Respond(200, JsonHeaders(), api::RenderModels(models, created_unix_, "hearsay"));
+    responder->Respond(200, OwnAnswerHeaders(JsonHeaders()), api::RenderModels(models, created_unix_, "hearsay"));
     return;
   }
   if (path == "/metrics" || path == "/cluster") {
@@ -93,10 +99,11 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
       if (!node_) return;
       if (metrics) {
         RefreshMetrics();
-        responder->Respond(200, {{"content-type", "text/plain; version=0.0.4; charset=utf-8"}},
-                           metrics_.Render());
+        responder->Respond(
+            200, OwnAnswerHeaders({{"content-type", "text/plain; version=0.0.4; charset=utf-8"}}),
+            metrics_.Render());
       } else {
-        responder->Respond(200, JsonHeaders(), RenderCluster());
+        responder->Respond(200, OwnAnswerHeaders(JsonHeaders()), RenderCluster());
       }
     });
     return;
@@ -259,8 +266,9 @@ void Daemon::Submit(uint64_t id, PeerRequest request, CompletionOptions options,
   auto on_first = [this, hop, arrived](const PeerFirstToken&) {
     if (!hop) metrics_.ObserveTtft(scheduler_->clock().Now() - arrived);
   };
-  auto on_done = [this, id](int status, bool /*failed*/) {
-    if (status >= 400) metrics_.CountHttpError(status);
+  auto on_done = [this, id](int status, bool /*failed*/, bool bounced) {
+    // A bounce is counted by hearsay_peer_requests_bounced_total, not as an error.
+    if (status >= 400 && !bounced) metrics_.CountHttpError(status);
     FinishRequest(id);
   };
   auto sink = std::make_unique<CompletionSink>(std::move(options), std::move(responder), tokenizer_,
@@ -306,7 +314,8 @@ std::string Daemon::RenderCluster() const {
   const gossip::Node& g = node_->gossip();
   nlohmann::json self = {
       {"id", node_id_},
-      {"generation", generation_},
+      // Generations exceed 2^53 (JavaScript's and jq's exact integers): sent as decimal strings.
+      {"generation", std::to_string(generation_)},
       {"incarnation", g.incarnation()},
       {"address", gossip_address_},
       {"api_address", api_address_},
@@ -332,7 +341,7 @@ std::string Daemon::RenderCluster() const {
         {"state", gossip::MemberStateName(m.state)},
         {"address", m.address},
         {"api_address", m.api_address},
-        {"generation", m.generation},
+        {"generation", std::to_string(m.generation)},
         {"incarnation", m.incarnation},
         {"overloaded", m.has_load && m.load.overloaded},
         {"cache_entries", store ? store->live_count() : 0},
