@@ -78,6 +78,13 @@ Status Daemon::Init() {
   if (sodium_init() < 0) return InternalError("libsodium failed to initialise");
   // Keys first: a bad key file must stop the node before anything binds.
   std::string key_source = "none (insecure)";
+  for (const std::string* file :
+       {&config_.cluster_key_file, &config_.keyring_file, &config_.block_key_secret_file}) {
+    if (file->empty()) continue;
+    if (std::optional<std::string> w = KeyFileModeWarning(*file)) {
+      spdlog::warn("event=key_file_mode msg=\"{}\"", *w);
+    }
+  }
   if (!config_.insecure) {
     HEARSAY_ASSIGN_OR_RETURN(StartupKeyring k,
                              LoadStartupKeyring(config_.cluster_key_file, config_.keyring_file));
@@ -308,11 +315,13 @@ void Daemon::LogStart(const std::string& key_source) const {
         "{} and {} can join this cluster and submit forwarded requests\"",
         gossip_address_, http_address_);
   }
+  // The settings that differ from their defaults; every one at debug level.
   spdlog::info(
       "event=start node={} generation={} http={} gossip={} api_address={} seed={} "
-      "keys={} key_source=\"{}\" {}",
+      "keys={} key_source=\"{}\" settings=\"{}\"",
       node_id_, generation_, http_address_, gossip_address_, api_address_, seed_,
       keyring_ ? keyring_->size() : 0, key_source, config_.Describe());
+  spdlog::debug("event=config node={} {}", node_id_, config_.Describe(/*all=*/true));
 }
 
 std::function<void(std::function<void()>)> Daemon::PostToCore() {
