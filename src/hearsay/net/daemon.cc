@@ -285,8 +285,10 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
                                 *logging_peer_client_, framer_.get()));
   if (!c.records_path.empty()) {
     HEARSAY_ASSIGN_OR_RETURN(records_, RecordsFile::Open(c.records_path));
-    node_->SetRecorder(records_.get());
   }
+  // The status board sees every decision record (GET /status) and passes it on to the file.
+  status_board_ = std::make_unique<StatusBoard>(scheduler_->clock(), node_id_, records_.get());
+  node_->SetRecorder(status_board_.get());
   transport_->Start(&node_->gossip_sink());
   return OkStatus();
 }
@@ -403,6 +405,8 @@ void Daemon::StopThreads() {
 void Daemon::RefreshTick() {
   CheckIsolation();
   RefreshMetrics();
+  const gossip::Counters& g = node_->gossip().counters();
+  status_board_->SampleGossip(g.bytes_sent, g.bytes_received);
   LogMemberChanges();
   scheduler_->RunAfter(kRefreshInterval, [this] { RefreshTick(); });
 }
@@ -446,6 +450,7 @@ void Daemon::LogMemberChanges() {
     auto [it, fresh] = logged_states_.try_emplace(m.id, m.state);
     if (!fresh && it->second == m.state) continue;
     it->second = m.state;
+    if (m.state == gossip::MemberState::kSuspect) status_board_->CountSuspicion();
     const std::string_view state = gossip::MemberStateName(m.state);
     if (m.state == gossip::MemberState::kAlive) {
       spdlog::info(

@@ -15,6 +15,7 @@
 #include "hearsay/http/bounce_header.h"
 #include "hearsay/http/host_port.h"
 #include "hearsay/http/peer_headers.h"
+#include "hearsay/net/console_page.h"
 #include "hearsay/net/daemon.h"
 #include "hearsay/net/log_guard.h"
 
@@ -106,6 +107,30 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
         responder->Respond(200, OwnAnswerHeaders(JsonHeaders()), RenderCluster());
       }
     });
+    return;
+  }
+  if (path == "/status") {
+    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    asio::post(core_io_, [this, responder] {
+      if (!node_) return;
+      // Read-only, no secrets: a console served by another member may read it too.
+      responder->Respond(200,
+                         OwnAnswerHeaders({{"content-type", "application/json"},
+                                           {"cache-control", "no-store"},
+                                           {"access-control-allow-origin", "*"}}),
+                         RenderStatus());
+    });
+    return;
+  }
+  if (path == "/" || path == "/index.html") {
+    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    responder->Respond(200,
+                       OwnAnswerHeaders({{"content-type", "text/html; charset=utf-8"},
+                                         {"cache-control", "no-cache"},
+                                         {"content-security-policy",
+                                          "default-src 'self'; style-src 'unsafe-inline'; "
+                                          "script-src 'unsafe-inline'; connect-src *"}}),
+                       std::string(ConsoleHtml()));
     return;
   }
   if (IsKeyAdminPath(path)) return HandleKeyAdmin(std::move(request), std::move(responder));
@@ -374,6 +399,103 @@ std::string Daemon::RenderCluster() const {
                           {"cancelled", s.cancelled}};
   nlohmann::json out = {
       {"self", self}, {"policy", config_.policy}, {"members", members}, {"stats", stats}};
+  return out.dump();
+}
+
+namespace {
+
+nlohmann::json LoadJson(uint32_t queue_depth, uint32_t running, double queue_wait_ms,
+                        uint64_t kv_used, uint64_t kv_capacity, uint64_t kv_pinned,
+                        double prefill_ms_per_token) {
+  return {{"queue_depth", queue_depth},         {"running", running},
+          {"queue_wait_ms", queue_wait_ms},     {"kv_used_tokens", kv_used},
+          {"kv_capacity_tokens", kv_capacity},  {"kv_pinned_tokens", kv_pinned},
+          {"prefill_ms_per_token", prefill_ms_per_token}};
+}
+
+}  // namespace
+
+std::string Daemon::RenderStatus() {
+  const TimePoint now = scheduler_->clock().Now();
+  const engine::EngineLoad l = engine_->Load();
+  const gossip::Node& g = node_->gossip();
+  const nlohmann::json health = HealthJson();
+  nlohmann::json members = nlohmann::json::array();
+  members.push_back({
+      {"id", node_id_},
+      {"self", true},
+      {"state", draining_ ? "leaving" : "alive"},
+      {"generation", std::to_string(generation_)},
+      {"address", gossip_address_},
+      {"api_address", api_address_},
+      {"rtt_ms", nullptr},
+      {"overloaded", g.overloaded()},
+      {"models", {config_.model}},
+      {"report_age_ms", 0},
+      {"cache_entries", g.own_store().live_count()},
+      {"load", LoadJson(l.waiting_requests, l.running_requests,
+                        ToMillis(l.estimated_queue_wait), l.kv_used_tokens, l.kv_capacity_tokens,
+                        l.kv_pinned_tokens, l.prefill_ms_per_token)},
+  });
+  double view_age_ms = 0;
+  int suspect = 0;
+  for (const gossip::MemberView& m : g.Members()) {
+    nlohmann::json j = {
+        {"id", m.id},
+        {"self", false},
+        {"state", gossip::MemberStateName(m.state)},
+        {"generation", std::to_string(m.generation)},
+        {"address", m.address},
+        {"api_address", m.api_address},
+        {"rtt_ms", m.rtt_ms ? nlohmann::json(*m.rtt_ms) : nlohmann::json(nullptr)},
+        {"overloaded", m.has_load && m.load.overloaded},
+        {"models", nullptr},  // not gossiped: the member's own /status lists its model
+        {"cache_entries", g.PeerStore(m.id) ? g.PeerStore(m.id)->live_count() : 0},
+        {"state_age_ms", ToMillis(now - m.state_since)},
+    };
+    if (m.has_load) {
+      const double age = ToMillis(now - m.load_updated);
+      j["report_age_ms"] = age;
+      j["load"] = LoadJson(m.load.queue_depth, m.load.running, m.load.queue_wait_us / 1000.0,
+                           m.load.kv_used_tokens, m.load.kv_capacity_tokens,
+                           m.load.running_context_tokens, m.load.prefill_ms_per_token);
+      if (m.state == gossip::MemberState::kAlive) view_age_ms = std::max(view_age_ms, age);
+    } else {
+      j["report_age_ms"] = nullptr;
+      j["load"] = nullptr;
+    }
+    if (m.state == gossip::MemberState::kSuspect) ++suspect;
+    members.push_back(std::move(j));
+  }
+  const node::NodeStats& s = node_->stats();
+  nlohmann::json gossip = status_board_->RenderGossip();
+  gossip["view_age_ms"] = view_age_ms;
+  gossip["suspect_members"] = suspect;
+  gossip["local_health"] = g.local_health();
+  nlohmann::json out = {
+      {"version", 1},
+      {"node", node_id_},
+      {"generation", std::to_string(generation_)},
+      {"model", config_.model},
+      {"policy", config_.policy},
+      {"health", health["status"]},
+      {"draining", draining_.load()},
+      {"members", std::move(members)},
+      {"routing", status_board_->RenderRouting()},
+      {"decisions", status_board_->RenderDecisions()},
+      {"gossip", std::move(gossip)},
+      {"totals",
+       {{"client_requests", s.client_requests},
+        {"served_local", s.served_local},
+        {"forwarded", s.forwarded_out},
+        {"forward_failures", s.forward_failures},
+        {"forwards_bounced", s.forwards_bounced},
+        {"peer_requests_bounced", s.bounced},
+        {"served", s.served},
+        {"failed", s.failed},
+        {"cancelled", s.cancelled}}},
+  };
+  if (health.contains("issues")) out["issues"] = health["issues"];
   return out.dump();
 }
 

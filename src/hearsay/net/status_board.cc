@@ -1,0 +1,149 @@
+#include "hearsay/net/status_board.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace hearsay::net {
+namespace {
+
+// The q-quantile (0..1) of `values` (nearest rank); `values` is sorted in place.
+double Quantile(std::vector<double>& values, double q) {
+  std::sort(values.begin(), values.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
+  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
+}
+
+nlohmann::json OrNull(double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
+
+}  // namespace
+
+void StatusBoard::OnRoute(const node::RouteRecord& r) {
+  if (next_ != nullptr) next_->OnRoute(r);
+  const TimePoint now = clock_.Now();
+  Routed e{now, r.served_by, r.prompt_tokens, r.cached_tokens, r.ttft_ms, 0, 0};
+  for (const node::RouteAttempt& a : r.attempts) {
+    if (a.result == "bounced") ++e.bounces;
+    if (a.result == "failed") ++e.retries;
+  }
+  routed_.push_back(std::move(e));
+
+  nlohmann::json d = {{"request", r.request},
+                      {"prompt_tokens", r.prompt_tokens},
+                      {"served_by", r.served_by.empty() ? nlohmann::json(nullptr)
+                                                        : nlohmann::json(r.served_by)},
+                      {"actual_cached_tokens", r.cached_tokens},
+                      {"ttft_ms", OrNull(r.ttft_ms)},
+                      {"attempts", r.attempts.size()}};
+  if (!r.attempts.empty()) {
+    // The decision that stood: the last attempt's.
+    const node::RouteAttempt& a = r.attempts.back();
+    d["chosen"] = a.chosen;
+    d["reason"] = a.reason;
+    d["expected_cached_tokens"] = a.estimated_cached_tokens;
+    d["expected_ttft_ms"] = OrNull(a.expected_ttft_ms);
+    // The runner-up: the cheapest other priced candidate.
+    const node::CandidateRecord* runner_up = nullptr;
+    for (const node::CandidateRecord& c : a.candidates) {
+      if (!c.priced || !c.usable || c.node == a.chosen) continue;
+      if (runner_up == nullptr || c.price.cost_ms < runner_up->price.cost_ms) runner_up = &c;
+    }
+    d["runner_up"] = runner_up ? nlohmann::json(runner_up->node) : nlohmann::json(nullptr);
+    d["runner_up_expected_ttft_ms"] =
+        runner_up ? nlohmann::json(runner_up->price.cost_ms) : OrNull(a.fallback_ttft_ms);
+  }
+  if (!r.error.empty()) d["error"] = r.error;
+  decisions_.push_front(std::move(d));
+  if (decisions_.size() > kDecisions) decisions_.pop_back();
+  Prune(now);
+}
+
+void StatusBoard::OnServe(const node::ServeRecord& r) {
+  if (next_ != nullptr) next_->OnServe(r);
+  if (!r.forwarded || r.bounced) return;
+  const TimePoint now = clock_.Now();
+  served_for_peers_.push_back({now, r.entry});
+  Prune(now);
+}
+
+void StatusBoard::CountSuspicion() { suspicions_.push_back(clock_.Now()); }
+
+void StatusBoard::SampleGossip(uint64_t bytes_sent, uint64_t bytes_received) {
+  const TimePoint now = clock_.Now();
+  gossip_.push_back({now, bytes_sent, bytes_received});
+  Prune(now);
+}
+
+void StatusBoard::Prune(TimePoint now) {
+  const TimePoint cut = now - kWindow;
+  while (!routed_.empty() && routed_.front().at < cut) routed_.pop_front();
+  while (!served_for_peers_.empty() && served_for_peers_.front().at < cut) {
+    served_for_peers_.pop_front();
+  }
+  while (!suspicions_.empty() && suspicions_.front() < cut) suspicions_.pop_front();
+  // Keep one gossip sample at or before the cut, so the rate spans the whole window.
+  while (gossip_.size() > 1 && gossip_[1].at <= cut) gossip_.pop_front();
+}
+
+nlohmann::json StatusBoard::RenderRouting() {
+  Prune(clock_.Now());
+  uint64_t local = 0, forwarded = 0, failed = 0, bounces = 0, retries = 0;
+  uint64_t prompt = 0, cached = 0;
+  std::vector<double> ttft;
+  std::map<std::string, uint64_t> served_by;
+  for (const Routed& e : routed_) {
+    bounces += e.bounces;
+    retries += e.retries;
+    if (e.served_by.empty()) {
+      ++failed;
+      continue;
+    }
+    ++served_by[e.served_by];
+    (e.served_by == self_ ? local : forwarded) += 1;
+    prompt += e.prompt_tokens;
+    cached += e.cached_tokens;
+    if (e.ttft_ms >= 0) ttft.push_back(e.ttft_ms);
+  }
+  std::map<std::string, uint64_t> for_peers;
+  for (const ServedForPeer& s : served_for_peers_) ++for_peers[s.entry];
+  nlohmann::json j = {{"window_s", std::chrono::duration_cast<std::chrono::seconds>(kWindow).count()},
+                      {"requests", routed_.size()},
+                      {"served_local", local},
+                      {"forwarded", forwarded},
+                      {"failed", failed},
+                      {"prompt_tokens", prompt},
+                      {"cached_tokens", cached},
+                      {"bounces", bounces},
+                      {"retries", retries},
+                      {"served_by", served_by},
+                      {"served_for_peers", for_peers}};
+  j["hit_rate"] = prompt > 0 ? nlohmann::json(static_cast<double>(cached) / prompt) : nullptr;
+  j["ttft_p50_ms"] = ttft.empty() ? nlohmann::json(nullptr) : nlohmann::json(Quantile(ttft, 0.5));
+  j["ttft_p99_ms"] = ttft.empty() ? nlohmann::json(nullptr) : nlohmann::json(Quantile(ttft, 0.99));
+  return j;
+}
+
+nlohmann::json StatusBoard::RenderDecisions() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const nlohmann::json& d : decisions_) out.push_back(d);
+  return out;
+}
+
+nlohmann::json StatusBoard::RenderGossip() {
+  Prune(clock_.Now());
+  nlohmann::json j = {{"suspicions", suspicions_.size()},
+                      {"bytes_sent_per_s", nullptr},
+                      {"bytes_received_per_s", nullptr}};
+  if (gossip_.size() >= 2) {
+    const GossipSample& a = gossip_.front();
+    const GossipSample& b = gossip_.back();
+    const double s = ToSeconds(b.at - a.at);
+    if (s > 0) {
+      j["bytes_sent_per_s"] = static_cast<double>(b.sent - a.sent) / s;
+      j["bytes_received_per_s"] = static_cast<double>(b.received - a.received) / s;
+    }
+  }
+  return j;
+}
+
+}  // namespace hearsay::net
