@@ -13,6 +13,7 @@ packages=(
   libboost-dev
   libmsgpack-cxx-dev cppzmq-dev libzmq3-dev
   gnuplot-nox
+  chromium
   nginx-light wrk valgrind
   ccache
 )

@@ -303,6 +303,56 @@ TEST(DaemonTest, AnswersCompletionsAndChatStreamingAndNot) {
   EXPECT_TRUE(d->Shutdown());
 }
 
+// GET /status is the documented JSON of docs/reference.md; GET / is the console that reads it.
+TEST(DaemonTest, StatusAndConsole) {
+  auto d = Start(Config(true));
+  ASSERT_TRUE(d);
+  TestClient client;
+  const std::string hp = d->http_address();
+  Response r = client.Post(hp, "/v1/completions", Completion(Words("s", 40), 2));
+  ASSERT_EQ(r.status, 200) << r.body;
+  r = client.Get(hp, "/status");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(*http::FindHeader(r.headers, "access-control-allow-origin"), "*");
+  const json s = json::parse(r.body);
+  for (const char* key : {"version", "node", "generation", "model", "policy", "health", "draining",
+                          "members", "routing", "decisions", "gossip", "totals"}) {
+    EXPECT_TRUE(s.contains(key)) << key;
+  }
+  EXPECT_EQ(s["version"], 1);
+  EXPECT_TRUE(s["generation"].is_string());
+  ASSERT_EQ(s["members"].size(), 1u);
+  const json& self = s["members"][0];
+  EXPECT_EQ(self["id"], d->node_id());
+  EXPECT_EQ(self["self"], true);
+  EXPECT_EQ(self["models"][0], "hearsay-sim");
+  for (const char* key : {"queue_depth", "running", "queue_wait_ms", "kv_used_tokens",
+                          "kv_capacity_tokens", "kv_pinned_tokens", "prefill_ms_per_token"}) {
+    EXPECT_TRUE(self["load"].contains(key)) << key;
+  }
+  // The request above, in the last minute's routing and the decisions.
+  EXPECT_EQ(s["routing"]["requests"], 1);
+  EXPECT_EQ(s["routing"]["served_local"], 1);
+  EXPECT_EQ(s["routing"]["served_by"][d->node_id()], 1);
+  EXPECT_EQ(s["routing"]["prompt_tokens"], 40);
+  EXPECT_TRUE(s["routing"]["ttft_p50_ms"].is_number());
+  ASSERT_EQ(s["decisions"].size(), 1u);
+  EXPECT_EQ(s["decisions"][0]["chosen"], d->node_id());
+  EXPECT_EQ(s["decisions"][0]["served_by"], d->node_id());
+  EXPECT_FALSE(s["decisions"][0]["reason"].get<std::string>().empty());
+  EXPECT_EQ(s["totals"]["client_requests"], 1);
+
+  r = client.Get(hp, "/");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(*http::FindHeader(r.headers, "content-type"), "text/html; charset=utf-8");
+  EXPECT_NE(r.body.find("<title>hearsay console</title>"), std::string::npos);
+  EXPECT_NE(r.body.find("fetchJson(\"/status\")"), std::string::npos);
+  // Self-contained: nothing is loaded from elsewhere.
+  EXPECT_EQ(r.body.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(r.body.find("href=\"http"), std::string::npos);
+  EXPECT_TRUE(d->Shutdown());
+}
+
 TEST(DaemonTest, BadInputGetsTheRightStatus) {
   DaemonConfig c = Config(false);
   c.max_body_bytes = 4096;
