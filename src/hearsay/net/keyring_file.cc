@@ -74,7 +74,7 @@ Result<gossip::Keyring> ReadKeyFile(const std::string& path) {
 
 std::optional<std::string> KeyFileModeWarning(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & 077) == 0) return std::nullopt;
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & 007) == 0) return std::nullopt;
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
   return "key file " + path + " can be read by other users (mode " + mode +

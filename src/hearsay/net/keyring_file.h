@@ -23,8 +23,10 @@ namespace hearsay::net {
 // the line for a malformed file.
 Result<gossip::Keyring> ReadKeyFile(const std::string& path);
 
-// A warning when the file at `path` can be read by its group or others (its mode allows more
-// than 0600), naming the mode and the fix; nullopt otherwise (or when it cannot be stat'ed).
+// A warning when users other than the file's owner and group can read, write or run the file
+// at `path` (any of its mode's "other" bits: 0644, 0604, ...), naming the mode and the fix;
+// nullopt otherwise (0600, or root:hearsay 0640 for a service group), or when it cannot be
+// stat'ed.
 std::optional<std::string> KeyFileModeWarning(const std::string& path);
 
 // Replaces `path` with `keyring` (primary first), atomically: a temporary file beside it (mode

@@ -99,6 +99,8 @@ TEST_F(KeyringFileTest, AWorldReadableKeyFileIsWarnedAbout) {
   EXPECT_NE(w->find("chmod 600 " + path), std::string::npos) << *w;
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
   EXPECT_FALSE(KeyFileModeWarning(path).has_value());
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);  // readable by the service's group: fine
+  EXPECT_FALSE(KeyFileModeWarning(path).has_value());
   // The node's own keyring file is written 0600: nothing to warn about.
   ASSERT_TRUE(WriteKeyringFile(File("own"), Keyring(Key(2))).ok());
   EXPECT_FALSE(KeyFileModeWarning(File("own")).has_value());
