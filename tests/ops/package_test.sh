@@ -92,6 +92,9 @@ done
 http=$(sed -n 's/^listening http=\([^ ]*\).*/\1/p' "$dir/node.out")
 [ -n "$http" ] || fail "the packaged node did not start: $(cat "$dir/node.log")"
 "$bin" status --json --node "http://$http" | grep -q '"policy": "hearsay"' || fail "GET /status"
+"$bin" status --node "http://$http" > "$dir/status.txt" || fail "hearsay status"
+grep -q "^MEMBER .* TTFT p99" "$dir/status.txt" && grep -q " \* .*alive" "$dir/status.txt" ||
+  fail "hearsay status table: $(cat "$dir/status.txt")"
 
 # cmake --install: the same places; an existing node.toml is kept.
 stage="$dir/stage"

@@ -28,31 +28,33 @@ void StatusBoard::OnRoute(const node::RouteRecord& r) {
   }
   routed_.push_back(std::move(e));
 
-  nlohmann::json d = {{"request", r.request},
-                      {"prompt_tokens", r.prompt_tokens},
-                      {"served_by", r.served_by.empty() ? nlohmann::json(nullptr)
-                                                        : nlohmann::json(r.served_by)},
-                      {"actual_cached_tokens", r.cached_tokens},
-                      {"ttft_ms", OrNull(r.ttft_ms)},
-                      {"attempts", r.attempts.size()}};
+  Decision d;
+  d.request = r.request;
+  d.prompt_tokens = r.prompt_tokens;
+  d.served_by = r.served_by;
+  d.actual_cached_tokens = r.cached_tokens;
+  d.ttft_ms = r.ttft_ms;
+  d.attempts = r.attempts.size();
+  d.error = r.error;
   if (!r.attempts.empty()) {
     // The decision that stood: the last attempt's.
     const node::RouteAttempt& a = r.attempts.back();
-    d["chosen"] = a.chosen;
-    d["reason"] = a.reason;
-    d["expected_cached_tokens"] = a.estimated_cached_tokens;
-    d["expected_ttft_ms"] = OrNull(a.expected_ttft_ms);
+    d.chosen = a.chosen;
+    d.reason = a.reason;
+    d.expected_cached_tokens = a.estimated_cached_tokens;
+    d.expected_ttft_ms = a.expected_ttft_ms;
+    d.runner_up_expected_ttft_ms = a.fallback_ttft_ms;
     // The runner-up: the cheapest other priced candidate.
     const node::CandidateRecord* runner_up = nullptr;
     for (const node::CandidateRecord& c : a.candidates) {
       if (!c.priced || !c.usable || c.node == a.chosen) continue;
       if (runner_up == nullptr || c.price.cost_ms < runner_up->price.cost_ms) runner_up = &c;
     }
-    d["runner_up"] = runner_up ? nlohmann::json(runner_up->node) : nlohmann::json(nullptr);
-    d["runner_up_expected_ttft_ms"] =
-        runner_up ? nlohmann::json(runner_up->price.cost_ms) : OrNull(a.fallback_ttft_ms);
+    if (runner_up != nullptr) {
+      d.runner_up = runner_up->node;
+      d.runner_up_expected_ttft_ms = runner_up->price.cost_ms;
+    }
   }
-  if (!r.error.empty()) d["error"] = r.error;
   decisions_.push_front(std::move(d));
   if (decisions_.size() > kDecisions) decisions_.pop_back();
   Prune(now);
@@ -124,8 +126,28 @@ nlohmann::json StatusBoard::RenderRouting() {
 }
 
 nlohmann::json StatusBoard::RenderDecisions() const {
+  auto text_or_null = [](const std::string& s) {
+    return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
+  };
   nlohmann::json out = nlohmann::json::array();
-  for (const nlohmann::json& d : decisions_) out.push_back(d);
+  for (const Decision& d : decisions_) {
+    nlohmann::json j = {{"request", d.request},
+                        {"prompt_tokens", d.prompt_tokens},
+                        {"served_by", text_or_null(d.served_by)},
+                        {"actual_cached_tokens", d.actual_cached_tokens},
+                        {"ttft_ms", OrNull(d.ttft_ms)},
+                        {"attempts", d.attempts}};
+    if (d.attempts > 0) {
+      j["chosen"] = d.chosen;
+      j["reason"] = d.reason;
+      j["expected_cached_tokens"] = d.expected_cached_tokens;
+      j["expected_ttft_ms"] = OrNull(d.expected_ttft_ms);
+      j["runner_up"] = text_or_null(d.runner_up);
+      j["runner_up_expected_ttft_ms"] = OrNull(d.runner_up_expected_ttft_ms);
+    }
+    if (!d.error.empty()) j["error"] = d.error;
+    out.push_back(std::move(j));
+  }
   return out;
 }
 

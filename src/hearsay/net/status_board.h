@@ -66,6 +66,22 @@ class StatusBoard final : public node::DecisionRecorder {
     TimePoint at;
     std::string entry;
   };
+  // One routing decision, kept as plain values (rendered only when /status is asked for).
+  struct Decision {
+    uint64_t request = 0;
+    uint32_t prompt_tokens = 0;
+    std::string served_by;  // empty: failed (`error` says why)
+    uint32_t actual_cached_tokens = 0;
+    double ttft_ms = -1;
+    size_t attempts = 0;
+    std::string chosen;
+    std::string reason;
+    uint32_t expected_cached_tokens = 0;
+    double expected_ttft_ms = -1;
+    std::string runner_up;
+    double runner_up_expected_ttft_ms = -1;
+    std::string error;
+  };
   struct GossipSample {
     TimePoint at;
     uint64_t sent = 0;
@@ -81,7 +97,7 @@ class StatusBoard final : public node::DecisionRecorder {
   std::deque<ServedForPeer> served_for_peers_;
   std::deque<TimePoint> suspicions_;
   std::deque<GossipSample> gossip_;
-  std::deque<nlohmann::json> decisions_;  // newest at the front
+  std::deque<Decision> decisions_;  // newest at the front
 };
 
 }  // namespace hearsay::net
