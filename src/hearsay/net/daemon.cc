@@ -286,9 +286,10 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
   if (!c.records_path.empty()) {
     HEARSAY_ASSIGN_OR_RETURN(records_, RecordsFile::Open(c.records_path));
   }
-  // The status board sees every decision record (GET /status) and passes it on to the file.
+  // The status board (GET /status) is the node's recorder only while /status is read; it passes
+  // every record on to the file.
   status_board_ = std::make_unique<StatusBoard>(scheduler_->clock(), node_id_, records_.get());
-  node_->SetRecorder(status_board_.get());
+  node_->SetRecorder(records_.get());
   transport_->Start(&node_->gossip_sink());
   return OkStatus();
 }
@@ -407,6 +408,9 @@ void Daemon::RefreshTick() {
   RefreshMetrics();
   const gossip::Counters& g = node_->gossip().counters();
   status_board_->SampleGossip(g.bytes_sent, g.bytes_received);
+  status_board_->SampleRouting(node_->stats().forwards_bounced, node_->stats().forward_failures);
+  // Decision records cost the node a record per request: only while someone reads /status.
+  if (!status_board_->Watched()) node_->SetRecorder(records_.get());
   LogMemberChanges();
   scheduler_->RunAfter(kRefreshInterval, [this] { RefreshTick(); });
 }

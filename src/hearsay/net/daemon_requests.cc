@@ -113,6 +113,10 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
     if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
     asio::post(core_io_, [this, responder] {
       if (!node_) return;
+      // Someone is watching: the node records its routing decisions for the board until
+      // nobody has read /status for StatusBoard::kWatchWindow (RefreshTick).
+      status_board_->MarkWatched();
+      node_->SetRecorder(status_board_.get());
       // Read-only, no secrets: a console served by another member may read it too.
       responder->Respond(200,
                          OwnAnswerHeaders({{"content-type", "application/json"},
@@ -288,12 +292,21 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
 void Daemon::Submit(uint64_t id, PeerRequest request, CompletionOptions options,
                     std::shared_ptr<http::Responder> responder, TimePoint arrived) {
   const bool hop = options.hop;
-  auto on_first = [this, hop, arrived](const PeerFirstToken&) {
-    if (!hop) metrics_.ObserveTtft(scheduler_->clock().Now() - arrived);
+  auto on_first = [this, hop, arrived,
+                   origin = hop ? request.origin : std::string()](const PeerFirstToken& first) {
+    if (hop) {
+      status_board_->OnServedForPeer(origin);
+      return;
+    }
+    const Duration ttft = scheduler_->clock().Now() - arrived;
+    metrics_.ObserveTtft(ttft);
+    status_board_->OnClientFirstToken(first.served_by, first.prompt_tokens, first.cached_tokens,
+                                      ToMillis(ttft));
   };
-  auto on_done = [this, id](int status, bool /*failed*/, bool bounced) {
+  auto on_done = [this, id, hop](int status, bool /*failed*/, bool bounced) {
     // A bounce is counted by hearsay_peer_requests_bounced_total, not as an error.
     if (status >= 400 && !bounced) metrics_.CountHttpError(status);
+    if (status >= 400 && !hop) status_board_->OnClientFailed();
     FinishRequest(id);
   };
   auto sink = std::make_unique<CompletionSink>(std::move(options), std::move(responder), tokenizer_,

@@ -309,7 +309,15 @@ TEST(DaemonTest, StatusAndConsole) {
   ASSERT_TRUE(d);
   TestClient client;
   const std::string hp = d->http_address();
+  // Nobody reads /status yet: the request is counted, but the node records no decision.
   Response r = client.Post(hp, "/v1/completions", Completion(Words("s", 40), 2));
+  ASSERT_EQ(r.status, 200) << r.body;
+  r = client.Get(hp, "/status");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["routing"]["requests"], 1);
+  EXPECT_TRUE(json::parse(r.body)["decisions"].empty());
+  // Now that /status is read, decisions are recorded.
+  r = client.Post(hp, "/v1/completions", Completion(Words("t", 40), 2));
   ASSERT_EQ(r.status, 200) << r.body;
   r = client.Get(hp, "/status");
   ASSERT_EQ(r.status, 200);
@@ -330,17 +338,17 @@ TEST(DaemonTest, StatusAndConsole) {
                           "kv_capacity_tokens", "kv_pinned_tokens", "prefill_ms_per_token"}) {
     EXPECT_TRUE(self["load"].contains(key)) << key;
   }
-  // The request above, in the last minute's routing and the decisions.
-  EXPECT_EQ(s["routing"]["requests"], 1);
-  EXPECT_EQ(s["routing"]["served_local"], 1);
-  EXPECT_EQ(s["routing"]["served_by"][d->node_id()], 1);
-  EXPECT_EQ(s["routing"]["prompt_tokens"], 40);
+  // Both requests in the last minute's routing; the second in the decisions.
+  EXPECT_EQ(s["routing"]["requests"], 2);
+  EXPECT_EQ(s["routing"]["served_local"], 2);
+  EXPECT_EQ(s["routing"]["served_by"][d->node_id()], 2);
+  EXPECT_EQ(s["routing"]["prompt_tokens"], 80);
   EXPECT_TRUE(s["routing"]["ttft_p50_ms"].is_number());
   ASSERT_EQ(s["decisions"].size(), 1u);
   EXPECT_EQ(s["decisions"][0]["chosen"], d->node_id());
   EXPECT_EQ(s["decisions"][0]["served_by"], d->node_id());
   EXPECT_FALSE(s["decisions"][0]["reason"].get<std::string>().empty());
-  EXPECT_EQ(s["totals"]["client_requests"], 1);
+  EXPECT_EQ(s["totals"]["client_requests"], 2);
 
   r = client.Get(hp, "/");
   ASSERT_EQ(r.status, 200);

@@ -20,14 +20,6 @@ nlohmann::json OrNull(double v) { return v < 0 ? nlohmann::json(nullptr) : nlohm
 
 void StatusBoard::OnRoute(const node::RouteRecord& r) {
   if (next_ != nullptr) next_->OnRoute(r);
-  const TimePoint now = clock_.Now();
-  Routed e{now, r.served_by, r.prompt_tokens, r.cached_tokens, r.ttft_ms, 0, 0};
-  for (const node::RouteAttempt& a : r.attempts) {
-    if (a.result == "bounced") ++e.bounces;
-    if (a.result == "failed") ++e.retries;
-  }
-  routed_.push_back(std::move(e));
-
   Decision d;
   d.request = r.request;
   d.prompt_tokens = r.prompt_tokens;
@@ -57,14 +49,34 @@ void StatusBoard::OnRoute(const node::RouteRecord& r) {
   }
   decisions_.push_front(std::move(d));
   if (decisions_.size() > kDecisions) decisions_.pop_back();
-  Prune(now);
 }
 
 void StatusBoard::OnServe(const node::ServeRecord& r) {
   if (next_ != nullptr) next_->OnServe(r);
-  if (!r.forwarded || r.bounced) return;
+}
+
+void StatusBoard::OnClientFirstToken(std::string_view served_by, uint32_t prompt_tokens,
+                                     uint32_t cached_tokens, double ttft_ms) {
   const TimePoint now = clock_.Now();
-  served_for_peers_.push_back({now, r.entry});
+  routed_.push_back({now, std::string(served_by), prompt_tokens, cached_tokens, ttft_ms});
+  Prune(now);
+}
+
+void StatusBoard::OnClientFailed() {
+  const TimePoint now = clock_.Now();
+  routed_.push_back({now, std::string(), 0, 0, -1});
+  Prune(now);
+}
+
+void StatusBoard::OnServedForPeer(std::string_view entry) {
+  const TimePoint now = clock_.Now();
+  served_for_peers_.push_back({now, std::string(entry)});
+  Prune(now);
+}
+
+void StatusBoard::SampleRouting(uint64_t forwards_bounced, uint64_t forward_failures) {
+  const TimePoint now = clock_.Now();
+  routing_.push_back({now, forwards_bounced, forward_failures});
   Prune(now);
 }
 
@@ -76,6 +88,21 @@ void StatusBoard::SampleGossip(uint64_t bytes_sent, uint64_t bytes_received) {
   Prune(now);
 }
 
+void StatusBoard::PruneSamples(std::deque<CounterSample>& s, TimePoint cut) {
+  // Keep one sample at or before the cut, so a change spans the whole window.
+  while (s.size() > 1 && s[1].at <= cut) s.pop_front();
+}
+
+std::pair<nlohmann::json, nlohmann::json> StatusBoard::Delta(const std::deque<CounterSample>& s,
+                                                             bool per_second) {
+  if (s.size() < 2) return {nullptr, nullptr};
+  const double seconds = ToSeconds(s.back().at - s.front().at);
+  if (seconds <= 0) return {nullptr, nullptr};
+  const double scale = per_second ? 1 / seconds : 1;
+  return {static_cast<double>(s.back().a - s.front().a) * scale,
+          static_cast<double>(s.back().b - s.front().b) * scale};
+}
+
 void StatusBoard::Prune(TimePoint now) {
   const TimePoint cut = now - kWindow;
   while (!routed_.empty() && routed_.front().at < cut) routed_.pop_front();
@@ -83,19 +110,17 @@ void StatusBoard::Prune(TimePoint now) {
     served_for_peers_.pop_front();
   }
   while (!suspicions_.empty() && suspicions_.front() < cut) suspicions_.pop_front();
-  // Keep one gossip sample at or before the cut, so the rate spans the whole window.
-  while (gossip_.size() > 1 && gossip_[1].at <= cut) gossip_.pop_front();
+  PruneSamples(gossip_, cut);
+  PruneSamples(routing_, cut);
 }
 
 nlohmann::json StatusBoard::RenderRouting() {
   Prune(clock_.Now());
-  uint64_t local = 0, forwarded = 0, failed = 0, bounces = 0, retries = 0;
+  uint64_t local = 0, forwarded = 0, failed = 0;
   uint64_t prompt = 0, cached = 0;
   std::vector<double> ttft;
   std::map<std::string, uint64_t> served_by;
   for (const Routed& e : routed_) {
-    bounces += e.bounces;
-    retries += e.retries;
     if (e.served_by.empty()) {
       ++failed;
       continue;
@@ -115,8 +140,8 @@ nlohmann::json StatusBoard::RenderRouting() {
                       {"failed", failed},
                       {"prompt_tokens", prompt},
                       {"cached_tokens", cached},
-                      {"bounces", bounces},
-                      {"retries", retries},
+                      {"bounces", Delta(routing_, false).first},
+                      {"retries", Delta(routing_, false).second},
                       {"served_by", served_by},
                       {"served_for_peers", for_peers}};
   j["hit_rate"] = prompt > 0 ? nlohmann::json(static_cast<double>(cached) / prompt) : nullptr;
@@ -153,19 +178,10 @@ nlohmann::json StatusBoard::RenderDecisions() const {
 
 nlohmann::json StatusBoard::RenderGossip() {
   Prune(clock_.Now());
-  nlohmann::json j = {{"suspicions", suspicions_.size()},
-                      {"bytes_sent_per_s", nullptr},
-                      {"bytes_received_per_s", nullptr}};
-  if (gossip_.size() >= 2) {
-    const GossipSample& a = gossip_.front();
-    const GossipSample& b = gossip_.back();
-    const double s = ToSeconds(b.at - a.at);
-    if (s > 0) {
-      j["bytes_sent_per_s"] = static_cast<double>(b.sent - a.sent) / s;
-      j["bytes_received_per_s"] = static_cast<double>(b.received - a.received) / s;
-    }
-  }
-  return j;
+  const auto [sent, received] = Delta(gossip_, true);
+  return {{"suspicions", suspicions_.size()},
+          {"bytes_sent_per_s", sent},
+          {"bytes_received_per_s", received}};
 }
 
 }  // namespace hearsay::net

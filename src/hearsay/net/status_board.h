@@ -1,13 +1,15 @@
 // StatusBoard: the last minute of this node's routing, kept for GET /status (the JSON the web
 // console and `hearsay status` read, docs/reference.md#get-status): requests it routed, where
-// they were served, their hit rate and time to first token, bounces and retries, the last
-// routing decisions with their reasons, requests it served for peers, suspicions it saw, and its
-// gossip traffic per second.
+// they were served, their hit rate and time to first token, bounces and retries, requests it
+// served for peers, suspicions it saw, its gossip traffic per second, and its last routing
+// decisions with their reasons.
 //
-// It is a node::DecisionRecorder: the node hands it a record when a request it routed ends
-// (OnRoute) and when its engine served or bounced one (OnServe); it passes each record on to
-// `next` (the --records file) when there is one. Rendering (Render*) reads only what it keeps,
-// so a console polling /status costs the request path nothing but this bookkeeping.
+// The windowed figures come from what the daemon already has at each request's first token and
+// end (OnClientFirstToken, OnClientFailed, OnServedForPeer: a few stores per request) and from
+// the node's counters sampled every refresh tick. The decisions come from the node's decision
+// records (it is a node::DecisionRecorder), which cost the node a record per request: the daemon
+// attaches the board as the node's recorder only while someone reads /status (see Watched), and
+// the board passes every record on to `next` (the --records file) when there is one.
 //
 // Thread-safety: none; the daemon's core thread calls every method.
 #pragma once
@@ -16,7 +18,10 @@
 #include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "hearsay/env/clock.h"
 #include "hearsay/env/time.h"
@@ -36,6 +41,22 @@ class StatusBoard final : public node::DecisionRecorder {
 
   void OnRoute(const node::RouteRecord& record) override;
   void OnServe(const node::ServeRecord& record) override;
+
+  // A client request's first token: the node whose engine served it, its prompt and cached
+  // tokens (the serving engine's count), and its time to first token.
+  void OnClientFirstToken(std::string_view served_by, uint32_t prompt_tokens,
+                          uint32_t cached_tokens, double ttft_ms);
+  // A client request that failed before its first token.
+  void OnClientFailed();
+  // A forward from the peer `entry` that this node's engine began to serve.
+  void OnServedForPeer(std::string_view entry);
+  // Samples the node's cumulative bounce and retry counters (every refresh tick).
+  void SampleRouting(uint64_t forwards_bounced, uint64_t forward_failures);
+  // Marks /status as read now; Watched() says whether it was within the last kWatchWindow.
+  void MarkWatched() { watched_at_ = clock_.Now(); }
+  bool Watched() const { return watched_at_ && clock_.Now() - *watched_at_ < kWatchWindow; }
+  // How long after a read of /status the board asks for decision records.
+  static constexpr Duration kWatchWindow = std::chrono::seconds(10);
 
   // A member turned suspect (the daemon sees the change).
   void CountSuspicion();
@@ -59,8 +80,11 @@ class StatusBoard final : public node::DecisionRecorder {
     uint32_t prompt_tokens = 0;
     uint32_t cached_tokens = 0;
     double ttft_ms = -1;
-    uint32_t bounces = 0;
-    uint32_t retries = 0;
+  };
+  struct CounterSample {
+    TimePoint at;
+    uint64_t a = 0;
+    uint64_t b = 0;
   };
   struct ServedForPeer {
     TimePoint at;
@@ -82,11 +106,11 @@ class StatusBoard final : public node::DecisionRecorder {
     double runner_up_expected_ttft_ms = -1;
     std::string error;
   };
-  struct GossipSample {
-    TimePoint at;
-    uint64_t sent = 0;
-    uint64_t received = 0;
-  };
+  // The change of a sampled pair of counters over the window (per second with `per_second`);
+  // null without two samples.
+  static std::pair<nlohmann::json, nlohmann::json> Delta(const std::deque<CounterSample>& s,
+                                                         bool per_second);
+  static void PruneSamples(std::deque<CounterSample>& s, TimePoint cut);
   // Drops what is older than the window.
   void Prune(TimePoint now);
 
@@ -96,7 +120,9 @@ class StatusBoard final : public node::DecisionRecorder {
   std::deque<Routed> routed_;
   std::deque<ServedForPeer> served_for_peers_;
   std::deque<TimePoint> suspicions_;
-  std::deque<GossipSample> gossip_;
+  std::deque<CounterSample> gossip_;   // bytes sent, received
+  std::deque<CounterSample> routing_;  // forwards bounced, forward failures
+  std::optional<TimePoint> watched_at_;
   std::deque<Decision> decisions_;  // newest at the front
 };
 

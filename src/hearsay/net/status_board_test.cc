@@ -58,16 +58,19 @@ TEST(StatusBoardTest, WindowedRoutingAndDecisions) {
   ManualClock clock;
   Counting next;
   StatusBoard board(clock, "a", &next);
+  board.SampleRouting(5, 7);
+  board.OnClientFirstToken("a", 100, 50, 10);
   board.OnRoute(Routed(1, "a", 100, 50, 10));
   clock.Advance(30s);
+  board.OnClientFirstToken("b", 100, 90, 30);
   board.OnRoute(Routed(2, "b", 100, 90, 30));
+  board.OnClientFailed();
   node::RouteRecord failed = Routed(3, "", 100, 0, -1, "failed");
   failed.error = "no node could serve";
   board.OnRoute(failed);
-  node::ServeRecord s;
-  s.forwarded = true;
-  s.entry = "c";
-  board.OnServe(s);
+  board.OnServedForPeer("c");
+  board.OnServe(node::ServeRecord{});
+  board.SampleRouting(6, 9);  // one bounce and two retries since the first sample
   EXPECT_EQ(next.routes, 3);  // passed on (the --records file)
   EXPECT_EQ(next.serves, 1);
 
@@ -76,7 +79,8 @@ TEST(StatusBoardTest, WindowedRoutingAndDecisions) {
   EXPECT_EQ(r["served_local"], 1);
   EXPECT_EQ(r["forwarded"], 1);
   EXPECT_EQ(r["failed"], 1);
-  EXPECT_EQ(r["retries"], 1);
+  EXPECT_EQ(r["bounces"], 1);
+  EXPECT_EQ(r["retries"], 2);
   EXPECT_DOUBLE_EQ(r["hit_rate"].get<double>(), 140.0 / 200);
   EXPECT_EQ(r["ttft_p50_ms"], 10);
   EXPECT_EQ(r["ttft_p99_ms"], 30);
@@ -100,12 +104,25 @@ TEST(StatusBoardTest, WindowedRoutingAndDecisions) {
   EXPECT_EQ(r["requests"], 2);
   EXPECT_EQ(r["served_local"], 0);
   clock.Advance(30s);
+  board.SampleRouting(6, 9);
   r = board.RenderRouting();
   EXPECT_EQ(r["requests"], 0);
+  EXPECT_EQ(r["bounces"], 0);
   EXPECT_TRUE(r["hit_rate"].is_null());
   EXPECT_TRUE(r["ttft_p50_ms"].is_null());
   EXPECT_TRUE(r["served_for_peers"].empty());
   EXPECT_EQ(board.RenderDecisions().size(), 3u);  // decisions are the last N, not windowed
+}
+
+TEST(StatusBoardTest, WatchedForTenSecondsAfterARead) {
+  ManualClock clock;
+  StatusBoard board(clock, "a");
+  EXPECT_FALSE(board.Watched());
+  board.MarkWatched();
+  clock.Advance(9s);
+  EXPECT_TRUE(board.Watched());
+  clock.Advance(2s);
+  EXPECT_FALSE(board.Watched());
 }
 
 TEST(StatusBoardTest, KeepsTheLastDecisionsAndGossipRates) {
