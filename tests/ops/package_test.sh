@@ -23,11 +23,14 @@ for tool in cpack dpkg dpkg-deb systemd-analyze; do
 done
 
 # Two versions, for an upgrade.
-(cd "$build" && cpack -G DEB -B "$dir/v1" > "$dir/cpack1.log") || fail "cpack: $(cat "$dir/cpack1.log")"
-(cd "$build" && cpack -G DEB -B "$dir/v2" -D CPACK_PACKAGE_VERSION=99.0.0 > "$dir/cpack2.log") ||
-  fail "cpack: $(cat "$dir/cpack2.log")"
-deb1=$(ls "$dir"/v1/hearsay_*_amd64.deb)
-deb2=$(ls "$dir"/v2/hearsay_99.0.0_*.deb)
+# (CPack writes packages/ under its working directory.)
+mkdir -p "$dir/v1" "$dir/v2"
+(cd "$dir/v1" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$dir/v1" > "$dir/cpack1.log") ||
+  fail "cpack: $(cat "$dir/cpack1.log")"
+(cd "$dir/v2" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$dir/v2" \
+  -D CPACK_PACKAGE_VERSION=99.0.0 > "$dir/cpack2.log") || fail "cpack: $(cat "$dir/cpack2.log")"
+deb1=$(ls "$dir"/v1/packages/hearsay_*_amd64.deb)
+deb2=$(ls "$dir"/v2/packages/hearsay_99.0.0_*.deb)
 
 dpkg-deb -c "$deb1" > "$dir/contents"
 for f in ./usr/bin/hearsay ./lib/systemd/system/hearsay.service ./etc/hearsay/node.toml \
