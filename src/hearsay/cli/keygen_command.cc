@@ -66,8 +66,8 @@ void AddKeygenCommand(CLI::App& app, int& exit_code) {
         exit_code = 1;
         return;
       }
-    } else if (struct stat st {}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                                  (st.st_mode & 077) != 0 && ::fchmod(fd, 0600) != 0) {
+    } else if (struct stat st{}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                                 (st.st_mode & 077) != 0 && ::fchmod(fd, 0600) != 0) {
       std::fprintf(stderr,
                    "hearsay keygen: warning: cannot make the output file mode 0600 (%s); "
                    "run chmod 600 on it\n",

@@ -18,8 +18,8 @@ void ProgressBar::Update(const loadgen::Progress& p) {
     const int tenths = static_cast<int>(fraction * 10);
     if (tenths <= tenths_printed_) return;
     tenths_printed_ = tenths;
-    std::fprintf(stderr, "%s: %3d%%  %llu done, %llu failed, %.1f s\n", label_.c_str(),
-                 tenths * 10, static_cast<unsigned long long>(p.finished),
+    std::fprintf(stderr, "%s: %3d%%  %llu done, %llu failed, %.1f s\n", label_.c_str(), tenths * 10,
+                 static_cast<unsigned long long>(p.finished),
                  static_cast<unsigned long long>(p.failed), ToSeconds(p.elapsed));
     std::fflush(stderr);
     return;

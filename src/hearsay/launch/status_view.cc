@@ -42,11 +42,11 @@ std::string RenderStatusTable(const json& s, const std::map<std::string, json>& 
                      Str(s, "node"), Str(s, "model"), Str(s, "policy"),
                      s.value("draining", false) ? "draining" : Str(s, "health"), members.size(),
                      alive);
-  out += fmt::format("{:<24} {:<8} {:>7} {:>7} {:>6} {:>5} {:>7} {:>7} {:>4} {:>6} | {:>6} {:>6} "
-                     "{:>6} {:>6} {:>9} {:>9}\n",
-                     "MEMBER", "STATE", "RTT ms", "WAIT ms", "QUEUED", "RUN", "KV use%",
-                     "KV pin%", "OVL", "AGE s", "REQS", "LOCAL", "FWD", "HIT %", "TTFT p50",
-                     "TTFT p99");
+  out += fmt::format(
+      "{:<24} {:<8} {:>7} {:>7} {:>6} {:>5} {:>7} {:>7} {:>4} {:>6} | {:>6} {:>6} "
+      "{:>6} {:>6} {:>9} {:>9}\n",
+      "MEMBER", "STATE", "RTT ms", "WAIT ms", "QUEUED", "RUN", "KV use%", "KV pin%", "OVL", "AGE s",
+      "REQS", "LOCAL", "FWD", "HIT %", "TTFT p50", "TTFT p99");
   for (const json& m : members) {
     const std::string id = Str(m, "id");
     const json& load = m.contains("load") ? m["load"] : json();
@@ -70,9 +70,10 @@ std::string RenderStatusTable(const json& s, const std::map<std::string, json>& 
         Num(r, "forwarded"), Num(r, "hit_rate", 1, 100), Num(r, "ttft_p50_ms", 1),
         Num(r, "ttft_p99_ms", 1));
   }
-  out += "\n* this node. Load from gossip (AGE: how old the report is); REQS, LOCAL, FWD: client "
-         "requests entering at the node in the last 60 s, served there, forwarded; HIT: cached / "
-         "prompt tokens; '-': unknown or that node's /status not reachable.\n";
+  out +=
+      "\n* this node. Load from gossip (AGE: how old the report is); REQS, LOCAL, FWD: client "
+      "requests entering at the node in the last 60 s, served there, forwarded; HIT: cached / "
+      "prompt tokens; '-': unknown or that node's /status not reachable.\n";
 
   // Who forwarded to whom, from every /status that could be read.
   std::vector<std::string> lines;

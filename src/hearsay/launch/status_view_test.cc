@@ -31,10 +31,10 @@ TEST(StatusViewTest, TabulatesMembersRoutingAndGossip) {
       << t;
   // This node: load and its own last minute.
   EXPECT_NE(t.find("a *"), std::string::npos) << t;
-  EXPECT_NE(t.find("12.5"), std::string::npos) << t;   // queue wait
-  EXPECT_NE(t.find("50.0"), std::string::npos) << t;   // KV used %
-  EXPECT_NE(t.find("10.0"), std::string::npos) << t;   // KV pinned %
-  EXPECT_NE(t.find("80.0"), std::string::npos) << t;   // TTFT p99
+  EXPECT_NE(t.find("12.5"), std::string::npos) << t;  // queue wait
+  EXPECT_NE(t.find("50.0"), std::string::npos) << t;  // KV used %
+  EXPECT_NE(t.find("10.0"), std::string::npos) << t;  // KV pinned %
+  EXPECT_NE(t.find("80.0"), std::string::npos) << t;  // TTFT p99
   // A dead member without a reachable /status: its state, RTT, report age; the rest unknown.
   EXPECT_NE(t.find("dead"), std::string::npos) << t;
   EXPECT_NE(t.find("0.42"), std::string::npos) << t;
@@ -49,8 +49,13 @@ TEST(StatusViewTest, TabulatesMembersRoutingAndGossip) {
 TEST(StatusViewTest, PeersOwnStatusFillsTheirRow) {
   json peer = {{"node", "b"},
                {"routing",
-                {{"requests", 7}, {"served_local", 7}, {"forwarded", 0}, {"hit_rate", 0.25},
-                 {"ttft_p50_ms", 11}, {"ttft_p99_ms", 33}, {"served_by", {{"b", 7}}}}}};
+                {{"requests", 7},
+                 {"served_local", 7},
+                 {"forwarded", 0},
+                 {"hit_rate", 0.25},
+                 {"ttft_p50_ms", 11},
+                 {"ttft_p99_ms", 33},
+                 {"served_by", {{"b", 7}}}}}};
   const std::string t = RenderStatusTable(kSelf, {{"b", peer}});
   EXPECT_NE(t.find("25.0"), std::string::npos) << t;
   EXPECT_NE(t.find("33.0"), std::string::npos) << t;

@@ -107,8 +107,9 @@ std::string RenderTable(const BenchSummary& s, std::span<const std::string> targ
   if (s.itl.count > 0) {
     out += Row("itl", s.itl);
   } else {
-    out += fmt::format("{:<10} {:>8}   (no samples: answers of one token, or not streamed, have no gaps)\n",
-                       "itl", 0);
+    out += fmt::format(
+        "{:<10} {:>8}   (no samples: answers of one token, or not streamed, have no gaps)\n", "itl",
+        0);
   }
   out += Row("e2e", s.e2e);
   out += fmt::format("\nrequests   {} sent, {} completed, {} failed in {:.2f} s\n", s.requests,

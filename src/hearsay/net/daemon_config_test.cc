@@ -188,8 +188,7 @@ TEST(DaemonConfigTest, EverySettingIsInTheDocumentedTable) {
   ASSERT_TRUE(in.good());
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const SettingInfo& s : Settings()) {
-    const std::string row =
-        "| `" + std::string(s.key) + "` | `--" + std::string(s.flag) + "` |";
+    const std::string row = "| `" + std::string(s.key) + "` | `--" + std::string(s.flag) + "` |";
     EXPECT_NE(doc.find(row), std::string::npos) << "no row " << row;
   }
 }

@@ -89,7 +89,8 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   if (path == "/v1/models") {
     if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
     const std::string models[] = {config_.model};
-    responder->Respond(200, OwnAnswerHeaders(JsonHeaders()), api::RenderModels(models, created_unix_, "hearsay"));
+    responder->Respond(200, OwnAnswerHeaders(JsonHeaders()),
+                       api::RenderModels(models, created_unix_, "hearsay"));
     return;
   }
   if (path == "/metrics" || path == "/cluster") {
@@ -420,9 +421,12 @@ namespace {
 nlohmann::json LoadJson(uint32_t queue_depth, uint32_t running, double queue_wait_ms,
                         uint64_t kv_used, uint64_t kv_capacity, uint64_t kv_pinned,
                         double prefill_ms_per_token) {
-  return {{"queue_depth", queue_depth},         {"running", running},
-          {"queue_wait_ms", queue_wait_ms},     {"kv_used_tokens", kv_used},
-          {"kv_capacity_tokens", kv_capacity},  {"kv_pinned_tokens", kv_pinned},
+  return {{"queue_depth", queue_depth},
+          {"running", running},
+          {"queue_wait_ms", queue_wait_ms},
+          {"kv_used_tokens", kv_used},
+          {"kv_capacity_tokens", kv_capacity},
+          {"kv_pinned_tokens", kv_pinned},
           {"prefill_ms_per_token", prefill_ms_per_token}};
 }
 
@@ -446,9 +450,9 @@ std::string Daemon::RenderStatus() {
       {"models", {config_.model}},
       {"report_age_ms", 0},
       {"cache_entries", g.own_store().live_count()},
-      {"load", LoadJson(l.waiting_requests, l.running_requests,
-                        ToMillis(l.estimated_queue_wait), l.kv_used_tokens, l.kv_capacity_tokens,
-                        l.kv_pinned_tokens, l.prefill_ms_per_token)},
+      {"load", LoadJson(l.waiting_requests, l.running_requests, ToMillis(l.estimated_queue_wait),
+                        l.kv_used_tokens, l.kv_capacity_tokens, l.kv_pinned_tokens,
+                        l.prefill_ms_per_token)},
   });
   double view_age_ms = 0;
   int suspect = 0;

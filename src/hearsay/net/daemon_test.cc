@@ -461,7 +461,8 @@ TEST(DaemonTest, DrainAnswersHealthWith503WhileRequestsFinish) {
     ASSERT_TRUE(Eventually([&] {
       health = client.Get(hp, "/health");
       return health.status == 503;
-    })) << health.status << " " << health.done.ToString();
+    })) << health.status
+        << " " << health.done.ToString();
     EXPECT_EQ(json::parse(health.body)["status"], "draining");
     Response r = client.Post(hp, "/v1/completions", Completion("late", 1));
     EXPECT_EQ(r.status, 503) << r.body;

@@ -133,17 +133,18 @@ nlohmann::json StatusBoard::RenderRouting() {
   }
   std::map<std::string, uint64_t> for_peers;
   for (const ServedForPeer& s : served_for_peers_) ++for_peers[s.entry];
-  nlohmann::json j = {{"window_s", std::chrono::duration_cast<std::chrono::seconds>(kWindow).count()},
-                      {"requests", routed_.size()},
-                      {"served_local", local},
-                      {"forwarded", forwarded},
-                      {"failed", failed},
-                      {"prompt_tokens", prompt},
-                      {"cached_tokens", cached},
-                      {"bounces", Delta(routing_, false).first},
-                      {"retries", Delta(routing_, false).second},
-                      {"served_by", served_by},
-                      {"served_for_peers", for_peers}};
+  nlohmann::json j = {
+      {"window_s", std::chrono::duration_cast<std::chrono::seconds>(kWindow).count()},
+      {"requests", routed_.size()},
+      {"served_local", local},
+      {"forwarded", forwarded},
+      {"failed", failed},
+      {"prompt_tokens", prompt},
+      {"cached_tokens", cached},
+      {"bounces", Delta(routing_, false).first},
+      {"retries", Delta(routing_, false).second},
+      {"served_by", served_by},
+      {"served_for_peers", for_peers}};
   j["hit_rate"] = prompt > 0 ? nlohmann::json(static_cast<double>(cached) / prompt) : nullptr;
   j["ttft_p50_ms"] = ttft.empty() ? nlohmann::json(nullptr) : nlohmann::json(Quantile(ttft, 0.5));
   j["ttft_p99_ms"] = ttft.empty() ? nlohmann::json(nullptr) : nlohmann::json(Quantile(ttft, 0.99));

@@ -31,7 +31,6 @@
 // io_contexts before destroying it.
 #pragma once
 
-#include <functional>
 #include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
@@ -41,6 +40,7 @@
 #include <boost/asio/strand.hpp>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>

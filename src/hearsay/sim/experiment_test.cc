@@ -96,8 +96,7 @@ TEST(ExperimentTest, WritesTablesAndVerdictsWithFakeRuns) {
   EXPECT_NE(gp.find("with yerrorlines"), std::string::npos) << gp;
   EXPECT_EQ(gp.find("mean_ttft_ms vs"), std::string::npos) << gp;
   EXPECT_NE(gp.find("# nodes: one level only, not plotted"), std::string::npos) << gp;
-  EXPECT_NE(ReadFile(o.out_dir + "/plot_delay_ms_mean_ttft_ms.csv").find("_sd"),
-            std::string::npos);
+  EXPECT_NE(ReadFile(o.out_dir + "/plot_delay_ms_mean_ttft_ms.csv").find("_sd"), std::string::npos);
   const std::string report = ReadFile(o.out_dir + "/report.md");
   EXPECT_NE(report.find("Claim 1 (at delay ≤ 1 ms with skewed prefixes, `paper` beats local, "
                         "random and least-loaded): **reproduced**"),
