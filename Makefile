@@ -3,7 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build llama demo test test-release test-asan test-tsan test-tsan-integration test-llama fuzz fuzz-smoke bench bench-forwarding bench-hostile soak format clean
+.PHONY: all deps build deb llama demo test test-release test-asan test-tsan test-tsan-integration test-llama fuzz fuzz-smoke bench bench-forwarding bench-hostile soak format clean
 
 all: build
 
@@ -13,6 +13,14 @@ deps:
 build: deps
 	cmake --preset release >/dev/null
 	cmake --build --preset release -j $(JOBS)
+
+# The Debian package (CPack): build/release/packages/hearsay_<version>_amd64.deb. It installs
+# /usr/bin/hearsay, the systemd unit, /etc/hearsay/node.toml (a conffile) and the docs, adds the
+# `hearsay` system user and starts nothing until /etc/hearsay/cluster.key exists (docs/deploy.md).
+deb: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release --target hearsay -j $(JOBS)
+	cd build/release && cpack -G DEB
 
 # The 4-node local cluster demo: only the `hearsay` binary is needed, so only it is built.
 # DEMO_ARGS passes flags through, e.g. make demo DEMO_ARGS="--requests 400 --json".

@@ -12,7 +12,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libboost-dev
   libmsgpack-cxx-dev cppzmq-dev libzmq3-dev
-  gnuplot-nox
+  gnuplot-nox python3-yaml
+  chromium
   nginx-light wrk valgrind
   ccache
 )

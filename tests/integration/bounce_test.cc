@@ -117,6 +117,14 @@ TEST(BounceTest, SlowTargetBouncesTheForwardAndTheEntryServesIt) {
   EXPECT_EQ(after.target_served_for_peers, before.target_served_for_peers);
   EXPECT_EQ(after.entry_local, before.entry_local + 1);
   EXPECT_EQ(after.entry_forwarded, before.entry_forwarded);
+  // A bounce is the peer protocol at work, not an error: no 503 counted at either node (an alert
+  // on hearsay_http_errors_total{status="503"} must not fire), and the answer names its server.
+  EXPECT_EQ(Counter(cluster->node(kTarget).http_address, "hearsay_http_errors_total",
+                    {{"status", "503"}}),
+            0);
+  EXPECT_EQ(Counter(cluster->node(kEntry).http_address, "hearsay_http_errors_total"), 0);
+  EXPECT_EQ(r->Header("x-hearsay-served-by").value_or(""), cluster->node(kEntry).node_id);
+  EXPECT_EQ(r->Header("x-hearsay-entry").value_or(""), cluster->node(kEntry).node_id);
 }
 
 // The control: the same request, with a target as fast as the entry believes, is forwarded and

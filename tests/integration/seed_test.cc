@@ -68,6 +68,12 @@ TEST(SeedTest, WithoutASeedTheNodeLogsTheOneItDrew) {
   const std::string value = log.substr(seed + 6, log.find(' ', seed + 6) - seed - 6);
   EXPECT_FALSE(value.empty());
   EXPECT_NE(value, "0") << "a seed drawn from the OS is logged, not the default 0";
+  // The start line lists the settings that differ from the defaults, not all of them.
+  const size_t end = log.find('\n', at);
+  const std::string line = log.substr(at, end == std::string::npos ? end : end - at);
+  EXPECT_LT(line.size(), 700u) << line;
+  EXPECT_NE(line.find("settings=\""), std::string::npos) << line;
+  EXPECT_EQ(line.find("limits.max_json_depth="), std::string::npos) << line;
 }
 
 }  // namespace

@@ -76,6 +76,12 @@ TEST(BenchCliTest, ClosedLoopTableAndBadFlags) {
   EXPECT_NE(out.find("closed loop, concurrency 4"), std::string::npos) << out;
   EXPECT_NE(out.find("12 sent, 12 completed, 0 failed"), std::string::npos) << out;
   EXPECT_NE(out.find("hit rate"), std::string::npos) << out;
+  // Progress while it runs (stderr is not a terminal here: plain lines), and the per-target line
+  // names its target.
+  EXPECT_NE(out.find("bench: 100%  12 done, 0 failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("sent to    " + (*cluster)->node(0).http_address + " 12 requests"),
+            std::string::npos)
+      << out;
 
   // Nothing listens on the target: every request fails, and the exit status says so.
   clitest::HearsayRun dead({"bench", "--target", "127.0.0.1:1", "--requests", "3", "--json"});

@@ -40,9 +40,12 @@ ApiError Missing(std::string_view param) {
                         "missing_required_parameter");
 }
 
-ApiError NotSupported(std::string_view param, std::string what) {
-  return InvalidRequest(param, std::move(what) + " is not supported by this server.",
-                        "unsupported_value");
+// "<what> is not supported by this server." and, when given, "<supported>." after it.
+ApiError NotSupported(std::string_view param, std::string what, std::string_view supported = {}) {
+  std::string message = std::move(what);
+  message.append(" is not supported by this server.");
+  if (!supported.empty()) message.append(" ").append(supported).append(".");
+  return InvalidRequest(param, std::move(message), "unsupported_value");
 }
 
 // The member `name` of `body`, or nullptr when it is absent or null (OpenAI treats both alike).
@@ -205,7 +208,9 @@ std::optional<ApiError> ReadStop(const json& body, std::vector<std::string>* out
 std::optional<ApiError> RejectUnsupported(const json& body, Endpoint endpoint) {
   std::optional<int64_t> n;
   if (auto e = ReadInteger(body, "n", 1, INT64_MAX, &n)) return e;
-  if (n && *n != 1) return NotSupported("n", "n = " + std::to_string(*n) + " (only n = 1 is)");
+  if (n && *n != 1) {
+    return NotSupported("n", "n = " + std::to_string(*n), "Only n = 1 is");
+  }
   if (endpoint == Endpoint::kCompletions) {
     std::optional<int64_t> best_of;
     if (auto e = ReadInteger(body, "best_of", 1, INT64_MAX, &best_of)) return e;

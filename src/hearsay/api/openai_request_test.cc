@@ -153,7 +153,8 @@ TEST(ParseRequestTest, RejectsBadInputWithTheRightParamAndCode) {
        R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})",
        "max_completion_tokens", "integer_below_min_value", ">= 1"},
       // n and other unsupported options
-      {kCompl, R"({"model":"m","prompt":"x","n":2})", "n", "unsupported_value", "not supported"},
+      {kCompl, R"({"model":"m","prompt":"x","n":2})", "n", "unsupported_value",
+       "n = 2 is not supported by this server. Only n = 1 is."},
       {kChat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"n":3})", "n",
        "unsupported_value", "n = 3"},
       {kCompl, R"({"model":"m","prompt":"x","n":0})", "n", "integer_below_min_value", ">= 1"},

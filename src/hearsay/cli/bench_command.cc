@@ -134,7 +134,7 @@ int RunBench(const BenchFlags& f) {
     std::printf("hearsay bench: %s workload, %s, %zu target(s), seed %llu%s\n\n",
                 f.workload.c_str(), mode.c_str(), targets->size(),
                 static_cast<unsigned long long>(f.seed), out->cancelled ? " (interrupted)" : "");
-    std::printf("%s", loadgen::RenderTable(summary).c_str());
+    std::printf("%s", loadgen::RenderTable(summary, *targets).c_str());
   }
   if (out->cancelled) return 130;
   return summary.completed > 0 ? 0 : 3;

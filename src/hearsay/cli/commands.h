@@ -18,6 +18,8 @@ void AddSimCommand(CLI::App& app, int& exit_code);
 void AddDemoCommand(CLI::App& app, int& exit_code);
 // `hearsay bench`: the load generator (bench_command.cc).
 void AddBenchCommand(CLI::App& app, int& exit_code);
+// `hearsay status`: the cluster as one node sees it (status_command.cc).
+void AddStatusCommand(CLI::App& app, int& exit_code);
 // `hearsay sim demo`, registered under `sim`; returns the subcommand (sim_demo_command.cc).
 CLI::App* AddSimDemoCommand(CLI::App& sim, int& exit_code);
 // `hearsay sim gossip`, registered under `sim`; returns the subcommand (sim_gossip_command.cc).

@@ -258,7 +258,7 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   lo.max_requests = f.requests;
   lo.response_timeout = f.engine == "llama" ? kLlamaClientTimeout : std::chrono::seconds(60);
   lo.idle_timeout = lo.response_timeout;
-  ProgressBar bar(policy, tty);
+  ProgressBar bar(policy, tty, /*enabled=*/tty);
   lo.progress = [&bar](const loadgen::Progress& p) { bar.Update(p); };
   loadgen::LoadRun run(std::move(lo), std::move(source));
   interrupt.SetRun(&run);

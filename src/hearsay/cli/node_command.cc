@@ -77,7 +77,7 @@ int RunNode(CLI::App& cmd, const NodeFlags& flags) {
     std::fprintf(stderr, "hearsay node: %s\n", daemon.status().message().c_str());
     const StatusCode c = daemon.status().code();
     return c == StatusCode::kInvalidArgument || c == StatusCode::kFailedPrecondition ||
-                   c == StatusCode::kNotFound
+                   c == StatusCode::kNotFound || c == StatusCode::kPermissionDenied
                ? 2
                : 1;
   }

@@ -14,6 +14,16 @@ void ProgressBar::Update(const loadgen::Progress& p) {
     fraction = ToSeconds(p.elapsed) / ToSeconds(p.duration);
   }
   fraction = std::clamp(fraction, 0.0, 1.0);
+  if (!terminal_) {
+    const int tenths = static_cast<int>(fraction * 10);
+    if (tenths <= tenths_printed_) return;
+    tenths_printed_ = tenths;
+    std::fprintf(stderr, "%s: %3d%%  %llu done, %llu failed, %.1f s\n", label_.c_str(), tenths * 10,
+                 static_cast<unsigned long long>(p.finished),
+                 static_cast<unsigned long long>(p.failed), ToSeconds(p.elapsed));
+    std::fflush(stderr);
+    return;
+  }
   constexpr int kWidth = 30;
   const int filled = static_cast<int>(fraction * kWidth);
   std::string bar(static_cast<size_t>(filled), '#');

@@ -1,6 +1,6 @@
 // ProgressBar: a one-line progress display on stderr for load runs (`hearsay bench`, `hearsay
-// demo`), redrawn in place. Disabled (draws nothing) when stderr is not a terminal, so logs and
-// pipes stay clean.
+// demo`). On a terminal it is redrawn in place; otherwise (a log, a pipe) it prints a plain line
+// at each tenth of the run, so a long run still shows it is alive without flooding the log.
 //
 // Thread-safety: none; Update and Finish from the thread running the load.
 #pragma once
@@ -13,7 +13,10 @@ namespace hearsay::cli {
 
 class ProgressBar {
  public:
-  ProgressBar(std::string label, bool enabled) : label_(std::move(label)), enabled_(enabled) {}
+  // `terminal`: redraw in place; else print a plain line per tenth of the run. `enabled` false
+  // draws nothing at all.
+  ProgressBar(std::string label, bool terminal, bool enabled = true)
+      : label_(std::move(label)), terminal_(terminal), enabled_(enabled) {}
 
   // Redraws the bar: by requests when the run has a count bound, else by elapsed time.
   void Update(const loadgen::Progress& progress);
@@ -23,7 +26,9 @@ class ProgressBar {
 
  private:
   std::string label_;
+  bool terminal_;
   bool enabled_;
+  int tenths_printed_ = 0;  // plain mode: the last tenth of the run a line was printed for
   bool drawn_ = false;
 };
 

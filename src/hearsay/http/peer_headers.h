@@ -30,4 +30,11 @@ inline constexpr std::string_view kCachedTokensHeader = "x-hearsay-cached-tokens
 // The id of the node that served the request.
 inline constexpr std::string_view kNodeHeader = "x-hearsay-node";
 
+// Response headers of every answer to a client (docs/operations.md#response-headers).
+// The node whose engine served the request (the entry node itself for an answer it made without
+// an engine: an error, /health, /metrics).
+inline constexpr std::string_view kServedByHeader = "x-hearsay-served-by";
+// The node the client sent the request to.
+inline constexpr std::string_view kEntryHeader = "x-hearsay-entry";
+
 }  // namespace hearsay::http

@@ -134,6 +134,10 @@ void Server::StopAccepting() {
     s->acceptor.close(ec);
     s->retry_timer.cancel();
   });
+  Drain();
+}
+
+void Server::Drain() {
   if (state_->draining.exchange(true)) return;
   for (auto& c : LiveConnections()) c->PostCloseIfIdle();
 }

@@ -198,9 +198,12 @@ class Server {
 
   // The bound port (the ephemeral one when options.listen had port 0).
   uint16_t port() const;
-  // Starts draining: stops accepting, closes connections that wait idle for a next request, and
-  // ends keep-alive on the others after their current response (which carries
-  // "Connection: close" if it has not started yet). In-flight requests continue.
+  // Starts draining: closes connections that wait idle for a next request, and ends keep-alive
+  // on the others after their current response (which carries "Connection: close" if it has not
+  // started yet). New connections are still accepted and serve one request each (a drain
+  // answers /health with 503 rather than refusing it). In-flight requests continue.
+  void Drain();
+  // Drain(), and stops accepting.
   void StopAccepting();
   // Stops accepting and closes every connection (in-flight responses are cut, OnClose fires).
   void Close();

@@ -1,6 +1,7 @@
 // GET /cluster parsing (see the header).
 #include "hearsay/launch/cluster_view.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 namespace hearsay::launch {
@@ -27,6 +28,18 @@ uint64_t CountField(const json& obj, std::initializer_list<const char*> names) {
   return f != nullptr && f->is_number_unsigned() ? f->get<uint64_t>() : 0;
 }
 
+// A generation: a decimal string (what /cluster sends, since it exceeds 2^53) or a number.
+uint64_t GenerationField(const json& obj) {
+  const json* f = Field(obj, {"generation"});
+  if (f == nullptr) return 0;
+  if (f->is_number_unsigned()) return f->get<uint64_t>();
+  if (!f->is_string()) return 0;
+  const std::string& text = f->get_ref<const std::string&>();
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc{} && end == text.data() + text.size() ? v : 0;
+}
+
 Result<MemberInfo> ParseMember(const json& m, bool is_self) {
   MemberInfo info;
   info.node_id = StringField(m, {"id", "node_id"});
@@ -34,7 +47,7 @@ Result<MemberInfo> ParseMember(const json& m, bool is_self) {
   if (info.node_id.empty() || info.state.empty()) {
     return InvalidArgumentError("/cluster: a member without \"id\" or \"state\"");
   }
-  info.generation = CountField(m, {"generation"});
+  info.generation = GenerationField(m);
   info.gossip_address = StringField(m, {"address", "gossip_address"});
   info.api_address = StringField(m, {"api_address"});
   info.cache_keys = CountField(m, {"cache_entries"});

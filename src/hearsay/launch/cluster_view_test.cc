@@ -5,9 +5,10 @@
 namespace hearsay::launch {
 namespace {
 
-// The shape of the daemon's GET /cluster (net/daemon.cc RenderCluster), abridged.
+// The shape of the daemon's GET /cluster (net/daemon_requests.cc RenderCluster), abridged; the
+// generation is a decimal string (it exceeds 2^53), a number is read too.
 constexpr const char* kView = R"({
-  "self": {"id": "node-0", "generation": 1764400000000000001, "address": "127.0.0.1:1",
+  "self": {"id": "node-0", "generation": "1764400000000000001", "address": "127.0.0.1:1",
            "api_address": "127.0.0.1:2", "cache_entries": 5, "draining": false},
   "policy": "hearsay",
   "members": [

@@ -99,12 +99,18 @@ nlohmann::json ToJson(const BenchSummary& s) {
   return j;
 }
 
-std::string RenderTable(const BenchSummary& s) {
+std::string RenderTable(const BenchSummary& s, std::span<const std::string> targets) {
   std::string out;
   out += fmt::format("{:<10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "latency", "samples",
                      "mean ms", "p50 ms", "p90 ms", "p99 ms", "max ms");
   out += Row("ttft", s.ttft);
-  out += Row("itl", s.itl);
+  if (s.itl.count > 0) {
+    out += Row("itl", s.itl);
+  } else {
+    out += fmt::format(
+        "{:<10} {:>8}   (no samples: answers of one token, or not streamed, have no gaps)\n", "itl",
+        0);
+  }
   out += Row("e2e", s.e2e);
   out += fmt::format("\nrequests   {} sent, {} completed, {} failed in {:.2f} s\n", s.requests,
                      s.completed, s.failed, s.duration_s);
@@ -118,8 +124,11 @@ std::string RenderTable(const BenchSummary& s) {
                        s.missing_usage);
   }
   if (!s.per_target.empty()) {
-    out += "per target";
-    for (uint64_t n : s.per_target) out += fmt::format(" {}", n);
+    out += "sent to   ";
+    for (size_t i = 0; i < s.per_target.size(); ++i) {
+      const std::string name = i < targets.size() ? targets[i] : fmt::format("target {}", i);
+      out += fmt::format("{} {} {} requests", i == 0 ? "" : ",", name, s.per_target[i]);
+    }
     out += "\n";
   }
   if (!s.errors.empty()) {

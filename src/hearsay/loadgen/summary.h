@@ -75,6 +75,8 @@ BenchSummary Summarize(std::span<const RequestResult> results, Duration duration
 nlohmann::json ToJson(const BenchSummary& summary);
 
 // A human-readable report: a latency table, throughput, token counts and hit rate, errors.
-std::string RenderTable(const BenchSummary& summary);
+// `targets` names the targets of per_target, in order (their index when absent). A run without
+// inter-token samples (non-streaming requests) says so instead of printing an all-zero itl row.
+std::string RenderTable(const BenchSummary& summary, std::span<const std::string> targets = {});
 
 }  // namespace hearsay::loadgen

@@ -121,5 +121,22 @@ TEST(SummaryJsonTest, HasTheDocumentedFields) {
   EXPECT_NE(table.find("hit rate   0.250"), std::string::npos);
 }
 
+TEST(SummaryTableTest, NamesTargetsAndSaysWhyThereIsNoItl) {
+  // Non-streaming results: no inter-token gaps.
+  std::vector<RequestResult> results{Ok(0, 10, 20, 100, 25), Ok(1, 12, 22, 100, 25)};
+  for (RequestResult& r : results) r.itl.clear();
+  results[1].target = 1;
+  const BenchSummary s = Summarize(results, std::chrono::seconds(1), 2);
+  const std::vector<std::string> names = {"http://a:1", "http://b:2"};
+  const std::string table = RenderTable(s, names);
+  EXPECT_NE(table.find("sent to    http://a:1 1 requests, http://b:2 1 requests"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("(no samples: answers of one token, or not streamed, have no gaps)"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("itl               0        0.0"), std::string::npos) << table;
+}
+
 }  // namespace
 }  // namespace hearsay::loadgen

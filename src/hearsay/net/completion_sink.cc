@@ -98,6 +98,8 @@ void CompletionSink::OnFirstToken(uint64_t /*id*/, const PeerFirstToken& first) 
     h.emplace_back(http::kPromptTokensHeader, std::to_string(first.prompt_tokens));
     h.emplace_back(http::kCachedTokensHeader, std::to_string(first.cached_tokens));
     h.emplace_back(http::kNodeHeader, options_.node_id);
+  } else {
+    AddClientHeaders(&h);
   }
   responder_->StartStream(200, std::move(h));
   started_ = true;
@@ -123,13 +125,17 @@ void CompletionSink::OnComplete(uint64_t /*id*/, const PeerUsage& usage) {
   const std::string_view finish =
       usage.completion_tokens >= options_.max_tokens ? api::kFinishLength : api::kFinishStop;
   if (!streaming()) {
-    responder_->Respond(200, JsonHeaders(),
+    http::Headers h = JsonHeaders();
+    AddClientHeaders(&h);
+    responder_->Respond(200, std::move(h),
                         api::RenderCompletion(options_.meta, text_, finish, counts));
     Finish(200, false);
     return;
   }
   if (!started_) {  // no first token came (cannot happen with the node's contract); be safe
-    responder_->StartStream(200, SseHeaders());
+    http::Headers h = SseHeaders();
+    if (!options_.hop) AddClientHeaders(&h);
+    responder_->StartStream(200, std::move(h));
     started_ = true;
   }
   std::string tail = api::RenderFinalChunk(options_.meta, finish);
@@ -150,8 +156,11 @@ void CompletionSink::OnError(uint64_t /*id*/, const Status& status, bool /*befor
   }
   const api::ApiError error = ToApiError(shown);
   if (!started_) {
-    responder_->Respond(error.http_status, JsonHeaders(), api::RenderError(error));
-    Finish(error.http_status, true);
+    http::Headers h = JsonHeaders();
+    if (!options_.hop) AddClientHeaders(&h);
+    responder_->Respond(error.http_status, std::move(h), api::RenderError(error));
+    Finish(error.http_status, true,
+           options_.hop && status.message().find(kBouncedMessage) != std::string::npos);
     return;
   }
   std::string tail = api::RenderSseError(error);
@@ -167,9 +176,16 @@ void CompletionSink::OnRestart(uint64_t /*id*/) {
   first_ = PeerFirstToken{};
 }
 
-void CompletionSink::Finish(int status, bool failed) {
+void CompletionSink::AddClientHeaders(http::Headers* h) const {
+  // Before a first token (an error) no engine served anything: the entry node answered.
+  h->emplace_back(http::kServedByHeader,
+                  first_.served_by.empty() ? options_.node_id : first_.served_by);
+  h->emplace_back(http::kEntryHeader, options_.node_id);
+}
+
+void CompletionSink::Finish(int status, bool failed, bool bounced) {
   done_ = true;
-  if (on_done_) on_done_(status, failed);
+  if (on_done_) on_done_(status, failed, bounced);
 }
 
 }  // namespace hearsay::net

@@ -8,7 +8,9 @@
 //     with finish_reason, the usage chunk if stream_options.include_usage, and data: [DONE];
 //   - a peer (hop request) always gets a stream whose headers, sent at the first token, carry
 //     X-Hearsay-Prompt-Tokens, X-Hearsay-Cached-Tokens and X-Hearsay-Node, and always ends with
-//     the usage chunk (the entry node needs it).
+//     the usage chunk (the entry node needs it);
+//   - a client's answer (body, stream or error) carries X-Hearsay-Served-By (the node whose
+//     engine served it) and X-Hearsay-Entry (this node).
 // An error before the first token becomes an OpenAI error JSON with its HTTP status (the status
 // line has not been sent yet); after it, an error event and data: [DONE] end the stream.
 //
@@ -43,8 +45,9 @@ struct CompletionOptions {
 };
 
 // Called once when the response is complete (or failed): the HTTP status the client got
-// (200 also for a stream that ended with an error event) and whether it failed.
-using CompletionDone = std::function<void(int http_status, bool failed)>;
+// (200 also for a stream that ended with an error event), whether it failed, and whether it was
+// a bounce (a hop request sent back unserved: the peer protocol working, not an error).
+using CompletionDone = std::function<void(int http_status, bool failed, bool bounced)>;
 // Called at the first token.
 using CompletionFirst = std::function<void(const PeerFirstToken& first)>;
 
@@ -74,7 +77,9 @@ class CompletionSink final : public ResponseSink {
 
  private:
   bool streaming() const { return options_.stream || options_.hop; }
-  void Finish(int status, bool failed);
+  // X-Hearsay-Served-By and X-Hearsay-Entry of a client's answer.
+  void AddClientHeaders(http::Headers* h) const;
+  void Finish(int status, bool failed, bool bounced = false);
 
   CompletionOptions options_;
   std::shared_ptr<http::Responder> responder_;

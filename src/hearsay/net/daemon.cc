@@ -78,6 +78,13 @@ Status Daemon::Init() {
   if (sodium_init() < 0) return InternalError("libsodium failed to initialise");
   // Keys first: a bad key file must stop the node before anything binds.
   std::string key_source = "none (insecure)";
+  for (const std::string* file :
+       {&config_.cluster_key_file, &config_.keyring_file, &config_.block_key_secret_file}) {
+    if (file->empty()) continue;
+    if (std::optional<std::string> w = KeyFileModeWarning(*file)) {
+      spdlog::warn("event=key_file_mode msg=\"{}\"", *w);
+    }
+  }
   if (!config_.insecure) {
     HEARSAY_ASSIGN_OR_RETURN(StartupKeyring k,
                              LoadStartupKeyring(config_.cluster_key_file, config_.keyring_file));
@@ -278,8 +285,11 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
                                 *logging_peer_client_, framer_.get()));
   if (!c.records_path.empty()) {
     HEARSAY_ASSIGN_OR_RETURN(records_, RecordsFile::Open(c.records_path));
-    node_->SetRecorder(records_.get());
   }
+  // The status board (GET /status) is the node's recorder only while /status is read; it passes
+  // every record on to the file.
+  status_board_ = std::make_unique<StatusBoard>(scheduler_->clock(), node_id_, records_.get());
+  node_->SetRecorder(records_.get());
   transport_->Start(&node_->gossip_sink());
   return OkStatus();
 }
@@ -308,11 +318,13 @@ void Daemon::LogStart(const std::string& key_source) const {
         "{} and {} can join this cluster and submit forwarded requests\"",
         gossip_address_, http_address_);
   }
+  // The settings that differ from their defaults; every one at debug level.
   spdlog::info(
       "event=start node={} generation={} http={} gossip={} api_address={} seed={} "
-      "keys={} key_source=\"{}\" {}",
+      "keys={} key_source=\"{}\" settings=\"{}\"",
       node_id_, generation_, http_address_, gossip_address_, api_address_, seed_,
       keyring_ ? keyring_->size() : 0, key_source, config_.Describe());
+  spdlog::debug("event=config node={} {}", node_id_, config_.Describe(/*all=*/true));
 }
 
 std::function<void(std::function<void()>)> Daemon::PostToCore() {
@@ -339,7 +351,8 @@ bool Daemon::Shutdown() {
   draining_ = true;
   spdlog::info("event=drain node={} in_flight={} timeout_ms={}", node_id_, in_flight_.load(),
                config_.drain_timeout_ms);
-  if (server_) server_->StopAccepting();
+  // Connections are still accepted: /health answers 503 and completions 503 until the end.
+  if (server_) server_->Drain();
   if (node_)
     RunOnCore([this] {
       leaving_ = true;
@@ -393,6 +406,11 @@ void Daemon::StopThreads() {
 void Daemon::RefreshTick() {
   CheckIsolation();
   RefreshMetrics();
+  const gossip::Counters& g = node_->gossip().counters();
+  status_board_->SampleGossip(g.bytes_sent, g.bytes_received);
+  status_board_->SampleRouting(node_->stats().forwards_bounced, node_->stats().forward_failures);
+  // Decision records cost the node a record per request: only while someone reads /status.
+  if (!status_board_->Watched()) node_->SetRecorder(records_.get());
   LogMemberChanges();
   scheduler_->RunAfter(kRefreshInterval, [this] { RefreshTick(); });
 }
@@ -436,6 +454,7 @@ void Daemon::LogMemberChanges() {
     auto [it, fresh] = logged_states_.try_emplace(m.id, m.state);
     if (!fresh && it->second == m.state) continue;
     it->second = m.state;
+    if (m.state == gossip::MemberState::kSuspect) status_board_->CountSuspicion();
     const std::string_view state = gossip::MemberStateName(m.state);
     if (m.state == gossip::MemberState::kAlive) {
       spdlog::info(

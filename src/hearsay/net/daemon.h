@@ -53,6 +53,7 @@
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/net/records_file.h"
+#include "hearsay/net/status_board.h"
 #include "hearsay/net/udp_tcp_transport.h"
 #include "hearsay/node/node.h"
 #include "hearsay/prefix/block_keys.h"
@@ -130,6 +131,8 @@ class Daemon {
   void HandleKeyAdmin(http::Request request, std::shared_ptr<http::Responder> responder);
   void RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
                     http::Headers extra = {});
+  // `h` plus X-Hearsay-Served-By and X-Hearsay-Entry naming this node: an answer it made itself.
+  http::Headers OwnAnswerHeaders(http::Headers h) const;
   // Core thread.
   void Submit(uint64_t id, PeerRequest request, CompletionOptions options,
               std::shared_ptr<http::Responder> responder, TimePoint arrived);
@@ -145,6 +148,8 @@ class Daemon {
   // The /health body's status and issues, from the last report.
   nlohmann::json HealthJson() const;
   std::string RenderCluster() const;
+  // GET /status: the documented JSON the console and `hearsay status` read (core thread).
+  std::string RenderStatus();
 
   DaemonConfig config_;
   api::Limits limits_;
@@ -183,6 +188,7 @@ class Daemon {
   LogRateLimiter auth_log_limiter_{10};  // refused hop requests: 10 log lines a second
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<RecordsFile> records_;  // with --records only; outlives node_
+  std::unique_ptr<StatusBoard> status_board_;  // GET /status; outlives node_
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<http::Server> server_;
   DaemonMetrics metrics_;

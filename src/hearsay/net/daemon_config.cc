@@ -591,11 +591,14 @@ Status DaemonConfig::Validate() const {
   return OkStatus();
 }
 
-std::string DaemonConfig::Describe() const {
+std::string DaemonConfig::Describe(bool all) const {
+  static const DaemonConfig defaults;
   std::string out;
   for (const Setting& s : Table()) {
+    std::string value = SettingValue(*this, s.info.key);
+    if (!all && value == SettingValue(defaults, s.info.key)) continue;
     if (!out.empty()) out += ' ';
-    out += std::string(s.info.key) + "=" + SettingValue(*this, s.info.key);
+    out += std::string(s.info.key) + "=" + value;
   }
   return out;
 }

@@ -102,8 +102,9 @@ struct DaemonConfig {
   const std::string& api_address() const {
     return http_advertise.empty() ? http_listen : http_advertise;
   }
-  // "key=value ..." of every setting, for the startup log (no secrets: only the key file path).
-  std::string Describe() const;
+  // "key=value ..." of the settings that differ from their defaults (every setting with `all`),
+  // for the startup log (no secrets: only the key file path).
+  std::string Describe(bool all = false) const;
 };
 
 enum class SettingKind : uint8_t { kString, kUInt, kBool, kList };

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 
 namespace hearsay::net {
 namespace {
@@ -160,16 +162,35 @@ TEST(DaemonConfigTest, ValidateChecksValues) {
 
 TEST(DaemonConfigTest, EveryTomlKeyHasAFlagAndDescribeListsThem) {
   DaemonConfig c;
-  const std::string d = c.Describe();
+  const std::string d = c.Describe(/*all=*/true);
   for (const SettingInfo& s : Settings()) {
     EXPECT_FALSE(s.flag.empty());
     EXPECT_FALSE(s.help.empty());
     EXPECT_NE(d.find(std::string(s.key) + "="), std::string::npos) << s.key;
   }
+  // The startup log lists only what differs from the defaults.
+  EXPECT_EQ(c.Describe(), "");
+  ASSERT_TRUE(c.ApplyFlag("max-tokens", "77").ok());
+  ASSERT_TRUE(c.ApplyFlag("policy", "local").ok());
+  EXPECT_EQ(c.Describe(), "node.policy=local limits.max_tokens=77");
   EXPECT_EQ(SettingValue(c, "limits.max_body_bytes"), "1048576");
   EXPECT_EQ(SettingValue(c, "security.insecure"), "false");
   EXPECT_EQ(SettingValue(c, "limits.max_connections"), "1024");
   EXPECT_EQ(SettingValue(c, "limits.max_json_members"), "10000");
+}
+
+// The settings table of docs/operations.md has a row for every setting, with its TOML key and
+// its flag.
+TEST(DaemonConfigTest, EverySettingIsInTheDocumentedTable) {
+  const char* root = std::getenv("HEARSAY_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "HEARSAY_SOURCE_DIR is set by ctest";
+  std::ifstream in(std::string(root) + "/docs/operations.md");
+  ASSERT_TRUE(in.good());
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const SettingInfo& s : Settings()) {
+    const std::string row = "| `" + std::string(s.key) + "` | `--" + std::string(s.flag) + "` |";
+    EXPECT_NE(doc.find(row), std::string::npos) << "no row " << row;
+  }
 }
 
 TEST(DaemonConfigTest, HardeningLimitsAreCheckedTogether) {

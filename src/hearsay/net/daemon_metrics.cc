@@ -36,8 +36,9 @@ DaemonMetrics::DaemonMetrics() {
                                   "Requests that ended in an error for their client");
   cancelled_.counter = &r.AddCounter("hearsay_requests_cancelled_total",
                                      "Requests cancelled because their client went away");
-  rejected_.counter =
-      &r.AddCounter("hearsay_requests_rejected_total", "Requests the node rejected as invalid");
+  rejected_ = &r.AddCounter("hearsay_requests_rejected_total",
+                            "Requests answered with a 4xx status: invalid, unknown path or "
+                            "model, too large, over the concurrency limit, or refused auth");
   const char* cached =
       "Prompt tokens the router estimated cached at the chosen node "
       "(estimated) and that its engine reported (actual), over client requests";
@@ -155,6 +156,7 @@ void DaemonMetrics::CountHttpError(int status) {
                               {{"status", std::to_string(status)}});
   }
   c->Increment();
+  if (status >= 400 && status < 500) rejected_->Increment();
 }
 
 void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& load,
@@ -170,7 +172,6 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   hop_served_.Sync(s.served - s.served_local);
   failed_.Sync(s.failed);
   cancelled_.Sync(s.cancelled);
-  rejected_.Sync(s.rejected);
   estimated_cached_.Sync(s.estimated_cached_tokens);
   actual_cached_.Sync(s.actual_cached_tokens);
   served_prompt_tokens_.Sync(s.served_prompt_tokens);

@@ -35,7 +35,7 @@ class DaemonMetrics {
 
   // A client request's time to first token.
   void ObserveTtft(Duration ttft);
-  // A response with an error status (>= 400).
+  // A response with an error status (>= 400); a 4xx also counts as rejected.
   void CountHttpError(int status);
   void CountPeerAuthFailure() { peer_auth_failures_->Increment(); }
   void CountRejected429() { CountHttpError(429); }
@@ -62,7 +62,8 @@ class DaemonMetrics {
   // Requests.
   Mirror decision_local_, decision_forwarded_, decision_retried_, client_requests_;
   Mirror forwards_bounced_, peer_requests_bounced_;
-  Mirror hop_served_, failed_, cancelled_, rejected_;
+  Mirror hop_served_, failed_, cancelled_;
+  api::Counter* rejected_ = nullptr;  // 4xx answers, counted with CountHttpError
   Mirror estimated_cached_, actual_cached_, served_prompt_tokens_, served_cached_tokens_;
   api::Histogram* ttft_ = nullptr;
   api::Gauge* in_flight_ = nullptr;

@@ -15,6 +15,7 @@
 #include "hearsay/http/bounce_header.h"
 #include "hearsay/http/host_port.h"
 #include "hearsay/http/peer_headers.h"
+#include "hearsay/net/console_page.h"
 #include "hearsay/net/daemon.h"
 #include "hearsay/net/log_guard.h"
 
@@ -46,10 +47,16 @@ uint64_t ParseRequestId(std::string_view text) {
 
 }  // namespace
 
+http::Headers Daemon::OwnAnswerHeaders(http::Headers h) const {
+  h.emplace_back(http::kServedByHeader, node_id_);
+  h.emplace_back(http::kEntryHeader, node_id_);
+  return h;
+}
+
 void Daemon::RespondError(const std::shared_ptr<http::Responder>& responder, const api::ApiError& e,
                           http::Headers extra) {
   metrics_.CountHttpError(e.http_status);
-  http::Headers h = JsonHeaders();
+  http::Headers h = OwnAnswerHeaders(JsonHeaders());
   for (auto& kv : extra) h.push_back(std::move(kv));
   responder->Respond(e.http_status, std::move(h), api::RenderError(e));
 }
@@ -74,15 +81,16 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
     nlohmann::json j = HealthJson();
     if (draining_) j["status"] = "draining";
     j["node"] = node_id_;
-    j["generation"] = generation_;
+    j["generation"] = std::to_string(generation_);  // above 2^53: a string, exact in JSON
     if (draining_) metrics_.CountHttpError(503);
-    responder->Respond(draining_ ? 503 : 200, JsonHeaders(), j.dump());
+    responder->Respond(draining_ ? 503 : 200, OwnAnswerHeaders(JsonHeaders()), j.dump());
     return;
   }
   if (path == "/v1/models") {
     if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
     const std::string models[] = {config_.model};
-    responder->Respond(200, JsonHeaders(), api::RenderModels(models, created_unix_, "hearsay"));
+    responder->Respond(200, OwnAnswerHeaders(JsonHeaders()),
+                       api::RenderModels(models, created_unix_, "hearsay"));
     return;
   }
   if (path == "/metrics" || path == "/cluster") {
@@ -93,12 +101,41 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
       if (!node_) return;
       if (metrics) {
         RefreshMetrics();
-        responder->Respond(200, {{"content-type", "text/plain; version=0.0.4; charset=utf-8"}},
-                           metrics_.Render());
+        responder->Respond(
+            200, OwnAnswerHeaders({{"content-type", "text/plain; version=0.0.4; charset=utf-8"}}),
+            metrics_.Render());
       } else {
-        responder->Respond(200, JsonHeaders(), RenderCluster());
+        responder->Respond(200, OwnAnswerHeaders(JsonHeaders()), RenderCluster());
       }
     });
+    return;
+  }
+  if (path == "/status") {
+    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    asio::post(core_io_, [this, responder] {
+      if (!node_) return;
+      // Someone is watching: the node records its routing decisions for the board until
+      // nobody has read /status for StatusBoard::kWatchWindow (RefreshTick).
+      status_board_->MarkWatched();
+      node_->SetRecorder(status_board_.get());
+      // Read-only, no secrets: a console served by another member may read it too.
+      responder->Respond(200,
+                         OwnAnswerHeaders({{"content-type", "application/json"},
+                                           {"cache-control", "no-store"},
+                                           {"access-control-allow-origin", "*"}}),
+                         RenderStatus());
+    });
+    return;
+  }
+  if (path == "/" || path == "/index.html") {
+    if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    responder->Respond(200,
+                       OwnAnswerHeaders({{"content-type", "text/html; charset=utf-8"},
+                                         {"cache-control", "no-cache"},
+                                         {"content-security-policy",
+                                          "default-src 'self'; style-src 'unsafe-inline'; "
+                                          "script-src 'unsafe-inline'; connect-src *"}}),
+                       std::string(ConsoleHtml()));
     return;
   }
   if (IsKeyAdminPath(path)) return HandleKeyAdmin(std::move(request), std::move(responder));
@@ -256,11 +293,21 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
 void Daemon::Submit(uint64_t id, PeerRequest request, CompletionOptions options,
                     std::shared_ptr<http::Responder> responder, TimePoint arrived) {
   const bool hop = options.hop;
-  auto on_first = [this, hop, arrived](const PeerFirstToken&) {
-    if (!hop) metrics_.ObserveTtft(scheduler_->clock().Now() - arrived);
+  auto on_first = [this, hop, arrived,
+                   origin = hop ? request.origin : std::string()](const PeerFirstToken& first) {
+    if (hop) {
+      status_board_->OnServedForPeer(origin);
+      return;
+    }
+    const Duration ttft = scheduler_->clock().Now() - arrived;
+    metrics_.ObserveTtft(ttft);
+    status_board_->OnClientFirstToken(first.served_by, first.prompt_tokens, first.cached_tokens,
+                                      ToMillis(ttft));
   };
-  auto on_done = [this, id](int status, bool /*failed*/) {
-    if (status >= 400) metrics_.CountHttpError(status);
+  auto on_done = [this, id, hop](int status, bool /*failed*/, bool bounced) {
+    // A bounce is counted by hearsay_peer_requests_bounced_total, not as an error.
+    if (status >= 400 && !bounced) metrics_.CountHttpError(status);
+    if (status >= 400 && !hop) status_board_->OnClientFailed();
     FinishRequest(id);
   };
   auto sink = std::make_unique<CompletionSink>(std::move(options), std::move(responder), tokenizer_,
@@ -306,7 +353,8 @@ std::string Daemon::RenderCluster() const {
   const gossip::Node& g = node_->gossip();
   nlohmann::json self = {
       {"id", node_id_},
-      {"generation", generation_},
+      // Generations exceed 2^53 (JavaScript's and jq's exact integers): sent as decimal strings.
+      {"generation", std::to_string(generation_)},
       {"incarnation", g.incarnation()},
       {"address", gossip_address_},
       {"api_address", api_address_},
@@ -332,7 +380,7 @@ std::string Daemon::RenderCluster() const {
         {"state", gossip::MemberStateName(m.state)},
         {"address", m.address},
         {"api_address", m.api_address},
-        {"generation", m.generation},
+        {"generation", std::to_string(m.generation)},
         {"incarnation", m.incarnation},
         {"overloaded", m.has_load && m.load.overloaded},
         {"cache_entries", store ? store->live_count() : 0},
@@ -365,6 +413,106 @@ std::string Daemon::RenderCluster() const {
                           {"cancelled", s.cancelled}};
   nlohmann::json out = {
       {"self", self}, {"policy", config_.policy}, {"members", members}, {"stats", stats}};
+  return out.dump();
+}
+
+namespace {
+
+nlohmann::json LoadJson(uint32_t queue_depth, uint32_t running, double queue_wait_ms,
+                        uint64_t kv_used, uint64_t kv_capacity, uint64_t kv_pinned,
+                        double prefill_ms_per_token) {
+  return {{"queue_depth", queue_depth},
+          {"running", running},
+          {"queue_wait_ms", queue_wait_ms},
+          {"kv_used_tokens", kv_used},
+          {"kv_capacity_tokens", kv_capacity},
+          {"kv_pinned_tokens", kv_pinned},
+          {"prefill_ms_per_token", prefill_ms_per_token}};
+}
+
+}  // namespace
+
+std::string Daemon::RenderStatus() {
+  const TimePoint now = scheduler_->clock().Now();
+  const engine::EngineLoad l = engine_->Load();
+  const gossip::Node& g = node_->gossip();
+  const nlohmann::json health = HealthJson();
+  nlohmann::json members = nlohmann::json::array();
+  members.push_back({
+      {"id", node_id_},
+      {"self", true},
+      {"state", draining_ ? "leaving" : "alive"},
+      {"generation", std::to_string(generation_)},
+      {"address", gossip_address_},
+      {"api_address", api_address_},
+      {"rtt_ms", nullptr},
+      {"overloaded", g.overloaded()},
+      {"models", {config_.model}},
+      {"report_age_ms", 0},
+      {"cache_entries", g.own_store().live_count()},
+      {"load", LoadJson(l.waiting_requests, l.running_requests, ToMillis(l.estimated_queue_wait),
+                        l.kv_used_tokens, l.kv_capacity_tokens, l.kv_pinned_tokens,
+                        l.prefill_ms_per_token)},
+  });
+  double view_age_ms = 0;
+  int suspect = 0;
+  for (const gossip::MemberView& m : g.Members()) {
+    nlohmann::json j = {
+        {"id", m.id},
+        {"self", false},
+        {"state", gossip::MemberStateName(m.state)},
+        {"generation", std::to_string(m.generation)},
+        {"address", m.address},
+        {"api_address", m.api_address},
+        {"rtt_ms", m.rtt_ms ? nlohmann::json(*m.rtt_ms) : nlohmann::json(nullptr)},
+        {"overloaded", m.has_load && m.load.overloaded},
+        {"models", nullptr},  // not gossiped: the member's own /status lists its model
+        {"cache_entries", g.PeerStore(m.id) ? g.PeerStore(m.id)->live_count() : 0},
+        {"state_age_ms", ToMillis(now - m.state_since)},
+    };
+    if (m.has_load) {
+      const double age = ToMillis(now - m.load_updated);
+      j["report_age_ms"] = age;
+      j["load"] = LoadJson(m.load.queue_depth, m.load.running, m.load.queue_wait_us / 1000.0,
+                           m.load.kv_used_tokens, m.load.kv_capacity_tokens,
+                           m.load.running_context_tokens, m.load.prefill_ms_per_token);
+      if (m.state == gossip::MemberState::kAlive) view_age_ms = std::max(view_age_ms, age);
+    } else {
+      j["report_age_ms"] = nullptr;
+      j["load"] = nullptr;
+    }
+    if (m.state == gossip::MemberState::kSuspect) ++suspect;
+    members.push_back(std::move(j));
+  }
+  const node::NodeStats& s = node_->stats();
+  nlohmann::json gossip = status_board_->RenderGossip();
+  gossip["view_age_ms"] = view_age_ms;
+  gossip["suspect_members"] = suspect;
+  gossip["local_health"] = g.local_health();
+  nlohmann::json out = {
+      {"version", 1},
+      {"node", node_id_},
+      {"generation", std::to_string(generation_)},
+      {"model", config_.model},
+      {"policy", config_.policy},
+      {"health", health["status"]},
+      {"draining", draining_.load()},
+      {"members", std::move(members)},
+      {"routing", status_board_->RenderRouting()},
+      {"decisions", status_board_->RenderDecisions()},
+      {"gossip", std::move(gossip)},
+      {"totals",
+       {{"client_requests", s.client_requests},
+        {"served_local", s.served_local},
+        {"forwarded", s.forwarded_out},
+        {"forward_failures", s.forward_failures},
+        {"forwards_bounced", s.forwards_bounced},
+        {"peer_requests_bounced", s.bounced},
+        {"served", s.served},
+        {"failed", s.failed},
+        {"cancelled", s.cancelled}}},
+  };
+  if (health.contains("issues")) out["issues"] = health["issues"];
   return out.dump();
 }
 

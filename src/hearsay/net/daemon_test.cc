@@ -117,6 +117,20 @@ std::string Words(const std::string& tag, int n) {
   return s;
 }
 
+// The sum of the samples in `metrics` (Prometheus text) whose line begins with `prefix`.
+double MetricSum(const std::string& metrics, const std::string& prefix) {
+  double sum = 0;
+  size_t pos = 0;
+  while (pos < metrics.size()) {
+    size_t end = metrics.find('\n', pos);
+    if (end == std::string::npos) end = metrics.size();
+    const std::string line = metrics.substr(pos, end - pos);
+    if (line.rfind(prefix, 0) == 0) sum += std::stod(line.substr(line.rfind(' ') + 1));
+    pos = end + 1;
+  }
+  return sum;
+}
+
 json Completion(const std::string& prompt, int max_tokens, bool stream = false) {
   json j = {{"model", "hearsay-sim"}, {"prompt", prompt}, {"max_tokens", max_tokens}};
   if (stream) {
@@ -289,6 +303,64 @@ TEST(DaemonTest, AnswersCompletionsAndChatStreamingAndNot) {
   EXPECT_TRUE(d->Shutdown());
 }
 
+// GET /status is the documented JSON of docs/reference.md; GET / is the console that reads it.
+TEST(DaemonTest, StatusAndConsole) {
+  auto d = Start(Config(true));
+  ASSERT_TRUE(d);
+  TestClient client;
+  const std::string hp = d->http_address();
+  // Nobody reads /status yet: the request is counted, but the node records no decision.
+  Response r = client.Post(hp, "/v1/completions", Completion(Words("s", 40), 2));
+  ASSERT_EQ(r.status, 200) << r.body;
+  r = client.Get(hp, "/status");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["routing"]["requests"], 1);
+  EXPECT_TRUE(json::parse(r.body)["decisions"].empty());
+  // Now that /status is read, decisions are recorded.
+  r = client.Post(hp, "/v1/completions", Completion(Words("t", 40), 2));
+  ASSERT_EQ(r.status, 200) << r.body;
+  r = client.Get(hp, "/status");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(*http::FindHeader(r.headers, "access-control-allow-origin"), "*");
+  const json s = json::parse(r.body);
+  for (const char* key : {"version", "node", "generation", "model", "policy", "health", "draining",
+                          "members", "routing", "decisions", "gossip", "totals"}) {
+    EXPECT_TRUE(s.contains(key)) << key;
+  }
+  EXPECT_EQ(s["version"], 1);
+  EXPECT_TRUE(s["generation"].is_string());
+  ASSERT_EQ(s["members"].size(), 1u);
+  const json& self = s["members"][0];
+  EXPECT_EQ(self["id"], d->node_id());
+  EXPECT_EQ(self["self"], true);
+  EXPECT_EQ(self["models"][0], "hearsay-sim");
+  for (const char* key : {"queue_depth", "running", "queue_wait_ms", "kv_used_tokens",
+                          "kv_capacity_tokens", "kv_pinned_tokens", "prefill_ms_per_token"}) {
+    EXPECT_TRUE(self["load"].contains(key)) << key;
+  }
+  // Both requests in the last minute's routing; the second in the decisions.
+  EXPECT_EQ(s["routing"]["requests"], 2);
+  EXPECT_EQ(s["routing"]["served_local"], 2);
+  EXPECT_EQ(s["routing"]["served_by"][d->node_id()], 2);
+  EXPECT_EQ(s["routing"]["prompt_tokens"], 80);
+  EXPECT_TRUE(s["routing"]["ttft_p50_ms"].is_number());
+  ASSERT_EQ(s["decisions"].size(), 1u);
+  EXPECT_EQ(s["decisions"][0]["chosen"], d->node_id());
+  EXPECT_EQ(s["decisions"][0]["served_by"], d->node_id());
+  EXPECT_FALSE(s["decisions"][0]["reason"].get<std::string>().empty());
+  EXPECT_EQ(s["totals"]["client_requests"], 2);
+
+  r = client.Get(hp, "/");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(*http::FindHeader(r.headers, "content-type"), "text/html; charset=utf-8");
+  EXPECT_NE(r.body.find("<title>hearsay console</title>"), std::string::npos);
+  EXPECT_NE(r.body.find("fetchJson(\"/status\")"), std::string::npos);
+  // Self-contained: nothing is loaded from elsewhere.
+  EXPECT_EQ(r.body.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(r.body.find("href=\"http"), std::string::npos);
+  EXPECT_TRUE(d->Shutdown());
+}
+
 TEST(DaemonTest, BadInputGetsTheRightStatus) {
   DaemonConfig c = Config(false);
   c.max_body_bytes = 4096;
@@ -349,7 +421,55 @@ TEST(DaemonTest, BadInputGetsTheRightStatus) {
   r = client.Get(hp, "/metrics");
   EXPECT_NE(r.body.find("hearsay_http_errors_total{status=\"403\"} 4"), std::string::npos);
   EXPECT_NE(r.body.find("hearsay_peer_auth_failures_total 4"), std::string::npos);
+  // Every 4xx answer is a rejected request: the two counters agree.
+  const double client_errors = MetricSum(r.body, "hearsay_http_errors_total{status=\"4");
+  EXPECT_GE(client_errors, 14) << r.body;  // the 413 is the HTTP server's own (rejections_total)
+  EXPECT_EQ(MetricSum(r.body, "hearsay_requests_rejected_total"), client_errors) << r.body;
+  // An error names the node that made it, as served-by and entry.
+  r = client.Get(hp, "/nope");
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-served-by"), d->node_id());
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-entry"), d->node_id());
   EXPECT_TRUE(d->Shutdown());
+}
+
+// SIGTERM's drain: in-flight requests finish while /health answers 503 "draining" (it is not
+// refused: a load balancer's health check sees the node go) and new completions get 503.
+TEST(DaemonTest, DrainAnswersHealthWith503WhileRequestsFinish) {
+  DaemonConfig c = Config(true);
+  c.max_tokens = 100000;
+  c.context_tokens = 110000;
+  c.drain_timeout_ms = 60000;
+  auto d = Start(c);
+  ASSERT_TRUE(d);
+  const std::string hp = d->http_address();
+  Result<HostPort> port = ParseHostPort(hp);
+  ASSERT_TRUE(port.ok());
+  TestClient client;
+  std::future<bool> drained;
+  {
+    // A stream that ends only when this test closes its connection keeps the drain going.
+    http::testing::RawClient busy(port->port);
+    ASSERT_TRUE(busy.connected());
+    const std::string body = Completion("busy now", 100000, true).dump();
+    ASSERT_TRUE(
+        busy.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  "application/json\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n" + body));
+    ASSERT_TRUE(busy.ReadUntil("data: "));
+    drained = std::async(std::launch::async, [&] { return d->Shutdown(); });
+    Response health;
+    ASSERT_TRUE(Eventually([&] {
+      health = client.Get(hp, "/health");
+      return health.status == 503;
+    })) << health.status
+        << " " << health.done.ToString();
+    EXPECT_EQ(json::parse(health.body)["status"], "draining");
+    Response r = client.Post(hp, "/v1/completions", Completion("late", 1));
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_EQ(d->in_flight(), 1);  // the stream is still served
+    EXPECT_EQ(drained.wait_for(0s), std::future_status::timeout);
+  }  // closing the stream ends the last request: the drain completes
+  EXPECT_TRUE(drained.get());
 }
 
 TEST(DaemonTest, OverTheConcurrencyLimitGets429WithRetryAfter) {
@@ -477,6 +597,10 @@ TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
   })) << client.Get(a->http_address(), "/cluster").body;
   json cluster = json::parse(client.Get(a->http_address(), "/cluster").body);
   EXPECT_EQ(cluster["self"]["id"], a->node_id());
+  // Generations exceed 2^53: strings, so JavaScript and jq read them exactly.
+  ASSERT_TRUE(cluster["self"]["generation"].is_string());
+  EXPECT_EQ(cluster["self"]["generation"], std::to_string(a->generation()));
+  for (const auto& m : cluster["members"]) EXPECT_TRUE(m["generation"].is_string()) << m;
   for (const auto& m : cluster["members"]) {
     EXPECT_FALSE(m["api_address"].get<std::string>().empty());
   }
@@ -504,12 +628,17 @@ TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
   EXPECT_GE(j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 2000);
   EXPECT_EQ(j["usage"]["completion_tokens"], 4);
   EXPECT_EQ(j["system_fingerprint"], a->node_id());
+  // The answer names the node that served it and the one it entered at.
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-served-by"), b.node_id());
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-entry"), a->node_id());
   r = client.Post(a->http_address(), "/v1/completions",
                   Completion(shared + " third question", 3, /*stream=*/true));
   ASSERT_EQ(r.status, 200);
   std::vector<std::string> ev = Events(r.body);
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(ev.back(), "[DONE]");
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-served-by"), b.node_id());
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-entry"), a->node_id());
   EXPECT_GE(
       json::parse(ev[ev.size() - 2])["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
       2000);

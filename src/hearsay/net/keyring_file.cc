@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -43,15 +44,41 @@ Status WriteAll(int fd, const std::string& text, const std::string& path) {
 }  // namespace
 
 Result<gossip::Keyring> ReadKeyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot read key file " + path);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const std::string why = ErrnoText("cannot read key file", path);
+    return errno == ENOENT ? NotFoundError(why) : PermissionDeniedError(why);
+  }
+  std::string text;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = ErrnoText("cannot read key file", path);
+      ::close(fd);
+      sodium_memzero(text.data(), text.size());
+      sodium_memzero(chunk, sizeof chunk);
+      return PermissionDeniedError(why);
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  sodium_memzero(chunk, sizeof chunk);
   Result<gossip::Keyring> ring = gossip::Keyring::ParseFile(text);
   sodium_memzero(text.data(), text.size());
   if (!ring.ok()) return InvalidArgumentError("key file " + path + ": " + ring.status().message());
   return ring;
+}
+
+std::optional<std::string> KeyFileModeWarning(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & 007) == 0) return std::nullopt;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return "key file " + path + " can be read by other users (mode " + mode +
+         "): anyone who reads it can join the cluster; run chmod 600 " + path;
 }
 
 Status WriteKeyringFile(const std::string& path, const gossip::Keyring& keyring) {

@@ -10,6 +10,7 @@
 // Thread-safety: free functions over files; the caller serialises writes to one path.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "hearsay/common/status.h"
@@ -17,9 +18,16 @@
 
 namespace hearsay::net {
 
-// Reads and parses a key file. NOT_FOUND if it cannot be opened; INVALID_ARGUMENT naming the
-// path and the line for a malformed file.
+// Reads and parses a key file. NOT_FOUND if it does not exist, PERMISSION_DENIED if it cannot
+// be opened or read otherwise, both with the OS's reason; INVALID_ARGUMENT naming the path and
+// the line for a malformed file.
 Result<gossip::Keyring> ReadKeyFile(const std::string& path);
+
+// A warning when users other than the file's owner and group can read, write or run the file
+// at `path` (any of its mode's "other" bits: 0644, 0604, ...), naming the mode and the fix;
+// nullopt otherwise (0600, or root:hearsay 0640 for a service group), or when it cannot be
+// stat'ed.
+std::optional<std::string> KeyFileModeWarning(const std::string& path);
 
 // Replaces `path` with `keyring` (primary first), atomically: a temporary file beside it (mode
 // 0600) is written and fsynced, renamed over `path`, and the directory is fsynced. A crash leaves

@@ -73,6 +73,13 @@ TEST_F(KeyringFileTest, ErrorsNameTheFile) {
   Result<Keyring> missing = ReadKeyFile(File("missing"));
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("missing"), std::string::npos);
+  // The OS's reason is in the message.
+  EXPECT_NE(missing.status().message().find("No such file or directory"), std::string::npos)
+      << missing.status().message();
+  Result<Keyring> directory = ReadKeyFile(::testing::TempDir());
+  EXPECT_EQ(directory.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(directory.status().message().find("Is a directory"), std::string::npos)
+      << directory.status().message();
   Write(File("bad"), Key(1).ToBase64() + "\nnot a key\n");
   Result<Keyring> bad = ReadKeyFile(File("bad"));
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
@@ -80,6 +87,23 @@ TEST_F(KeyringFileTest, ErrorsNameTheFile) {
   EXPECT_NE(bad.status().message().find(File("bad")), std::string::npos);
   const Status unwritable = WriteKeyringFile(File("no/such/dir/keyring"), Keyring(Key(1)));
   EXPECT_EQ(unwritable.code(), StatusCode::kInternal);
+}
+
+TEST_F(KeyringFileTest, AWorldReadableKeyFileIsWarnedAbout) {
+  const std::string path = File("loose");
+  Write(path, Key(1).ToBase64() + "\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  std::optional<std::string> w = KeyFileModeWarning(path);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_NE(w->find("0644"), std::string::npos) << *w;
+  EXPECT_NE(w->find("chmod 600 " + path), std::string::npos) << *w;
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  EXPECT_FALSE(KeyFileModeWarning(path).has_value());
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);  // readable by the service's group: fine
+  EXPECT_FALSE(KeyFileModeWarning(path).has_value());
+  // The node's own keyring file is written 0600: nothing to warn about.
+  ASSERT_TRUE(WriteKeyringFile(File("own"), Keyring(Key(2))).ok());
+  EXPECT_FALSE(KeyFileModeWarning(File("own")).has_value());
 }
 
 TEST_F(KeyringFileTest, StartupPrefersAnExistingKeyringFile) {

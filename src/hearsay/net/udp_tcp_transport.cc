@@ -222,8 +222,13 @@ void UdpTcpTransport::DoSend(const Address& to, Channel channel, std::vector<uin
     return;
   }
   if (auto it = resolved_.find(to); it != resolved_.end()) {
-    SendTo(it->second, channel, std::move(payload));
-    return;
+    if (std::chrono::steady_clock::now() - it->second.at < ToSteady(options_.resolve_ttl)) {
+      const std::vector<Udp::endpoint>& eps = it->second.endpoints;
+      for (size_t i = 0; i + 1 < eps.size(); ++i) SendTo(eps[i], channel, payload);
+      SendTo(eps.back(), channel, std::move(payload));
+      return;
+    }
+    resolved_.erase(it);  // stale: resolve again below
   }
   Result<HostPort> hp = ParseHostPort(to);
   if (!hp.ok() || hp->port == 0) {
@@ -234,7 +239,22 @@ void UdpTcpTransport::DoSend(const Address& to, Channel channel, std::vector<uin
     SendTo(*ep, channel, std::move(payload));
     return;
   }
-  // A hostname: resolve once (asynchronously), hold a few messages meanwhile.
+  if (options_.resolver) {  // tests: a synchronous resolver
+    Resolved r{{}, std::chrono::steady_clock::now()};
+    for (const std::string& ip : options_.resolver(hp->host)) {
+      if (std::optional<Udp::endpoint> ep = LiteralEndpoint({ip, hp->port})) {
+        r.endpoints.push_back(*ep);
+      }
+    }
+    if (r.endpoints.empty()) {
+      counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    for (const Udp::endpoint& ep : r.endpoints) SendTo(ep, channel, payload);
+    resolved_[to] = std::move(r);
+    return;
+  }
+  // A hostname: resolve (asynchronously), hold a few messages meanwhile.
   auto& waiting = awaiting_[to];
   if (waiting.size() >= kMaxAwaitingPerHost) {
     counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
@@ -256,11 +276,24 @@ void UdpTcpTransport::Resolve(const Address& to) {
                               }
                               return;
                             }
-                            Udp::endpoint ep = results.begin()->endpoint();
-                            resolved_[to] = ep;
-                            if (node.empty()) return;
-                            for (auto& [channel, payload] : node.mapped())
-                              SendTo(ep, channel, std::move(payload));
+                            // Every address, once each (a name may list one per protocol).
+                            Resolved r{{}, std::chrono::steady_clock::now()};
+                            for (const auto& entry : results) {
+                              if (std::find(r.endpoints.begin(), r.endpoints.end(),
+                                            entry.endpoint()) == r.endpoints.end()) {
+                                r.endpoints.push_back(entry.endpoint());
+                              }
+                            }
+                            if (node.empty()) {
+                              resolved_[to] = std::move(r);
+                              return;
+                            }
+                            for (auto& [channel, payload] : node.mapped()) {
+                              for (const Udp::endpoint& ep : r.endpoints) {
+                                SendTo(ep, channel, payload);
+                              }
+                            }
+                            resolved_[to] = std::move(r);
                           });
 }
 

@@ -40,6 +40,7 @@
 #include <boost/asio/strand.hpp>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -76,6 +77,13 @@ struct TransportOptions {
   // Connections without traffic for this long are closed; also the connect timeout.
   Duration idle_timeout = std::chrono::seconds(60);
   Duration connect_timeout = std::chrono::seconds(3);
+  // A message to a hostname goes to every address the name resolves to, and the name is
+  // resolved again once this has passed (below the gossip join retry, so each join attempt sees
+  // the current addresses of a DNS round-robin name or a Kubernetes headless service).
+  Duration resolve_ttl = std::chrono::milliseconds(500);
+  // Tests only: resolves a hostname to IP address strings synchronously, instead of the OS
+  // resolver. Null: the OS resolver.
+  std::function<std::vector<std::string>(const std::string& host)> resolver;
 };
 
 // Monotone counters, by channel (index = Channel value).
@@ -186,7 +194,15 @@ class UdpTcpTransport final : public Transport {
   Udp::endpoint datagram_from_;
   std::map<std::string, std::shared_ptr<OutConn>> out_;
   std::set<std::shared_ptr<InConn>> in_;
-  std::map<std::string, Udp::endpoint> resolved_;  // hostname cache, by the address as given
+  // A hostname's addresses, by the address as given, with when they were resolved. A message to
+  // a hostname goes to every address it resolves to (a DNS round-robin name or a Kubernetes
+  // headless service seeds a cluster), and the name is resolved again once kResolveTtl has
+  // passed, so every join attempt (at least a second apart) sees the current addresses.
+  struct Resolved {
+    std::vector<Udp::endpoint> endpoints;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::string, Resolved> resolved_;
   std::map<std::string, std::vector<std::pair<Channel, std::vector<uint8_t>>>> awaiting_;
   std::set<std::string> blocked_;
   uint64_t use_clock_ = 0;

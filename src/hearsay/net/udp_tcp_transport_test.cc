@@ -418,6 +418,55 @@ TEST(TransportStandaloneTest, HostnamesResolveAndIpv6Works) {
   EXPECT_TRUE(loops.Drain()) << "work left on the loops after Close()";
 }
 
+// A seed given as a name that resolves to several addresses (DNS round robin, a Kubernetes
+// headless service) reaches every one of them, and the name is resolved again for each attempt
+// once resolve_ttl has passed, so members that appear later are found.
+TEST(TransportStandaloneTest, ANameWithSeveralAddressesReachesEachAndIsResolvedAgain) {
+  Loops loops;
+  RecordingSink sink_b, sink_c;
+  std::mutex mu;
+  std::vector<std::string> addresses = {"127.0.0.1"};
+  int lookups = 0;
+  TransportOptions o = Local();
+  o.resolve_ttl = Duration(0);  // every send resolves
+  o.resolver = [&](const std::string& host) {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(host, "seeds.hearsay.test");
+    ++lookups;
+    return addresses;
+  };
+  auto a = UdpTcpTransport::Open(loops.io, loops.core, o);
+  auto b = UdpTcpTransport::Open(loops.io, loops.core, Local("127.0.0.1:0"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  // c listens on the same port on another loopback address: one name, one port, two nodes.
+  auto c = UdpTcpTransport::Open(loops.io, loops.core,
+                                 Local("127.0.0.2:" + std::to_string((*b)->port())));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  (*a)->Start(nullptr);
+  (*b)->Start(&sink_b);
+  (*c)->Start(&sink_c);
+  const std::string name = "seeds.hearsay.test:" + std::to_string((*b)->port());
+  (*a)->Send(name, Channel::kDatagram, {1});
+  ASSERT_EQ(sink_b.WaitFor(1).size(), 1u);
+  EXPECT_TRUE(sink_c.received().empty());
+  {
+    std::lock_guard lock(mu);
+    addresses = {"127.0.0.1", "127.0.0.2"};  // the name now lists both
+  }
+  (*a)->Send(name, Channel::kDatagram, {2});
+  ASSERT_EQ(sink_b.WaitFor(2).size(), 2u);
+  ASSERT_EQ(sink_c.WaitFor(1).size(), 1u);
+  EXPECT_EQ(sink_c.received()[0].bytes, (std::vector<uint8_t>{2}));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(lookups, 2);
+  }
+  (*a)->Close();
+  (*b)->Close();
+  (*c)->Close();
+  EXPECT_TRUE(loops.Drain());
+}
+
 TEST(TransportOpenTest, RejectsBadAddresses) {
   asio::io_context io, core;
   auto r = UdpTcpTransport::Open(io, core, Local("nohost"));

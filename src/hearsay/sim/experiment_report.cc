@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +26,33 @@ const char* FactorTitle(const std::string& factor) {
   if (factor == "gossip_ms") return "gossip interval (ms)";
   if (factor == "capacity_tokens") return "KV cache capacity per node (tokens)";
   return "trace";
+}
+
+// A plotted metric's axis label, in words and units.
+const char* MetricAxisTitle(Metric m) {
+  switch (m) {
+    case Metric::kMeanTtft:
+      return "mean time to first token (ms)";
+    case Metric::kP99Ttft:
+      return "p99 time to first token (ms)";
+    case Metric::kHitRate:
+      return "token cache hit rate (cached / prompt tokens)";
+    case Metric::kLoadCov:
+      return "load imbalance (CoV of per-node prefill work)";
+    default:
+      return MetricName(m);
+  }
+}
+
+// A plot's title: the metric against the factor, in words ("Mean time to first token by
+// one-way network delay").
+std::string PlotTitle(Metric m, const std::string& factor) {
+  std::string metric = MetricAxisTitle(m);
+  metric = metric.substr(0, metric.find(" ("));
+  metric[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(metric[0])));
+  std::string by = FactorTitle(factor);
+  by = by.substr(0, by.find(" ("));
+  return metric + " by " + by;
 }
 
 const char* kFactors[] = {"delay_ms", "zipf", "nodes", "gossip_ms", "capacity_tokens"};
@@ -401,19 +429,26 @@ Status WriteExperimentOutputs(const ExperimentResults& r) {
   gp << "# Draws the experiment's PNGs: run `gnuplot plots.gp` in this folder.\n"
         "set datafile separator ','\nset terminal pngcairo size 900,560 noenhanced\n"
         "set key outside right\nset grid\n";
+  const int seeds = r.stats.empty() ? 0 : static_cast<int>(r.stats.front().seeds);
   for (const char* f : kFactors) {
     const std::vector<double> levels = r.Levels(f);
-    if (levels.empty()) continue;
+    // A sweep of one level (a --quick run's nodes and gossip interval) is a point, not a curve.
+    if (levels.size() < 2) {
+      if (!levels.empty()) gp << "# " << f << ": one level only, not plotted\n";
+      continue;
+    }
     for (Metric m : plotted) {
+      // Per policy: its mean and its standard deviation over seeds (the error bar).
       std::ostringstream csv;
       csv << f;
-      for (const auto& p : r.policies) csv << ',' << p;
+      for (const auto& p : r.policies) csv << ',' << p << ',' << p << "_sd";
       csv << '\n';
       for (double level : levels) {
         csv << CsvNumber(level);
         for (const auto& p : r.policies) {
           auto s = r.Find(f, level, p);
-          csv << ',' << (s ? CsvNumber(s->metrics[static_cast<size_t>(m)].mean) : "NaN");
+          csv << ',' << (s ? CsvNumber(s->metrics[static_cast<size_t>(m)].mean) : "NaN") << ','
+              << (s ? CsvNumber(s->metrics[static_cast<size_t>(m)].sd) : "NaN");
         }
         csv << '\n';
       }
@@ -423,10 +458,13 @@ Status WriteExperimentOutputs(const ExperimentResults& r) {
          << (logx ? "set logscale x\n" : "unset logscale x\n")
          << (m == Metric::kMeanTtft || m == Metric::kP99Ttft ? "set logscale y\n"
                                                              : "unset logscale y\n")
-         << "set xlabel '" << FactorTitle(f) << "'\nset ylabel '" << MetricName(m) << "'\n"
-         << "set title '" << MetricName(m) << " vs " << f << "'\n"
-         << "plot for [i=2:" << r.policies.size() + 1 << "] '" << PlotCsvName(f, m)
-         << "' using 1:i with linespoints title columnheader(i)\n";
+         << "set xlabel '" << FactorTitle(f) << "'\nset ylabel '" << MetricAxisTitle(m) << "'\n"
+         << "set title '" << PlotTitle(m, f) << " (mean of " << seeds
+         << " seed(s); bars: ± 1 sd over seeds)'\n"
+         << "set key title 'routing policy'\n"
+         << "plot for [i=0:" << r.policies.size() - 1 << "] '" << PlotCsvName(f, m)
+         << "' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title "
+            "columnheader(2+2*i)\n";
     }
   }
   HEARSAY_RETURN_IF_ERROR(write("plots.gp", gp.str()));

@@ -83,6 +83,20 @@ TEST(ExperimentTest, WritesTablesAndVerdictsWithFakeRuns) {
                         "plot_delay_ms_mean_ttft_ms.csv", "plot_zipf_p99_ttft_ms.csv"}) {
     EXPECT_TRUE(std::filesystem::exists(o.out_dir + "/" + f)) << f;
   }
+  // Quick sweeps of one level (nodes, gossip interval) draw no degenerate single-point plot.
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/plot_nodes_mean_ttft_ms.csv"));
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/plot_gossip_ms_hit_rate.csv"));
+  // Plots read as words, with error bars over seeds.
+  const std::string gp = ReadFile(o.out_dir + "/plots.gp");
+  EXPECT_NE(gp.find("set title 'Mean time to first token by one-way network delay (mean of 2 "
+                    "seed(s); bars: ± 1 sd over seeds)'"),
+            std::string::npos)
+      << gp;
+  EXPECT_NE(gp.find("set ylabel 'mean time to first token (ms)'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("with yerrorlines"), std::string::npos) << gp;
+  EXPECT_EQ(gp.find("mean_ttft_ms vs"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("# nodes: one level only, not plotted"), std::string::npos) << gp;
+  EXPECT_NE(ReadFile(o.out_dir + "/plot_delay_ms_mean_ttft_ms.csv").find("_sd"), std::string::npos);
   const std::string report = ReadFile(o.out_dir + "/report.md");
   EXPECT_NE(report.find("Claim 1 (at delay ≤ 1 ms with skewed prefixes, `paper` beats local, "
                         "random and least-loaded): **reproduced**"),
