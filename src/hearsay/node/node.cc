@@ -191,7 +191,8 @@ double Node::OwnEstimateMs(const PeerRequest& request) const {
     self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
   }
   const double prompt = static_cast<double>(request.prompt.size());
-  const double cached = static_cast<double>(engine_.CachedPrefixTokens(request.prompt));
+  const double cached =
+      static_cast<double>(engine_.CachedPrefixTokens(request.prompt, request.cache_namespace));
   return ToMillis(l.estimated_queue_wait) + route::PrefillPartMs(cost, self, prompt, cached);
 }
 
@@ -257,7 +258,7 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
     ServeHere(token);
     return;
   }
-  keyer_.AppendKeys(p.request.prompt, &p.keys);
+  prefix::AppendNamespacedKeys(keyer_, p.request.cache_namespace, p.request.prompt, &p.keys);
   Route(token);
 }
 
@@ -289,7 +290,8 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   self.slot = 0;
   self.node_id = options_.id;
   self.is_self = true;
-  self.cached_tokens = static_cast<uint32_t>(engine_.CachedPrefixTokens(prompt));
+  self.cached_tokens =
+      static_cast<uint32_t>(engine_.CachedPrefixTokens(prompt, p.request.cache_namespace));
   self.cache_exact = true;
   const engine::EngineLoad l = engine_.Load();
   self.load.queued = l.waiting_requests;
@@ -417,6 +419,8 @@ void Node::Route(uint64_t token) {
   }
   copy.api_path = p.request.api_path;
   copy.api_body = p.request.api_body;
+  copy.cache_namespace = p.request.cache_namespace;
+  copy.tenant = p.request.tenant;
   peer_client_.Forward(peers_[slot - 1].address, std::move(copy), forward_sink_.get());
 }
 
@@ -432,6 +436,7 @@ void Node::ServeHere(uint64_t token) {
   er.scripted_output = std::move(p.request.scripted_output);
   er.api_path = p.request.api_path;
   er.api_body = p.request.api_body;
+  er.cache_namespace = p.request.cache_namespace;
   // A forwarded copy streams back to its entry node, whose deadline is the first token.
   er.stream = p.request.stream || p.request.forwarded;
   Status s = engine_.Submit(std::move(er), this);
@@ -451,7 +456,7 @@ void Node::ServeHere(uint64_t token) {
 }
 
 uint32_t Node::InNodeTokens(uint32_t engine_tokens, uint32_t engine_prompt_tokens,
-                           const Pending& p) {
+                            const Pending& p) {
   const size_t prompt = p.prompt_tokens;
   if (engine_prompt_tokens == 0 || engine_prompt_tokens == prompt) {
     return static_cast<uint32_t>(std::min<size_t>(engine_tokens, prompt));
