@@ -181,7 +181,8 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
     const PeerAuthenticator::Verdict v =
         auth_->Verify(request.Header(http::kPeerAuthHeader).value_or(""),
                       {request.method, request.target, request.body,
-                       request.Header(http::kOriginHeader).value_or(""), node_id_},
+                       request.Header(http::kOriginHeader).value_or(""), node_id_,
+                       request.Header(http::kTenantHeader).value_or("")},
                       UnixMillisNow());
     if (v != PeerAuthenticator::Verdict::kOk) {
       metrics_.CountPeerAuthFailure();

@@ -280,9 +280,7 @@ void AppendNamespacedKeys(const BlockKeyer& keyer, uint64_t ns, std::span<const 
   }
   std::vector<TokenId> all = NamespaceBlock(ns, keyer.tokens_per_block());
   all.insert(all.end(), prompt.begin(), prompt.end());
-  const size_t first = out->size();
   keyer.AppendKeys(all, out);
-  out->erase(out->begin() + static_cast<std::ptrdiff_t>(first));
 }
 
 }  // namespace hearsay::prefix

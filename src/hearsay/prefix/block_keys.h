@@ -140,8 +140,9 @@ class BlockKeyer {
 // too. Namespace 0 (the shared one) has no such block: keys are those of the prompt itself.
 std::vector<TokenId> NamespaceBlock(uint64_t ns, size_t tokens);
 
-// The keys of `prompt`'s full blocks in namespace `ns` (the keys of NamespaceBlock(ns) | prompt,
-// without the namespace block's own key), appended to `out`.
+// The keys of `prompt`'s full blocks in namespace `ns`, appended to `out`: for ns != 0 the keys of
+// NamespaceBlock(ns) | prompt, the namespace block's own key first (as the engine's cache events
+// name it, so that landmark positions agree), then one key per full block of `prompt`.
 void AppendNamespacedKeys(const BlockKeyer& keyer, uint64_t ns, std::span<const TokenId> prompt,
                           std::vector<BlockKey>* out);
 
