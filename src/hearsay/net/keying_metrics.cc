@@ -53,8 +53,10 @@ KeyingMetrics::KeyingMetrics(api::MetricsRegistry& r) {
   queue_polls_failed_.counter =
       &r.AddCounter("hearsay_upstream_queue_polls_total", polls, {{"result", "failed"}});
   const char* queue = "Requests the engine reports on its /metrics page (0 without a fresh sample)";
-  engine_running_ = &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "running"}});
-  engine_waiting_ = &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "waiting"}});
+  engine_running_ =
+      &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "running"}});
+  engine_waiting_ =
+      &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "waiting"}});
   foreign_ = &r.AddGauge("hearsay_upstream_foreign_requests",
                          "Requests the engine reports beyond the node's own: other clients'");
   decode_ms_ = &r.AddGauge("hearsay_upstream_decode_ms_per_token",

@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "hearsay/net/asio_runtime.h"
 #include "hearsay/testkit/fake_openai_upstream.h"
+#include "hearsay/net/asio_runtime.h"
 #include "hearsay/testutil/eventually.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
 

@@ -9,7 +9,8 @@ namespace hearsay::net {
 Result<std::unique_ptr<RecordsFile>> RecordsFile::Open(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
-    return InternalError("cannot write decision records to " + path + ": " + std::strerror(errno));
+    return InternalError("cannot write decision records to " + path + ": " +
+                         std::strerror(errno));
   }
   std::setvbuf(f, nullptr, _IOLBF, 1 << 16);
   return std::unique_ptr<RecordsFile>(new RecordsFile(f));
