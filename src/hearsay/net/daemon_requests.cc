@@ -232,12 +232,12 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
     in_flight_.fetch_sub(1);
     return RespondError(responder, api::TooManyRequests(), {{"retry-after", "1"}});
   }
-  // Engine tokenization answers on an I/O thread later; bytes keying answers at once. The
-  // request lives on the heap meanwhile, so the views Tokenize reads stay valid.
   // The cache namespace: the tenant's own (or the shared one it opted into), split by the
   // request's cache_salt.
   const uint64_t cache_namespace =
       namespace_keyer_->NamespaceId(tenant.shared_cache ? "" : tenant.name, req.cache_salt);
+  // Engine tokenization answers on an I/O thread later; bytes keying answers at once. The
+  // request lives on the heap meanwhile, so the views Tokenize reads stay valid.
   auto parsed_completion = std::make_shared<ParsedCompletion>(
       ParsedCompletion{endpoint, hop, std::move(req), std::move(request), std::move(responder),
                        scheduler_->clock().Now(), std::move(tenant), cache_namespace});
