@@ -69,6 +69,16 @@ ApiError GatewayTimeout(std::string message) {
   return Make(504, kServerError, "upstream_timeout", {}, std::move(message));
 }
 
+ApiError TenantRateLimited(std::string_view limit) {
+  return Make(429, "requests", "rate_limit_exceeded", {},
+              "Rate limit reached for your API key's tenant (" + std::string(limit) +
+                  "); retry after the delay in the Retry-After header.");
+}
+
+ApiError Unauthorized(std::string message) {
+  return Make(401, kInvalidRequest, "invalid_api_key", {}, std::move(message));
+}
+
 ApiError Forbidden(std::string message) {
   return Make(403, "permission_error", "forbidden", {}, std::move(message));
 }

@@ -38,6 +38,12 @@ ApiError InvalidRequest(std::string_view param, std::string message, std::string
 ApiError UnknownModel(std::string_view model);
 // 429 rate_limit_exceeded: more concurrent requests than allowed. The caller adds Retry-After.
 ApiError TooManyRequests();
+// 429 rate_limit_exceeded: the tenant's own limit (`limit`: "requests per second" or "tokens per
+// minute") is spent. The caller adds Retry-After.
+ApiError TenantRateLimited(std::string_view limit);
+// 401 invalid_request_error, code invalid_api_key: no API key, or one this node does not know
+// (OpenAI's answer to a wrong key).
+ApiError Unauthorized(std::string message);
 // 413: a request body over `limit_bytes`.
 ApiError BodyTooLarge(size_t limit_bytes);
 // 500 server_error: a failure of this node, not of the request.

@@ -293,6 +293,7 @@ std::optional<ApiError> Validate(Endpoint endpoint, const json& body, const Limi
   if (auto e = ReadStreamOptions(body, request)) return e;
   if (auto e = RejectUnsupported(body, endpoint)) return e;
   if (auto e = ReadString(body, "user", &request->user)) return e;
+  if (auto e = ReadString(body, "cache_salt", &request->cache_salt)) return e;
   std::optional<double> temperature;
   if (auto e = ReadNumber(body, "temperature", 0.0, 2.0, &temperature)) return e;
   if (temperature) request->temperature = *temperature;

@@ -63,6 +63,9 @@ struct ApiRequest {
   // stream_options.include_usage: send a last chunk with usage before [DONE].
   bool include_usage = false;
   std::string user;
+  // vLLM's cache_salt: requests with different salts never share prefix-cache entries (the node
+  // splits its cache namespace by it, docs/security.md "Tenants"). Empty when absent.
+  std::string cache_salt;
   double temperature = 1.0;
   std::optional<uint64_t> seed;
   // Stop sequences (at most kMaxStopSequences, none empty).

@@ -188,6 +188,7 @@ std::optional<ApiRequest> ScanRequest(Endpoint endpoint, std::string_view body,
       if (key == "suffix") return ReadStringValue(s, &scratch) && scratch.empty();
     }
     if (key == "user") return ReadStringValue(s, &r.user);
+    if (key == "cache_salt") return ReadStringValue(s, &r.cache_salt);
     if (key == "temperature") return ReadDouble(s, 0.0, 2.0, &r.temperature);
     if (key == "top_p") return ReadDouble(s, 0.0, 1.0, &number);
     if (key == "presence_penalty" || key == "frequency_penalty") {

@@ -12,8 +12,8 @@
 
 namespace {
 
-// Which allocator malloc really is: mimalloc only if a block from malloc's family lies in its heap (the
-// override works by link order, so this checks it rather than trusting the build).
+// Which allocator malloc really is: mimalloc only if a block from malloc's family lies in its heap
+// (the override works by link order, so this checks it rather than trusting the build).
 std::string AllocatorName() {
 #ifdef HEARSAY_MIMALLOC
   void* p = std::calloc(1, 64);  // calloc: g++ warns of passing malloc's uninitialized bytes
@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     std::printf("hearsay 0.1.0 (allocator: %s)\n", AllocatorName().c_str());
   });
   hearsay::cli::AddKeygenCommand(app, exit_code);
+  hearsay::cli::AddApiKeyCommand(app, exit_code);
   hearsay::cli::AddKeysCommand(app, exit_code);
   hearsay::cli::AddNodeCommand(app, exit_code);
   hearsay::cli::AddSimCommand(app, exit_code);

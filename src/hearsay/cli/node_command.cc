@@ -31,12 +31,14 @@ struct NodeFlags {
   std::unique_ptr<bool[]> bools;
 };
 
-// Blocks SIGINT and SIGTERM in this thread and every thread it starts, so sigwait gets them.
+// Blocks SIGINT, SIGTERM and SIGHUP in this thread and every thread it starts, so sigwait gets
+// them.
 sigset_t BlockStopSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
@@ -88,12 +90,14 @@ int RunNode(CLI::App& cmd, const NodeFlags& flags) {
   std::fflush(stdout);
 
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  // SIGHUP reloads the API-keys file; SIGINT and SIGTERM drain.
+  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP) (*daemon)->ReloadApiKeys();
   spdlog::info("event=signal signal={} msg=\"draining; send it again to exit at once\"",
                sig == SIGTERM ? "SIGTERM" : "SIGINT");
   std::thread([stop_signals] {
     int again = 0;
-    sigwait(&stop_signals, &again);
+    while (sigwait(&stop_signals, &again) == 0 && again == SIGHUP) {
+    }
     std::fprintf(stderr, "hearsay node: second signal, exiting at once\n");
     std::_Exit(130);
   }).detach();

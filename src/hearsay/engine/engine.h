@@ -58,6 +58,10 @@ struct EngineRequest {
   // did not ask to stream), an upstream engine asks its server for one whole answer, which costs
   // both sides less; the first token is then seen only with the rest.
   bool stream = true;
+  // The prefix-cache namespace (prefix/block_keys.h NamespaceBlock; tenants and cache_salt):
+  // 0 is the shared one. An engine that isolates namespaces never lets a request of one reuse
+  // another's cache; one that cannot (llama.cpp's server) ignores it.
+  uint64_t cache_namespace = 0;
 };
 
 // The request reached the front of the queue and its KV space is reserved: prefill begins.
@@ -153,6 +157,11 @@ class Engine {
   // The number of leading tokens of `prompt` the engine's prefix cache holds now (exact for the
   // simulated engine, an estimate for an upstream). Does not count as a use for LRU purposes.
   virtual size_t CachedPrefixTokens(std::span<const TokenId> prompt) const = 0;
+  // The same for a prompt of namespace `ns` (EngineRequest::cache_namespace). The default, for
+  // an engine whose cache is shared by every namespace, ignores `ns`.
+  virtual size_t CachedPrefixTokens(std::span<const TokenId> prompt, uint64_t /*ns*/) const {
+    return CachedPrefixTokens(prompt);
+  }
 
   // Appends to `out` every cache event since the last call, in order, and forgets them. The node
   // calls this when it publishes its cache summary to gossip; events accumulate until then.

@@ -59,13 +59,14 @@ Status SimEngine::Submit(EngineRequest request, EngineObserver* observer) {
   if (request.prompt.empty()) return InvalidArgumentError("prompt must not be empty");
   if (request.max_output_tokens == 0) return InvalidArgumentError("max_output_tokens must be >= 1");
   const uint64_t total = request.prompt.size() + uint64_t{request.max_output_tokens};
+  const uint64_t ns_tokens = request.cache_namespace != 0 ? tree_.keyer().tokens_per_block() : 0;
   if (options_.max_context_tokens != 0 && total > options_.max_context_tokens) {
     return InvalidArgumentError(
         "prompt (" + std::to_string(request.prompt.size()) + " tokens) plus max_output_tokens (" +
         std::to_string(request.max_output_tokens) + ") exceeds the context limit of " +
         std::to_string(options_.max_context_tokens) + " tokens");
   }
-  if (total > options_.kv_capacity_tokens) {
+  if (total + ns_tokens > options_.kv_capacity_tokens) {
     return ResourceExhaustedError(
         "prompt (" + std::to_string(request.prompt.size()) + " tokens) plus max_output_tokens (" +
         std::to_string(request.max_output_tokens) + ") can never fit the KV cache of " +
@@ -79,7 +80,13 @@ Status SimEngine::Submit(EngineRequest request, EngineObserver* observer) {
   Slot& s = slots_[slot];
   s.id = request.id;
   s.observer = observer;
-  s.tokens = std::move(request.prompt);
+  if (request.cache_namespace != 0) {
+    s.tokens = prefix::NamespaceBlock(request.cache_namespace, tree_.keyer().tokens_per_block());
+    s.tokens.insert(s.tokens.end(), request.prompt.begin(), request.prompt.end());
+  } else {
+    s.tokens = std::move(request.prompt);
+  }
+  s.ns_len = static_cast<uint32_t>(ns_tokens);
   s.scripted = std::move(request.scripted_output);
   s.prompt_len = static_cast<uint32_t>(s.tokens.size());
   s.max_output = request.max_output_tokens;
@@ -156,6 +163,15 @@ EngineLoad SimEngine::Load() const {
 
 size_t SimEngine::CachedPrefixTokens(std::span<const TokenId> prompt) const {
   return tree_.Peek(prompt);
+}
+
+size_t SimEngine::CachedPrefixTokens(std::span<const TokenId> prompt, uint64_t ns) const {
+  if (ns == 0) return tree_.Peek(prompt);
+  std::vector<TokenId> all = prefix::NamespaceBlock(ns, tree_.keyer().tokens_per_block());
+  const size_t ns_len = all.size();
+  all.insert(all.end(), prompt.begin(), prompt.end());
+  const size_t hit = tree_.Peek(all);
+  return hit > ns_len ? hit - ns_len : 0;
 }
 
 void SimEngine::DrainCacheEvents(std::vector<prefix::BlockEvent>& out) {
@@ -413,11 +429,11 @@ void SimEngine::Deliver() {
     const RequestId id = s.id;
     switch (n.kind) {
       case NoteKind::kAdmitted:
-        obs->OnAdmitted(id,
-                        Admission{s.prompt_len, s.cached, scheduler_.clock().Now() - s.submitted});
+        obs->OnAdmitted(id, Admission{s.prompt_len - s.ns_len, NetCached(s),
+                                      scheduler_.clock().Now() - s.submitted});
         break;
       case NoteKind::kFirstToken:
-        obs->OnFirstToken(id, FirstToken{s.prompt_len, s.cached, n.token});
+        obs->OnFirstToken(id, FirstToken{s.prompt_len - s.ns_len, NetCached(s), n.token});
         break;
       case NoteKind::kToken:
         obs->OnTokens(id, std::span<const TokenId>(&n.token, 1));
@@ -425,7 +441,7 @@ void SimEngine::Deliver() {
       case NoteKind::kComplete:
         // The id is free for reuse from the terminal callback on.
         id_to_slot_.erase(id);
-        obs->OnComplete(id, Usage{s.prompt_len, s.generated, s.cached});
+        obs->OnComplete(id, Usage{s.prompt_len - s.ns_len, s.generated, NetCached(s)});
         break;
     }
     // `s` may dangle now: callbacks can Submit and grow slots_.

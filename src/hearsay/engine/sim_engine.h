@@ -96,6 +96,9 @@ class SimEngine final : public Engine {
   // unscheduled chunks of running ones); it does not foresee waits for KV space.
   EngineLoad Load() const override;
   size_t CachedPrefixTokens(std::span<const TokenId> prompt) const override;
+  // Namespaces are isolated: a prompt of namespace ns != 0 is cached as NamespaceBlock(ns) | prompt
+  // (prefix/block_keys.h), and its reports (prompt and cached tokens) leave that block out.
+  size_t CachedPrefixTokens(std::span<const TokenId> prompt, uint64_t ns) const override;
   void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override;
   void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const override;
 
@@ -123,7 +126,8 @@ class SimEngine final : public Engine {
     EngineObserver* observer = nullptr;
     std::vector<TokenId> tokens;  // prompt, then generated tokens
     std::vector<TokenId> scripted;
-    uint32_t prompt_len = 0;
+    uint32_t prompt_len = 0;  // including the namespace block, if any
+    uint32_t ns_len = 0;      // tokens of the namespace block at the front of `tokens`
     uint32_t max_output = 0;
     uint32_t cached = 0;
     uint32_t computed = 0;  // prompt tokens in KV
@@ -148,6 +152,8 @@ class SimEngine final : public Engine {
     TokenId token;
   };
   static constexpr uint32_t kNil = UINT32_MAX;
+  // Cached prompt tokens as reported: without the namespace block.
+  static uint32_t NetCached(const Slot& s) { return s.cached > s.ns_len ? s.cached - s.ns_len : 0; }
 
   SimEngine(Scheduler& scheduler, const SimEngineOptions& options, prefix::BlockKeyer keyer);
 

@@ -116,6 +116,37 @@ TEST_F(SimEngineTest, SharedPrefixIsCachedTokenExactAndLowersTtft) {
             621u);
 }
 
+TEST_F(SimEngineTest, CacheNamespacesAreIsolatedAndReportedWithoutTheirBlock) {
+  Make();
+  const auto prompt = Tokens(1, 500);
+  auto in = [](EngineRequest r, uint64_t ns) {
+    r.cache_namespace = ns;
+    return r;
+  };
+  Submit(in(Req(1, prompt), 11));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(1).usage, (Usage{500, 1, 0}));
+  EXPECT_EQ(engine_->CachedPrefixTokens(prompt, 11), 500u);
+  // Another namespace, and the shared one, find nothing of it.
+  EXPECT_EQ(engine_->CachedPrefixTokens(prompt, 12), 0u);
+  EXPECT_EQ(engine_->CachedPrefixTokens(prompt), 0u);
+  Submit(in(Req(2, prompt), 12));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(2).first_token.cached_tokens, 0u);
+  EXPECT_EQ(rec_.at(2).admission.prompt_tokens, 500u);
+  Submit(Req(3, prompt));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(3).usage.cached_tokens, 0u);
+  // The same namespace hits all but the last token, as without namespaces.
+  Submit(in(Req(4, prompt), 11));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(4).usage, (Usage{500, 1, 499}));
+  EXPECT_EQ(rec_.at(4).first_token.cached_tokens, 499u);
+  // And its time to first token is that of a hit; the other namespaces' were those of misses.
+  EXPECT_LT(rec_.at(4).first_at - rec_.at(4).admitted_at,
+            rec_.at(2).first_at - rec_.at(2).admitted_at);
+}
+
 TEST_F(SimEngineTest, SamePrefixInOneIterationDoesNotHitUncomputedTokens) {
   Make();
   const auto prefix = Tokens(1, 400);

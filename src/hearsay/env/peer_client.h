@@ -54,6 +54,14 @@ struct PeerRequest {
   // which a forward replays unchanged to the serving node.
   std::string api_path;
   std::string api_body;
+  // The prefix-cache namespace (engine::EngineRequest::cache_namespace; 0: the shared one): the
+  // request's block keys, its routing estimates and the engine's cache all follow it. The
+  // simulator carries it with a forward; the daemon's serving node derives it again from what it
+  // trusts (the tenant from an authenticated peer, the body's cache_salt).
+  uint64_t cache_namespace = 0;
+  // Daemon only, opaque to the core: the tenant the request is served for (API keys), which a
+  // forward carries over the authenticated peer link; empty on an open node.
+  std::string tenant;
   // Whether the client reads the answer as it is made (OpenAI "stream": true). When it does not,
   // and the request is served here for it, the engine may produce the answer in one piece
   // (engine::EngineRequest::stream). A forwarded copy is always streamed back.

@@ -143,8 +143,10 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
                  {std::string(kHopHeader), "1"},
                  {std::string(kOriginHeader), options_.origin_node_id},
                  {std::string(kRequestIdHeader), std::to_string(request.origin_request)}};
+  if (!request.tenant.empty()) req.headers.emplace_back(kTenantHeader, request.tenant);
   if (options_.sign) {
-    std::string auth = options_.sign(req.method, req.target, req.body, request.target);
+    std::string auth =
+        options_.sign(req.method, req.target, req.body, request.target, request.tenant);
     if (!auth.empty()) req.headers.emplace_back(kPeerAuthHeader, std::move(auth));
   }
   if (request.bounce_above_ms > 0)

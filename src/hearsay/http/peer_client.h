@@ -32,10 +32,12 @@
 
 namespace hearsay::http {
 
-// Makes the X-Hearsay-Peer-Auth value of one forward (net/peer_auth.h): its method, path, body
-// and the receiver's node id. An empty answer sends no header (--insecure clusters).
-using SignForward = std::function<std::string(std::string_view method, std::string_view path,
-                                              std::string_view body, std::string_view receiver)>;
+// Makes the X-Hearsay-Peer-Auth value of one forward (net/peer_auth.h): its method, path, body,
+// the receiver's node id and the tenant (X-Hearsay-Tenant, empty when none), which the
+// authenticator binds. An empty answer sends no header (--insecure clusters).
+using SignForward =
+    std::function<std::string(std::string_view method, std::string_view path, std::string_view body,
+                              std::string_view receiver, std::string_view tenant)>;
 
 struct PeerClientOptions {
   // Signs each forward as it starts (core thread); null sends no X-Hearsay-Peer-Auth.

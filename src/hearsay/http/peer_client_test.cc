@@ -127,7 +127,7 @@ class PeerClientTest : public ::testing::Test {
     PeerClientOptions o;
     // Signs what it is given, so the test sees what the client signs.
     o.sign = [](std::string_view method, std::string_view path, std::string_view body,
-                std::string_view receiver) {
+                std::string_view receiver, std::string_view /*tenant*/) {
       return std::string(method) + " " + std::string(path) + " " + std::to_string(body.size()) +
              " " + std::string(receiver);
     };

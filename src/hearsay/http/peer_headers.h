@@ -20,6 +20,9 @@ inline constexpr std::string_view kPeerAuthHeader = "x-hearsay-peer-auth";
 inline constexpr std::string_view kOriginHeader = "x-hearsay-origin";
 // The forwarding node's id for the request, for decision records: informational, never trusted.
 inline constexpr std::string_view kRequestIdHeader = "x-hearsay-request-id";
+// The tenant the request is served for (net/api_keys.h), bound into the peer authenticator: the
+// receiver trusts it only with a valid one, and never from a client.
+inline constexpr std::string_view kTenantHeader = "x-hearsay-tenant";
 // Late binding: serve only if the wait is below this many ms, else answer unserved
 // (http/bounce_header.h has its text form).
 inline constexpr std::string_view kBounceAboveHeader = "x-hearsay-bounce-above-ms";

@@ -113,6 +113,7 @@ Status Daemon::Init() {
   IsolationOptions isolation;
   isolation.has_seeds = !config_.join.empty();
   isolation_ = std::make_unique<IsolationMonitor>(isolation, scheduler_->clock().Now());
+  HEARSAY_RETURN_IF_ERROR(InitTenants(keyer));
   InitForwarding();
   HEARSAY_RETURN_IF_ERROR(InitEngineAndNode(keyer));
   StartThreads();
@@ -213,6 +214,27 @@ Result<prefix::BlockKeyer> Daemon::MakeBlockKeyer() const {
   return prefix::BlockKeyer::Create(secret, c.model, KeyNamespace(c), ko);
 }
 
+Status Daemon::InitTenants(const prefix::BlockKeyer& keyer) {
+  namespace_keyer_.emplace(keyer);
+  tenant_metrics_ = std::make_unique<TenantMetrics>(metrics_.mutable_registry());
+  if (!config_.api_keys_file.empty()) {
+    HEARSAY_ASSIGN_OR_RETURN(api_keys_, ApiKeyStore::Open(config_.api_keys_file));
+  }
+  return OkStatus();
+}
+
+void Daemon::PollApiKeys(bool force) {
+  if (!api_keys_) return;
+  const ApiKeyStore::ReloadResult r = api_keys_->Reload(force);
+  if (r.outcome == ApiKeyStore::ReloadOutcome::kReloaded) {
+    spdlog::info("event=api_keys_reloaded node={} keys={} tenants={}", node_id_, r.entries,
+                 api_keys_->Current()->tenants().size());
+  } else if (r.outcome == ApiKeyStore::ReloadOutcome::kFailed) {
+    spdlog::error("event=api_keys_reload_failed node={} keys_in_use={} error=\"{}\"", node_id_,
+                  r.entries, LogField(r.status.message()));
+  }
+}
+
 void Daemon::InitForwarding() {
   const DaemonConfig& c = config_;
   http::ClientOptions peer_client_options;
@@ -220,8 +242,8 @@ void Daemon::InitForwarding() {
   http_client_ = std::make_unique<http::Client>(io_, peer_client_options);
   http::PeerClientOptions po;
   po.sign = [this](std::string_view method, std::string_view path, std::string_view body,
-                   std::string_view receiver) {
-    return auth_->Sign({method, path, body, node_id_, receiver}, UnixMillisNow());
+                   std::string_view receiver, std::string_view tenant) {
+    return auth_->Sign({method, path, body, node_id_, receiver, tenant}, UnixMillisNow());
   };
   po.origin_node_id = node_id_;
   po.first_token_timeout = std::chrono::milliseconds(c.forward_timeout_ms);
@@ -318,6 +340,16 @@ void Daemon::LogStart(const std::string& key_source) const {
         "{} and {} can join this cluster and submit forwarded requests\"",
         gossip_address_, http_address_);
   }
+  if (api_keys_) {
+    spdlog::info("event=api_keys node={} file={} keys={} tenants={}", node_id_,
+                 LogField(api_keys_->path()), api_keys_->Current()->entries().size(),
+                 api_keys_->Current()->tenants().size());
+  } else {
+    spdlog::warn(
+        "event=api_open node={} msg=\"no --api-keys-file: the OpenAI API at {} serves anyone "
+        "who reaches it, with one shared cache\"",
+        node_id_, http_address_);
+  }
   // The settings that differ from their defaults; every one at debug level.
   spdlog::info(
       "event=start node={} generation={} http={} gossip={} api_address={} seed={} "
@@ -404,6 +436,7 @@ void Daemon::StopThreads() {
 }
 
 void Daemon::RefreshTick() {
+  PollApiKeys(/*force=*/false);
   CheckIsolation();
   RefreshMetrics();
   const gossip::Counters& g = node_->gossip().counters();

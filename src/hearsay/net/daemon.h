@@ -40,6 +40,7 @@
 #include "hearsay/http/client.h"
 #include "hearsay/http/peer_client.h"
 #include "hearsay/http/server.h"
+#include "hearsay/net/api_key_store.h"
 #include "hearsay/net/asio_runtime.h"
 #include "hearsay/net/completion_sink.h"
 #include "hearsay/net/daemon_config.h"
@@ -54,6 +55,8 @@
 #include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/net/records_file.h"
 #include "hearsay/net/status_board.h"
+#include "hearsay/net/tenant_limiter.h"
+#include "hearsay/net/tenant_metrics.h"
 #include "hearsay/net/udp_tcp_transport.h"
 #include "hearsay/node/node.h"
 #include "hearsay/prefix/block_keys.h"
@@ -86,6 +89,9 @@ class Daemon {
   const DaemonConfig& config() const { return config_; }
   // Completion requests in progress.
   int64_t in_flight() const { return in_flight_.load(); }
+  // Reads the API-keys file again now (SIGHUP) and logs the outcome; a file that does not parse
+  // leaves the keys in use. Nothing without --api-keys-file. Any thread.
+  void ReloadApiKeys() { PollApiKeys(/*force=*/true); }
 
  private:
   explicit Daemon(DaemonConfig config);
@@ -97,6 +103,14 @@ class Daemon {
   Status InitGossipSecurity();
   Result<prefix::BlockKeyer> MakeBlockKeyer() const;
   void InitForwarding();
+  // Tenants: the API-keys file (if any) and the namespace keyer.
+  Status InitTenants(const prefix::BlockKeyer& keyer);
+  // Reloads the API-keys file if it changed (or always with `force`) and logs a reload.
+  void PollApiKeys(bool force);
+  // The tenant of a client request: true with `out` set (an empty name on an open node), or
+  // false once it is answered 401.
+  bool AuthenticateClient(const http::Request& request,
+                          const std::shared_ptr<http::Responder>& responder, Tenant* out);
   Status InitEngineAndNode(const prefix::BlockKeyer& keyer);
   void StartThreads();
   void LogStart(const std::string& key_source) const;
@@ -120,6 +134,8 @@ class Daemon {
     http::Request request;
     std::shared_ptr<http::Responder> responder;
     TimePoint arrived{};  // TTFT counts from here, tokenization included
+    Tenant tenant;        // empty name: an open node's client, or a peer without a tenant
+    uint64_t cache_namespace = 0;
   };
   // The second half of HandleCompletion, once the prompt is tokenized (see PromptTokenizer).
   void SubmitTokenized(ParsedCompletion& c, PromptTokens tokens);
@@ -202,6 +218,13 @@ class Daemon {
   std::unique_ptr<IsolationMetrics> isolation_metrics_;
   mutable std::mutex health_mu_;
   HealthReport health_;  // guarded by health_mu_
+
+  // Tenants (api_keys.h): the keys (null without --api-keys-file: an open API), their limits on
+  // this node, their metrics, and the keyer that names cache namespaces.
+  std::unique_ptr<ApiKeyStore> api_keys_;
+  TenantLimiter tenant_limiter_;
+  std::unique_ptr<TenantMetrics> tenant_metrics_;
+  std::optional<prefix::BlockKeyer> namespace_keyer_;
 
   // Core thread: live requests and their sinks.
   std::map<uint64_t, std::unique_ptr<CompletionSink>> sinks_;

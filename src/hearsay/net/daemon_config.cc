@@ -171,6 +171,10 @@ const std::vector<Setting>& Table() {
         "serve the key admin requests (/admin/keys) to non-loopback clients too; they still need "
         "an admin authenticator, but keys then cross the network in cleartext HTTP"},
        &C::admin_allow_remote},
+      {{"api.keys_file", "api-keys-file", K::kString,
+        "API keys (hearsay apikey create): with it every /v1 request needs a key, whose tenant "
+        "gets its own cache namespace and limits; reloaded on SIGHUP and when it changes"},
+       &C::api_keys_file},
       {{"security.insecure", "insecure", K::kBool,
         "run without a cluster key: gossip and forwards are unauthenticated (testing only)"},
        &C::insecure},
@@ -494,6 +498,11 @@ Status DaemonConfig::Validate() const {
     return InvalidArgumentError("gossip.inbound_frame_pool_bytes must hold one largest frame (" +
                                 std::to_string(gossip::kMaxMessageBytes + 1024) +
                                 " bytes), or be 0");
+  }
+  if (!api_keys_file.empty() && insecure) {
+    return InvalidArgumentError(
+        "api.keys_file needs a cluster key: on an insecure node any client could send a "
+        "forwarded request, as any tenant, past the API keys");
   }
   if (max_connections_per_client > max_connections) {
     return InvalidArgumentError(

@@ -48,7 +48,7 @@ struct DaemonConfig {
   std::string upstream_model;                 // model name sent upstream (default: the client's)
   bool upstream_slots_authoritative = false;  // llama.cpp /slots lists the whole cache
   uint64_t upstream_queue_poll_ms = 1000;  // period of GET /metrics for the engine's queue; 0 off
-  uint64_t tokenize_timeout_ms = 500;         // engine tokenizer: past it, bytes keying
+  uint64_t tokenize_timeout_ms = 500;      // engine tokenizer: past it, bytes keying
   std::string kv_events;         // vLLM KV-event publisher, tcp://host:5557 (empty: not used)
   std::string kv_events_replay;  // its replay socket, tcp://host:5558 (empty: gaps reset)
   std::string kv_events_topic;   // its topic (empty: every topic)
@@ -59,6 +59,7 @@ struct DaemonConfig {
   std::string keyring_file;           // runtime key changes persist here (key_admin.h)
   std::string block_key_secret_file;  // keys the block keys; empty: the primary key at start
   bool admin_allow_remote = false;    // serve /admin/keys beyond loopback
+  std::string api_keys_file;          // API keys and tenants (api_keys.h); empty: open API
   bool insecure = false;
   // --- Limits ---
   uint64_t max_body_bytes = 1 << 20;
@@ -83,7 +84,7 @@ struct DaemonConfig {
   uint64_t io_threads = 1;
   uint64_t drain_timeout_ms = 10000;
   std::string log_level = "info";
-  std::string records_path;  // decision records (node/decision_record.h); empty: none
+  std::string records_path;   // decision records (node/decision_record.h); empty: none
   bool debug_faults = false;  // enables POST /debug/faults (tests only)
 
   // Applies a TOML document; `source` names it in errors ("node.toml"). INVALID_ARGUMENT naming

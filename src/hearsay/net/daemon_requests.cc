@@ -88,6 +88,8 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   }
   if (path == "/v1/models") {
     if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
+    Tenant tenant;
+    if (!AuthenticateClient(request, responder, &tenant)) return;
     const std::string models[] = {config_.model};
     responder->Respond(200, OwnAnswerHeaders(JsonHeaders()),
                        api::RenderModels(models, created_unix_, "hearsay"));
@@ -146,6 +148,26 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
   RespondError(responder, api::NotFound(path));
 }
 
+bool Daemon::AuthenticateClient(const http::Request& request,
+                                const std::shared_ptr<http::Responder>& responder, Tenant* out) {
+  if (!api_keys_) return true;
+  const std::shared_ptr<const ApiKeys> keys = api_keys_->Current();
+  const std::optional<std::string_view> token =
+      BearerToken(request.Header("authorization").value_or(""));
+  const Tenant* tenant = token ? keys->Authenticate(*token) : nullptr;
+  if (tenant == nullptr) {
+    tenant_metrics_->CountAuthFailure();
+    RespondError(responder,
+                 api::Unauthorized(token ? "Incorrect API key provided."
+                                         : "You didn't provide an API key: send it as "
+                                           "'Authorization: Bearer KEY'."),
+                 {{"www-authenticate", "Bearer"}});
+    return false;
+  }
+  *out = *tenant;
+  return true;
+}
+
 void Daemon::HandleFaults(http::Request request, std::shared_ptr<http::Responder> responder) {
   // The keyring is the core thread's: the admin check runs there.
   asio::post(core_io_, [this, request = std::move(request), responder = std::move(responder)] {
@@ -196,7 +218,8 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
     const PeerAuthenticator::Verdict v =
         auth_->Verify(request.Header(http::kPeerAuthHeader).value_or(""),
                       {request.method, request.target, request.body,
-                       request.Header(http::kOriginHeader).value_or(""), node_id_},
+                       request.Header(http::kOriginHeader).value_or(""), node_id_,
+                       request.Header(http::kTenantHeader).value_or("")},
                       UnixMillisNow());
     if (v != PeerAuthenticator::Verdict::kOk) {
       metrics_.CountPeerAuthFailure();
@@ -212,6 +235,31 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
                                          std::string(VerdictName(v)) + ")"));
     }
   }
+  // The tenant: from the API key of a client, or from a peer whose authenticator (checked above)
+  // binds it; never from a client's header. Limits apply where a request enters the cluster.
+  Tenant tenant;
+  if (hop) {
+    const std::string_view name = request.Header(http::kTenantHeader).value_or("");
+    if (ValidTenantName(name)) {
+      tenant.name = std::string(name);
+      if (api_keys_) {
+        const std::shared_ptr<const ApiKeys> keys = api_keys_->Current();
+        if (const Tenant* known = keys->FindTenant(name)) tenant.shared_cache = known->shared_cache;
+      }
+    }
+  } else {
+    if (!AuthenticateClient(request, responder, &tenant)) return;
+    if (!tenant.name.empty()) {
+      tenant_metrics_->CountRequest(tenant.name);
+      const TenantLimiter::Verdict v =
+          tenant_limiter_.AdmitRequest(tenant.name, tenant.limits, scheduler_->clock().Now());
+      if (!v.ok) {
+        tenant_metrics_->CountRateLimited(tenant.name, v.limit);
+        return RespondError(responder, api::TenantRateLimited("requests per second"),
+                            {{"retry-after", RetryAfterSeconds(v.retry_after)}});
+      }
+    }
+  }
   std::variant<api::ApiRequest, api::ApiError> parsed =
       api::ParseRequest(endpoint, request.body, limits_);
   if (auto* e = std::get_if<api::ApiError>(&parsed)) return RespondError(responder, *e);
@@ -221,11 +269,15 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
     in_flight_.fetch_sub(1);
     return RespondError(responder, api::TooManyRequests(), {{"retry-after", "1"}});
   }
+  // The cache namespace: the tenant's own (or the shared one it opted into), split by the
+  // request's cache_salt.
+  const uint64_t cache_namespace =
+      namespace_keyer_->NamespaceId(tenant.shared_cache ? "" : tenant.name, req.cache_salt);
   // Engine tokenization answers on an I/O thread later; bytes keying answers at once. The
   // request lives on the heap meanwhile, so the views Tokenize reads stay valid.
   auto parsed_completion = std::make_shared<ParsedCompletion>(
       ParsedCompletion{endpoint, hop, std::move(req), std::move(request), std::move(responder),
-                       scheduler_->clock().Now()});
+                       scheduler_->clock().Now(), std::move(tenant), cache_namespace});
   const ParsedCompletion& pc = *parsed_completion;
   prompt_tokenizer_->Tokenize(endpoint, pc.req.prompt, pc.request.body,
                               [this, c = std::move(parsed_completion)](PromptTokens tokens) {
@@ -244,6 +296,18 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
                                                          req.max_tokens, limits_, endpoint)) {
     in_flight_.fetch_sub(1);
     return RespondError(responder, *e);
+  }
+  if (!hop && !c.tenant.name.empty()) {
+    const uint64_t cost = tokens.size() + uint64_t{req.max_tokens};
+    const TenantLimiter::Verdict v = tenant_limiter_.AdmitTokens(c.tenant.name, c.tenant.limits,
+                                                                 cost, scheduler_->clock().Now());
+    if (!v.ok) {
+      in_flight_.fetch_sub(1);
+      tenant_metrics_->CountRateLimited(c.tenant.name, v.limit);
+      return RespondError(responder, api::TenantRateLimited("tokens per minute"),
+                          {{"retry-after", RetryAfterSeconds(v.retry_after)}});
+    }
+    tenant_metrics_->CountTokens(c.tenant.name, cost);
   }
   metrics_.in_flight().Set(static_cast<double>(in_flight_.load()));
 
@@ -270,6 +334,8 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
   pr.prompt = std::move(tokens);
   pr.max_output_tokens = req.max_tokens;
   pr.forwarded = hop;
+  pr.cache_namespace = c.cache_namespace;
+  pr.tenant = c.tenant.name;
   if (hop) {  // peer-authenticated above; a bad value only means "serve it"
     if (auto above = request.Header(http::kBounceAboveHeader)) {
       pr.bounce_above_ms = http::ParseBounceAboveMs(*above).value_or(0);

@@ -52,6 +52,10 @@ Mac ComputeMac(const MacKey& key, const AuthFields& f, int64_t ts_ms, const Nonc
   Field(&st, nonce.data(), nonce.size());
   Field(&st, f.sender);
   Field(&st, f.receiver);
+  if (!f.tenant.empty()) {
+    Field(&st, std::string_view("tenant"));
+    Field(&st, f.tenant);
+  }
   Mac mac{};
   crypto_generichash_final(&st, mac.data(), mac.size());
   return mac;

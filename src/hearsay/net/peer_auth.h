@@ -10,11 +10,12 @@
 // mac = BLAKE2b-256 keyed with a key derived from the cluster key for the purpose
 // (BLAKE2b-256 keyed with the cluster key over "hearsay/peer-request/v2" or
 // "hearsay/admin-request/v2"), over the length-prefixed fields: method, path, BLAKE2b-256 of the
-// body, the timestamp, the nonce, the sender id and the intended receiver's node id. A receiver
-// accepts it when the timestamp is within `max_skew` of its own clock, the MAC matches under any
-// installed key (so a key rotation does not break requests in flight), and the nonce was not
-// seen before (NonceWindow). So a captured request cannot be sent again, to this node or to
-// another one (another receiver id), nor changed (method, path, body), nor kept for later.
+// body, the timestamp, the nonce, the sender id and the intended receiver's node id (then, for a
+// forward made for a tenant, the label "tenant" and its name). A receiver accepts it when the
+// timestamp is within `max_skew` of its own clock, the MAC matches under any installed key (so a
+// key rotation does not break requests in flight), and the nonce was not seen before (NonceWindow).
+// So a captured request cannot be sent again, to this node or to another one (another receiver id),
+// nor changed (method, path, body), nor kept for later.
 //
 // Keys change at runtime (`hearsay keys`, key_admin.h): Update() replaces the accepted keys and
 // the signing key, atomically with respect to Sign() and Verify().
@@ -46,6 +47,9 @@ struct AuthFields {
   std::string_view body;
   std::string_view sender;    // the sending node's id (X-Hearsay-Origin), or the admin tool's name
   std::string_view receiver;  // the node id the request is meant for
+  // The tenant a forward is served for (X-Hearsay-Tenant); covered only when not empty, so an
+  // authenticator without a tenant is the same as before tenants existed.
+  std::string_view tenant = {};
 };
 
 // The nonces of accepted authenticators, with their timestamps: at most `capacity`, oldest first.

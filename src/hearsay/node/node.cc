@@ -191,7 +191,8 @@ double Node::OwnEstimateMs(const PeerRequest& request) const {
     self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
   }
   const double prompt = static_cast<double>(request.prompt.size());
-  const double cached = static_cast<double>(engine_.CachedPrefixTokens(request.prompt));
+  const double cached =
+      static_cast<double>(engine_.CachedPrefixTokens(request.prompt, request.cache_namespace));
   return ToMillis(l.estimated_queue_wait) + route::PrefillPartMs(cost, self, prompt, cached);
 }
 
@@ -257,7 +258,7 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
     ServeHere(token);
     return;
   }
-  keyer_.AppendKeys(p.request.prompt, &p.keys);
+  prefix::AppendNamespacedKeys(keyer_, p.request.cache_namespace, p.request.prompt, &p.keys);
   Route(token);
 }
 
@@ -289,7 +290,8 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   self.slot = 0;
   self.node_id = options_.id;
   self.is_self = true;
-  self.cached_tokens = static_cast<uint32_t>(engine_.CachedPrefixTokens(prompt));
+  self.cached_tokens =
+      static_cast<uint32_t>(engine_.CachedPrefixTokens(prompt, p.request.cache_namespace));
   self.cache_exact = true;
   const engine::EngineLoad l = engine_.Load();
   self.load.queued = l.waiting_requests;
@@ -310,6 +312,9 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   candidates_.push_back(self);
 
   const uint32_t block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
+  // A namespaced chain starts with the namespace block's key (prefix/block_keys.h): a match
+  // counts it, the prompt does not hold it.
+  const uint64_t ns_blocks = p.request.cache_namespace != 0 ? 1 : 0;
   if (exact_ == nullptr) {
     // Every block as a summary key; the index matches each peer at its own landmark stride.
     gossip::LandmarkQuery(p.keys, 1, &landmarks_);
@@ -338,16 +343,19 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
       }
     } else {
       const uint64_t blocks = s < match_.size() ? match_[s] : 0;
+      const uint64_t prompt_blocks = blocks > ns_blocks ? blocks - ns_blocks : 0;
       c.cached_tokens =
-          static_cast<uint32_t>(std::min<uint64_t>(blocks * block_tokens, prompt.size()));
+          static_cast<uint32_t>(std::min<uint64_t>(prompt_blocks * block_tokens, prompt.size()));
       // At the peer's own stride: m landmarks held; landmark m (the first not held) bounds the
       // run from above, and past the last landmark only the prompt does.
       const uint64_t stride = std::max<uint32_t>(peer_index_.StrideOf(static_cast<uint32_t>(s)), 1);
       const uint64_t m = blocks == 0 ? 0 : (blocks - 1) / stride + 1;
       const uint64_t marks = (landmarks_.size() + stride - 1) / stride;
-      const uint64_t max_tokens = m == 0      ? 0
-                                  : m < marks ? (m * stride + 1) * block_tokens - 1
-                                              : prompt.size();
+      const uint64_t ns_tokens = ns_blocks * block_tokens;
+      const uint64_t max_chain = m == 0      ? 0
+                                 : m < marks ? (m * stride + 1) * block_tokens - 1
+                                             : prompt.size() + ns_tokens;
+      const uint64_t max_tokens = max_chain > ns_tokens ? max_chain - ns_tokens : 0;
       c.cached_tokens_max = static_cast<uint32_t>(std::min<uint64_t>(max_tokens, prompt.size()));
       c.cache_age = peer.has_load ? now - peer.load_at : Duration{0};
       if (peer.has_load) {
@@ -385,7 +393,9 @@ void Node::Route(uint64_t token) {
   rr.request_id = token;
   rr.now = scheduler_.clock().Now();
   rr.prompt_tokens = static_cast<uint32_t>(p.request.prompt.size());
-  rr.key_chain = p.keys;
+  // Leases and policies see the prompt's own blocks (without a namespace block's key).
+  rr.key_chain = std::span<const prefix::BlockKey>(p.keys).subspan(
+      p.request.cache_namespace != 0 && !p.keys.empty() ? 1 : 0);
   rr.block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
   rr.entry_slot = 0;
   route::Decision d = policy_->Choose(rr, candidates_, rng_);
@@ -417,6 +427,8 @@ void Node::Route(uint64_t token) {
   }
   copy.api_path = p.request.api_path;
   copy.api_body = p.request.api_body;
+  copy.cache_namespace = p.request.cache_namespace;
+  copy.tenant = p.request.tenant;
   peer_client_.Forward(peers_[slot - 1].address, std::move(copy), forward_sink_.get());
 }
 
@@ -432,6 +444,7 @@ void Node::ServeHere(uint64_t token) {
   er.scripted_output = std::move(p.request.scripted_output);
   er.api_path = p.request.api_path;
   er.api_body = p.request.api_body;
+  er.cache_namespace = p.request.cache_namespace;
   // A forwarded copy streams back to its entry node, whose deadline is the first token.
   er.stream = p.request.stream || p.request.forwarded;
   Status s = engine_.Submit(std::move(er), this);
@@ -451,7 +464,7 @@ void Node::ServeHere(uint64_t token) {
 }
 
 uint32_t Node::InNodeTokens(uint32_t engine_tokens, uint32_t engine_prompt_tokens,
-                           const Pending& p) {
+                            const Pending& p) {
   const size_t prompt = p.prompt_tokens;
   if (engine_prompt_tokens == 0 || engine_prompt_tokens == prompt) {
     return static_cast<uint32_t>(std::min<size_t>(engine_tokens, prompt));

@@ -246,4 +246,41 @@ std::vector<BlockKey> BlockKeyer::ByteKeys(std::string_view text) const {
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }
 
+uint64_t BlockKeyer::NamespaceId(std::string_view tenant, std::string_view salt) const {
+  if (tenant.empty() && salt.empty()) return 0;
+  std::string in = "hearsay/cache-namespace/v1";
+  AppendLe64(tenant.size(), &in);
+  in.append(tenant);
+  AppendLe64(salt.size(), &in);
+  in.append(salt);
+  const uint64_t id = XXH3_64bits_withSecret(in.data(), in.size(), secret_.data(), secret_.size());
+  return id == 0 ? 1 : id;
+}
+
+std::vector<TokenId> NamespaceBlock(uint64_t ns, size_t tokens) {
+  std::vector<TokenId> out(tokens);
+  uint64_t x = ns;
+  for (size_t i = 0; i < tokens; ++i) {
+    // splitmix64: distinct namespaces give unrelated blocks.
+    x += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    out[i] = static_cast<TokenId>(0x80000000u | static_cast<uint32_t>(z));
+  }
+  return out;
+}
+
+void AppendNamespacedKeys(const BlockKeyer& keyer, uint64_t ns, std::span<const TokenId> prompt,
+                          std::vector<BlockKey>* out) {
+  if (ns == 0) {
+    keyer.AppendKeys(prompt, out);
+    return;
+  }
+  std::vector<TokenId> all = NamespaceBlock(ns, keyer.tokens_per_block());
+  all.insert(all.end(), prompt.begin(), prompt.end());
+  keyer.AppendKeys(all, out);
+}
+
 }  // namespace hearsay::prefix

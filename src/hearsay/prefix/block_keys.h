@@ -103,6 +103,11 @@ class BlockKeyer {
   // The keys of every full token block of `tokens`.
   std::vector<BlockKey> Keys(std::span<const TokenId> tokens) const;
 
+  // The id of the cache namespace (tenant, salt) under this keyer (docs/security.md, "Tenants"):
+  // 0 for ("", ""), the shared namespace; otherwise a nonzero 64-bit hash of both, keyed with
+  // this keyer's secret, so the same names give other ids in another cluster or model.
+  uint64_t NamespaceId(std::string_view tenant, std::string_view salt) const;
+
   // Bytes mode: appends the keys of every full byte block of `bytes` to `out`.
   void AppendByteKeys(std::span<const uint8_t> bytes, std::vector<BlockKey>* out) const;
   // Bytes mode: the keys of every full byte block of `bytes`.
@@ -126,5 +131,19 @@ class BlockKeyer {
   size_t tokens_per_block_ = 16;
   size_t bytes_per_block_ = 64;
 };
+
+// Cache namespaces. A request of namespace `ns` != 0 is keyed, routed and cached as if its prompt
+// began with NamespaceBlock(ns, tokens_per_block): one block of token ids at or above 2^31, which
+// no tokenizer produces and the API does not accept, derived from `ns` alone. Every block key of
+// the prompt then chains from that block, so two namespaces never share a key (up to 64-bit
+// collisions), and an engine that caches token prefixes (the simulated one) keeps them apart
+// too. Namespace 0 (the shared one) has no such block: keys are those of the prompt itself.
+std::vector<TokenId> NamespaceBlock(uint64_t ns, size_t tokens);
+
+// The keys of `prompt`'s full blocks in namespace `ns`, appended to `out`: for ns != 0 the keys of
+// NamespaceBlock(ns) | prompt, the namespace block's own key first (as the engine's cache events
+// name it, so that landmark positions agree), then one key per full block of `prompt`.
+void AppendNamespacedKeys(const BlockKeyer& keyer, uint64_t ns, std::span<const TokenId> prompt,
+                          std::vector<BlockKey>* out);
 
 }  // namespace hearsay::prefix

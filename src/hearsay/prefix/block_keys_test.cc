@@ -283,3 +283,47 @@ TEST(BlockKeysTest, HugeBlocksUseTheStreamingPath) {
 
 }  // namespace
 }  // namespace hearsay::prefix
+
+namespace hearsay::prefix {
+namespace {
+
+TEST(CacheNamespaceTest, NamespacesNeverShareKeysAndZeroIsThePlainChain) {
+  const BlockKeyer keyer = MakeKeyer();
+  Rng rng(7);
+  const std::vector<TokenId> prompt = RandomTokens(rng, 64);
+  std::vector<BlockKey> plain, zero, a, a2, b;
+  keyer.AppendKeys(prompt, &plain);
+  AppendNamespacedKeys(keyer, 0, prompt, &zero);
+  EXPECT_EQ(zero, plain);
+  const uint64_t ns_a = keyer.NamespaceId("acme", "");
+  const uint64_t ns_b = keyer.NamespaceId("globex", "");
+  EXPECT_EQ(keyer.NamespaceId("", ""), 0u);
+  EXPECT_NE(ns_a, 0u);
+  EXPECT_NE(ns_a, ns_b);
+  EXPECT_NE(keyer.NamespaceId("acme", "s1"), ns_a);
+  EXPECT_NE(keyer.NamespaceId("acme", "s1"), keyer.NamespaceId("acme", "s2"));
+  EXPECT_NE(keyer.NamespaceId("", "s1"), 0u);
+  // Length-prefixed: moving bytes between tenant and salt changes the id.
+  EXPECT_NE(keyer.NamespaceId("ab", "c"), keyer.NamespaceId("a", "bc"));
+  // Another cluster secret names the same tenant differently.
+  EXPECT_NE(MakeKeyer({}, "llama-3-8b", "acme", "another-cluster-secret!").NamespaceId("acme", ""),
+            ns_a);
+  AppendNamespacedKeys(keyer, ns_a, prompt, &a);
+  AppendNamespacedKeys(keyer, ns_a, prompt, &a2);
+  AppendNamespacedKeys(keyer, ns_b, prompt, &b);
+  ASSERT_EQ(a.size(), plain.size() + 1);  // the namespace block's key first
+  EXPECT_EQ(a, a2);
+  const std::unordered_set<BlockKey> seen(plain.begin(), plain.end());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(seen.count(a[i]), 0u);
+    EXPECT_NE(a[i], b[i]);
+  }
+  // The namespaced keys are the chain over the namespace block and the prompt.
+  std::vector<TokenId> all = NamespaceBlock(ns_a, keyer.tokens_per_block());
+  for (const TokenId t : all) EXPECT_GE(t, 0x80000000u);
+  all.insert(all.end(), prompt.begin(), prompt.end());
+  EXPECT_EQ(keyer.Keys(all), a);
+}
+
+}  // namespace
+}  // namespace hearsay::prefix

@@ -1,0 +1,48 @@
+#include "hearsay/net/tenant_metrics.h"
+
+namespace hearsay::net {
+
+TenantMetrics::TenantMetrics(api::MetricsRegistry& registry) : registry_(registry) {
+  auth_failures_ = &registry_.AddCounter(
+      "hearsay_api_auth_failures_total",
+      "/v1 requests refused with 401: no API key, or one the API-keys file does not hold");
+}
+
+TenantMetrics::Series& TenantMetrics::For(std::string_view tenant) {
+  auto it = series_.find(tenant);
+  if (it != series_.end()) return it->second;
+  const std::string name(tenant);
+  Series s;
+  s.requests =
+      &registry_.AddCounter("hearsay_tenant_requests_total",
+                            "client requests with a valid API key, by tenant", {{"tenant", name}});
+  s.rps_limited = &registry_.AddCounter("hearsay_tenant_rate_limited_total",
+                                        "client requests refused with 429 by the tenant's limit",
+                                        {{"tenant", name}, {"limit", "rps"}});
+  s.tpm_limited = &registry_.AddCounter("hearsay_tenant_rate_limited_total",
+                                        "client requests refused with 429 by the tenant's limit",
+                                        {{"tenant", name}, {"limit", "tpm"}});
+  s.tokens = &registry_.AddCounter(
+      "hearsay_tenant_tokens_total",
+      "tokens admitted for the tenant's client requests (prompt plus max_tokens)",
+      {{"tenant", name}});
+  return series_.emplace(name, s).first->second;
+}
+
+void TenantMetrics::CountRequest(std::string_view tenant) {
+  std::lock_guard<std::mutex> lock(mu_);
+  For(tenant).requests->Increment();
+}
+
+void TenantMetrics::CountRateLimited(std::string_view tenant, std::string_view limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Series& s = For(tenant);
+  (limit == "tpm" ? s.tpm_limited : s.rps_limited)->Increment();
+}
+
+void TenantMetrics::CountTokens(std::string_view tenant, uint64_t tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  For(tenant).tokens->Increment(static_cast<double>(tokens));
+}
+
+}  // namespace hearsay::net

@@ -1,0 +1,45 @@
+// TenantMetrics: per-tenant series of GET /metrics (docs/operations.md, "Metrics"), labelled with
+// tenant names from the API-keys file, never keys or key ids. Tenants appear as they first send a
+// request; the label set is bounded by the tenants the file has ever named.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "hearsay/api/metrics.h"
+
+namespace hearsay::net {
+
+class TenantMetrics {
+ public:
+  explicit TenantMetrics(api::MetricsRegistry& registry);
+
+  // A client request of `tenant` got past the key check (before its rate limits).
+  void CountRequest(std::string_view tenant);
+  // A request of `tenant` was refused with 429 by its `limit` ("rps" or "tpm").
+  void CountRateLimited(std::string_view tenant, std::string_view limit);
+  // `tokens` (prompt plus max_tokens) admitted for `tenant`.
+  void CountTokens(std::string_view tenant, uint64_t tokens);
+  // A /v1 request without a valid API key (401).
+  void CountAuthFailure() { auth_failures_->Increment(); }
+
+ private:
+  struct Series {
+    api::Counter* requests = nullptr;
+    api::Counter* rps_limited = nullptr;
+    api::Counter* tpm_limited = nullptr;
+    api::Counter* tokens = nullptr;
+  };
+  Series& For(std::string_view tenant);
+
+  api::MetricsRegistry& registry_;
+  api::Counter* auth_failures_ = nullptr;
+  std::mutex mu_;
+  std::map<std::string, Series, std::less<>> series_;  // guarded by mu_
+};
+
+}  // namespace hearsay::net
