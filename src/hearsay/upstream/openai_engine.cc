@@ -91,6 +91,12 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   Result<std::string> body = RewriteRequestBody(
       request.api_body, options_.flavor == UpstreamFlavor::kLlamaCpp, options_.model, stream);
   if (!body.ok()) return body.status();
+  // vLLM keeps salted prefixes apart: a tenant's (or a salted request's) cache stays its own in
+  // the engine too, not only in the node's keys.
+  if (request.cache_namespace != 0 && options_.flavor == UpstreamFlavor::kVllm) {
+    body = WithCacheSalt(body.value(), request.cache_namespace);
+    if (!body.ok()) return body.status();
+  }
 
   const RequestId id = request.id;
   auto r = std::make_unique<Live>();

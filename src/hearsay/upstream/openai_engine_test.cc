@@ -602,6 +602,23 @@ TEST_F(OpenAiEngineTest, StaleOrUnreadableQueueSamplesAreNotUsed) {
   EXPECT_GE(engine_->stats().queue_poll_failures, 1u);
 }
 
+TEST_F(OpenAiEngineTest, ANamespacedRequestReachesVllmWithItsOwnCacheSalt) {
+  OpenAiEngineOptions o;
+  o.flavor = UpstreamFlavor::kVllm;
+  Make(o);
+  auto r = Req(1, 16);
+  r.api_body = R"({"model":"m","prompt":"hello world","max_tokens":4,"cache_salt":"client"})";
+  r.cache_namespace = 0xabc;
+  ASSERT_TRUE(engine_->Submit(r, &rec_).ok());
+  EXPECT_EQ(nlohmann::json::parse(LastCompletion()->request.body)["cache_salt"],
+            "hearsay-0000000000000abc");
+  // The shared namespace passes the client's body as it is.
+  auto shared = Req(2, 16);
+  shared.api_body = R"({"model":"m","prompt":"hello","max_tokens":4})";
+  ASSERT_TRUE(engine_->Submit(shared, &rec_).ok());
+  EXPECT_FALSE(nlohmann::json::parse(LastCompletion()->request.body).contains("cache_salt"));
+}
+
 TEST_F(OpenAiEngineTest, GenericUpstreamIsNotPolledForMetrics) {
   Make();
   sched_.RunFor(5s);

@@ -2,6 +2,7 @@
 #include "hearsay/upstream/upstream_response.h"
 
 #include <limits>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "hearsay/upstream/body_rewriter.h"
@@ -221,6 +222,15 @@ Result<std::string> RewriteRequestBodyTree(std::string_view body, bool llamacpp,
     j["cache_prompt"] = true;
   }
   if (!model.empty()) j["model"] = std::string(model);
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<std::string> WithCacheSalt(std::string_view body, uint64_t cache_namespace) {
+  json j = ParseUntrustedJson(body);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError("request body is not a JSON object");
+  }
+  j["cache_salt"] = fmt::format("hearsay-{:016x}", cache_namespace);
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

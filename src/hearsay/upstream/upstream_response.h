@@ -86,6 +86,11 @@ Result<std::string> RewriteRequestBody(std::string_view body, bool llamacpp, std
 Result<std::string> RewriteRequestBodyTree(std::string_view body, bool llamacpp,
                                            std::string_view model, bool stream = true);
 
+// `body` (a rewritten request) with "cache_salt" set to the namespace's own salt, "hearsay-" and
+// 16 hex digits: vLLM then keeps the namespace's prefix cache apart from every other's, whatever
+// salt the client sent (the namespace is made from the tenant and the client's salt).
+Result<std::string> WithCacheSalt(std::string_view body, uint64_t cache_namespace);
+
 // The prompt text of a request body, for matching against llama.cpp's /slots: "prompt" (string,
 // or the first string of an array) for completions, the messages' contents joined with "\n" for
 // chat. Empty when there is none.
