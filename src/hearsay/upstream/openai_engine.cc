@@ -492,25 +492,36 @@ void OpenAiEngine::Tick() {
   tick_timer_ = scheduler_.RunAfter(next, [this] { Tick(); });
 }
 
+void OpenAiEngine::Get(std::unique_ptr<UpstreamCall>& call, std::string target, Duration timeout,
+                       size_t max_body, std::function<void(GetResult)> done) {
+  UpstreamHttpRequest req;
+  req.method = "GET";
+  req.target = std::move(target);
+  req.connect_timeout = options_.connect_timeout;
+  req.response_timeout = std::max(timeout, options_.connect_timeout);
+  req.idle_timeout = req.response_timeout;
+  auto result = std::make_shared<GetResult>();
+  UpstreamCallbacks cb;
+  cb.on_headers = [result](int s) { result->http_status = s; };
+  cb.on_body = [result, max_body](std::string_view chunk) {
+    const size_t room = max_body - std::min(max_body, result->body.size());
+    if (chunk.size() > room) result->too_long = true;
+    result->body.append(chunk.substr(0, room));
+  };
+  cb.on_done = [this, &call, result, done = std::move(done)](Status s) {
+    // Released once this callback has returned (it runs inside the call).
+    scheduler_.Post([c = std::shared_ptr<UpstreamCall>(std::move(call))] {});
+    result->transport = std::move(s);
+    done(std::move(*result));
+  };
+  call = transport_.Send(std::move(req), std::move(cb));
+}
+
 void OpenAiEngine::Probe() {
   if (probe_call_) return;  // the previous probe is still out
   ++stats_.health_probes;
-  UpstreamHttpRequest req;
-  req.method = "GET";
-  req.target = options_.health_path;
-  req.connect_timeout = options_.connect_timeout;
-  req.response_timeout = std::max(options_.health_interval, options_.connect_timeout);
-  req.idle_timeout = req.response_timeout;
-  auto status = std::make_shared<int>(0);
-  probe_body_.clear();
-  UpstreamCallbacks cb;
-  cb.on_headers = [status](int s) { *status = s; };
-  cb.on_body = [this](std::string_view chunk) {
-    if (probe_body_.size() < 512) probe_body_.append(chunk.substr(0, 512));
-  };
-  cb.on_done = [this, status](Status s) {
-    scheduler_.Post([call = std::shared_ptr<UpstreamCall>(std::move(probe_call_))] {});
-    if (s.ok() && *status == 200) {
+  Get(probe_call_, options_.health_path, options_.health_interval, 512, [this](GetResult r) {
+    if (r.transport.ok() && r.http_status == 200) {
       if (!healthy_)
         SetHealthy(true, "");
       else
@@ -518,35 +529,24 @@ void OpenAiEngine::Probe() {
       return;
     }
     ++stats_.health_probe_failures;
-    RecordFailure(s.ok() ? "health probe answered HTTP " + std::to_string(*status) + ": " +
-                               UpstreamErrorMessage(probe_body_)
-                         : "health probe failed: " + s.message());
-  };
-  probe_call_ = transport_.Send(std::move(req), std::move(cb));
+    RecordFailure(r.transport.ok() ? "health probe answered HTTP " +
+                                         std::to_string(r.http_status) + ": " +
+                                         UpstreamErrorMessage(r.body)
+                                   : "health probe failed: " + r.transport.message());
+  });
 }
 
 void OpenAiEngine::Reconcile() {
   if (slots_call_ || !healthy_) return;
-  UpstreamHttpRequest req;
-  req.method = "GET";
-  req.target = "/slots";
-  req.connect_timeout = options_.connect_timeout;
-  req.response_timeout = std::max(options_.reconcile_interval, options_.connect_timeout);
-  req.idle_timeout = req.response_timeout;
-  auto status = std::make_shared<int>(0);
-  slots_body_.clear();
-  UpstreamCallbacks cb;
-  cb.on_headers = [status](int s) { *status = s; };
-  cb.on_body = [this](std::string_view chunk) {
-    constexpr size_t kMaxSlotsBody = 64 << 20;
-    if (slots_body_.size() + chunk.size() <= kMaxSlotsBody) slots_body_.append(chunk);
-  };
-  cb.on_done = [this, status](Status s) {
-    scheduler_.Post([call = std::shared_ptr<UpstreamCall>(std::move(slots_call_))] {});
+  constexpr size_t kMaxSlotsBody = 64 << 20;
+  Get(slots_call_, "/slots", options_.reconcile_interval, kMaxSlotsBody, [this](GetResult r) {
     Result<std::vector<SlotState>> slots =
-        s.ok() && *status == 200 ? ParseSlots(slots_body_)
-                                 : Result<std::vector<SlotState>>(UnavailableError(
-                                       s.ok() ? "HTTP " + std::to_string(*status) : s.message()));
+        !r.transport.ok()       ? Result<std::vector<SlotState>>(r.transport)
+        : r.http_status != 200  ? Result<std::vector<SlotState>>(
+                                      UnavailableError("HTTP " + std::to_string(r.http_status)))
+        : r.too_long            ? Result<std::vector<SlotState>>(
+                                      InvalidArgumentError("answer over 64 MiB"))
+                                : ParseSlots(r.body);
     if (!slots.ok()) {
       // Not a health signal: /slots may be disabled (llama-server --no-slots).
       if (stats_.reconcile_failures++ == 0) {
@@ -557,7 +557,7 @@ void OpenAiEngine::Reconcile() {
       }
       return;
     }
-    std::vector<std::string> held;
+  std::vector<std::string> held;
     for (const SlotState& slot : slots.value()) {
       held.push_back(std::string(NormalizeSlotText(slot.prompt)) + slot.generated);
     }
@@ -571,8 +571,7 @@ void OpenAiEngine::Reconcile() {
     ++stats_.reconciles;
     stats_.reconcile_confirmed += o.confirmed;
     stats_.reconcile_removed += o.removed;
-  };
-  slots_call_ = transport_.Send(std::move(req), std::move(cb));
+  });
 }
 
 engine::EngineLoad OpenAiEngine::Load() const {

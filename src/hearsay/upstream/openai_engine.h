@@ -47,6 +47,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -203,6 +204,18 @@ class OpenAiEngine final : public engine::Engine {
   void RecordFailure(const std::string& reason);
   void RecordSuccess();
   void SetHealthy(bool healthy, const std::string& reason);
+  // What one GET to the upstream got: the transport's status, the HTTP status, the body (at most
+  // the caller's limit) and whether the body went past it.
+  struct GetResult {
+    Status transport;
+    int http_status = 0;
+    std::string body;
+    bool too_long = false;
+  };
+  // GETs `target` from the upstream through `call` (the caller's slot, set while the call is out
+  // and released once `done` has run), keeping at most `max_body` bytes of the answer.
+  void Get(std::unique_ptr<UpstreamCall>& call, std::string target, Duration timeout,
+           size_t max_body, std::function<void(GetResult)> done);
   void Tick();
   void Probe();
   void Reconcile();
@@ -227,12 +240,8 @@ class OpenAiEngine final : public engine::Engine {
   std::unique_ptr<UpstreamCall> probe_call_;
   std::unique_ptr<UpstreamCall> slots_call_;
   std::unique_ptr<UpstreamCall> metrics_call_;
-  std::string metrics_body_;
-  bool metrics_body_too_long_ = false;
   std::optional<EngineQueueSample> engine_queue_;
   TimePoint next_queue_poll_{};
-  std::string probe_body_;
-  std::string slots_body_;
   TimerId tick_timer_ = kNoTimer;
   TimePoint next_probe_{};
   TimePoint next_reconcile_{};

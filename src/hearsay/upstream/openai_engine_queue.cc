@@ -12,50 +12,30 @@ namespace hearsay::upstream {
 
 void OpenAiEngine::PollQueue() {
   if (metrics_call_ || !healthy_) return;
-  UpstreamHttpRequest req;
-  req.method = "GET";
-  req.target = "/metrics";
-  req.connect_timeout = options_.connect_timeout;
-  req.response_timeout = std::max(options_.queue_poll_interval, options_.connect_timeout);
-  req.idle_timeout = req.response_timeout;
-  auto status = std::make_shared<int>(0);
-  metrics_body_.clear();
-  metrics_body_too_long_ = false;
-  UpstreamCallbacks cb;
-  cb.on_headers = [status](int s) { *status = s; };
-  cb.on_body = [this](std::string_view chunk) {
-    if (metrics_body_.size() + chunk.size() <= kMaxMetricsBytes) {
-      metrics_body_.append(chunk);
-    } else {
-      metrics_body_too_long_ = true;
-    }
-  };
-  cb.on_done = [this, status](Status s) {
-    scheduler_.Post([call = std::shared_ptr<UpstreamCall>(std::move(metrics_call_))] {});
-    Result<EngineQueue> queue =
-        !s.ok()                  ? Result<EngineQueue>(s)
-        : *status != 200         ? Result<EngineQueue>(UnavailableError(
-                                       "HTTP " + std::to_string(*status)))
-        : metrics_body_too_long_ ? Result<EngineQueue>(InvalidArgumentError("page too long"))
-                                 : ParseEngineQueue(options_.flavor, metrics_body_);
-    metrics_body_.clear();
-    if (!queue.ok()) {
-      engine_queue_.reset();
-      // Not a health signal: llama-server publishes /metrics only with --metrics.
-      if (stats_.queue_poll_failures++ == 0) {
-        spdlog::warn(
-            "openai engine: GET /metrics gave no queue ({}); the node counts only its own "
-            "requests to the engine until it does (llama-server needs --metrics)",
-            queue.status().message());
-      }
-      return;
-    }
-    ++stats_.queue_polls;
-    engine_queue_ = EngineQueueSample{queue.value().running, queue.value().waiting,
-                                      static_cast<uint32_t>(live_.size()),
-                                      scheduler_.clock().Now()};
-  };
-  metrics_call_ = transport_.Send(std::move(req), std::move(cb));
+  Get(metrics_call_, "/metrics", options_.queue_poll_interval, kMaxMetricsBytes,
+      [this](GetResult r) {
+        Result<EngineQueue> queue =
+            !r.transport.ok()      ? Result<EngineQueue>(r.transport)
+            : r.http_status != 200 ? Result<EngineQueue>(
+                                         UnavailableError("HTTP " + std::to_string(r.http_status)))
+            : r.too_long           ? Result<EngineQueue>(InvalidArgumentError("page too long"))
+                                   : ParseEngineQueue(options_.flavor, r.body);
+        if (!queue.ok()) {
+          engine_queue_.reset();
+          // Not a health signal: llama-server publishes /metrics only with --metrics.
+          if (stats_.queue_poll_failures++ == 0) {
+            spdlog::warn(
+                "openai engine: GET /metrics gave no queue ({}); the node counts only its own "
+                "requests to the engine until it does (llama-server needs --metrics)",
+                queue.status().message());
+          }
+          return;
+        }
+        ++stats_.queue_polls;
+        engine_queue_ = EngineQueueSample{queue.value().running, queue.value().waiting,
+                                          static_cast<uint32_t>(live_.size()),
+                                          scheduler_.clock().Now()};
+      });
 }
 
 std::optional<EngineQueueSample> OpenAiEngine::engine_queue() const {
