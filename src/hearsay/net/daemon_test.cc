@@ -14,6 +14,7 @@
 #include "hearsay/http/client.h"
 #include "hearsay/http/host_port.h"
 #include "hearsay/http/test_util.h"
+#include "hearsay/net/blocking_client_test_util.h"
 #include "hearsay/net/key_admin.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/testutil/eventually.h"
@@ -31,54 +32,8 @@ using json = nlohmann::json;
 // A fixed cluster key (tests only).
 constexpr const char* kKey = "3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhs=";
 
-struct Response {
-  int status = 0;
-  http::Headers headers;
-  std::string body;
-  Status done;
-};
-
-// Blocking HTTP calls through http::Client on its own I/O thread.
-class TestClient {
- public:
-  TestClient() : client_(io_.io()) {}
-  Response Call(const std::string& method, const std::string& host_port, const std::string& target,
-                std::string body = {}, http::Headers headers = {}) {
-    auto r = std::make_shared<Response>();
-    auto done = std::make_shared<std::promise<void>>();
-    std::future<void> f = done->get_future();
-    http::ClientRequest req;
-    req.method = method;
-    req.host_port = host_port;
-    req.target = target;
-    req.body = std::move(body);
-    req.headers = std::move(headers);
-    if (!req.body.empty()) req.headers.emplace_back("content-type", "application/json");
-    req.response_timeout = 10s;
-    http::ResponseHandlers h;
-    h.on_headers = [r](int status, const http::Headers& hs) {
-      r->status = status;
-      r->headers = hs;
-    };
-    h.on_body = [r](std::string_view chunk) { r->body.append(chunk); };
-    h.on_done = [r, done](Status s) {
-      r->done = s;
-      done->set_value();
-    };
-    client_.Send(std::move(req), std::move(h));
-    EXPECT_EQ(f.wait_for(15s), std::future_status::ready) << method << " " << target;
-    return *r;
-  }
-  Response Post(const std::string& hp, const std::string& target, const json& body,
-                http::Headers headers = {}) {
-    return Call("POST", hp, target, body.dump(), std::move(headers));
-  }
-  Response Get(const std::string& hp, const std::string& target) { return Call("GET", hp, target); }
-
- private:
-  http::testing::IoThread io_;
-  http::Client client_;
-};
+using Response = testing::BlockingResponse;
+using TestClient = testing::BlockingClient;
 
 std::string KeyFile() {
   const std::string path =

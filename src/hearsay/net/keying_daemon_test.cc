@@ -10,6 +10,7 @@
 
 #include "hearsay/http/client.h"
 #include "hearsay/http/test_util.h"
+#include "hearsay/net/blocking_client_test_util.h"
 #include "hearsay/net/daemon.h"
 #include "hearsay/net/fake_tokenizing_engine_test_util.h"
 
@@ -20,38 +21,8 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 using testing::FakeTokenizingEngine;
 
-struct Reply {
-  int status = 0;
-  std::string body;
-};
-
-class Caller {
- public:
-  Caller() : client_(io_.io()) {}
-  Reply Call(const std::string& method, const std::string& hp, const std::string& target,
-             std::string body = {}) {
-    auto r = std::make_shared<Reply>();
-    auto done = std::make_shared<std::promise<void>>();
-    std::future<void> f = done->get_future();
-    http::ClientRequest req;
-    req.method = method;
-    req.host_port = hp;
-    req.target = target;
-    req.body = std::move(body);
-    if (!req.body.empty()) req.headers.emplace_back("content-type", "application/json");
-    http::ResponseHandlers h;
-    h.on_headers = [r](int s, const http::Headers&) { r->status = s; };
-    h.on_body = [r](std::string_view c) { r->body.append(c); };
-    h.on_done = [done](Status) { done->set_value(); };
-    client_.Send(std::move(req), std::move(h));
-    EXPECT_EQ(f.wait_for(15s), std::future_status::ready);
-    return *r;
-  }
-
- private:
-  http::testing::IoThread io_;
-  http::Client client_;
-};
+using Reply = testing::BlockingResponse;
+using Caller = testing::BlockingClient;
 
 // The value of one sample line of the Prometheus text, or -1.
 double Metric(const std::string& text, const std::string& series) {

@@ -19,6 +19,7 @@
 #include "hearsay/http/peer_headers.h"
 #include "hearsay/http/test_util.h"
 #include "hearsay/net/api_keys.h"
+#include "hearsay/net/blocking_client_test_util.h"
 #include "hearsay/net/daemon.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/testutil/eventually.h"
@@ -32,48 +33,10 @@ using testutil::Eventually;
 
 constexpr const char* kClusterKey = "3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhs=";
 
-struct Reply {
-  int status = 0;
-  http::Headers headers;
-  std::string body;
-  std::chrono::steady_clock::duration elapsed{};
-  std::optional<std::string> Header(std::string_view name) const {
-    auto v = http::FindHeader(headers, name);
-    return v ? std::optional<std::string>(*v) : std::nullopt;
-  }
-};
+using Reply = testing::BlockingResponse;
 
-class Caller {
+class Caller : public testing::BlockingClient {
  public:
-  Caller() : client_(io_.io()) {}
-  Reply Call(const std::string& method, const std::string& hp, const std::string& target,
-             std::string body = {}, http::Headers headers = {}) {
-    auto r = std::make_shared<Reply>();
-    auto done = std::make_shared<std::promise<void>>();
-    std::future<void> f = done->get_future();
-    http::ClientRequest req;
-    req.method = method;
-    req.host_port = hp;
-    req.target = target;
-    req.body = std::move(body);
-    req.headers = std::move(headers);
-    if (!req.body.empty()) req.headers.emplace_back("content-type", "application/json");
-    req.response_timeout = 10s;
-    http::ResponseHandlers h;
-    const auto start = std::chrono::steady_clock::now();
-    h.on_headers = [r](int s, const http::Headers& hs) {
-      r->status = s;
-      r->headers = hs;
-    };
-    h.on_body = [r](std::string_view c) { r->body.append(c); };
-    h.on_done = [r, done, start](Status) {
-      r->elapsed = std::chrono::steady_clock::now() - start;
-      done->set_value();
-    };
-    client_.Send(std::move(req), std::move(h));
-    EXPECT_EQ(f.wait_for(15s), std::future_status::ready);
-    return *r;
-  }
   // A completion of `prompt` (max_tokens 1) with `key` as its bearer token (none if empty).
   Reply Complete(const std::string& hp, const std::string& key, const std::string& prompt,
                  const json& extra = json::object(), http::Headers headers = {}) {
@@ -82,10 +45,6 @@ class Caller {
     if (!key.empty()) headers.emplace_back("authorization", "Bearer " + key);
     return Call("POST", hp, "/v1/completions", body.dump(), std::move(headers));
   }
-
- private:
-  http::testing::IoThread io_;
-  http::Client client_;
 };
 
 int CachedTokens(const Reply& r) {
