@@ -8,22 +8,14 @@
 #include <sstream>
 
 #include "hearsay/sim/experiment_results.h"
+#include "hearsay/sim/experiment_test_util.h"
 
 namespace hearsay::sim {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadFile;
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = testing::TempDir() + "/hearsay_experiment_" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+std::string FreshDir(const std::string& name) { return testing::FreshDir("hearsay_experiment_", name); }
 
 // A fake simulator: figures are a pure function of the config, with the policies ordered so
 // that the report's verdicts are predictable.

@@ -8,21 +8,14 @@
 #include <set>
 #include <sstream>
 
+#include "hearsay/sim/experiment_test_util.h"
+
 namespace hearsay::sim {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadFile;
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = testing::TempDir() + "/hearsay_peers_" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+std::string FreshDir(const std::string& name) { return testing::FreshDir("hearsay_peers_", name); }
 
 TEST(PeersExperimentTest, SystemsCoverEveryPeerCentralAndReplicated) {
   std::set<std::string> labels;
