@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -51,6 +53,50 @@ uint32_t PromptWords(const json& body, bool chat) {
 
 std::string Event(const json& data) { return "data: " + data.dump() + "\n\n"; }
 
+std::string RenderModels(const FakeOpenAiUpstream::Models& m) {
+  using F = FakeOpenAiUpstream::ModelsFormat;
+  json data = json::array();
+  json ollama = json::array();
+  for (const std::string& name : m.models) {
+    json e = {{"id", name}, {"object", "model"}, {"created", 1764672000}};
+    switch (m.format) {
+      case F::kLlamaCpp:
+        e["owned_by"] = "llamacpp";
+        e["meta"] = {{"vocab_type", 2}, {"n_vocab", 32000}, {"n_ctx_train", m.context_length}};
+        ollama.push_back({{"name", name}, {"model", name}, {"type", "model"}});
+        break;
+      case F::kVllm:
+        e["owned_by"] = "vllm";
+        e["root"] = name;
+        e["parent"] = nullptr;
+        e["max_model_len"] = m.context_length;
+        e["permission"] = json::array();
+        break;
+      case F::kSglang:
+        e["owned_by"] = "sglang";
+        e["root"] = name;
+        e["max_model_len"] = m.context_length;
+        break;
+    }
+    data.push_back(std::move(e));
+  }
+  // llama-server lists its LoRA adapters elsewhere (/lora-adapters), not here.
+  if (m.format != F::kLlamaCpp && !m.models.empty()) {
+    for (const std::string& a : m.adapters) {
+      data.push_back({{"id", a},
+                      {"object", "model"},
+                      {"created", 1764672000},
+                      {"owned_by", m.format == F::kVllm ? "vllm" : "sglang"},
+                      {"root", "/adapters/" + a},
+                      {"parent", m.models.front()},
+                      {"max_model_len", nullptr}});
+    }
+  }
+  json page = {{"object", "list"}, {"data", std::move(data)}};
+  if (m.format == F::kLlamaCpp) page["models"] = std::move(ollama);
+  return page.dump();
+}
+
 }  // namespace
 
 struct FakeOpenAiUpstream::Impl {
@@ -66,6 +112,17 @@ struct FakeOpenAiUpstream::Impl {
   std::string error_message = "the fake engine failed";
   std::string text = " tok";
   std::vector<std::shared_ptr<http::Responder>> held;
+  Models models;
+  Delays delays;
+  // Answers in progress under set_delays(), each with its timer; erased when done.
+  struct Delayed {
+    explicit Delayed(boost::asio::io_context& io) : timer(io) {}
+    boost::asio::steady_timer timer;
+    std::shared_ptr<http::Responder> responder;
+    std::vector<Step> steps;
+    size_t next = 0;
+  };
+  std::vector<std::shared_ptr<Delayed>> delayed;
 };
 
 FakeOpenAiUpstream::FakeOpenAiUpstream() : impl_(std::make_unique<Impl>()) {
@@ -90,6 +147,7 @@ FakeOpenAiUpstream::~FakeOpenAiUpstream() {
   impl_->work.reset();
   impl_->io.stop();
   impl_->thread.join();
+  impl_->delayed.clear();  // the I/O thread is gone: no race with its handlers
 }
 
 uint16_t FakeOpenAiUpstream::port() const { return impl_->port; }
@@ -114,6 +172,53 @@ std::string FakeOpenAiUpstream::text() const {
   return impl_->text;
 }
 
+void FakeOpenAiUpstream::set_models(Models models) {
+  std::lock_guard lock(impl_->mu);
+  impl_->models = std::move(models);
+}
+
+std::string FakeOpenAiUpstream::models_page() const {
+  std::lock_guard lock(impl_->mu);
+  return RenderModels(impl_->models);
+}
+
+void FakeOpenAiUpstream::set_delays(Delays delays) {
+  std::lock_guard lock(impl_->mu);
+  impl_->delays = delays;
+}
+
+void FakeOpenAiUpstream::RunDelayed(std::shared_ptr<http::Responder> responder,
+                                    std::vector<Step> steps) {
+  auto d = std::make_shared<Impl::Delayed>(impl_->io);
+  d->responder = std::move(responder);
+  d->steps = std::move(steps);
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->delayed.push_back(d);
+  }
+  // Each step arms the timer for the next; the handler holds the answer weakly, so the
+  // destructor can drop it.
+  auto arm = std::make_shared<std::function<void(std::weak_ptr<Impl::Delayed>)>>();
+  *arm = [this, arm](std::weak_ptr<Impl::Delayed> weak) {
+    std::shared_ptr<Impl::Delayed> d = weak.lock();
+    if (!d) return;
+    if (d->next == d->steps.size()) {
+      std::lock_guard lock(impl_->mu);
+      std::erase(impl_->delayed, d);
+      return;
+    }
+    const Step& step = d->steps[d->next];
+    d->timer.expires_after(std::chrono::microseconds(static_cast<int64_t>(step.delay_ms * 1000)));
+    d->timer.async_wait([this, arm, weak](const boost::system::error_code& ec) {
+      std::shared_ptr<Impl::Delayed> d = weak.lock();
+      if (ec || !d) return;
+      d->steps[d->next++].run(*d->responder);
+      (*arm)(weak);
+    });
+  };
+  (*arm)(d);
+}
+
 void FakeOpenAiUpstream::Handle(http::Request req, std::shared_ptr<http::Responder> res) {
   ++requests_;
   const Mode mode = mode_.load();
@@ -126,6 +231,7 @@ void FakeOpenAiUpstream::Handle(http::Request req, std::shared_ptr<http::Respond
                         status == 200 ? R"({"status":"ok"})" : ErrorBody("Loading model"));
   }
   if (req.path == "/slots") return res->Respond(200, kJson, "[]");
+  if (req.path == "/v1/models") return res->Respond(200, kJson, models_page());
   if (req.path == "/metrics") {
     return res->Respond(200, {{"content-type", "text/plain; version=0.0.4"}},
                         "llamacpp:requests_processing " + std::to_string(other_running_.load()) +
@@ -138,7 +244,7 @@ void FakeOpenAiUpstream::Handle(http::Request req, std::shared_ptr<http::Respond
   ++completions_;
   switch (mode) {
     case Mode::kOk:
-      return Answer(req, *res);
+      return Answer(req, std::move(res));
     case Mode::kServerError: {
       std::lock_guard lock(impl_->mu);
       return res->Respond(impl_->error_status, kJson, ErrorBody(impl_->error_message));
@@ -160,7 +266,9 @@ void FakeOpenAiUpstream::Handle(http::Request req, std::shared_ptr<http::Respond
   }
 }
 
-void FakeOpenAiUpstream::Answer(const http::Request& req, http::Responder& res) {
+void FakeOpenAiUpstream::Answer(const http::Request& req,
+                                std::shared_ptr<http::Responder> responder) {
+  http::Responder& res = *responder;
   const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (!body.is_object()) return res.Respond(400, kJson, ErrorBody("the body is not a JSON object"));
   const bool chat = req.path == "/v1/chat/completions";
@@ -184,6 +292,17 @@ void FakeOpenAiUpstream::Answer(const http::Request& req, http::Responder& res) 
   const json usage_block = {{"prompt_tokens", prompt_tokens},
                             {"completion_tokens", max_tokens},
                             {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  Delays delays;
+  {
+    std::lock_guard lock(impl_->mu);
+    delays = impl_->delays;
+  }
+  const double first_ms =
+      delays.base_ms + delays.prefill_ms_per_token * static_cast<double>(prompt_tokens - cached);
+  const bool timed = first_ms > 0 || delays.decode_ms_per_token > 0;
+  const json timings = {{"cache_n", cached},
+                        {"prompt_n", prompt_tokens - cached},
+                        {"prompt_ms", timed ? first_ms : 1.0}};
   if (!body.value("stream", false)) {
     // One answer, as servers give a client that does not stream (llama.cpp adds its timings).
     std::string all;
@@ -196,23 +315,37 @@ void FakeOpenAiUpstream::Answer(const http::Request& req, http::Responder& res) 
                                  {"finish_reason", "length"}}
                           : json{{"index", 0}, {"text", all}, {"finish_reason", "length"}}});
     a["usage"] = usage_block;
-    a["timings"] = {{"cache_n", cached}, {"prompt_n", prompt_tokens - cached}, {"prompt_ms", 1.0}};
-    return res.Respond(200, kJson, a.dump());
+    a["timings"] = timings;
+    if (!timed) return res.Respond(200, kJson, a.dump());
+    const double all_ms = first_ms + delays.decode_ms_per_token * (max_tokens - 1);
+    return RunDelayed(std::move(responder),
+                      {{all_ms, [a](http::Responder& r) { r.Respond(200, kJson, a.dump()); }}});
   }
-  res.StartStream(200, {{"content-type", "text/event-stream"}});
+  std::vector<std::string> events;
   for (uint32_t i = 0; i < max_tokens; ++i) {
     json c = chunk(text, nullptr);
-    if (i == 0) {
-      c["timings"] = {
-          {"cache_n", cached}, {"prompt_n", prompt_tokens - cached}, {"prompt_ms", 1.0}};
-    }
-    res.Write(Event(c));
+    if (i == 0) c["timings"] = timings;
+    events.push_back(Event(c));
   }
   json usage = head;
   usage["choices"] = json::array();
   usage["usage"] = usage_block;
-  res.Write(Event(chunk("", "length")) + Event(usage) + "data: [DONE]\n\n");
-  res.End();
+  events.back() += Event(chunk("", "length")) + Event(usage) + "data: [DONE]\n\n";
+  res.StartStream(200, {{"content-type", "text/event-stream"}});
+  if (!timed) {
+    for (std::string& e : events) res.Write(std::move(e));
+    return res.End();
+  }
+  std::vector<Step> steps;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const bool last = i + 1 == events.size();
+    steps.push_back({i == 0 ? first_ms : delays.decode_ms_per_token,
+                     [e = std::move(events[i]), last](http::Responder& r) {
+                       r.Write(e);
+                       if (last) r.End();
+                     }});
+  }
+  RunDelayed(std::move(responder), std::move(steps));
 }
 
 }  // namespace hearsay::testkit

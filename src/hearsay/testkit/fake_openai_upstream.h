@@ -5,6 +5,12 @@
 // requests set by set_other_clients()), and `timings` (cache_n, prompt_n) in the first streamed
 // chunk. A test switches its behaviour at any moment with set_mode().
 //
+// GET /v1/models lists the models set by set_models() (default one, "fake-model") in the shape of
+// llama.cpp, vLLM or SGLang (served_models.h), adapters as vLLM lists them (entries with a
+// `parent`). set_delays() makes completions take real time, as an engine's prefill and decode do:
+// the first chunk comes base + prefill x uncached words after the request, each further token
+// decode later (streamed; an answer in one piece comes after all of it).
+//
 // The answer to a completion (Mode::kOk) is derived from the request, so a test can check what
 // came back: with "stream": true, max_tokens chunks (1 when absent) of text() each as SSE, then a
 // chunk with finish_reason "length", a usage chunk and [DONE]; otherwise one JSON answer with
@@ -20,8 +26,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace hearsay::http {
 struct Request;
@@ -32,6 +40,21 @@ namespace hearsay::testkit {
 
 class FakeOpenAiUpstream {
  public:
+  enum class ModelsFormat { kLlamaCpp, kVllm, kSglang };
+  // What GET /v1/models lists: `models` (each with `context_length`), and `adapters` of the
+  // first model.
+  struct Models {
+    ModelsFormat format = ModelsFormat::kLlamaCpp;
+    std::vector<std::string> models = {"fake-model"};
+    std::vector<std::string> adapters;
+    uint32_t context_length = 4096;
+  };
+  // Completion times in real time (all 0 by default: answers at once).
+  struct Delays {
+    double base_ms = 0;                  // before the first chunk, whatever the prompt
+    double prefill_ms_per_token = 0;     // per uncached prompt word (the half not cached)
+    double decode_ms_per_token = 0;      // between output tokens
+  };
   enum class Mode {
     kOk,           // answer every completion (see the file comment)
     kDown,         // 503 "Loading model" to every request, /health included (a loading engine)
@@ -69,6 +92,10 @@ class FakeOpenAiUpstream {
   // The text of each answer chunk (default " tok").
   void set_text(std::string text);
   std::string text() const;
+  void set_models(Models models);
+  // The /v1/models page as it is now (what the fake answers).
+  std::string models_page() const;
+  void set_delays(Delays delays);
 
   // Completion requests received (any mode but kDown), and requests of any kind.
   int completions() const { return completions_; }
@@ -78,7 +105,13 @@ class FakeOpenAiUpstream {
   struct Impl;
   // Runs on the fake's I/O thread.
   void Handle(http::Request request, std::shared_ptr<http::Responder> responder);
-  void Answer(const http::Request& request, http::Responder& responder);
+  void Answer(const http::Request& request, std::shared_ptr<http::Responder> responder);
+  // Runs `steps` in order on the I/O thread, each `delay_ms` after the one before.
+  struct Step {
+    double delay_ms;
+    std::function<void(http::Responder&)> run;
+  };
+  void RunDelayed(std::shared_ptr<http::Responder> responder, std::vector<Step> steps);
 
   std::unique_ptr<Impl> impl_;
   std::atomic<Mode> mode_{Mode::kOk};

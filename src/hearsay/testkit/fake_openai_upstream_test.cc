@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -120,6 +121,49 @@ TEST(FakeOpenAiUpstreamTest, FaultModes) {
   EXPECT_EQ(HttpGet(fake.address(), "/v2/nothing", 5s)->status, 404);
   fake.Close();
   EXPECT_FALSE(HttpGet(fake.address(), "/health", 2s).ok()) << "closed: the port refuses";
+}
+
+TEST(FakeOpenAiUpstreamTest, ListsModelsInEachEnginesShape) {
+  FakeOpenAiUpstream fake;
+  json page = json::parse(HttpGet(fake.address(), "/v1/models", 5s)->body);
+  EXPECT_EQ(page["data"][0]["id"], "fake-model");
+  EXPECT_EQ(page["data"][0]["meta"]["n_ctx_train"], 4096) << "llama.cpp by default";
+  EXPECT_EQ(page["models"][0]["name"], "fake-model");
+
+  using F = FakeOpenAiUpstream::ModelsFormat;
+  fake.set_models({F::kVllm, {"base"}, {"lora-a", "lora-b"}, 8192});
+  page = json::parse(HttpGet(fake.address(), "/v1/models", 5s)->body);
+  ASSERT_EQ(page["data"].size(), 3u);
+  EXPECT_TRUE(page["data"][0]["parent"].is_null());
+  EXPECT_EQ(page["data"][0]["max_model_len"], 8192);
+  EXPECT_EQ(page["data"][2]["id"], "lora-b");
+  EXPECT_EQ(page["data"][2]["parent"], "base");
+
+  fake.set_models({F::kSglang, {"m1", "m2"}, {}, 1024});
+  page = json::parse(HttpGet(fake.address(), "/v1/models", 5s)->body);
+  ASSERT_EQ(page["data"].size(), 2u);
+  EXPECT_EQ(page["data"][1]["owned_by"], "sglang");
+  EXPECT_FALSE(page["data"][1].contains("parent"));
+}
+
+TEST(FakeOpenAiUpstreamTest, DelaysTakeRealTimeAndAreReportedAsPromptMs) {
+  FakeOpenAiUpstream fake;
+  fake.set_delays({.base_ms = 5, .prefill_ms_per_token = 2, .decode_ms_per_token = 3});
+  const auto start = std::chrono::steady_clock::now();
+  Result<HttpResponse> r = HttpPostJson(
+      fake.address(), "/v1/completions",
+      R"({"model":"m","prompt":"a b c d e f g h i j","max_tokens":4,"stream":true})", 5s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::vector<json> ev = Events(r->body);
+  ASSERT_EQ(ev.size(), 7u) << r->body;
+  EXPECT_DOUBLE_EQ(ev[0]["timings"]["prompt_ms"].get<double>(), 5 + 2 * 5);
+  // A lower bound only: 5 ms + 5 uncached words x 2 ms, then 3 gaps of 3 ms.
+  EXPECT_GE(took, 24ms);
+  r = HttpPostJson(fake.address(), "/v1/completions",
+                   R"({"model":"m","prompt":"a b","max_tokens":2})", 5s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(json::parse(r->body)["usage"]["completion_tokens"], 2);
 }
 
 }  // namespace
