@@ -22,6 +22,8 @@ void AddDemoCommand(CLI::App& app, int& exit_code);
 void AddBenchCommand(CLI::App& app, int& exit_code);
 // `hearsay status`: the cluster as one node sees it (status_command.cc).
 void AddStatusCommand(CLI::App& app, int& exit_code);
+// `hearsay calibrate`: an engine's speed as a cost model preset (calibrate_command.cc).
+void AddCalibrateCommand(CLI::App& app, int& exit_code);
 // `hearsay sim demo`, registered under `sim`; returns the subcommand (sim_demo_command.cc).
 CLI::App* AddSimDemoCommand(CLI::App& sim, int& exit_code);
 // `hearsay sim gossip`, registered under `sim`; returns the subcommand (sim_gossip_command.cc).

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   hearsay::cli::AddDemoCommand(app, exit_code);
   hearsay::cli::AddBenchCommand(app, exit_code);
   hearsay::cli::AddStatusCommand(app, exit_code);
+  hearsay::cli::AddCalibrateCommand(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

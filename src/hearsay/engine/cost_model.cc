@@ -1,6 +1,7 @@
 #include "hearsay/engine/cost_model.h"
 
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -44,6 +45,53 @@ constexpr std::array<std::string_view, kPresets.size()> kPresetNames = [] {
 
 bool ValidCoefficient(double v) { return std::isfinite(v) && v >= 0; }
 
+// The spec's keys, in Spec()'s order, and where each goes.
+struct SpecKey {
+  std::string_view key;
+  double CostParams::*field;
+};
+constexpr std::array<SpecKey, 5> kSpecKeys = {{{"t0", &CostParams::t0_ms},
+                                               {"a", &CostParams::a_ms_per_token},
+                                               {"b", &CostParams::b_ms_per_token2},
+                                               {"d1", &CostParams::d1_ms_per_seq},
+                                               {"d2", &CostParams::d2_ms_per_ctx_token}}};
+
+Result<CostModel> ParseSpec(std::string_view spec) {
+  CostParams p;
+  std::array<bool, kSpecKeys.size()> seen{};
+  while (!spec.empty()) {
+    const size_t comma = spec.find(',');
+    const std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    const size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq);
+    size_t k = 0;
+    while (k < kSpecKeys.size() && kSpecKeys[k].key != key) ++k;
+    if (eq == std::string_view::npos || k == kSpecKeys.size()) {
+      return InvalidArgumentError("cost model coefficients: '" + std::string(item) +
+                                  "' is not one of t0=, a=, b=, d1=, d2=");
+    }
+    if (seen[k]) return InvalidArgumentError("cost model coefficients: " + std::string(key) + " twice");
+    seen[k] = true;
+    const std::string_view text = item.substr(eq + 1);
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+        !ValidCoefficient(v)) {
+      return InvalidArgumentError("cost model coefficients: " + std::string(key) +
+                                  " must be a finite number >= 0, not '" + std::string(text) + "'");
+    }
+    p.*kSpecKeys[k].field = v;
+  }
+  for (size_t k = 0; k < kSpecKeys.size(); ++k) {
+    if (!seen[k]) {
+      return InvalidArgumentError("cost model coefficients: " + std::string(kSpecKeys[k].key) +
+                                  "= is missing (all of t0, a, b, d1, d2 are needed)");
+    }
+  }
+  return CostModel(p);
+}
+
 }  // namespace
 
 Result<CostModel> CostModel::Create(const CostParams& params) {
@@ -56,6 +104,7 @@ Result<CostModel> CostModel::Create(const CostParams& params) {
 }
 
 Result<CostModel> CostModel::FromPreset(std::string_view name) {
+  if (name.find('=') != std::string_view::npos) return ParseSpec(name);
   for (const Preset& p : kPresets) {
     if (p.name == name) return CostModel(p.params);
   }
@@ -68,6 +117,19 @@ Result<CostModel> CostModel::FromPreset(std::string_view name) {
 }
 
 std::span<const std::string_view> CostModel::PresetNames() { return kPresetNames; }
+
+std::string CostModel::Spec() const {
+  std::string out;
+  for (const SpecKey& k : kSpecKeys) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), p_.*k.field);
+    if (!out.empty()) out += ',';
+    out += k.key;
+    out += '=';
+    out.append(buf, ec == std::errc() ? end : buf);
+  }
+  return out;
+}
 
 double CostModel::IterationMs(const IterationShape& s) const {
   return p_.t0_ms + p_.a_ms_per_token * static_cast<double>(s.prefill_tokens) +

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "hearsay/common/status.h"
@@ -78,8 +79,13 @@ class CostModel {
 
   // A model from coefficients that must all be finite and >= 0 (INVALID_ARGUMENT otherwise).
   static Result<CostModel> Create(const CostParams& params);
-  // The preset called `name`; NOT_FOUND for an unknown name, with the valid names in the message.
+  // The preset called `name`, or explicit coefficients in the form Spec() prints
+  // ("t0=6,a=0.03,b=1.5e-6,d1=0.05,d2=4e-5", what `hearsay calibrate` measures): every one of the
+  // five keys exactly once, in any order. NOT_FOUND for an unknown name, with the valid names in
+  // the message; INVALID_ARGUMENT for malformed coefficients.
   static Result<CostModel> FromPreset(std::string_view name);
+  // The coefficients as FromPreset reads them back (shortest round-trip decimal form).
+  std::string Spec() const;
   // The names FromPreset accepts, in a fixed order: "h100-llama3-8b", "a100-llama3-8b",
   // "consumer", "llama-tiny-cpu".
   static std::span<const std::string_view> PresetNames();

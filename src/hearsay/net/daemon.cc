@@ -289,10 +289,12 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
   // Gossip draws from rng_ on timers: routing draws from its own stream, so that the same seed
   // and the same requests give the same choices.
   no.policy_options.decision_seed = rng_->NextU64();
-  if (c.engine == "sim") {
-    HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cm, engine::CostModel::FromPreset(c.engine_preset));
-    no.policy_options.cost = node::RouterCostModel(cm.params());
-  } else {
+  // The engine's cost model prices routing: the simulated engine's own, or for an upstream the
+  // starting point (a preset, or the coefficients `hearsay calibrate` measured) that measured
+  // speeds then scale.
+  HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cm, engine::CostModel::FromPreset(c.engine_preset));
+  no.policy_options.cost = node::RouterCostModel(cm.params());
+  if (c.engine != "sim") {
     // An upstream engine's speed is only known by measuring it (a CPU llama.cpp is ~100x slower
     // per token than the default model): without this, cache savings would be priced at GPU speed
     // against real queue waits, and routing would all but ignore the caches.

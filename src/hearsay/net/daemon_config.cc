@@ -102,7 +102,10 @@ const std::vector<Setting>& Table() {
         "inference engine: sim (embedded simulator) or openai (an OpenAI-compatible server at "
         "engine.upstream; docs/engines.md)"},
        &C::engine},
-      {{"engine.preset", "engine-preset", K::kString, "simulated engine's cost model preset"},
+      {{"engine.preset", "engine-preset", K::kString,
+        "engine's cost model: a preset name (h100-llama3-8b, a100-llama3-8b, consumer, "
+        "llama-tiny-cpu) or coefficients t0=,a=,b=,d1=,d2= as `hearsay calibrate` prints them; "
+        "the simulated engine runs at it, an upstream's routing starts from it"},
        &C::engine_preset},
       {{"engine.capacity_tokens", "capacity-tokens", K::kUInt,
         "engine's KV (prefix-cache) capacity, in tokens (for openai: the upstream's, as configured "
