@@ -131,6 +131,12 @@ const std::vector<Setting>& Table() {
        &C::upstream_queue_poll_ms,
        0,
        kHour},
+      {{"engine.upstream_models_poll_ms", "upstream-models-poll-ms", K::kUInt,
+        "period of GET /v1/models for what the engine serves (models, adapters); 0: read only "
+        "until the first good answer"},
+       &C::upstream_models_poll_ms,
+       0,
+       kHour},
       {{"engine.tokenize_timeout_ms", "tokenize-timeout-ms", K::kUInt,
         "engine tokenizer: longest wait for the upstream's /tokenize before falling back to "
         "bytes keying for that request"},

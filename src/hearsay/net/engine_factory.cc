@@ -37,6 +37,7 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
     o.max_in_flight = static_cast<uint32_t>(config.max_concurrent_requests);
     o.slots_authoritative = config.upstream_slots_authoritative;
     o.queue_poll_interval = std::chrono::milliseconds(config.upstream_queue_poll_ms);
+    o.models_poll_interval = std::chrono::milliseconds(config.upstream_models_poll_ms);
     o.keying = KeyingDescription(config);
     o.first_token_timeout = std::chrono::milliseconds(config.upstream_first_token_timeout_ms);
     o.answer_timeout = std::chrono::milliseconds(config.upstream_answer_timeout_ms);

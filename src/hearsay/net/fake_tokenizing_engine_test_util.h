@@ -78,6 +78,9 @@ class FakeTokenizingEngine {
     const http::Headers json_headers = {{"content-type", "application/json"}};
     if (req.path == "/health") return res->Respond(200, json_headers, R"({"status":"ok"})");
     if (req.path == "/slots") return res->Respond(200, json_headers, "[]");
+    if (req.path == "/v1/models") {
+      return res->Respond(200, json_headers, R"({"object":"list","data":[{"id":"fake"}]})");
+    }
     if (req.path == "/metrics") {
       return res->Respond(200, {{"content-type", "text/plain; version=0.0.4"}},
                           "llamacpp:requests_processing 0\nllamacpp:requests_deferred 0\n");

@@ -52,6 +52,14 @@ KeyingMetrics::KeyingMetrics(api::MetricsRegistry& r) {
       &r.AddCounter("hearsay_upstream_queue_polls_total", polls, {{"result", "ok"}});
   queue_polls_failed_.counter =
       &r.AddCounter("hearsay_upstream_queue_polls_total", polls, {{"result", "failed"}});
+  const char* models = "Reads of the engine's GET /v1/models, which says what it serves";
+  models_polls_ok_.counter =
+      &r.AddCounter("hearsay_upstream_models_polls_total", models, {{"result", "ok"}});
+  models_polls_failed_.counter =
+      &r.AddCounter("hearsay_upstream_models_polls_total", models, {{"result", "failed"}});
+  models_changes_.counter =
+      &r.AddCounter("hearsay_upstream_models_changes_total",
+                    "Reads of /v1/models that changed what the engine serves (the first included)");
   const char* queue = "Requests the engine reports on its /metrics page (0 without a fresh sample)";
   engine_running_ =
       &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "running"}});
@@ -85,6 +93,9 @@ void KeyingMetrics::Refresh(const PromptTokenizerStats& t, const upstream::OpenA
   window_estimated_under_->Set(static_cast<double>(engine->drift().under_tokens()));
   queue_polls_ok_.Sync(s.queue_polls);
   queue_polls_failed_.Sync(s.queue_poll_failures);
+  models_polls_ok_.Sync(s.models_polls);
+  models_polls_failed_.Sync(s.models_poll_failures);
+  models_changes_.Sync(s.models_changes);
   const std::optional<upstream::EngineQueueSample> q = engine->engine_queue();
   engine_running_->Set(q ? q->running : 0);
   engine_waiting_->Set(q ? q->waiting : 0);

@@ -38,6 +38,7 @@ class KeyingMetrics {
   Mirror evidence_, estimated_, reported_, upstream_reported_, upstream_prompt_;
   Mirror overestimates_, underestimates_, stale_cut_, drift_alarms_;
   Mirror queue_polls_ok_, queue_polls_failed_;
+  Mirror models_polls_ok_, models_polls_failed_, models_changes_;
   api::Gauge* drift_ratio_ = nullptr;
   api::Gauge* unreliable_ = nullptr;
   api::Gauge* window_estimated_over_ = nullptr;

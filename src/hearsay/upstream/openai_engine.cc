@@ -60,6 +60,7 @@ OpenAiEngine::~OpenAiEngine() {
   if (probe_call_) probe_call_->Cancel();
   if (slots_call_) slots_call_->Cancel();
   if (metrics_call_) metrics_call_->Cancel();
+  if (models_call_) models_call_->Cancel();
 }
 
 Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserver* observer) {
@@ -483,7 +484,16 @@ void OpenAiEngine::Tick() {
     next_queue_poll_ = now + options_.queue_poll_interval;
     PollQueue();
   }
+  // Without a period, only until the first good read.
+  const bool poll_models = options_.models_poll_interval > Duration::zero();
+  if (now >= next_models_poll_ && (poll_models || !served_models_)) {
+    next_models_poll_ = now + (poll_models ? options_.models_poll_interval : options_.health_interval);
+    PollModels();
+  }
   Duration next = options_.health_interval;
+  if (options_.models_poll_interval > Duration::zero()) {
+    next = std::min(next, options_.models_poll_interval);
+  }
   if (options_.reconcile_interval > Duration::zero()) {
     next = std::min(next, options_.reconcile_interval);
   }

@@ -31,6 +31,11 @@
 // once per drift.log_interval) and the tracker goes evidence-only: predictions stop counting for
 // routing and gossip until the evidence agrees again.
 //
+// Served models. GET /v1/models is read at start and every models_poll_interval
+// (openai_engine_models.cc): served_models() is the last list read, and the callback set by
+// set_on_served_models() runs whenever it changes. A failed read keeps the last list (a restart
+// in progress is not a change of model) and is counted.
+//
 // Faults. A connection failure, a timeout (connect, first token, stream idle), a 5xx, an error
 // event or an undecodable stream fail the request with a clear status (before the first token:
 // the node retries elsewhere or tells the client; after it: the stream ends with an error) and
@@ -65,6 +70,7 @@
 #include "hearsay/upstream/chunk_stream_decoder.h"
 #include "hearsay/upstream/drift_detector.h"
 #include "hearsay/upstream/openai_engine_options.h"
+#include "hearsay/upstream/served_models.h"
 #include "hearsay/upstream/upstream_transport.h"
 
 namespace hearsay::upstream {
@@ -103,6 +109,9 @@ struct OpenAiEngineStats {
   uint64_t reconcile_removed = 0;
   uint64_t queue_polls = 0;          // /metrics pages read
   uint64_t queue_poll_failures = 0;  // /metrics unreachable, refused or unreadable
+  uint64_t models_polls = 0;          // /v1/models pages read
+  uint64_t models_poll_failures = 0;  // /v1/models unreachable, refused or unreadable
+  uint64_t models_changes = 0;        // reads that changed what the engine serves
 };
 
 // The engine's queue by its own count, as last read from its /metrics page.
@@ -149,6 +158,12 @@ class OpenAiEngine final : public engine::Engine {
   const CacheTracker& tracker() const { return tracker_; }
   // Decode ms per output token (median of recent answers); 0 before the first.
   double decode_ms_per_token() const { return decode_speed_.value(); }
+  // What the engine serves, as its /v1/models last said; nullopt before the first good read.
+  const std::optional<ServedModels>& served_models() const { return served_models_; }
+  // Runs (on the core thread) each time served_models() changes, the first read included.
+  void set_on_served_models(std::function<void(const ServedModels&)> cb) {
+    on_served_models_ = std::move(cb);
+  }
   // The last queue sample while fresh (within 3 poll intervals), nullopt otherwise.
   std::optional<EngineQueueSample> engine_queue() const;
   // The estimate, for the vLLM KV-events source (kv_events_tracking.h), which cuts from it the
@@ -221,6 +236,8 @@ class OpenAiEngine final : public engine::Engine {
   void Reconcile();
   // GET /metrics for the engine's queue gauges (openai_engine_queue.cc).
   void PollQueue();
+  // GET /v1/models for what the engine serves (openai_engine_models.cc).
+  void PollModels();
   // Adds other clients' requests, from the last fresh queue sample, to `load`.
   void AddForeignLoad(engine::EngineLoad& load, uint64_t& pending_prefill) const;
   // Learns decode speed from a finished request's stream.
@@ -240,6 +257,10 @@ class OpenAiEngine final : public engine::Engine {
   std::unique_ptr<UpstreamCall> probe_call_;
   std::unique_ptr<UpstreamCall> slots_call_;
   std::unique_ptr<UpstreamCall> metrics_call_;
+  std::unique_ptr<UpstreamCall> models_call_;
+  std::optional<ServedModels> served_models_;
+  std::function<void(const ServedModels&)> on_served_models_;
+  TimePoint next_models_poll_{};
   std::optional<EngineQueueSample> engine_queue_;
   TimePoint next_queue_poll_{};
   TimerId tick_timer_ = kNoTimer;

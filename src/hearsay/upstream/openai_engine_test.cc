@@ -619,6 +619,63 @@ TEST_F(OpenAiEngineTest, ANamespacedRequestReachesVllmWithItsOwnCacheSalt) {
   EXPECT_FALSE(nlohmann::json::parse(LastCompletion()->request.body).contains("cache_salt"));
 }
 
+TEST_F(OpenAiEngineTest, ReadsServedModelsAtStartAndFollowsChanges) {
+  OpenAiEngineOptions o;
+  o.models_poll_interval = 10s;
+  Make(o);
+  std::vector<std::vector<std::string>> seen;
+  engine_->set_on_served_models([&](const ServedModels& m) {
+    seen.emplace_back();
+    for (const ServedModel& x : m.models) seen.back().push_back(x.name);
+    for (const std::string& a : m.models.front().adapters) seen.back().push_back("+" + a);
+  });
+  auto polls = transport_.Open("/v1/models");
+  ASSERT_EQ(polls.size(), 1u) << "read at start";
+  polls[0]->Respond(200, R"({"object":"list","data":[{"id":"base","max_model_len":8192}]})");
+  ASSERT_TRUE(engine_->served_models().has_value());
+  EXPECT_EQ(engine_->served_models()->models[0].context_length, 8192u);
+  // The same page again is no change; an adapter loaded is one.
+  sched_.RunFor(10s);
+  AnswerProbes(200);
+  transport_.Open("/v1/models")[0]->Respond(
+      200, R"({"object":"list","data":[{"id":"base","max_model_len":8192}]})");
+  sched_.RunFor(10s);
+  AnswerProbes(200);
+  transport_.Open("/v1/models")[0]->Respond(
+      200, R"({"data":[{"id":"base","max_model_len":8192},{"id":"lora","parent":"base"}]})");
+  // A failed read keeps the last list.
+  sched_.RunFor(10s);
+  AnswerProbes(200);
+  transport_.Open("/v1/models")[0]->Respond(503, "loading");
+  // The engine restarted with another model.
+  sched_.RunFor(10s);
+  AnswerProbes(200);
+  transport_.Open("/v1/models")[0]->Respond(200, R"({"data":[{"id":"other"}]})");
+  EXPECT_EQ(seen,
+            (std::vector<std::vector<std::string>>{{"base"}, {"base", "+lora"}, {"other"}}));
+  EXPECT_EQ(engine_->served_models()->models[0].name, "other");
+  EXPECT_EQ(engine_->stats().models_polls, 4u);
+  EXPECT_EQ(engine_->stats().models_changes, 3u);
+  EXPECT_EQ(engine_->stats().models_poll_failures, 1u);
+}
+
+TEST_F(OpenAiEngineTest, WithoutAPeriodModelsAreReadUntilTheFirstGoodPage) {
+  OpenAiEngineOptions o;
+  o.models_poll_interval = 0s;
+  o.health_interval = 1s;
+  Make(o);
+  transport_.Open("/v1/models")[0]->Respond(200, "not json");
+  EXPECT_FALSE(engine_->served_models().has_value());
+  sched_.RunFor(1s);
+  AnswerProbes(200);
+  transport_.Open("/v1/models")[0]->Respond(200, R"({"data":[{"id":"m"}]})");
+  ASSERT_TRUE(engine_->served_models().has_value());
+  sched_.RunFor(5s);
+  AnswerProbes(200);
+  EXPECT_TRUE(transport_.Open("/v1/models").empty());
+  EXPECT_EQ(engine_->stats().models_polls, 1u);
+}
+
 TEST_F(OpenAiEngineTest, GenericUpstreamIsNotPolledForMetrics) {
   Make();
   sched_.RunFor(5s);

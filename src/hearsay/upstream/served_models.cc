@@ -107,7 +107,8 @@ std::string DescribeServedModels(const ServedModels& models) {
     std::string detail;
     if (m.context_length > 0) detail = "ctx " + std::to_string(m.context_length);
     if (!m.adapters.empty()) {
-      detail += (detail.empty() ? "" : ", ") + std::to_string(m.adapters.size()) + " adapters";
+      detail += (detail.empty() ? "" : ", ") + std::to_string(m.adapters.size()) +
+                (m.adapters.size() == 1 ? " adapter" : " adapters");
     }
     if (!detail.empty()) s += " (" + detail + ")";
   }
