@@ -2,11 +2,14 @@
 // field validation for everything the scanner is not sure of.
 #include "hearsay/api/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "hearsay/api/chat_template.h"
 #include "hearsay/api/json_type.h"
+#include "hearsay/api/model_name.h"
 #include "hearsay/api/request_scanner.h"
 
 namespace hearsay::api {
@@ -261,6 +264,22 @@ std::optional<ApiError> Validate(Endpoint endpoint, const json& body, const Limi
   request->model = model->get<std::string>();
   if (request->model.empty()) {
     return InvalidRequest("model", "Invalid 'model': the model name must not be empty.",
+                          "invalid_value");
+  }
+  if (request->model.size() > kMaxModelNameBytes) {
+    return InvalidRequest("model",
+                          "Invalid 'model': a model name is at most " +
+                              std::to_string(kMaxModelNameBytes) + " bytes; this one has " +
+                              std::to_string(request->model.size()) + ".",
+                          "invalid_value");
+  }
+  if (auto bad = std::find_if_not(request->model.begin(), request->model.end(), IsModelNameByte);
+      bad != request->model.end()) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "0x%02x", static_cast<unsigned char>(*bad));
+    return InvalidRequest("model",
+                          "Invalid 'model': a model name is printable ASCII without spaces; byte " +
+                              std::to_string(bad - request->model.begin()) + " is " + hex + ".",
                           "invalid_value");
   }
 

@@ -102,6 +102,17 @@ struct BadCase {
   const char* message_part;  // must appear in the message
 };
 
+TEST(ParseRequestTest, AModelNameIsAtMost256Bytes) {
+  const std::string ok(256, 'm');
+  EXPECT_EQ(Ok(kCompl, R"({"model":")" + ok + R"(","prompt":"x"})").model, ok);
+  const auto r = ParseRequest(kCompl, R"({"model":")" + ok + R"(m","prompt":"x"})", TestLimits());
+  const ApiError* e = std::get_if<ApiError>(&r);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->http_status, 400);
+  EXPECT_EQ(e->param, "model");
+  EXPECT_NE(e->message.find("at most 256 bytes; this one has 257"), std::string::npos) << e->message;
+}
+
 TEST(ParseRequestTest, RejectsBadInputWithTheRightParamAndCode) {
   const BadCase cases[] = {
       // Malformed JSON names the position; non-object bodies.
@@ -117,6 +128,10 @@ TEST(ParseRequestTest, RejectsBadInputWithTheRightParamAndCode) {
       {kCompl, R"({"model":null,"prompt":"x"})", "model", "missing_required_parameter", "model"},
       {kCompl, R"({"model":3,"prompt":"x"})", "model", "invalid_type", "an integer"},
       {kCompl, R"({"model":"","prompt":"x"})", "model", "invalid_value", "empty"},
+      {kCompl, R"({"model":"two words","prompt":"x"})", "model", "invalid_value",
+       "byte 3 is 0x20"},
+      {kCompl, R"({"model":"m\u0001","prompt":"x"})", "model", "invalid_value", "byte 1 is 0x01"},
+      {kCompl, R"({"model":"caf\u00e9","prompt":"x"})", "model", "invalid_value", "byte 3 is 0xc3"},
       // prompt
       {kCompl, R"({"model":"m"})", "prompt", "missing_required_parameter", "'prompt'"},
       {kCompl, R"({"model":"m","prompt":""})", "prompt", "empty_prompt", "empty"},

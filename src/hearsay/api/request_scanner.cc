@@ -3,6 +3,8 @@
 // then asks the tree parser, which owns every error message.
 #include "hearsay/api/request_scanner.h"
 
+#include "hearsay/api/model_name.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -11,6 +13,7 @@
 
 #include "hearsay/api/chat_template.h"
 #include "hearsay/api/json_scanner.h"
+#include "hearsay/api/model_name.h"
 
 namespace hearsay::api {
 namespace {
@@ -150,7 +153,8 @@ std::optional<ApiRequest> ScanRequest(Endpoint endpoint, std::string_view body,
       return has_prompt && !messages.empty();
     }
     if (s.Peek() == 'n') return s.Literal("null");  // null is absent, for every other field
-    if (key == "model") return has_model = ReadStringValue(s, &r.model) && !r.model.empty();
+    // An invalid name goes to the tree parser, which says what is wrong with it.
+    if (key == "model") return has_model = ReadStringValue(s, &r.model) && IsValidModelName(r.model);
     if (key == "prompt" && !chat) {
       if (s.Peek() == '"') return has_prompt = s.String(&r.prompt);
       if (s.Peek() != '[') return false;

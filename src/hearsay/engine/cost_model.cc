@@ -71,7 +71,8 @@ Result<CostModel> ParseSpec(std::string_view spec) {
       return InvalidArgumentError("cost model coefficients: '" + std::string(item) +
                                   "' is not one of t0=, a=, b=, d1=, d2=");
     }
-    if (seen[k]) return InvalidArgumentError("cost model coefficients: " + std::string(key) + " twice");
+    if (seen[k])
+      return InvalidArgumentError("cost model coefficients: " + std::string(key) + " twice");
     seen[k] = true;
     const std::string_view text = item.substr(eq + 1);
     double v = 0;

@@ -37,17 +37,18 @@ TEST(CostModelTest, ExplicitCoefficientsRoundTripThroughSpec) {
     ASSERT_TRUE(back.ok()) << preset.Spec() << ": " << back.status().message();
     EXPECT_EQ(back->params(), preset.params()) << preset.Spec();
   }
-  EXPECT_EQ(CostModel::FromPreset("h100-llama3-8b")->Spec(), "t0=6,a=0.03,b=1.5e-06,d1=0.05,d2=4e-05");
+  EXPECT_EQ(CostModel::FromPreset("h100-llama3-8b")->Spec(),
+            "t0=6,a=0.03,b=1.5e-06,d1=0.05,d2=4e-05");
   Result<CostModel> any_order = CostModel::FromPreset("d2=0,d1=2.5,b=0,a=0.31,t0=3");
   ASSERT_TRUE(any_order.ok());
   EXPECT_EQ(any_order->params(), (CostParams{3, 0.31, 0, 2.5, 0}));
 }
 
 TEST(CostModelTest, MalformedCoefficientsSayWhatIsWrong) {
-  for (std::string_view bad : {"t0=1,a=1,b=1,d1=1", "t0=1,a=1,b=1,d1=1,d2=1,t0=2",
-                               "t0=1,a=-1,b=1,d1=1,d2=1", "t0=1,a=x,b=1,d1=1,d2=1",
-                               "t0=1,a=1,b=1,d1=1,d2=inf", "t0=1,a=1,b=1,d1=1,d2=1,e=1",
-                               "t0=1,,a=1,b=1,d1=1,d2=1", "t0=1,a=1,b=1,d1=1,d2="}) {
+  for (std::string_view bad :
+       {"t0=1,a=1,b=1,d1=1", "t0=1,a=1,b=1,d1=1,d2=1,t0=2", "t0=1,a=-1,b=1,d1=1,d2=1",
+        "t0=1,a=x,b=1,d1=1,d2=1", "t0=1,a=1,b=1,d1=1,d2=inf", "t0=1,a=1,b=1,d1=1,d2=1,e=1",
+        "t0=1,,a=1,b=1,d1=1,d2=1", "t0=1,a=1,b=1,d1=1,d2="}) {
     Result<CostModel> m = CostModel::FromPreset(bad);
     EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << bad;
   }

@@ -56,9 +56,7 @@ class Caller {
       recorder->OnHeaders(status, type && type->starts_with("application/json"));
     };
     handlers.on_body = [this, recorder](std::string_view c) { recorder->OnBody(c, Now()); };
-    handlers.on_done = [this, recorder, &result](Status s) {
-      result = recorder->Finish(s, Now());
-    };
+    handlers.on_done = [this, recorder, &result](Status s) { result = recorder->Finish(s, Now()); };
     client_.Send(std::move(request), std::move(handlers));
     io_.restart();
     while (!result && io_.run_one() > 0) {
@@ -168,8 +166,8 @@ Result<CalibrationRun> RunCalibration(const CalibrationOptions& o) {
     if (!r) return;
     DecodeSample s;
     for (Duration gap : r->itl) s.gaps_ms.push_back(Ms(gap));
-    s.completion_tokens = r->has_usage ? r->completion_tokens
-                                       : static_cast<uint32_t>(r->itl.size() + 1);
+    s.completion_tokens =
+        r->has_usage ? r->completion_tokens : static_cast<uint32_t>(r->itl.size() + 1);
     for (double g : s.gaps_ms) s.span_ms += g;
     run.decode.push_back(std::move(s));
   };
@@ -207,7 +205,8 @@ Result<CalibrationFit> FitCalibration(const CalibrationRun& run) {
                                    std::to_string(run.prefill.size()) + " prefill samples)");
   }
   std::vector<double> gaps;
-  for (const DecodeSample& s : run.decode) gaps.insert(gaps.end(), s.gaps_ms.begin(), s.gaps_ms.end());
+  for (const DecodeSample& s : run.decode)
+    gaps.insert(gaps.end(), s.gaps_ms.begin(), s.gaps_ms.end());
   if (gaps.empty()) return FailedPreconditionError("no gap between decoded tokens was measured");
   // Servers that send several tokens per event (a stream interval) make gaps per event, not per
   // token: then the span over the tokens between is the figure.

@@ -53,9 +53,9 @@ Status ValidateCalibrationOptions(const CalibrationOptions& options);
 // One prefill request's measure.
 struct PrefillSample {
   uint32_t words = 0;
-  uint32_t node_tokens = 0;      // the prompt's tokens by the node's `bytes` tokenizer
-  uint32_t prompt_tokens = 0;    // the engine's count (usage), or `words` without usage
-  uint32_t cached_tokens = 0;    // the engine's count (usage), 0 without
+  uint32_t node_tokens = 0;    // the prompt's tokens by the node's `bytes` tokenizer
+  uint32_t prompt_tokens = 0;  // the engine's count (usage), or `words` without usage
+  uint32_t cached_tokens = 0;  // the engine's count (usage), 0 without
   double ttft_ms = 0;
 };
 

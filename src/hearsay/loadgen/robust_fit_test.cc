@@ -32,8 +32,7 @@ TEST(RobustFitTest, TheilSenRecoversALineDespiteOutliers) {
 TEST(RobustFitTest, TheilSenRefusesDegenerateInput) {
   EXPECT_FALSE(TheilSenFit(std::vector<double>{1, 1}, std::vector<double>{2, 3}).ok());
   EXPECT_FALSE(TheilSenFit(std::vector<double>{1}, std::vector<double>{2, 3}).ok());
-  EXPECT_FALSE(
-      TheilSenFit(std::vector<double>{1, 2}, std::vector<double>{2, 1.0 / 0.0}).ok());
+  EXPECT_FALSE(TheilSenFit(std::vector<double>{1, 2}, std::vector<double>{2, 1.0 / 0.0}).ok());
 }
 
 }  // namespace

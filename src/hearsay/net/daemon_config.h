@@ -48,7 +48,8 @@ struct DaemonConfig {
   std::string upstream_model;                 // model name sent upstream (default: the client's)
   bool upstream_slots_authoritative = false;  // llama.cpp /slots lists the whole cache
   uint64_t upstream_queue_poll_ms = 1000;  // period of GET /metrics for the engine's queue; 0 off
-  uint64_t upstream_models_poll_ms = 10000;  // period of GET /v1/models; 0: until the first read
+  // Period of GET /v1/models for what the engine serves; 0: only until the first good read.
+  uint64_t upstream_models_poll_ms = 10000;
   uint64_t tokenize_timeout_ms = 500;      // engine tokenizer: past it, bytes keying
   std::string kv_events;         // vLLM KV-event publisher, tcp://host:5557 (empty: not used)
   std::string kv_events_replay;  // its replay socket, tcp://host:5558 (empty: gaps reset)

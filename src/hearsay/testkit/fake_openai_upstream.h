@@ -51,9 +51,9 @@ class FakeOpenAiUpstream {
   };
   // Completion times in real time (all 0 by default: answers at once).
   struct Delays {
-    double base_ms = 0;                  // before the first chunk, whatever the prompt
-    double prefill_ms_per_token = 0;     // per uncached prompt word (the half not cached)
-    double decode_ms_per_token = 0;      // between output tokens
+    double base_ms = 0;               // before the first chunk, whatever the prompt
+    double prefill_ms_per_token = 0;  // per uncached prompt word (the half not cached)
+    double decode_ms_per_token = 0;   // between output tokens
   };
   enum class Mode {
     kOk,           // answer every completion (see the file comment)

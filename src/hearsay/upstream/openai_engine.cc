@@ -487,7 +487,8 @@ void OpenAiEngine::Tick() {
   // Without a period, only until the first good read.
   const bool poll_models = options_.models_poll_interval > Duration::zero();
   if (now >= next_models_poll_ && (poll_models || !served_models_)) {
-    next_models_poll_ = now + (poll_models ? options_.models_poll_interval : options_.health_interval);
+    next_models_poll_ =
+        now + (poll_models ? options_.models_poll_interval : options_.health_interval);
     PollModels();
   }
   Duration next = options_.health_interval;

@@ -107,8 +107,8 @@ struct OpenAiEngineStats {
   uint64_t reconcile_failures = 0;
   uint64_t reconcile_confirmed = 0;
   uint64_t reconcile_removed = 0;
-  uint64_t queue_polls = 0;          // /metrics pages read
-  uint64_t queue_poll_failures = 0;  // /metrics unreachable, refused or unreadable
+  uint64_t queue_polls = 0;           // /metrics pages read
+  uint64_t queue_poll_failures = 0;   // /metrics unreachable, refused or unreadable
   uint64_t models_polls = 0;          // /v1/models pages read
   uint64_t models_poll_failures = 0;  // /v1/models unreachable, refused or unreadable
   uint64_t models_changes = 0;        // reads that changed what the engine serves
@@ -178,7 +178,7 @@ class OpenAiEngine final : public engine::Engine {
     api::SseParser parser;
     ChunkStreamDecoder decoder;  // the stream's events (streamed only)
     uint32_t prompt_len = 0;     // node tokens
-    size_t estimate = 0;      // node tokens believed cached at send
+    size_t estimate = 0;         // node tokens believed cached at send
     TimePoint submitted{};
     TimePoint first_token_at{};
     // The upstream's own prefill time (llama.cpp's timings.prompt_ms), < 0 until reported.

@@ -11,11 +11,11 @@ void OpenAiEngine::PollModels() {
   Get(models_call_, "/v1/models", std::chrono::seconds(5), kMaxModelsPageBytes,
       [this](GetResult r) {
         Result<ServedModels> models =
-            !r.transport.ok()      ? Result<ServedModels>(r.transport)
-            : r.http_status != 200 ? Result<ServedModels>(
-                                         UnavailableError("HTTP " + std::to_string(r.http_status)))
-            : r.too_long           ? Result<ServedModels>(InvalidArgumentError("page too long"))
-                                   : ParseServedModels(r.body);
+            !r.transport.ok() ? Result<ServedModels>(r.transport)
+            : r.http_status != 200
+                ? Result<ServedModels>(UnavailableError("HTTP " + std::to_string(r.http_status)))
+            : r.too_long ? Result<ServedModels>(InvalidArgumentError("page too long"))
+                         : ParseServedModels(r.body);
         if (!models.ok()) {
           // Kept: an engine restarting is not an engine serving something else.
           if (stats_.models_poll_failures++ == 0) {

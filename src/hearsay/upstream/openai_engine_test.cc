@@ -651,8 +651,7 @@ TEST_F(OpenAiEngineTest, ReadsServedModelsAtStartAndFollowsChanges) {
   sched_.RunFor(10s);
   AnswerProbes(200);
   transport_.Open("/v1/models")[0]->Respond(200, R"({"data":[{"id":"other"}]})");
-  EXPECT_EQ(seen,
-            (std::vector<std::vector<std::string>>{{"base"}, {"base", "+lora"}, {"other"}}));
+  EXPECT_EQ(seen, (std::vector<std::vector<std::string>>{{"base"}, {"base", "+lora"}, {"other"}}));
   EXPECT_EQ(engine_->served_models()->models[0].name, "other");
   EXPECT_EQ(engine_->stats().models_polls, 4u);
   EXPECT_EQ(engine_->stats().models_changes, 3u);

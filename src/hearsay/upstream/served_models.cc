@@ -33,11 +33,6 @@ const std::string* StringField(const json& entry, const char* key) {
 
 }  // namespace
 
-bool IsValidModelName(std::string_view name) {
-  if (name.empty() || name.size() > kMaxModelNameBytes) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) { return c > 0x20 && c < 0x7f; });
-}
-
 Result<ServedModels> ParseServedModels(std::string_view page) {
   if (page.size() > kMaxModelsPageBytes) {
     return InvalidArgumentError("/v1/models page over " + std::to_string(kMaxModelsPageBytes) +

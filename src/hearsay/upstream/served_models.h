@@ -22,13 +22,14 @@
 #include <string_view>
 #include <vector>
 
+#include "hearsay/api/model_name.h"
 #include "hearsay/common/status.h"
 
 namespace hearsay::upstream {
 
 inline constexpr size_t kMaxModelsPageBytes = 1 << 20;
 inline constexpr size_t kMaxModelEntries = 8192;
-inline constexpr size_t kMaxModelNameBytes = 256;
+inline constexpr size_t kMaxModelNameBytes = api::kMaxModelNameBytes;
 inline constexpr size_t kMaxServedModels = 8;
 inline constexpr size_t kMaxAdaptersPerModel = 256;
 
@@ -57,9 +58,8 @@ struct ServedModels {
   friend bool operator==(const ServedModels&, const ServedModels&) = default;
 };
 
-// True for a name the pool can carry: 1 to kMaxModelNameBytes bytes of printable ASCII (0x21 to
-// 0x7e: no spaces, no control bytes).
-bool IsValidModelName(std::string_view name);
+// True for a name the pool can carry (api/model_name.h).
+using api::IsValidModelName;
 
 // Reads a /v1/models page (see the file comment). A page that lists no valid model is NOT_FOUND.
 Result<ServedModels> ParseServedModels(std::string_view page);

@@ -1,10 +1,10 @@
 #include "hearsay/upstream/served_models.h"
 
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace hearsay::upstream {
 namespace {
@@ -49,9 +49,10 @@ TEST(ServedModelsTest, ReadsSglang) {
 }
 
 TEST(ServedModelsTest, RefusesWholePagesOfTheWrongShape) {
-  for (const std::string& page : std::vector<std::string>{"", "not json", "[]", R"({"data":{}})", R"({"object":"list"})", R"({"data":[1]})",
-        R"({"data":[{"name":"no id"}]})", R"({"data":[{"id":7}]})",
-        std::string(64 * 1024, '[')}) {
+  for (const std::string& page :
+       std::vector<std::string>{"", "not json", "[]", R"({"data":{}})", R"({"object":"list"})",
+                                R"({"data":[1]})", R"({"data":[{"name":"no id"}]})",
+                                R"({"data":[{"id":7}]})", std::string(64 * 1024, '[')}) {
     Result<ServedModels> m = ParseServedModels(page);
     EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << page.substr(0, 40);
   }
