@@ -8,6 +8,8 @@
 #include <sstream>
 #include <variant>
 
+#include "hearsay/api/api_error.h"
+#include "hearsay/api/model_name.h"
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/gossip/wire.h"
 #include "hearsay/http/host_port.h"
@@ -76,8 +78,12 @@ const std::vector<Setting>& Table() {
        &C::node_id},
       {{"node.policy", "policy", K::kString, "routing policy (hearsay, paper, least-loaded, ...)"},
        &C::policy},
-      {{"node.model", "model", K::kString, "model name served (requests for others get 404)"},
+      {{"node.model", "model", K::kString,
+        "model name served (its canonical name in the pool; 1-256 bytes of printable ASCII)"},
        &C::model},
+      {{"node.model_aliases", "model-aliases", K::kList,
+        "other names requests may use for node.model, name[,...] (at most 16)"},
+       &C::model_aliases},
       {{"node.block_size", "block-size", K::kUInt, "tokens per prefix-cache block"},
        &C::block_size,
        1,
@@ -548,7 +554,17 @@ Status DaemonConfig::Validate() const {
     return InvalidArgumentError("node.policy: unknown policy '" + policy +
                                 "'; valid: " + route::PolicyNames());
   }
-  if (model.empty()) return InvalidArgumentError("node.model: must not be empty");
+  if (!api::IsValidModelName(model)) {
+    return InvalidArgumentError("node.model: '" + api::Truncated(model, 64) +
+                                "' is not 1 to 256 bytes of printable ASCII without spaces");
+  }
+  if (model_aliases.size() > 16) return InvalidArgumentError("node.model_aliases: at most 16");
+  for (const std::string& a : model_aliases) {
+    if (!api::IsValidModelName(a)) {
+      return InvalidArgumentError("node.model_aliases: '" + api::Truncated(a, 64) +
+                                  "' is not 1 to 256 bytes of printable ASCII without spaces");
+    }
+  }
   if (engine != "sim" && engine != "openai") {
     return InvalidArgumentError("engine.kind: unknown engine '" + engine + "'; valid: sim, openai");
   }

@@ -31,6 +31,7 @@ struct DaemonConfig {
   std::string node_id;  // default: hostname + ":" + gossip port
   std::string policy = "hearsay";
   std::string model = "hearsay-sim";
+  std::vector<std::string> model_aliases;  // other names requests may use for `model`
   uint64_t block_size = 16;  // tokens per prefix-cache block
   // Keying (docs/engines.md): every node serving one model must share these and block_size.
   std::string tokenizer = "bytes";     // bytes (built-in) or engine (the upstream's /tokenize)

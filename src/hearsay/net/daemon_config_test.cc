@@ -193,6 +193,25 @@ TEST(DaemonConfigTest, EverySettingIsInTheDocumentedTable) {
   }
 }
 
+TEST(DaemonConfigTest, ModelNamesAndAliasesAreCheckedPrintableAndBounded) {
+  DaemonConfig c;
+  c.insecure = true;
+  ASSERT_TRUE(c.ApplyFlag("model-aliases", "llama3,meta-llama/Llama-3.1-8B").ok());
+  EXPECT_EQ(c.model_aliases, (std::vector<std::string>{"llama3", "meta-llama/Llama-3.1-8B"}));
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  c.model_aliases = {"two words"};
+  EXPECT_NE(c.Validate().message().find("node.model_aliases"), std::string::npos);
+  c.model_aliases = std::vector<std::string>(17, "a");
+  EXPECT_NE(c.Validate().message().find("at most 16"), std::string::npos);
+  c.model_aliases.clear();
+  c.model = std::string(257, 'm');
+  EXPECT_NE(c.Validate().message().find("node.model"), std::string::npos);
+  c.model = "Qwen/Qwen2.5-7B-Instruct";
+  EXPECT_TRUE(c.Validate().ok());
+  c.model = "tab\tthere";
+  EXPECT_FALSE(c.Validate().ok());
+}
+
 TEST(DaemonConfigTest, HardeningLimitsAreCheckedTogether) {
   DaemonConfig c;
   c.insecure = true;

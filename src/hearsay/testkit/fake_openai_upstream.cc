@@ -114,6 +114,7 @@ struct FakeOpenAiUpstream::Impl {
   std::vector<std::shared_ptr<http::Responder>> held;
   Models models;
   Delays delays;
+  std::map<std::string, int> models_asked;
   // Answers in progress under set_delays(), each with its timer; erased when done.
   struct Delayed {
     explicit Delayed(boost::asio::io_context& io) : timer(io) {}
@@ -180,6 +181,11 @@ void FakeOpenAiUpstream::set_models(Models models) {
 std::string FakeOpenAiUpstream::models_page() const {
   std::lock_guard lock(impl_->mu);
   return RenderModels(impl_->models);
+}
+
+std::map<std::string, int> FakeOpenAiUpstream::models_asked() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->models_asked;
 }
 
 void FakeOpenAiUpstream::set_delays(Delays delays) {
@@ -278,6 +284,10 @@ void FakeOpenAiUpstream::Answer(const http::Request& req,
                                   ? std::max<uint32_t>(1, body["max_tokens"].get<uint32_t>())
                                   : 1;
   const std::string model = body.value("model", std::string("fake-model"));
+  {
+    std::lock_guard lock(impl_->mu);
+    ++impl_->models_asked[model];
+  }
   const std::string text = this->text();
   const json head = {{"id", "cmpl-fake"},
                      {"object", chat ? "chat.completion.chunk" : "text_completion"},

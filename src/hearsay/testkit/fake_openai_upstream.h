@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,6 +98,8 @@ class FakeOpenAiUpstream {
   std::string models_page() const;
   void set_delays(Delays delays);
 
+  // Completions answered (Mode::kOk), by the "model" their body named.
+  std::map<std::string, int> models_asked() const;
   // Completion requests received (any mode but kDown), and requests of any kind.
   int completions() const { return completions_; }
   int requests() const { return requests_; }

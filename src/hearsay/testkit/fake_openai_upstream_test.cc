@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -49,6 +50,7 @@ TEST(FakeOpenAiUpstreamTest, StreamsOneChunkPerMaxTokenWithTimingsAndUsage) {
   EXPECT_EQ(ev[4]["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
   EXPECT_EQ(ev[5], "[DONE]");
   EXPECT_EQ(fake.completions(), 1);
+  EXPECT_EQ(fake.models_asked(), (std::map<std::string, int>{{"m", 1}}));
 }
 
 TEST(FakeOpenAiUpstreamTest, ChatAnswersWithDeltasAndCountsMessageWords) {
