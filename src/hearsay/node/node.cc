@@ -359,7 +359,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
     c.usable = std::find(p.excluded.begin(), p.excluded.end(), c.slot) == p.excluded.end();
     c.one_way_delay = peer.one_way;
     if (exact_ != nullptr) {
-      c.cached_tokens = exact_->CachedTokens(peer.id, prompt).value_or(0);
+      c.cached_tokens = exact_->CachedTokens(peer.id, prompt, p.cache_namespace).value_or(0);
       c.cache_exact = true;
       if (std::optional<engine::EngineLoad> el = exact_->Load(peer.id)) {
         c.load.queued = el->waiting_requests;

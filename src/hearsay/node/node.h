@@ -87,9 +87,10 @@ namespace hearsay::node {
 class ExactClusterView {
  public:
   virtual ~ExactClusterView() = default;
-  // The prompt tokens `peer`'s engine holds now, or nullopt if the peer is unknown or down.
-  virtual std::optional<uint32_t> CachedTokens(const NodeId& peer,
-                                               std::span<const uint32_t> prompt) const = 0;
+  // The prompt tokens `peer`'s engine holds now in cache namespace `ns` (the request's effective
+  // one: tenant and model mixed in), or nullopt if the peer is unknown or down.
+  virtual std::optional<uint32_t> CachedTokens(const NodeId& peer, std::span<const uint32_t> prompt,
+                                               uint64_t ns) const = 0;
   // `peer`'s engine load now.
   virtual std::optional<engine::EngineLoad> Load(const NodeId& peer) const = 0;
 };
