@@ -75,6 +75,20 @@ std::string RenderStatusTable(const json& s, const std::map<std::string, json>& 
       "requests entering at the node in the last 60 s, served there, forwarded; HIT: cached / "
       "prompt tokens; '-': unknown or that node's /status not reachable.\n";
 
+  // What each member serves, from its gossiped service.
+  out += "\nmodels (member: what it serves)\n";
+  for (const json& m : members) {
+    std::string models;
+    if (m.contains("models") && m["models"].is_array()) {
+      for (const json& name : m["models"]) {
+        if (!name.is_string()) continue;
+        models += (models.empty() ? "" : ", ") + name.get<std::string>();
+      }
+    }
+    out += fmt::format("  {}{}: {}\n", Str(m, "id"), m.value("self", false) ? " *" : "",
+                       models.empty() ? "-" : models);
+  }
+
   // Who forwarded to whom, from every /status that could be read.
   std::vector<std::string> lines;
   auto add_row = [&](const std::string& from, const json& st) {

@@ -12,11 +12,11 @@ const json kSelf = json::parse(R"({
   "version": 1, "node": "a", "model": "m", "policy": "hearsay", "health": "ok", "draining": false,
   "members": [
     {"id": "a", "self": true, "state": "alive", "rtt_ms": null, "overloaded": false,
-     "report_age_ms": 0,
+     "report_age_ms": 0, "models": ["m", "m2"],
      "load": {"queue_depth": 2, "running": 3, "queue_wait_ms": 12.5, "kv_used_tokens": 500,
               "kv_capacity_tokens": 1000, "kv_pinned_tokens": 100}},
     {"id": "b", "self": false, "state": "dead", "rtt_ms": 0.42, "overloaded": true,
-     "report_age_ms": 1500, "load": null}
+     "report_age_ms": 1500, "load": null, "models": null}
   ],
   "routing": {"requests": 10, "served_local": 4, "forwarded": 6, "hit_rate": 0.5,
               "ttft_p50_ms": 20, "ttft_p99_ms": 80, "bounces": 1, "retries": 2,
@@ -41,6 +41,9 @@ TEST(StatusViewTest, TabulatesMembersRoutingAndGossip) {
   EXPECT_NE(t.find("1.5 |"), std::string::npos) << t;
   EXPECT_NE(t.find("a -> b: 6"), std::string::npos) << t;
   EXPECT_NE(t.find("bounces 1 · retries 2"), std::string::npos) << t;
+  // What each member serves; a member whose service has not arrived: '-'.
+  EXPECT_NE(t.find("  a *: m, m2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("  b: -\n"), std::string::npos) << t;
   EXPECT_NE(t.find("gossip: 1000 B/s sent, 900 B/s received · oldest live view 300 ms"),
             std::string::npos)
       << t;

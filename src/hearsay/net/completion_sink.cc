@@ -154,7 +154,10 @@ void CompletionSink::OnError(uint64_t /*id*/, const Status& status, bool /*befor
     spdlog::warn("event=request_failed node={} id={} error=\"{}\"", options_.node_id,
                  options_.meta.id, api::Truncated(status.ToString(), 256));
   }
-  const api::ApiError error = ToApiError(shown);
+  // NOT_FOUND from the node: no live member serves the model (a peer's 404 comes back as it).
+  const api::ApiError error = shown.code() == StatusCode::kNotFound
+                                  ? api::UnknownModel(options_.meta.model)
+                                  : ToApiError(shown);
   if (!started_) {
     http::Headers h = JsonHeaders();
     if (!options_.hop) AddClientHeaders(&h);

@@ -1,6 +1,7 @@
 #include "hearsay/net/daemon.h"
 
 #include <sodium.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "hearsay/engine/cost_model.h"
@@ -22,6 +24,7 @@
 #include "hearsay/net/keyring_file.h"
 #include "hearsay/net/log_guard.h"
 #include "hearsay/net/logging_peer_client.h"
+#include "hearsay/net/node_service.h"
 #include "hearsay/node/router_cost.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/upstream/hosted_openai_engine.h"
@@ -304,9 +307,17 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
     // past what was asked, not on noise.
     no.bounce_margin_fraction = 0.5;
   }
+  // What the node serves: its configured model now, and what the engine lists once read.
+  no.service = BuildNodeService(c, std::nullopt).service;
   HEARSAY_ASSIGN_OR_RETURN(
       node_, node::Node::Create(std::move(no), *engine_, keyer, *scheduler_, *rng_, *transport_,
                                 *logging_peer_client_, framer_.get()));
+  spdlog::info("event=service node={} service=\"{}\"", node_id_,
+               gossip::ServiceSummary(node_->service()));
+  if (auto* hosted = dynamic_cast<upstream::HostedOpenAiEngine*>(engine_.get())) {
+    hosted->mutable_openai().set_on_served_models(
+        [this](const upstream::ServedModels& served) { UpdateService(served); });
+  }
   if (!c.records_path.empty()) {
     HEARSAY_ASSIGN_OR_RETURN(records_, RecordsFile::Open(c.records_path));
   }
@@ -469,9 +480,11 @@ void Daemon::CheckIsolation() {
   const TimePoint now = scheduler_->clock().Now();
   isolation_->Update(now, opener_->drops(), node_->gossip().live_member_count());
   const HealthReport& r = isolation_->report();
+  HealthReport report = r;
+  CheckServiceConflicts(report);
   {
     std::lock_guard<std::mutex> lock(health_mu_);
-    health_ = r;
+    health_ = std::move(report);
   }
   if (!isolation_->ShouldLog(now)) return;
   if (r.issues.empty()) {
@@ -482,6 +495,42 @@ void Daemon::CheckIsolation() {
     spdlog::warn("event=health node={} status={} issue={} msg=\"{}\"", node_id_,
                  r.degraded ? "degraded" : "ok", i.code, i.message);
   }
+}
+
+void Daemon::UpdateService(const upstream::ServedModels& served) {
+  NodeServiceResult r = BuildNodeService(config_, served);
+  if (r.names_left_out > 0) {
+    spdlog::warn(
+        "event=service node={} left_out={} msg=\"the engine lists more models, aliases or "
+        "adapters than a service carries; the rest are not advertised\"",
+        node_id_, r.names_left_out);
+  }
+  if (r.service == node_->service()) return;
+  if (Status s = node_->SetService(r.service); !s.ok()) {
+    spdlog::error("event=service node={} error=\"{}\"", node_id_, s.message());
+    return;
+  }
+  spdlog::info("event=service node={} service=\"{}\"", node_id_,
+               gossip::ServiceSummary(node_->service()));
+}
+
+void Daemon::CheckServiceConflicts(HealthReport& health) {
+  std::set<std::pair<std::string, NodeId>> now;
+  for (const node::ServiceConflict& c : node_->ServiceConflicts()) {
+    const std::string message =
+        "peer " + c.peer + " serves model " + c.model + " with tokenizer fingerprint " +
+        fmt::format("{:016x}", c.peer_fingerprint) + " and block size " +
+        std::to_string(c.peer_block_tokens) + ", this node with " +
+        fmt::format("{:016x}", c.own_fingerprint) + " and " + std::to_string(c.own_block_tokens) +
+        ": their cache keys disagree, so the two never route this model to each other";
+    health.issues.push_back({"service_conflict", message, false});
+    if (now.emplace(c.model, c.peer).second && !logged_conflicts_.contains({c.model, c.peer})) {
+      spdlog::error("event=service_conflict node={} model={} peer={} msg=\"{}; make "
+                    "node.tokenizer, node.chat_template and node.block_size agree\"",
+                    node_id_, c.model, c.peer, message);
+    }
+  }
+  logged_conflicts_ = std::move(now);
 }
 
 void Daemon::LogMemberChanges() {

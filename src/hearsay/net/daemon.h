@@ -26,6 +26,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,9 +64,17 @@
 
 namespace hearsay::upstream {
 class HostedOpenAiEngine;
+struct ServedModels;
 }  // namespace hearsay::upstream
 
 namespace hearsay::net {
+
+// GET /v1/models of a pool: the OpenAI list of every model a live member serves, each with
+// `live_nodes` (members serving it, this one included), `served_here`, `aliases` and
+// `context_length` (null when unknown); then its LoRA adapters as entries with `parent` (as vLLM
+// lists them), at most kMaxListedAdapters per model.
+inline constexpr size_t kMaxListedAdapters = 1024;
+std::string RenderPoolModels(const std::vector<node::PoolModel>& models, int64_t created);
 
 class Daemon {
  public:
@@ -159,6 +168,11 @@ class Daemon {
   // The engine when it consumes vLLM KV events, else nullptr.
   const upstream::HostedOpenAiEngine* KvEventsEngine() const;
   void LogMemberChanges();
+  // Advertises what the engine now lists (core thread; the engine's callback).
+  void UpdateService(const upstream::ServedModels& served);
+  // Adds an issue per peer whose service conflicts with this node's on a model, and logs each new
+  // conflict loudly once (core thread).
+  void CheckServiceConflicts(HealthReport& health);
   // Updates the isolation report (core thread; logs it at a bounded rate).
   void CheckIsolation();
   // The /health body's status and issues, from the last report.
@@ -229,6 +243,8 @@ class Daemon {
   // Core thread: live requests and their sinks.
   std::map<uint64_t, std::unique_ptr<CompletionSink>> sinks_;
   std::map<NodeId, gossip::MemberState> logged_states_;
+  // Service conflicts (model, peer) at the last check, each logged once (core thread).
+  std::set<std::pair<std::string, NodeId>> logged_conflicts_;
   bool leaving_ = false;
 
   std::atomic<uint64_t> next_request_id_{1};

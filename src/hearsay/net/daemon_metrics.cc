@@ -28,6 +28,21 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_peer_requests_bounced_total",
                     "Forwarded requests from peers this node sent back unserved, because its own "
                     "queue would have made them slower than the sender's next choice");
+  models_not_found_.counter =
+      &r.AddCounter("hearsay_models_not_found_total",
+                    "Client requests answered 404 model_not_found: no live member serves the model");
+  forwards_wrong_model_.counter =
+      &r.AddCounter("hearsay_forwards_wrong_model_total",
+                    "Forwarded requests from peers for a model this node does not serve, refused "
+                    "unserved (the sender routes them again)");
+  service_conflicts_total_.counter =
+      &r.AddCounter("hearsay_service_conflicts_total",
+                    "Peer service records that claim a model this node serves with another "
+                    "tokenizer or block size");
+  service_conflicts_ = &r.AddGauge(
+      "hearsay_service_conflicts",
+      "Live peers whose tokenizer or block size for a model this node serves differs from its "
+      "own; the two never route that model to each other");
   client_requests_.counter = &r.AddCounter("hearsay_client_requests_total",
                                            "Completion requests accepted from clients (not peers)");
   hop_served_.counter = &r.AddCounter("hearsay_peer_requests_served_total",
@@ -169,6 +184,10 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   forwards_bounced_.Sync(s.forwards_bounced);
   peer_requests_bounced_.Sync(s.bounced);
   client_requests_.Sync(s.client_requests);
+  models_not_found_.Sync(s.models_not_found);
+  forwards_wrong_model_.Sync(s.forwards_wrong_model);
+  service_conflicts_total_.Sync(s.service_conflicts);
+  service_conflicts_->Set(static_cast<double>(node.ServiceConflicts().size()));
   hop_served_.Sync(s.served - s.served_local);
   failed_.Sync(s.failed);
   cancelled_.Sync(s.cancelled);

@@ -63,6 +63,8 @@ class DaemonMetrics {
   Mirror decision_local_, decision_forwarded_, decision_retried_, client_requests_;
   Mirror forwards_bounced_, peer_requests_bounced_;
   Mirror hop_served_, failed_, cancelled_;
+  Mirror models_not_found_, forwards_wrong_model_, service_conflicts_total_;
+  api::Gauge* service_conflicts_ = nullptr;
   api::Counter* rejected_ = nullptr;  // 4xx answers, counted with CountHttpError
   Mirror estimated_cached_, actual_cached_, served_prompt_tokens_, served_cached_tokens_;
   api::Histogram* ttft_ = nullptr;

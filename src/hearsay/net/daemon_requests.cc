@@ -90,9 +90,11 @@ void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> resp
     if (!get) return RespondError(responder, api::MethodNotAllowed(request.method, path));
     Tenant tenant;
     if (!AuthenticateClient(request, responder, &tenant)) return;
-    const std::string models[] = {config_.model};
-    responder->Respond(200, OwnAnswerHeaders(JsonHeaders()),
-                       api::RenderModels(models, created_unix_, "hearsay"));
+    asio::post(core_io_, [this, responder] {
+      if (!node_) return;
+      responder->Respond(200, OwnAnswerHeaders(JsonHeaders()),
+                         RenderPoolModels(node_->PoolModels(), created_unix_));
+    });
     return;
   }
   if (path == "/metrics" || path == "/cluster") {
@@ -264,7 +266,8 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
       api::ParseRequest(endpoint, request.body, limits_);
   if (auto* e = std::get_if<api::ApiError>(&parsed)) return RespondError(responder, *e);
   api::ApiRequest& req = std::get<api::ApiRequest>(parsed);
-  if (req.model != config_.model) return RespondError(responder, api::UnknownModel(req.model));
+  // Any model some live member serves is accepted: the node resolves it, and answers 404
+  // model_not_found (CompletionSink) when no live member serves it.
   if (in_flight_.fetch_add(1) >= static_cast<int64_t>(config_.max_concurrent_requests)) {
     in_flight_.fetch_sub(1);
     return RespondError(responder, api::TooManyRequests(), {{"retry-after", "1"}});
@@ -321,7 +324,7 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
   o.meta.created = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
-  o.meta.model = config_.model;
+  o.meta.model = req.model;  // answers name the model as the client asked for it
   o.meta.system_fingerprint = node_id_;
   o.stream = req.stream;
   o.include_usage = req.include_usage;
@@ -336,6 +339,7 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
   pr.forwarded = hop;
   pr.cache_namespace = c.cache_namespace;
   pr.tenant = c.tenant.name;
+  pr.model = req.model;
   if (hop) {  // peer-authenticated above; a bad value only means "serve it"
     if (auto above = request.Header(http::kBounceAboveHeader)) {
       pr.bounce_above_ms = http::ParseBounceAboveMs(*above).value_or(0);
@@ -496,7 +500,40 @@ nlohmann::json LoadJson(uint32_t queue_depth, uint32_t running, double queue_wai
           {"prefill_ms_per_token", prefill_ms_per_token}};
 }
 
+// A member's models for /status: the canonical names, in service order.
+nlohmann::json ServiceModelsJson(const gossip::Service& service) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const gossip::EngineService& e : service.engines) out.push_back(e.model);
+  return out;
+}
+
 }  // namespace
+
+std::string RenderPoolModels(const std::vector<node::PoolModel>& models, int64_t created) {
+  nlohmann::json data = nlohmann::json::array();
+  for (const node::PoolModel& m : models) {
+    nlohmann::json e = {{"id", m.model},
+                        {"object", "model"},
+                        {"created", created},
+                        {"owned_by", "hearsay"},
+                        {"live_nodes", m.live_members},
+                        {"served_here", m.served_here},
+                        {"aliases", m.aliases},
+                        {"context_length", m.context_tokens == 0
+                                               ? nlohmann::json(nullptr)
+                                               : nlohmann::json(m.context_tokens)}};
+    data.push_back(std::move(e));
+    // Adapters as vLLM lists them: entries of their own with the model as `parent`.
+    for (size_t i = 0; i < m.adapters.size() && i < kMaxListedAdapters; ++i) {
+      data.push_back({{"id", m.adapters[i]},
+                      {"object", "model"},
+                      {"created", created},
+                      {"owned_by", "hearsay"},
+                      {"parent", m.model}});
+    }
+  }
+  return nlohmann::json{{"object", "list"}, {"data", std::move(data)}}.dump();
+}
 
 std::string Daemon::RenderStatus() {
   const TimePoint now = scheduler_->clock().Now();
@@ -513,7 +550,8 @@ std::string Daemon::RenderStatus() {
       {"api_address", api_address_},
       {"rtt_ms", nullptr},
       {"overloaded", g.overloaded()},
-      {"models", {config_.model}},
+      {"models", ServiceModelsJson(node_->service())},
+      {"service", gossip::ServiceSummary(node_->service())},
       {"report_age_ms", 0},
       {"cache_entries", g.own_store().live_count()},
       {"load", LoadJson(l.waiting_requests, l.running_requests, ToMillis(l.estimated_queue_wait),
@@ -532,10 +570,15 @@ std::string Daemon::RenderStatus() {
         {"api_address", m.api_address},
         {"rtt_ms", m.rtt_ms ? nlohmann::json(*m.rtt_ms) : nlohmann::json(nullptr)},
         {"overloaded", m.has_load && m.load.overloaded},
-        {"models", nullptr},  // not gossiped: the member's own /status lists its model
+        {"models", nullptr},
+        {"service", nullptr},
         {"cache_entries", g.PeerStore(m.id) ? g.PeerStore(m.id)->live_count() : 0},
         {"state_age_ms", ToMillis(now - m.state_since)},
     };
+    if (std::optional<gossip::Service> service = node_->MemberService(m.id)) {
+      j["models"] = ServiceModelsJson(*service);
+      j["service"] = gossip::ServiceSummary(*service);
+    }
     if (m.has_load) {
       const double age = ToMillis(now - m.load_updated);
       j["report_age_ms"] = age;

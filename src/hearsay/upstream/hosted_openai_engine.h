@@ -65,6 +65,7 @@ class HostedOpenAiEngine final : public engine::Engine {
 
   // The engine itself: health, estimate-vs-evidence counters for /metrics.
   const OpenAiEngine& openai() const { return *engine_; }
+  OpenAiEngine& mutable_openai() { return *engine_; }
 
  private:
   std::unique_ptr<http::Client> client_;
