@@ -131,5 +131,42 @@ TEST_F(ModelPoolTest, AModelLoadedOnAnEngineIsAdvertisedToThePool) {
   EXPECT_EQ(upstreams_[0]->models_asked()["model-c"], 1);
 }
 
+// Two nodes that claim one model with different block sizes would key its prompts differently:
+// each says so (metric, /health issue) and neither routes the model to the other.
+TEST(ModelPoolConflictTest, ABlockSizeConflictIsReportedAndNotRoutedAcross) {
+  LocalClusterOptions o = ClusterOptions(2);
+  o.per_node_flags = {{"--block-size", "16"}, {"--block-size", "32"}};
+  std::unique_ptr<LocalCluster> cluster = StartCluster(o);
+  ASSERT_NE(cluster, nullptr);
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string address = cluster->node(i).http_address;
+    ASSERT_TRUE(testutil::Eventually(
+        [&] {
+          Result<std::vector<testkit::MetricSample>> m = Metrics(address);
+          return m.ok() && testkit::SumMetric(*m, "hearsay_service_conflicts", {}) == 1;
+        },
+        20s))
+        << "node " << i;
+    EXPECT_TRUE(testutil::Eventually(
+        [&] {
+          Result<HttpResponse> h = testkit::HttpGet(address, "/health", 5s);
+          return h.ok() && h->body.find("\"service_conflict\"") != std::string::npos;
+        },
+        20s))
+        << "node " << i << ": no service_conflict issue in /health";
+  }
+  for (int k = 0; k < 6; ++k) {
+    Result<HttpResponse> r = PostCompletion(cluster->node(k % 2).http_address,
+                                            CompletionBody(Words("c" + std::to_string(k), 40), 2));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    Result<std::vector<testkit::MetricSample>> m = Metrics(cluster->node(i).http_address);
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(testkit::SumMetric(*m, kRequestsMetric, {{"decision", "forwarded"}}), 0) << i;
+  }
+}
+
 }  // namespace
 }  // namespace hearsay::integration
