@@ -89,8 +89,9 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
                                   std::to_string(options_.max_in_flight) + " requests in flight");
   }
   const bool stream = request.stream;
-  Result<std::string> body = RewriteRequestBody(
-      request.api_body, options_.flavor == UpstreamFlavor::kLlamaCpp, options_.model, stream);
+  Result<std::string> body =
+      RewriteRequestBody(request.api_body, options_.flavor == UpstreamFlavor::kLlamaCpp,
+                         UpstreamModelFor(request), stream);
   if (!body.ok()) return body.status();
   // vLLM keeps salted prefixes apart: a tenant's (or a salted request's) cache stays its own in
   // the engine too, not only in the node's keys.
@@ -463,6 +464,17 @@ void OpenAiEngine::SetHealthy(bool healthy, const std::string& reason) {
         "overload until a health probe succeeds",
         reason);
   }
+}
+
+std::string OpenAiEngine::UpstreamModelFor(const engine::EngineRequest& request) const {
+  if (!options_.model.empty()) return options_.model;
+  if (!request.adapter.empty()) return request.adapter;
+  if (request.model.empty() || !served_models_) return {};
+  for (const ServedModel& m : served_models_->models) {
+    if (m.name == request.model) return m.name;
+  }
+  // The node's own model, which the engine lists under its first name.
+  return served_models_->models.front().name;
 }
 
 void OpenAiEngine::Tick() {

@@ -34,7 +34,9 @@
 // Served models. GET /v1/models is read at start and every models_poll_interval
 // (openai_engine_models.cc): served_models() is the last list read, and the callback set by
 // set_on_served_models() runs whenever it changes. A failed read keeps the last list (a restart
-// in progress is not a change of model) and is counted.
+// in progress is not a change of model) and is counted. Once known, a request the node resolved
+// (EngineRequest::model, adapter) reaches the engine under the name the engine lists, whatever
+// alias the client used (options.model, when set, still names every request).
 //
 // Faults. A connection failure, a timeout (connect, first token, stream idle), a 5xx, an error
 // event or an undecodable stream fail the request with a clear status (before the first token:
@@ -238,6 +240,10 @@ class OpenAiEngine final : public engine::Engine {
   void PollQueue();
   // GET /v1/models for what the engine serves (openai_engine_models.cc).
   void PollModels();
+  // The "model" to send upstream (empty: the client's, unchanged): options_.model when set; else
+  // the adapter the node resolved; else, once the engine's models are known, the resolved model
+  // under the name the engine lists it (the node's own model: the first listed).
+  std::string UpstreamModelFor(const engine::EngineRequest& request) const;
   // Adds other clients' requests, from the last fresh queue sample, to `load`.
   void AddForeignLoad(engine::EngineLoad& load, uint64_t& pending_prefill) const;
   // Learns decode speed from a finished request's stream.

@@ -658,6 +658,25 @@ TEST_F(OpenAiEngineTest, ReadsServedModelsAtStartAndFollowsChanges) {
   EXPECT_EQ(engine_->stats().models_poll_failures, 1u);
 }
 
+TEST_F(OpenAiEngineTest, AResolvedRequestReachesTheEngineUnderTheNameItLists) {
+  Make();
+  auto sent_model = [&](const std::string& model, const std::string& adapter, RequestId id) {
+    auto r = Req(id, 8);
+    r.model = model;
+    r.adapter = adapter;
+    EXPECT_TRUE(engine_->Submit(r, &rec_).ok());
+    return nlohmann::json::parse(LastCompletion()->request.body)["model"].get<std::string>();
+  };
+  // Before the engine's list is read the client's name passes.
+  EXPECT_EQ(sent_model("pool-name", "", 1), "m");
+  transport_.Open("/v1/models")[0]->Respond(
+      200, R"({"data":[{"id":"engine-name"},{"id":"other"},{"id":"lora","parent":"engine-name"}]})");
+  EXPECT_EQ(sent_model("pool-name", "", 2), "engine-name") << "the node's model: the first listed";
+  EXPECT_EQ(sent_model("other", "", 3), "other");
+  EXPECT_EQ(sent_model("pool-name", "lora", 4), "lora");
+  EXPECT_EQ(sent_model("", "", 5), "m") << "a node without a service: unchanged";
+}
+
 TEST_F(OpenAiEngineTest, WithoutAPeriodModelsAreReadUntilTheFirstGoodPage) {
   OpenAiEngineOptions o;
   o.models_poll_interval = 0s;
