@@ -110,7 +110,8 @@ TEST(ParseRequestTest, AModelNameIsAtMost256Bytes) {
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->http_status, 400);
   EXPECT_EQ(e->param, "model");
-  EXPECT_NE(e->message.find("at most 256 bytes; this one has 257"), std::string::npos) << e->message;
+  EXPECT_NE(e->message.find("at most 256 bytes; this one has 257"), std::string::npos)
+      << e->message;
 }
 
 TEST(ParseRequestTest, RejectsBadInputWithTheRightParamAndCode) {
@@ -128,8 +129,7 @@ TEST(ParseRequestTest, RejectsBadInputWithTheRightParamAndCode) {
       {kCompl, R"({"model":null,"prompt":"x"})", "model", "missing_required_parameter", "model"},
       {kCompl, R"({"model":3,"prompt":"x"})", "model", "invalid_type", "an integer"},
       {kCompl, R"({"model":"","prompt":"x"})", "model", "invalid_value", "empty"},
-      {kCompl, R"({"model":"two words","prompt":"x"})", "model", "invalid_value",
-       "byte 3 is 0x20"},
+      {kCompl, R"({"model":"two words","prompt":"x"})", "model", "invalid_value", "byte 3 is 0x20"},
       {kCompl, R"({"model":"m\u0001","prompt":"x"})", "model", "invalid_value", "byte 1 is 0x01"},
       {kCompl, R"({"model":"caf\u00e9","prompt":"x"})", "model", "invalid_value", "byte 3 is 0xc3"},
       // prompt

@@ -3,8 +3,6 @@
 // then asks the tree parser, which owns every error message.
 #include "hearsay/api/request_scanner.h"
 
-#include "hearsay/api/model_name.h"
-
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -154,7 +152,9 @@ std::optional<ApiRequest> ScanRequest(Endpoint endpoint, std::string_view body,
     }
     if (s.Peek() == 'n') return s.Literal("null");  // null is absent, for every other field
     // An invalid name goes to the tree parser, which says what is wrong with it.
-    if (key == "model") return has_model = ReadStringValue(s, &r.model) && IsValidModelName(r.model);
+    if (key == "model") {
+      return has_model = ReadStringValue(s, &r.model) && IsValidModelName(r.model);
+    }
     if (key == "prompt" && !chat) {
       if (s.Peek() == '"') return has_prompt = s.String(&r.prompt);
       if (s.Peek() != '[') return false;

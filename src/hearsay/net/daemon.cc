@@ -1,7 +1,7 @@
 #include "hearsay/net/daemon.h"
 
-#include <sodium.h>
 #include <fmt/format.h>
+#include <sodium.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -517,17 +517,18 @@ void Daemon::UpdateService(const upstream::ServedModels& served) {
 void Daemon::CheckServiceConflicts(HealthReport& health) {
   std::set<std::pair<std::string, NodeId>> now;
   for (const node::ServiceConflict& c : node_->ServiceConflicts()) {
-    const std::string message =
-        "peer " + c.peer + " serves model " + c.model + " with tokenizer fingerprint " +
-        fmt::format("{:016x}", c.peer_fingerprint) + " and block size " +
-        std::to_string(c.peer_block_tokens) + ", this node with " +
-        fmt::format("{:016x}", c.own_fingerprint) + " and " + std::to_string(c.own_block_tokens) +
-        ": their cache keys disagree, so the two never route this model to each other";
+    const std::string message = fmt::format(
+        "peer {} serves model {} with tokenizer fingerprint {:016x} and block size {}, this node "
+        "with {:016x} and {}: their cache keys disagree, so the two never route this model to "
+        "each other",
+        c.peer, c.model, c.peer_fingerprint, c.peer_block_tokens, c.own_fingerprint,
+        c.own_block_tokens);
     health.issues.push_back({"service_conflict", message, false});
     if (now.emplace(c.model, c.peer).second && !logged_conflicts_.contains({c.model, c.peer})) {
-      spdlog::error("event=service_conflict node={} model={} peer={} msg=\"{}; make "
-                    "node.tokenizer, node.chat_template and node.block_size agree\"",
-                    node_id_, c.model, c.peer, message);
+      spdlog::error(
+          "event=service_conflict node={} model={} peer={} msg=\"{}; make "
+          "node.tokenizer, node.chat_template and node.block_size agree\"",
+          node_id_, c.model, c.peer, message);
     }
   }
   logged_conflicts_ = std::move(now);

@@ -28,9 +28,9 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_peer_requests_bounced_total",
                     "Forwarded requests from peers this node sent back unserved, because its own "
                     "queue would have made them slower than the sender's next choice");
-  models_not_found_.counter =
-      &r.AddCounter("hearsay_models_not_found_total",
-                    "Client requests answered 404 model_not_found: no live member serves the model");
+  models_not_found_.counter = &r.AddCounter(
+      "hearsay_models_not_found_total",
+      "Client requests answered 404 model_not_found: no live member serves the model");
   forwards_wrong_model_.counter =
       &r.AddCounter("hearsay_forwards_wrong_model_total",
                     "Forwarded requests from peers for a model this node does not serve, refused "

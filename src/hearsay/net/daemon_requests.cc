@@ -512,16 +512,16 @@ nlohmann::json ServiceModelsJson(const gossip::Service& service) {
 std::string RenderPoolModels(const std::vector<node::PoolModel>& models, int64_t created) {
   nlohmann::json data = nlohmann::json::array();
   for (const node::PoolModel& m : models) {
-    nlohmann::json e = {{"id", m.model},
-                        {"object", "model"},
-                        {"created", created},
-                        {"owned_by", "hearsay"},
-                        {"live_nodes", m.live_members},
-                        {"served_here", m.served_here},
-                        {"aliases", m.aliases},
-                        {"context_length", m.context_tokens == 0
-                                               ? nlohmann::json(nullptr)
-                                               : nlohmann::json(m.context_tokens)}};
+    nlohmann::json e = {
+        {"id", m.model},
+        {"object", "model"},
+        {"created", created},
+        {"owned_by", "hearsay"},
+        {"live_nodes", m.live_members},
+        {"served_here", m.served_here},
+        {"aliases", m.aliases},
+        {"context_length",
+         m.context_tokens == 0 ? nlohmann::json(nullptr) : nlohmann::json(m.context_tokens)}};
     data.push_back(std::move(e));
     // Adapters as vLLM lists them: entries of their own with the model as `parent`.
     for (size_t i = 0; i < m.adapters.size() && i < kMaxListedAdapters; ++i) {

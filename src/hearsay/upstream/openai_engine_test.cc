@@ -670,7 +670,8 @@ TEST_F(OpenAiEngineTest, AResolvedRequestReachesTheEngineUnderTheNameItLists) {
   // Before the engine's list is read the client's name passes.
   EXPECT_EQ(sent_model("pool-name", "", 1), "m");
   transport_.Open("/v1/models")[0]->Respond(
-      200, R"({"data":[{"id":"engine-name"},{"id":"other"},{"id":"lora","parent":"engine-name"}]})");
+      200,
+      R"({"data":[{"id":"engine-name"},{"id":"other"},{"id":"lora","parent":"engine-name"}]})");
   EXPECT_EQ(sent_model("pool-name", "", 2), "engine-name") << "the node's model: the first listed";
   EXPECT_EQ(sent_model("other", "", 3), "other");
   EXPECT_EQ(sent_model("pool-name", "lora", 4), "lora");
