@@ -138,6 +138,9 @@ struct EngineLoad {
   // Measured cost of one prefill token, in ms: an exponentially weighted mean over recent
   // iterations of (iteration time / prefill tokens in it). 0 until the first prefill.
   double prefill_ms_per_token = 0;
+  // Measured time between two output tokens of one request, in ms (a decode iteration, with the
+  // batch it ran in). 0 until measured.
+  double decode_ms_per_token = 0;
   // Estimated time a request submitted now waits before its prefill starts.
   Duration estimated_queue_wait{0};
 };

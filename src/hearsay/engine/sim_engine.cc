@@ -153,6 +153,7 @@ EngineLoad SimEngine::Load() const {
   l.kv_pinned_tokens = tree_.pinned_tokens() + reserved_total_;
   l.waiting_prefill_tokens = pending_tokens_;
   l.prefill_ms_per_token = prefill_ms_per_token_;
+  l.decode_ms_per_token = decode_ms_per_token_;
   double wait_ms =
       cost_.QueueWaitMs(pending_tokens_, std::max(0.0, pending_work_ms_), options_.token_budget,
                         shape_.decode_batch, shape_.decode_context);
@@ -358,6 +359,11 @@ void SimEngine::FinishIteration() {
         prefill_ms_per_token_ == 0
             ? sample
             : prefill_ms_per_token_ + kEwmaAlpha * (sample - prefill_ms_per_token_);
+  } else if (shape_.decode_batch > 0) {
+    decode_ms_per_token_ =
+        decode_ms_per_token_ == 0
+            ? iteration_ms_
+            : decode_ms_per_token_ + kEwmaAlpha * (iteration_ms_ - decode_ms_per_token_);
   }
 
   notes_.clear();

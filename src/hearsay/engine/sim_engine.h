@@ -214,6 +214,7 @@ class SimEngine final : public Engine {
   bool busy_ = false;
   uint64_t iterations_ = 0;
   double prefill_ms_per_token_ = 0;
+  double decode_ms_per_token_ = 0;  // the same over iterations that only decode
 };
 
 }  // namespace hearsay::engine
