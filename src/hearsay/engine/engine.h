@@ -130,8 +130,9 @@ struct EngineLoad {
   uint64_t kv_pinned_tokens = 0;
   // Prompt tokens still to be prefilled, queued and running, net of (estimated) cache hits.
   uint64_t waiting_prefill_tokens = 0;
-  // Measured cost of one prefill token, in ms: an exponentially weighted mean over recent
-  // iterations of (iteration time / prefill tokens in it). 0 until the first prefill.
+  // Measured cost of one prefill token, in ms, robust to outliers (a median over recent
+  // answers or iterations; engine/speed_estimate.h), so it follows an engine that slows down.
+  // 0 until the first prefill.
   double prefill_ms_per_token = 0;
   // Estimated time a request submitted now waits before its prefill starts.
   Duration estimated_queue_wait{0};

@@ -49,6 +49,33 @@ TEST_F(SimEngineTest, SinglePrefillTakesOneIterationOfTheFormula) {
   EXPECT_EQ(engine_->iterations(), 1u);
 }
 
+TEST_F(SimEngineTest, SlowdownScalesIterationsAndTheMeasuredSpeedFollowsIt) {
+  Make();
+  Submit(Req(1, Tokens(1, 1000)));
+  sched_.RunUntilIdle();
+  const double fast = engine_->Load().prefill_ms_per_token;
+  EXPECT_NEAR(fast, Cost().PrefillWorkMs(1000, 0) / 1000, 1e-9);
+
+  engine_->SetSlowdown(2);
+  const TimePoint before = sched_.Now();
+  Submit(Req(2, Tokens(2, 1000)));
+  sched_.RunUntilIdle();
+  // Twice 36.75 ms; one slow sample does not move the median of two much yet.
+  EXPECT_EQ(rec_.at(2).first_at - before, FromMillis(73.5));
+  for (RequestId id = 3; id < 6; ++id) {
+    Submit(Req(id, Tokens(static_cast<uint32_t>(id), 1000)));
+    sched_.RunUntilIdle();
+  }
+  // The slow samples are now the majority of the window: the median doubled.
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 2 * fast, 1e-9);
+
+  engine_->SetSlowdown(1);
+  const TimePoint again = sched_.Now();
+  Submit(Req(9, Tokens(9, 1000)));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(9).first_at - again, FromMillis(36.75));
+}
+
 TEST_F(SimEngineTest, DecodeStepsFollowTheFormula) {
   Make();
   Submit(Req(1, Tokens(1, 100), 3));
@@ -431,7 +458,8 @@ TEST_F(SimEngineTest, LoadReport) {
   sched_.RunUntilIdle();
   IterationShape first;
   first.AddPrefill(600, 0);  // within one iteration: 600 < 750
-  EXPECT_DOUBLE_EQ(engine_->Load().prefill_ms_per_token, Cost().IterationMs(first) / 600);
+  // The iteration's prefill share of its time, per token: the t0 overhead is not prefill.
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, Cost().PrefillWorkMs(600, 0) / 600, 1e-9);
 
   for (RequestId id = 2; id < 12; ++id) {
     Submit(Req(id, Concat(prefix, Tokens(static_cast<uint32_t>(id) + 10, 100)), 10));

@@ -43,6 +43,12 @@ struct SimClusterOptions {
   std::string policy = "hearsay";
   route::PolicyOptions policy_options;
   engine::SimEngineOptions engine;
+  // A pool of unequal machines: node i's engine runs node_costs[i] (instead of engine.cost), and
+  // node i prices with it as its own cost model (instead of policy_options.cost). Empty = alike.
+  std::vector<engine::CostParams> node_costs;
+  // Every node prices members by their measured prefill speed
+  // (node::NodeOptions::price_by_measured_prefill).
+  bool price_by_measured_prefill = false;
   uint32_t block_tokens = 16;
   Duration publish_interval = FromMillis(100);
   // Every node's decision records go here (node::Node::SetRecorder); nullptr = none. Borrowed.
