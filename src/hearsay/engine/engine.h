@@ -132,7 +132,8 @@ struct EngineLoad {
   uint64_t waiting_prefill_tokens = 0;
   // Measured cost of one prefill token, in ms, robust to outliers (a median over recent
   // answers or iterations; engine/speed_estimate.h), so it follows an engine that slows down.
-  // 0 until the first prefill.
+  // 0 while unknown (an upstream engine before its first answer; the simulated engine reports
+  // its configured speed until it has measured).
   double prefill_ms_per_token = 0;
   // Estimated time a request submitted now waits before its prefill starts.
   Duration estimated_queue_wait{0};

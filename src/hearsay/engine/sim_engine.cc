@@ -167,7 +167,10 @@ EngineLoad SimEngine::Load() const {
   l.kv_capacity_tokens = options_.kv_capacity_tokens;
   l.kv_pinned_tokens = tree_.pinned_tokens() + reserved_total_;
   l.waiting_prefill_tokens = pending_tokens_;
-  l.prefill_ms_per_token = prefill_speed_.value();
+  // Before its first prefill the engine knows only its configured speed: the preset's marginal
+  // cost per token is the starting point peers price it with.
+  l.prefill_ms_per_token =
+      prefill_speed_.samples() > 0 ? prefill_speed_.value() : cost_.params().a_ms_per_token;
   double wait_ms =
       cost_.QueueWaitMs(pending_tokens_, std::max(0.0, pending_work_ms_), options_.token_budget,
                         shape_.decode_batch, shape_.decode_context);

@@ -224,6 +224,7 @@ class SimEngine final : public Engine {
   double slowdown_ = 1;
   // Measured prefill ms per token: per iteration, its time x the model's prefill share of it /
   // its prefill tokens; the median of recent iterations (robust to outliers, follows a slowdown).
+  // Load() reports the cost model's a_ms_per_token until the first sample.
   SpeedEstimate prefill_speed_;
 };
 

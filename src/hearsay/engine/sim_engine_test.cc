@@ -450,7 +450,8 @@ TEST_F(SimEngineTest, LoadReport) {
   EXPECT_EQ(idle.kv_capacity_tokens, 100000u);
   EXPECT_EQ(idle.kv_used_tokens, 0u);
   EXPECT_EQ(idle.estimated_queue_wait, Duration::zero());
-  EXPECT_EQ(idle.prefill_ms_per_token, 0.0);
+  // Before any prefill: the configured speed, the starting point peers price it with.
+  EXPECT_EQ(idle.prefill_ms_per_token, Cost().params().a_ms_per_token);
 
   // Warm a 500-token prefix so later requests' estimates see the cache.
   const auto prefix = Tokens(1, 500);
