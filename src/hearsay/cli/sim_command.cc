@@ -135,12 +135,11 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
         "hit rate %.3f  forwarded %.3f  load cov %.3f  retries %llu  bounces %llu\n"
         "gossip %.0f bytes/node/s   speed %.0f simulated requests per wall second\n",
         config->policy.c_str(), static_cast<int>(s.per_node_served.size()),
-        static_cast<unsigned long long>(s.requests),
-        static_cast<unsigned long long>(s.failed), s.sim_seconds, s.arrival_rate_per_s,
-        s.mean_ttft_ms, s.p50_ttft_ms, s.p90_ttft_ms, s.p99_ttft_ms, s.mean_e2e_ms, s.hit_rate,
-        s.forwarded_frac, s.load_cov, static_cast<unsigned long long>(s.retries),
-        static_cast<unsigned long long>(s.bounces), s.gossip_bytes_per_node_s,
-        s.sim_requests_per_wall_s);
+        static_cast<unsigned long long>(s.requests), static_cast<unsigned long long>(s.failed),
+        s.sim_seconds, s.arrival_rate_per_s, s.mean_ttft_ms, s.p50_ttft_ms, s.p90_ttft_ms,
+        s.p99_ttft_ms, s.mean_e2e_ms, s.hit_rate, s.forwarded_frac, s.load_cov,
+        static_cast<unsigned long long>(s.retries), static_cast<unsigned long long>(s.bounces),
+        s.gossip_bytes_per_node_s, s.sim_requests_per_wall_s);
     if (!config->cluster.empty()) {
       std::printf("requests served by an engine without their model: %llu\n",
                   static_cast<unsigned long long>(s.wrong_model));

@@ -14,7 +14,6 @@
 #include <span>
 #include <utility>
 
-
 namespace hearsay::node {
 
 // `scales`: the members' measured cost scales; entries <= 0 (not measured yet) take no part and

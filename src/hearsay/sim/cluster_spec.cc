@@ -69,8 +69,8 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view text) {
     ClusterGroup g;
     g.preset = std::string(parts[0]);
     if (Result<engine::CostModel> m = engine::CostModel::FromPreset(g.preset); !m.ok()) {
-      return Status(m.status().code(), "--cluster group '" + std::string(group) +
-                                           "': " + m.status().message());
+      return Status(m.status().code(),
+                    "--cluster group '" + std::string(group) + "': " + m.status().message());
     }
     const std::string_view count = parts[1];
     const auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), g.count);
@@ -88,8 +88,8 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view text) {
       for (std::string_view m : Split(parts[2], '+')) {
         if (m.empty()) return Bad(group, "an empty model name");
         if (m.size() > kMaxModelNameBytes) {
-          return Bad(group, "a model name longer than " + std::to_string(kMaxModelNameBytes) +
-                                " bytes");
+          return Bad(group,
+                     "a model name longer than " + std::to_string(kMaxModelNameBytes) + " bytes");
         }
         if (!std::all_of(m.begin(), m.end(), ModelNameChar)) {
           return Bad(group, "model names may hold only letters, digits and . _ / -");

@@ -1,6 +1,7 @@
 // ClusterSpec: a simulated pool of unequal machines, as `hearsay sim --cluster` describes it.
 //
-//   PRESET:COUNT[:MODEL+MODEL...],...    e.g.  h100-llama3-8b:2:m1,a100-llama3-8b:2:m1+m2,consumer:4:m2
+//   PRESET:COUNT[:MODEL+MODEL...],...    e.g.
+//   h100-llama3-8b:2:m1,a100-llama3-8b:2:m1+m2,consumer:4:m2
 //
 // Each group is COUNT nodes whose engines run the cost-model preset PRESET (engine/cost_model.h)
 // and serve the listed models (none: the workload's one model). Nodes are numbered in the order

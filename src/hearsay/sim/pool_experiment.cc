@@ -252,9 +252,8 @@ std::vector<Goal> Goals(const Results& r) {
       const Fall f = FallOf(h->slow_share, sec->config.slow_at_s, SlowRunOf(r.options));
       g.known = true;
       g.met = f.seconds >= 0 && f.seconds <= kSlowWindowS && f.after < kFallFraction * f.before;
-      g.measured = (f.seconds < 0 ? std::string("never fell") : "fell after " +
-                                                                     Fmt("%.0f", f.seconds) +
-                                                                     " s") +
+      g.measured = (f.seconds < 0 ? std::string("never fell")
+                                  : "fell after " + Fmt("%.0f", f.seconds) + " s") +
                    "; share " + Fmt("%.3f", f.before) + " before, " + Fmt("%.3f", f.after) +
                    " in the second half of the time after";
     } else {
@@ -317,8 +316,8 @@ std::string RenderReport(const Results& r) {
     if (sec.name == "slowdown") {
       out << "\nNode " << sec.config.slow_node << "'s engine runs at 1/" << Fmt("%.0f", kSlowFactor)
           << " of its speed from " << Fmt("%.0f", sec.config.slow_at_s)
-          << " s. Its share of arrivals (all nodes alike: 1/" << kNodes
-          << " = " << Fmt("%.3f", 1.0 / kNodes) << "), in the " << Fmt("%.0f", kSlowWindowS)
+          << " s. Its share of arrivals (all nodes alike: 1/" << kNodes << " = "
+          << Fmt("%.3f", 1.0 / kNodes) << "), in the " << Fmt("%.0f", kSlowWindowS)
           << " s before, in the second half of the time after (from "
           << Fmt("%.0f", (sec.config.slow_at_s + SlowRunOf(o)) / 2)
           << " s to the end), and the seconds until its share over " << kFallSpanS
@@ -346,8 +345,7 @@ Status WritePlots(const Results& r) {
   for (size_t s = 0; s < r.sections.size(); ++s) {
     ttft << r.sections[s].name;
     for (size_t p = 0; p < r.policies.size(); ++p) {
-      ttft << ',' << CsvNumber(r.stats[s][p].mean.mean) << ','
-           << CsvNumber(r.stats[s][p].mean.sd);
+      ttft << ',' << CsvNumber(r.stats[s][p].mean.mean) << ',' << CsvNumber(r.stats[s][p].mean.sd);
     }
     ttft << '\n';
   }
@@ -512,10 +510,9 @@ Status RunPoolExperiment(const PoolOptions& options, const SimRunFn& run,
   for (std::thread& t : threads) t.join();
   for (size_t i = 0; i < runs.size(); ++i) {
     if (errors[i].ok()) continue;
-    return Status(errors[i].code(), r.sections[runs[i].section].name + ", " +
-                                        r.policies[runs[i].policy] + ", seed " +
-                                        std::to_string(runs[i].config.seed) + ": " +
-                                        errors[i].message());
+    return Status(errors[i].code(),
+                  r.sections[runs[i].section].name + ", " + r.policies[runs[i].policy] + ", seed " +
+                      std::to_string(runs[i].config.seed) + ": " + errors[i].message());
   }
 
   std::ostringstream csv;
@@ -547,8 +544,8 @@ Status RunPoolExperiment(const PoolOptions& options, const SimRunFn& run,
       sections << r.sections[s].name << ',' << r.policies[p] << ',' << r.seeds << ','
                << CsvNumber(a.mean.mean) << ',' << CsvNumber(a.mean.sd) << ','
                << CsvNumber(a.p50.mean) << ',' << CsvNumber(a.p99.mean) << ','
-               << CsvNumber(a.p99.sd) << ',' << CsvNumber(a.hit.mean) << ','
-               << CsvNumber(a.failed) << ',' << CsvNumber(a.wrong_model) << '\n';
+               << CsvNumber(a.p99.sd) << ',' << CsvNumber(a.hit.mean) << ',' << CsvNumber(a.failed)
+               << ',' << CsvNumber(a.wrong_model) << '\n';
     }
   }
   const std::string& dir = options.out_dir;

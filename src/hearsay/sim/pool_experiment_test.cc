@@ -22,7 +22,8 @@ TEST(PoolExperimentTest, SectionsAreEightNodePools) {
   EXPECT_EQ((*sections)[2].name, "slowdown");
   EXPECT_GE((*sections)[2].config.slow_node, 0);
   EXPECT_GT((*sections)[2].config.requests, 0u);
-  EXPECT_EQ(PoolPolicies(o), (std::vector<std::string>{"hearsay", "oracle", "least-loaded", "paper"}));
+  EXPECT_EQ(PoolPolicies(o),
+            (std::vector<std::string>{"hearsay", "oracle", "least-loaded", "paper"}));
 }
 
 // The quick form on the real simulator: the report's shape, and no request ever served by an

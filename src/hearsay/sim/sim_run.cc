@@ -481,10 +481,10 @@ Result<SimSummary> RunSimRecorded(const SimConfig& in, const ProgressFn& progres
   const uint64_t bytes_at_start = cluster->gossip_bytes_sent();
   if (config.slow_node >= 0) {
     SimCluster* c = cluster.get();
-    sched.RunAfter(FromMillis(config.slow_at_s * 1000), [c, n = config.slow_node,
-                                                         f = config.slow_factor] {
-      if (c->up(n)) c->engine(n).SetSlowdown(f);
-    });
+    sched.RunAfter(FromMillis(config.slow_at_s * 1000),
+                   [c, n = config.slow_node, f = config.slow_factor] {
+                     if (c->up(n)) c->engine(n).SetSlowdown(f);
+                   });
   }
 
   std::unordered_map<NodeId, int32_t> node_index;

@@ -43,7 +43,8 @@ TEST(ModelMixTest, ZipfOverModelsEachWithItsOwnPrefixes) {
     ++count[r->model];
     // The inner request, behind its model's tag; arrival and entry unchanged.
     EXPECT_EQ(r->prompt.size(), p->prompt.size() + kModelTagTokens);
-    EXPECT_TRUE(std::equal(p->prompt.begin(), p->prompt.end(), r->prompt.begin() + kModelTagTokens));
+    EXPECT_TRUE(
+        std::equal(p->prompt.begin(), p->prompt.end(), r->prompt.begin() + kModelTagTokens));
     EXPECT_EQ(r->arrival, p->arrival);
     EXPECT_EQ(r->entry_node, p->entry_node);
     EXPECT_EQ(r->shareable_prefix_tokens, p->shareable_prefix_tokens + kModelTagTokens);
