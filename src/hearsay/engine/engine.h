@@ -62,6 +62,11 @@ struct EngineRequest {
   // 0 is the shared one. An engine that isolates namespaces never lets a request of one reuse
   // another's cache; one that cannot (llama.cpp's server) ignores it.
   uint64_t cache_namespace = 0;
+  // The canonical model and LoRA adapter (empty: the base model) the node resolved the request
+  // to (node/model_routing.h), for a host whose engine fronts several models; both empty on a
+  // node that has no service configured. cache_namespace already includes them.
+  std::string model;
+  std::string adapter;
 };
 
 // The request reached the front of the queue and its KV space is reserved: prefill begins.

@@ -62,6 +62,11 @@ struct PeerRequest {
   // Daemon only, opaque to the core: the tenant the request is served for (API keys), which a
   // forward carries over the authenticated peer link; empty on an open node.
   std::string tenant;
+  // The model the request is for: a canonical name, an alias or a LoRA adapter's name, resolved
+  // by the node through its own and its peers' gossiped services (node/model_routing.h). Empty:
+  // the entry node's first model. A forwarded copy carries the canonical name (or the adapter).
+  // A node without a configured service serves every request whatever it names.
+  std::string model;
   // Whether the client reads the answer as it is made (OpenAI "stream": true). When it does not,
   // and the request is served here for it, the engine may produce the answer in one piece
   // (engine::EngineRequest::stream). A forwarded copy is always streamed back.

@@ -11,6 +11,7 @@
 #include <span>
 
 #include "hearsay/common/ids.h"
+#include "hearsay/gossip/service.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/prefix/block_event.h"
 
@@ -34,6 +35,10 @@ class Listener {
   // A newer load report of a peer arrived (piggybacked or by anti-entropy).
   virtual void OnPeerLoad(const NodeId& /*id*/, Generation /*generation*/,
                           const LoadReport& /*load*/) {}
+  // A peer's service record (what it serves) arrived or changed. Reported after the cache
+  // events of the same delta; a peer that restarts reports it again for its new generation.
+  virtual void OnPeerService(const NodeId& /*id*/, Generation /*generation*/,
+                             const Service& /*service*/) {}
 };
 
 }  // namespace hearsay::gossip

@@ -99,6 +99,9 @@ class Node final : public MessageSink {
 
   // Replaces the node's load report; recomputes the overload flag (hysteresis) and publishes both.
   void SetLoad(const LoadReport& load);
+  // Replaces what the node serves (service.h) and publishes it, only if it changed.
+  // INVALID_ARGUMENT (nothing published) if it breaks a limit of service.h.
+  Status SetService(const Service& service);
   // Feeds the node's own cache events (from its radix tree); landmarks are published.
   void PublishCacheEvents(std::span<const prefix::BlockEvent> events);
 
@@ -113,6 +116,8 @@ class Node final : public MessageSink {
   int local_health() const { return local_health_; }
   bool overloaded() const { return overload_.overloaded(); }
   bool left() const { return left_; }
+  // What this node serves, as last set (empty before SetService).
+  const Service& service() const { return self_store_->service().service; }
   // Every other member ever seen (dead and left included), ordered by id.
   std::vector<MemberView> Members() const;
   std::optional<MemberView> Member(const NodeId& id) const;
@@ -174,6 +179,8 @@ class Node final : public MessageSink {
     // Best-known load (piggybacked or replicated).
     LoadRecord load;
     TimePoint load_at{};
+    // Version of its service record last reported to the listener (0: none).
+    uint64_t service_version = 0;
     // Replica of its state; null unless kAlive or kSuspect.
     std::unique_ptr<OriginStore> store;
   };
@@ -259,6 +266,7 @@ class Node final : public MessageSink {
   // every earlier one is relayed evidence of life (last_evidence_at).
   void NoteVersionSeen(MemberRec& m, uint64_t version);
   void NoteLoad(MemberRec& m, const LoadRecord& rec);
+  void NoteService(MemberRec& m, const ServiceRecord& rec);
   void WriteOwnLoad();
   // Moves to the stride the cluster size calls for (landmark_stride.h), re-deriving the own
   // landmarks from held_ if it changed.

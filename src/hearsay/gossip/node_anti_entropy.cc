@@ -54,6 +54,17 @@ void Node::SetLoad(const LoadReport& load) {
   WriteOwnLoad();
 }
 
+Status Node::SetService(const Service& service) {
+  HEARSAY_RETURN_IF_ERROR(ValidateService(service));
+  if (self_store_->service().version > 0 && self_store_->service().service == service) {
+    return OkStatus();
+  }
+  const uint64_t old = self_store_->max_version();
+  self_store_->PutService(service);
+  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+  return OkStatus();
+}
+
 void Node::PublishCacheEvents(std::span<const prefix::BlockEvent> events) {
   const uint64_t old = self_store_->max_version();
   const uint32_t stride = self_store_->stride();
@@ -393,6 +404,7 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
       }
     }
     NoteLoad(m, m.store->load());
+    NoteService(m, m.store->service());
   }
 }
 
@@ -422,6 +434,12 @@ void Node::NoteVersionSeen(MemberRec& m, uint64_t version) {
     ++counters_.evidence_notices;
     SendNotice(m.address, UpdateOf(m));
   }
+}
+
+void Node::NoteService(MemberRec& m, const ServiceRecord& rec) {
+  if (rec.version <= m.service_version) return;
+  m.service_version = rec.version;
+  if (listener_ != nullptr) listener_->OnPeerService(m.id, m.generation, rec.service);
 }
 
 void Node::NoteLoad(MemberRec& m, const LoadRecord& rec) {

@@ -47,6 +47,7 @@ void Node::DropStore(MemberRec& m) {
   --digest_count_;
   m.store.reset();
   m.load = LoadRecord{};
+  m.service_version = 0;
 }
 
 void Node::SetState(MemberRec& m, MemberState state) {

@@ -116,6 +116,43 @@ TEST(NodeTest, LoadAndCacheEventsReachEveryPeer) {
   }
 }
 
+TEST(NodeTest, ServiceRecordsReachEveryPeerAndChangesFollow) {
+  Cluster c(4, 5);
+  const Service a{{{"sim", "model-a", {"a"}, 4096, {}, 7, 16}}};
+  ASSERT_TRUE(c.node(0).SetService(a).ok());
+  c.StartAll();
+  c.Run(3s);
+  for (int i = 1; i < c.size(); ++i) {
+    EXPECT_EQ(c.listener(i).services["n0"], a) << i;
+    ASSERT_NE(c.node(i).PeerStore("n0"), nullptr);
+    EXPECT_EQ(c.node(i).PeerStore("n0")->service().service, a);
+  }
+  // The same service again is not a new write.
+  const uint64_t version = c.node(0).own_store().max_version();
+  ASSERT_TRUE(c.node(0).SetService(a).ok());
+  EXPECT_EQ(c.node(0).own_store().max_version(), version);
+  // An engine restarted with another model and an adapter loaded: every peer hears of it once.
+  const Service b{{{"vllm", "model-b", {}, 8192, {"lora-1"}, 9, 16}}};
+  ASSERT_TRUE(c.node(0).SetService(b).ok());
+  c.Run(3s);
+  for (int i = 1; i < c.size(); ++i) {
+    EXPECT_EQ(c.listener(i).services["n0"], b) << i;
+    EXPECT_EQ(c.listener(i).service_reports["n0"], 2) << i;
+  }
+  // Over the bounds: refused, and nothing is published.
+  Service bad = b;
+  bad.engines[0].model = "bad\x01name";
+  EXPECT_EQ(c.node(0).SetService(bad).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.node(0).service(), b);
+  // A restarted member (new generation) publishes its service again, and peers hear it anew.
+  c.Crash(0);
+  c.Run(15s);
+  c.Restart(0, 2);
+  ASSERT_TRUE(c.node(0).SetService(a).ok());
+  c.Run(5s);
+  for (int i = 1; i < c.size(); ++i) EXPECT_EQ(c.listener(i).services["n0"], a) << i;
+}
+
 TEST(NodeTest, FreshSmallDeltasGoAsDatagramsAndABacklogOnTheStream) {
   Config config;
   config.landmark_stride = 1;

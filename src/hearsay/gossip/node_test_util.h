@@ -49,6 +49,10 @@ class RecordingListener : public Listener {
   void OnPeerStride(const NodeId& id, Generation, uint32_t stride) override {
     strides[id] = stride;
   }
+  void OnPeerService(const NodeId& id, Generation, const Service& service) override {
+    services[id] = service;
+    ++service_reports[id];
+  }
 
   struct Change {
     NodeId id;
@@ -60,6 +64,8 @@ class RecordingListener : public Listener {
   std::map<NodeId, Generation> generations;
   std::map<NodeId, LoadReport> loads;
   std::map<NodeId, uint32_t> strides;
+  std::map<NodeId, Service> services;
+  std::map<NodeId, int> service_reports;
 };
 
 struct TestNode {

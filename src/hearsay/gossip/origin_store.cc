@@ -22,6 +22,13 @@ uint64_t OriginStore::PutLoad(const LoadReport& load, uint64_t heartbeat) {
   return load_.version;
 }
 
+uint64_t OriginStore::PutService(const Service& service) {
+  service_ = ServiceRecord{++max_version_, service};
+  // A record, like the load: no cache key (SharedHistory::Write::is_load).
+  if (history_ && writer_) history_->RecordLoad(service_.version);
+  return service_.version;
+}
+
 bool OriginStore::PutCache(BlockKey full_key, uint32_t block_index, bool live) {
   if (!Put(full_key, block_index, live)) return false;
   MaybeCollect();
@@ -84,6 +91,11 @@ void OriginStore::Write(BlockKey full_key, uint32_t block_index, bool live, uint
   }
 }
 
+void OriginStore::ApplyRecords(const OriginDelta& d) {
+  if (d.load && d.load->version > load_.version) load_ = *d.load;
+  if (d.service && d.service->version > service_.version) service_ = *d.service;
+}
+
 bool OriginStore::CrossesStrideStart(const OriginDelta& d) {
   return !d.snapshot && d.stride_start > d.from_version && d.stride_start <= d.to_version;
 }
@@ -127,14 +139,14 @@ OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<Bl
     entries_.ForEach([&](BlockKey key, const Slot&) { log_.push_back({d.to_version, key}); });
     max_version_ = d.to_version;
     gc_floor_ = d.to_version;
-    if (d.load && d.load->version > load_.version) load_ = *d.load;
+    ApplyRecords(d);
     return ApplyResult::kApplied;
   }
   for (const auto& e : d.entries) {
     if (e.version <= max_version_) continue;
     Write(e.key, e.block_index, e.live, e.version, events);
   }
-  if (d.load && d.load->version > load_.version) load_ = *d.load;
+  ApplyRecords(d);
   max_version_ = d.to_version;
   MaybeCollect();
   return ApplyResult::kApplied;
@@ -236,6 +248,7 @@ std::optional<OriginDelta> OriginStore::SnapshotShell(size_t budget_bytes) const
   d.from_version = 0;
   d.to_version = max_version_;
   if (load_.version > 0) d.load = load_;
+  if (service_.version > 0) d.service = service_;
   const size_t bound =
       EncodedDeltaHeaderSize(d) + VarintSize(live_count()) + live_count() * kMaxSnapshotEntryBytes;
   if (bound > budget_bytes) return std::nullopt;
@@ -256,20 +269,42 @@ std::optional<OriginDelta> OriginStore::BuildRun(uint64_t known, size_t budget_b
   if (whole) d.stride_start = epoch_;
   size_t used = EncodedDeltaHeaderSize(d) + 4;  // + room for the varints growing
   bool load_done = load_.version <= known;
+  bool service_done = service_.version <= known;
   uint64_t prev = known;
   bool cut = false;
-  // The load record goes in version order among the entries; false if it does not fit.
-  auto add_load = [&] {
-    const size_t need = EncodedSize(load_);
+  // The records go in version order among the entries; false if the next one does not fit.
+  auto add_record = [&](size_t need, auto set) {
     if (used + need > budget_bytes) return false;
     used += need;
-    d.load = load_;
-    d.to_version = load_.version;
-    load_done = true;
+    set();
     return true;
   };
+  auto add_load = [&] {
+    return add_record(EncodedSize(load_), [&] {
+      d.load = load_;
+      d.to_version = std::max(d.to_version, load_.version);
+      load_done = true;
+    });
+  };
+  auto add_service = [&] {
+    return add_record(EncodedSize(service_), [&] {
+      d.service = service_;
+      d.to_version = std::max(d.to_version, service_.version);
+      service_done = true;
+    });
+  };
+  // Adds every record written before `version`, oldest first; false if one does not fit.
+  auto add_records_before = [&](uint64_t version) {
+    for (;;) {
+      const uint64_t load_v = load_done ? UINT64_MAX : load_.version;
+      const uint64_t service_v = service_done ? UINT64_MAX : service_.version;
+      const uint64_t next = std::min(load_v, service_v);
+      if (next == UINT64_MAX || next >= version) return true;
+      if (!(next == load_v ? add_load() : add_service())) return false;
+    }
+  };
   for_each_current([&](const CacheEntry& e) {
-    if (!load_done && load_.version < e.version && !add_load()) {
+    if (!add_records_before(e.version)) {
       cut = true;
       return false;
     }
@@ -284,7 +319,7 @@ std::optional<OriginDelta> OriginStore::BuildRun(uint64_t known, size_t budget_b
     d.to_version = e.version;
     return true;
   });
-  if (!cut && !load_done && !add_load()) cut = true;
+  if (!cut && !add_records_before(UINT64_MAX)) cut = true;
   if (!cut) d.to_version = max_version_;
   if (d.to_version == known || (whole && cut)) return std::nullopt;
   return d;
@@ -336,7 +371,7 @@ OriginStore::ApplyResult OriginStore::ApplyShared(const OriginDelta& d,
     }
   }
   max_version_ = to;
-  if (d.load && d.load->version > load_.version) load_ = *d.load;
+  ApplyRecords(d);
   if (d.snapshot) {
     // A snapshot carries no tombstones: everything at or below it is collected.
     tombstones_ = 0;

@@ -75,6 +75,51 @@ TEST(OriginStoreTest, WriterSkipsNoOpWritesAndVersionsEveryChange) {
   EXPECT_FALSE(s.Contains(10));
 }
 
+TEST(OriginStoreTest, ServiceRecordTravelsInVersionOrderAndInSnapshots) {
+  OriginStore w("o", 1, 4, nullptr, true, 1);
+  const Service s1{{{"sim", "m1", {}, 0, {}, 1, 16}}};
+  const Service s2{{{"sim", "m2", {"two"}, 0, {}, 1, 16}}};
+  w.PutCache(1, 0, true);           // v1
+  EXPECT_EQ(w.PutService(s1), 2u);  // v2
+  w.PutCache(2, 1, true);           // v3
+  w.PutLoad(LoadReport{}, 1);       // v4
+  OriginStore r("o", 1, 4);
+  std::optional<OriginDelta> d = w.BuildDelta(0, 1 << 16);
+  ASSERT_TRUE(d && d->service && d->load);
+  EXPECT_EQ(d->service->version, 2u);
+  d = ThroughWire(*d);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(r.Apply(*d, nullptr), OriginStore::ApplyResult::kApplied);
+  EXPECT_EQ(r.service().service, s1);
+  // A later change reaches a replica that knows the earlier one, alone in its run.
+  EXPECT_EQ(w.PutService(s2), 5u);
+  d = w.BuildDelta(r.max_version(), 1 << 16);
+  ASSERT_TRUE(d && d->service);
+  EXPECT_TRUE(d->entries.empty());
+  EXPECT_FALSE(d->load.has_value());
+  EXPECT_EQ(r.Apply(*ThroughWire(*d), nullptr), OriginStore::ApplyResult::kApplied);
+  EXPECT_EQ(r.service(), w.service());
+  // A run cut before the record leaves it out and ends below its version.
+  for (size_t budget = 8; budget < 400; ++budget) {
+    std::optional<OriginDelta> cut = w.BuildDelta(0, budget);
+    if (!cut) continue;
+    if (cut->service) {
+      EXPECT_GE(cut->to_version, cut->service->version) << budget;
+    } else {
+      EXPECT_LT(cut->to_version, w.service().version) << budget;
+    }
+  }
+  // A snapshot carries the record too (collected removals send a new peer one).
+  for (prefix::BlockKey k = 100; k < 120; ++k) w.PutCache(k, 0, true);
+  for (prefix::BlockKey k = 100; k < 120; ++k) w.PutCache(k, 0, false);
+  ASSERT_GT(w.gc_floor(), 0u);
+  const std::optional<OriginDelta> snap = w.BuildDelta(0, 1 << 16);
+  OriginStore fresh("o", 1, 4);
+  ASSERT_TRUE(snap && snap->snapshot && snap->service);
+  EXPECT_EQ(fresh.Apply(*snap, nullptr), OriginStore::ApplyResult::kApplied);
+  EXPECT_EQ(fresh.service(), w.service());
+}
+
 TEST(OriginStoreTest, RefusesGapsAndIgnoresDuplicates) {
   OriginStore w("a", 1, 100);
   for (uint64_t k = 1; k <= 10; ++k) ASSERT_TRUE(w.PutCache(k, 0, true));

@@ -35,13 +35,14 @@ class SharedHistory {
     prefix::BlockKey key = 0;
     uint32_t block_index = 0;
     bool live = false;
-    bool is_load = false;  // a load record (key, index and live unused)
+    bool is_load = false;  // a load or service record (key, index and live unused)
     uint64_t prev = 0;     // the key's previous write, or 0
     uint64_t next = 0;     // the key's next write, or 0 (not yet)
   };
 
   // Records the write that took `version` (must be max_version() + 1).
   void RecordCache(uint64_t version, prefix::BlockKey key, uint32_t block_index, bool live);
+  // Records a load or service record's write.
   void RecordLoad(uint64_t version);
 
   uint64_t max_version() const { return writes_.size(); }

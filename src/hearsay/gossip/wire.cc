@@ -124,6 +124,17 @@ LoadRecord ReadLoad(ByteReader& r) {
   return rec;
 }
 
+// `n` (a count read as part of a larger varint) if it is at most max_count and n * min_item_bytes
+// fits in what is left, as ByteReader::ReadCount checks; else fails `r` and returns 0.
+size_t CheckCount(ByteReader& r, uint64_t n, size_t max_count, size_t min_item_bytes) {
+  if (!r.ok()) return 0;
+  if (n > max_count || n > r.remaining() / std::max<size_t>(min_item_bytes, 1)) {
+    r.Fail("count out of range");
+    return 0;
+  }
+  return static_cast<size_t>(n);
+}
+
 NodeId ReadId(ByteReader& r) {
   NodeId id = r.ReadString(kMaxIdBytes);
   if (r.ok() && id.empty()) r.Fail("empty node id");
@@ -206,7 +217,8 @@ void PutDelta(ByteWriter& w, const OriginDelta& d) {
   if (crossing) w.PutVarint(d.stride_start - d.from_version);
   w.PutVarint(d.to_version - d.from_version);
   if (d.load) PutLoad(w, *d.load);
-  w.PutVarint(d.entries.size());
+  w.PutVarint(d.entries.size() << 1 | (d.service ? 1 : 0));
+  if (d.service) PutServiceRecord(w, *d.service);
   if (!d.snapshot) {
     uint64_t prev = d.from_version;
     for (const auto& e : d.entries) {
@@ -270,8 +282,17 @@ OriginDelta ReadDelta(ByteReader& r) {
     }
   }
   if (!r.ok()) return d;
+  const uint64_t count_code = r.ReadVarint();
+  if ((count_code & 1) != 0) {
+    d.service = ReadServiceRecord(r);
+    if (d.service->version > d.to_version ||
+        (!d.snapshot && d.service->version <= d.from_version) || d.service->version == 0) {
+      r.Fail("service version outside the delta");
+    }
+  }
+  if (!r.ok()) return d;
   if (!d.snapshot) {
-    const size_t n = r.ReadCount(kMaxEntriesPerOrigin, 1 + kSummaryKeyBytes);
+    const size_t n = CheckCount(r, count_code >> 1, kMaxEntriesPerOrigin, 1 + kSummaryKeyBytes);
     d.entries.reserve(n);
     uint64_t prev = d.from_version;
     for (size_t i = 0; i < n && r.ok(); ++i) {
@@ -295,7 +316,7 @@ OriginDelta ReadDelta(ByteReader& r) {
       d.entries.push_back(e);
     }
   } else {
-    const size_t n = r.ReadCount(kMaxEntriesPerOrigin, 2);
+    const size_t n = CheckCount(r, count_code >> 1, kMaxEntriesPerOrigin, 2);
     d.entries.reserve(n);
     prefix::BlockKey prev = 0;
     for (size_t i = 0; i < n && r.ok(); ++i) {
@@ -364,7 +385,7 @@ size_t EncodedDeltaHeaderSize(const OriginDelta& d) {
          (StrideCode(d.stride) == 0 ? VarintSize(d.stride) : 0) + VarintSize(d.from_version) +
          (d.stride_start != 0 ? VarintSize(d.stride_start - d.from_version) : 0) +
          VarintSize(d.to_version - d.from_version) + (d.load ? EncodedSize(*d.load) : 0) +
-         VarintSize(d.entries.size() + 1);
+         VarintSize((d.entries.size() + 1) << 1) + (d.service ? EncodedSize(*d.service) : 0);
 }
 
 size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version) {

@@ -17,13 +17,14 @@
 // clear, then the summary key (summary_key.h: its low 48 bits, 6 bytes, little-endian). A
 // removal carries no block index (it decodes as 0). A delta is: id, generation, a flags byte,
 // [stride], from version, [stride start step], to version as a step above from, [load record],
-// entry count, entries. The flags byte holds the snapshot bit (bit 0), the landmark stride in
-// bits 1-5 (c in 1..21 for a stride of 2^(c - 1); 0: the stride follows as a varint), in bit 6
-// (runs only) that the run crosses its origin's change of stride, so the stride start follows
-// the from version as a step above it, and in bit 7 that a load record follows. An index code
-// is the index times 2, or, for a multiple of 16, the index / 16 times 2 plus 1: a live landmark up
-// to block 240 is 7 bytes, a removal 7 (version 1: 10-11 bytes each). A snapshot sorts its entries
-// by key and sends key steps and index codes as varints.
+// entry count times 2 (plus 1 if a service record follows), [service record], entries. The flags
+// byte holds the snapshot bit (bit 0), the landmark stride in bits 1-5 (c in 1..21 for a stride of
+// 2^(c - 1); 0: the stride follows as a varint), in bit 6 (runs only) that the run crosses its
+// origin's change of stride, so the stride start follows the from version as a step above it, and
+// in bit 7 that a load record follows. An index code is the index times 2, or, for a multiple of
+// 16, the index / 16 times 2 plus 1: a live landmark up to block 240 is 7 bytes, a removal 7
+// (version 1: 10-11 bytes each). A snapshot sorts its entries by key and sends key steps and index
+// codes as varints.
 //
 // Thread-safety: pure functions on plain values.
 #pragma once
@@ -38,18 +39,21 @@
 
 #include "hearsay/common/ids.h"
 #include "hearsay/common/status.h"
+#include "hearsay/gossip/service.h"
 #include "hearsay/gossip/summary_key.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/prefix/block_event.h"
 
 namespace hearsay::gossip {
 
-// Version 4: a run that crosses its origin's change of stride says where it took effect; the to
-// version is a step above the from version, and the load flag is a bit of the flags byte. Version
-// 3: a delta's flags byte also carries its origin's landmark stride. Version 2: run entries with a
-// tag varint and 48-bit keys (version 1: flag byte, 64-bit key, block index varint); block indices
-// sent as index codes. docs/gossip.md, "Wire format", describes the current layout.
-inline constexpr uint8_t kWireVersion = 4;
+// Version 5: a delta may carry its origin's service record (service.h): bit 0 of the entry count
+// varint says one follows the load record. Version 4: a run that crosses its origin's change of
+// stride says where it took effect; the to version is a step above the from version, and the load
+// flag is a bit of the flags byte. Version 3: a delta's flags byte also carries its origin's
+// landmark stride. Version 2: run entries with a tag varint and 48-bit keys (version 1: flag byte,
+// 64-bit key, block index varint); block indices sent as index codes. docs/gossip.md, "Wire
+// format", describes the current layout.
+inline constexpr uint8_t kWireVersion = 5;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;
@@ -134,6 +138,8 @@ struct OriginDelta {
   std::vector<CacheEntry> entries;
   uint32_t stride = 1;  // in [1, kMaxLandmarkStride]; last, so older aggregate initializers hold
   uint64_t stride_start = 0;  // runs only: 0, or in (from_version, to_version] (see above)
+  // The origin's service record, present (like `load`) if its version is in the delta's range.
+  std::optional<ServiceRecord> service = std::nullopt;
   friend bool operator==(const OriginDelta&, const OriginDelta&) = default;
 };
 

@@ -38,6 +38,13 @@ OriginDelta SampleRun() {
                {5, 32, true, 14},
                {7, 17, true, 15},
                {6, 4000000000u, true, 20}};
+  d.service = ServiceRecord{16, Service{{{"vllm",
+                                          "llama-3-8b",
+                                          {"llama3", "default"},
+                                          8192,
+                                          {"sql-lora", "chat-lora"},
+                                          0x0123456789abcdefULL,
+                                          16}}}};
   return d;
 }
 
@@ -57,6 +64,8 @@ OriginDelta SampleSnapshot() {
   d.snapshot = true;
   d.to_version = 99;
   d.load = LoadRecord{98, 7, LoadReport{}};
+  d.service = ServiceRecord{97, Service{{{"sim", "model-a", {}, 4096, {}, 7, 16},
+                                         {"llamacpp", "model-b", {"b"}, 0, {}, 0, 32}}}};
   d.entries = {{1, 0, true, 99}, {1000, 16, true, 99}, {kSummaryKeyMask, 33, true, 99}};
   return d;
 }
@@ -482,6 +491,7 @@ TEST(WireTest, RunHeadersCarryTheVersionRangeAsAStep) {
   d.from_version = 20'000;
   d.to_version = 20'010;
   d.load->version = 20'002;
+  d.service.reset();
   for (auto& e : d.entries) e.version += 20'000 - 10;
   EXPECT_EQ(EncodedDeltaHeaderSize(d), 1 + d.id.size() + VarintSize(d.generation) + 1 +
                                            VarintSize(20'000) + 1 + EncodedSize(*d.load) + 1);

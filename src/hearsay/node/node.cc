@@ -44,6 +44,7 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, engine::Engine& 
   const NodeOptions& o = node->options_;
   node->gossip_ = std::make_unique<gossip::Node>(o.id, o.generation, o.address, o.gossip, scheduler,
                                                  rng, transport, framer, node.get());
+  if (!o.service.engines.empty()) HEARSAY_RETURN_IF_ERROR(node->gossip_->SetService(o.service));
   return node;
 }
 
@@ -178,7 +179,8 @@ void Node::OnPeerLoad(const NodeId& id, Generation generation, const gossip::Loa
   p->load_at = scheduler_.clock().Now();
 }
 
-double Node::OwnEstimateMs(const PeerRequest& request) const {
+double Node::OwnEstimateMs(const Pending& p) const {
+  const PeerRequest& request = p.request;
   // Priced like the self candidate the sender's policy compares against: this engine's own
   // queue-wait estimate (exact here, stale there) plus the prefill of what it lacks.
   const engine::EngineLoad l = engine_.Load();
@@ -192,7 +194,7 @@ double Node::OwnEstimateMs(const PeerRequest& request) const {
   }
   const double prompt = static_cast<double>(request.prompt.size());
   const double cached =
-      static_cast<double>(engine_.CachedPrefixTokens(request.prompt, request.cache_namespace));
+      static_cast<double>(engine_.CachedPrefixTokens(request.prompt, p.cache_namespace));
   return ToMillis(l.estimated_queue_wait) + route::PrefillPartMs(cost, self, prompt, cached);
 }
 
@@ -238,15 +240,41 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
     });
     return;
   }
+  Result<std::optional<ModelTarget>> target = ResolveModel(request.model);
+  const bool wrong_model = request.forwarded && target.ok() && target->has_value() &&
+                           !ServesTarget(options_.service, **target);
+  if (!target.ok() || wrong_model) {
+    // A forward for a model this node does not serve is refused unserved (its entry node routes
+    // it elsewhere), never served by the wrong engine.
+    if (request.forwarded) {
+      ++stats_.forwards_wrong_model;
+    } else {
+      ++stats_.models_not_found;
+    }
+    ++stats_.failed;
+    const uint64_t client_id = request.id;
+    const Status s = target.ok() ? NotFoundError("model '" + PrintableModelName(request.model) +
+                                                 "' is not served by this node")
+                                 : target.status();
+    std::weak_ptr<int> alive = alive_;
+    scheduler_.Post([alive, sink, client_id, s] {
+      if (alive.expired()) return;
+      sink->OnError(client_id, s, true);
+    });
+    return;
+  }
   Pending& p = pending_[token];
   p.client_id = request.id;
+  p.target = std::move(*target);
+  p.cache_namespace =
+      p.target ? ModelNamespace(request.cache_namespace, *p.target) : request.cache_namespace;
   p.sink = sink;
   p.request = std::move(request);
   p.prompt_tokens = static_cast<uint32_t>(p.request.prompt.size());
   p.arrived = scheduler_.clock().Now();
   if (p.request.forwarded) {
     if (p.request.bounce_above_ms > 0) {
-      const double mine = OwnEstimateMs(p.request);
+      const double mine = OwnEstimateMs(p);
       const double limit = p.request.bounce_above_ms * (1 + options_.bounce_margin_fraction) +
                            options_.bounce_margin_ms;
       if (mine > limit) {
@@ -258,7 +286,7 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
     ServeHere(token);
     return;
   }
-  prefix::AppendNamespacedKeys(keyer_, p.request.cache_namespace, p.request.prompt, &p.keys);
+  prefix::AppendNamespacedKeys(keyer_, p.cache_namespace, p.request.prompt, &p.keys);
   Route(token);
 }
 
@@ -290,8 +318,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   self.slot = 0;
   self.node_id = options_.id;
   self.is_self = true;
-  self.cached_tokens =
-      static_cast<uint32_t>(engine_.CachedPrefixTokens(prompt, p.request.cache_namespace));
+  self.cached_tokens = static_cast<uint32_t>(engine_.CachedPrefixTokens(prompt, p.cache_namespace));
   self.cache_exact = true;
   const engine::EngineLoad l = engine_.Load();
   self.load.queued = l.waiting_requests;
@@ -305,16 +332,17 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   const route::PrefillCostModel& cost = options_.policy_options.cost;
   const bool measured = options_.price_by_measured_prefill;
   measured_scales_.clear();
-  if (measured) {
-    self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
-    measured_scales_.push_back(l.prefill_ms_per_token > 0 ? self.cost_scale : 0);
+  if (measured) self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
+  // Only members that serve the request's model are candidates; self too.
+  if (ServesHere(p)) {
+    if (measured) measured_scales_.push_back(l.prefill_ms_per_token > 0 ? self.cost_scale : 0);
+    candidates_.push_back(self);
   }
-  candidates_.push_back(self);
 
   const uint32_t block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
   // A namespaced chain starts with the namespace block's key (prefix/block_keys.h): a match
   // counts it, the prompt does not hold it.
-  const uint64_t ns_blocks = p.request.cache_namespace != 0 ? 1 : 0;
+  const uint64_t ns_blocks = p.cache_namespace != 0 ? 1 : 0;
   if (exact_ == nullptr) {
     // Every block as a summary key; the index matches each peer at its own landmark stride.
     gossip::LandmarkQuery(p.keys, 1, &landmarks_);
@@ -324,13 +352,14 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   for (size_t s = 0; s < peers_.size(); ++s) {
     const Peer& peer = peers_[s];
     if (peer.id.empty() || !peer.live) continue;
+    if (p.target && !PeerServes(peer, *p.target)) continue;
     route::Candidate c;
     c.slot = static_cast<route::Slot>(s + 1);
     c.node_id = peer.id;
     c.usable = std::find(p.excluded.begin(), p.excluded.end(), c.slot) == p.excluded.end();
     c.one_way_delay = peer.one_way;
     if (exact_ != nullptr) {
-      c.cached_tokens = exact_->CachedTokens(peer.id, prompt).value_or(0);
+      c.cached_tokens = exact_->CachedTokens(peer.id, prompt, p.cache_namespace).value_or(0);
       c.cache_exact = true;
       if (std::optional<engine::EngineLoad> el = exact_->Load(peer.id)) {
         c.load.queued = el->waiting_requests;
@@ -375,7 +404,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
       }
       if (measured) {
         const double speed = peer.has_load ? peer.load.prefill_ms_per_token : 0;
-        c.cost_scale = cost.ScaleFromMeasured(speed, candidates_.front().cost_scale);
+        c.cost_scale = cost.ScaleFromMeasured(speed, self.cost_scale);
         measured_scales_.push_back(speed > 0 ? c.cost_scale : 0);
       }
     }
@@ -399,11 +428,37 @@ void Node::Route(uint64_t token) {
   rr.prompt_tokens = static_cast<uint32_t>(p.request.prompt.size());
   // Leases and policies see the prompt's own blocks (without a namespace block's key).
   rr.key_chain = std::span<const prefix::BlockKey>(p.keys).subspan(
-      p.request.cache_namespace != 0 && !p.keys.empty() ? 1 : 0);
+      p.cache_namespace != 0 && !p.keys.empty() ? 1 : 0);
   rr.block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
   rr.entry_slot = 0;
   route::Decision d = policy_->Choose(rr, candidates_, rng_);
   if (d.slot != 0 && (d.slot - 1 >= peers_.size() || peers_[d.slot - 1].id.empty())) d.slot = 0;
+  if (d.slot == 0 && !ServesHere(p)) {
+    // The policy fell back to the entry node, which does not serve the model: the least loaded
+    // usable member that does instead (in slot order on a tie).
+    const route::Candidate* best = nullptr;
+    for (const route::Candidate& c : candidates_) {
+      if (!c.usable || c.is_self) continue;
+      if (best == nullptr ||
+          c.load.queued + c.load.running < best->load.queued + best->load.running) {
+        best = &c;
+      }
+    }
+    if (best == nullptr) {
+      const std::string name = PrintableModelName(p.target->model);
+      if (candidates_.empty()) {
+        ++stats_.models_not_found;
+        FailUnserved(token, NotFoundError("model '" + name +
+                                          "' is not served by any live member of the pool"));
+      } else {
+        FailUnserved(token, UnavailableError("every member serving model '" + name +
+                                             "' failed to take the request"));
+      }
+      return;
+    }
+    d.slot = best->slot;
+    d.estimated_cached_tokens = best->cached_tokens;
+  }
   const route::Slot slot = d.slot;
   RecordAttempt(p, d);
   policy_->OnSent(slot, rr);
@@ -431,7 +486,8 @@ void Node::Route(uint64_t token) {
   }
   copy.api_path = p.request.api_path;
   copy.api_body = p.request.api_body;
-  copy.cache_namespace = p.request.cache_namespace;
+  copy.cache_namespace = p.request.cache_namespace;  // the receiver mixes the model in again
+  if (p.target) copy.model = p.target->adapter.empty() ? p.target->model : p.target->adapter;
   copy.tenant = p.request.tenant;
   peer_client_.Forward(peers_[slot - 1].address, std::move(copy), forward_sink_.get());
 }
@@ -448,7 +504,11 @@ void Node::ServeHere(uint64_t token) {
   er.scripted_output = std::move(p.request.scripted_output);
   er.api_path = p.request.api_path;
   er.api_body = p.request.api_body;
-  er.cache_namespace = p.request.cache_namespace;
+  er.cache_namespace = p.cache_namespace;
+  if (p.target) {
+    er.model = p.target->model;
+    er.adapter = p.target->adapter;
+  }
   // A forwarded copy streams back to its entry node, whose deadline is the first token.
   er.stream = p.request.stream || p.request.forwarded;
   Status s = engine_.Submit(std::move(er), this);
@@ -606,7 +666,8 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
       EndAttempt(p, "failed");
     }
     p.excluded.push_back(p.slot);
-    if (p.attempts < options_.max_forward_attempts) {
+    // A node that does not serve the model tries every member that does before it gives up.
+    if (p.attempts < options_.max_forward_attempts || !ServesHere(p)) {
       Route(token);
     } else {
       ServeHere(token);

@@ -4,9 +4,10 @@
 //
 // One request (Submit):
 //   1. validate (an empty prompt or zero max tokens is the client's error: OnError, nothing else
-//      changes); cut the prompt into its block key chain;
-//   2. a request carrying the hop marker is served here; otherwise build one route::Candidate per
-//      member: self with the exact cached tokens of its own engine, every live peer with the
+//      changes); resolve its model (below); cut the prompt into its block key chain;
+//   2. a request carrying the hop marker is served here (or refused NOT_FOUND if this node does
+//      not serve its model); otherwise build one route::Candidate per member that serves the
+//      model: self with the exact cached tokens of its own engine, every live peer with the
 //      gossiped estimate from the PeerIndex, its gossiped load, smoothed RTT / 2 as the one-way
 //      delay, its overload flag and the age of the view; dead and left peers are skipped;
 //   3. the policy picks; serve on the own engine or forward once through the PeerClient with the
@@ -26,6 +27,19 @@
 // of its own s (MatchStrided); m matched landmarks mean blocks 0..(m-1)s are held, so the
 // estimate is (m-1)s + 1 blocks (0 when m = 0), at most s - 1 blocks below the truth for a
 // fresh view.
+//
+// Models (a pool): NodeOptions::service says what this node serves, and gossip carries every
+// member's (gossip/service.h). A request's model (PeerRequest::model: a name, an alias or a LoRA
+// adapter; empty = this node's first model) resolves through this node's service, then its live
+// peers', to a ModelTarget (model_routing.h). Candidates are only the members that serve that
+// target with the same tokenizer fingerprint and block size: self if it does, live peers whose
+// gossiped service does. The reference fingerprint is this node's own when it serves the model,
+// else the one most live servers agree on. None: the request ends with OnError NOT_FOUND naming
+// the model. A forwarded request for a model this node does not serve is refused (NOT_FOUND,
+// NodeStats::forwards_wrong_model) and the entry node routes it elsewhere. The request's cache
+// namespace mixes in the target (ModelNamespace), so two models never share a block key.
+// A node whose service is empty (the single-model deployment) ignores models altogether: it
+// routes every request among all members exactly as before, with keys as before.
 //
 // Periodic work (every publish_interval): drain the engine's cache events into gossip
 // (PublishCacheEvents), report its load (SetLoad), and refresh the peers' addresses and RTTs from
@@ -61,6 +75,7 @@
 #include "hearsay/gossip/listener.h"
 #include "hearsay/gossip/node.h"
 #include "hearsay/node/decision_record.h"
+#include "hearsay/node/model_routing.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/prefix/peer_index.h"
 #include "hearsay/route/policy.h"
@@ -72,9 +87,10 @@ namespace hearsay::node {
 class ExactClusterView {
  public:
   virtual ~ExactClusterView() = default;
-  // The prompt tokens `peer`'s engine holds now, or nullopt if the peer is unknown or down.
-  virtual std::optional<uint32_t> CachedTokens(const NodeId& peer,
-                                               std::span<const uint32_t> prompt) const = 0;
+  // The prompt tokens `peer`'s engine holds now in cache namespace `ns` (the request's effective
+  // one: tenant and model mixed in), or nullopt if the peer is unknown or down.
+  virtual std::optional<uint32_t> CachedTokens(const NodeId& peer, std::span<const uint32_t> prompt,
+                                               uint64_t ns) const = 0;
   // `peer`'s engine load now.
   virtual std::optional<engine::EngineLoad> Load(const NodeId& peer) const = 0;
 };
@@ -93,6 +109,9 @@ struct NodeOptions {
   Duration default_one_way_delay = FromMillis(1);
   // Forwards tried for one request before it is served here.
   int max_forward_attempts = 2;
+  // What this node serves (gossiped; gossip/service.h limits apply). Empty: a single-model node
+  // that serves every request whatever model it names, and routes ignoring models.
+  gossip::Service service;
   // Peers the PeerIndex sizes itself for.
   size_t max_peers = 256;
   // The engine's speed is unknown to policy_options.cost (an upstream engine, priced with the
@@ -138,12 +157,43 @@ struct NodeStats {
   // policy estimated for the chosen node, and what its engine then reported.
   uint64_t estimated_cached_tokens = 0;
   uint64_t actual_cached_tokens = 0;
+  // Client requests that ended NOT_FOUND because no live member serves their model (also
+  // counted in `failed`).
+  uint64_t models_not_found = 0;
+  // Forwarded requests this node received for a model it does not serve, refused NOT_FOUND
+  // unserved. Summed over a pool, the requests ever sent to a node without their model: 0 unless
+  // a member's service changed while a forward was in flight.
+  uint64_t forwards_wrong_model = 0;
+  // Peer service records received that claim a model this node serves with another tokenizer
+  // fingerprint or block size (ServiceConflicts() lists the current ones).
+  uint64_t service_conflicts = 0;
+};
+
+// One model of the pool, as this node sees it (for GET /v1/models).
+struct PoolModel {
+  std::string model;                  // canonical name
+  std::vector<std::string> aliases;   // every alias any live server gives it (sorted)
+  std::vector<std::string> adapters;  // every LoRA adapter any live server has for it (sorted)
+  uint32_t context_tokens = 0;        // the largest context length of its live servers
+  size_t live_members = 0;            // live members serving it, self included
+  bool served_here = false;
+};
+
+// A live peer that claims a model this node serves, with another tokenizer or block size: the
+// two never route that model's requests to each other.
+struct ServiceConflict {
+  std::string model;
+  NodeId peer;
+  uint64_t own_fingerprint = 0;
+  uint32_t own_block_tokens = 0;
+  uint64_t peer_fingerprint = 0;
+  uint32_t peer_block_tokens = 0;
 };
 
 class Node final : public gossip::Listener, public engine::EngineObserver {
  public:
   // Builds the node and its gossip::Node (not started). NOT_FOUND / INVALID_ARGUMENT if the
-  // policy cannot be built.
+  // policy cannot be built or the service breaks a limit of gossip/service.h.
   static Result<std::unique_ptr<Node>> Create(NodeOptions options, engine::Engine& engine,
                                               prefix::BlockKeyer keyer, Scheduler& scheduler,
                                               Rng& rng, Transport& transport,
@@ -172,6 +222,20 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   // nullptr (the default) writes none. The recorder must outlive the node.
   void SetRecorder(DecisionRecorder* recorder) { recorder_ = recorder; }
 
+  // Replaces what this node serves (an engine restarted with another model, an adapter loaded)
+  // and gossips it. INVALID_ARGUMENT (nothing changes) if it breaks a limit of gossip/service.h.
+  Status SetService(gossip::Service service);
+  const gossip::Service& service() const { return options_.service; }
+  // The service of `member` (this node or a live peer), if known.
+  std::optional<gossip::Service> MemberService(const NodeId& member) const;
+  // Every model a live member (self included) serves, by canonical name.
+  std::vector<PoolModel> PoolModels() const;
+  // The live peers whose service conflicts with this node's on a model (ServiceConflict).
+  std::vector<ServiceConflict> ServiceConflicts() const;
+  // What `model` (as a request names it) resolves to here, or NOT_FOUND naming it; for a node
+  // without a service, nullopt (every request is served whatever it names).
+  Result<std::optional<ModelTarget>> ResolveModel(std::string_view model) const;
+
   // Uses exact global knowledge instead of gossip for peers' caches and loads (simulator only).
   void SetExactView(const ExactClusterView* view) { exact_ = view; }
 
@@ -193,6 +257,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
                            std::span<const prefix::BlockEvent> live) override;
   void OnPeerStride(const NodeId& id, Generation generation, uint32_t stride) override;
   void OnPeerLoad(const NodeId& id, Generation generation, const gossip::LoadReport& load) override;
+  void OnPeerService(const NodeId& id, Generation generation,
+                     const gossip::Service& service) override;
 
   // engine::EngineObserver (the node's own engine).
   void OnAdmitted(engine::RequestId id, const engine::Admission& admission) override;
@@ -213,6 +279,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     gossip::LoadReport load;
     TimePoint load_at{};
     Duration one_way{0};
+    bool has_service = false;
+    gossip::Service service;
   };
   // One request this node accepted from a client or a peer.
   // Invariants: exactly one of engine_id (served here) or a forward is in flight while live.
@@ -220,6 +288,10 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     uint64_t client_id = 0;
     ResponseSink* sink = nullptr;
     PeerRequest request;
+    // The model it resolved to (nullopt on a node without a service: any member serves it), and
+    // its effective cache namespace (request.cache_namespace with the target mixed in).
+    std::optional<ModelTarget> target;
+    uint64_t cache_namespace = 0;
     // request.prompt's length (ServeHere moves the prompt into the engine).
     uint32_t prompt_tokens = 0;
     std::vector<prefix::BlockKey> keys;
@@ -253,8 +325,16 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   // This node's expected time to first token for the forwarded `request`, in ms, priced like the
   // self candidate the sender's policy compared against; above the sender's bounce_above_ms plus
   // NodeOptions::bounce_margin_ms it is sent back unserved (Bounce).
-  double OwnEstimateMs(const PeerRequest& request) const;
+  double OwnEstimateMs(const Pending& p) const;
   void Bounce(uint64_t token);
+  // Ends request `token` with `status` before anything was served (posted, never inside Submit).
+  void FailUnserved(uint64_t token, Status status);
+  // True if this node may serve `p` (no model, or its own service serves p's target).
+  bool ServesHere(const Pending& p) const;
+  // Whether a peer may serve `target`: live, and its gossiped service serves it.
+  bool PeerServes(const Peer& peer, const ModelTarget& target) const;
+  // A model name no service here resolved: the target most live peers that serve it agree on.
+  std::optional<ModelTarget> ResolveAmongPeers(std::string_view name) const;
   void OnForwardOutput(uint64_t token, const PeerOutput& output);
   void OnForwardComplete(uint64_t token, const PeerUsage& usage);
   void OnForwardError(uint64_t token, const Status& status, bool before_first_token);

@@ -233,11 +233,11 @@ Status SimCluster::Restart(int i) {
 
 uint64_t SimCluster::gossip_bytes_sent() const { return net_.TotalCounters().bytes_sent; }
 
-std::optional<uint32_t> SimCluster::CachedTokens(const NodeId& peer,
-                                                 std::span<const uint32_t> prompt) const {
+std::optional<uint32_t> SimCluster::CachedTokens(const NodeId& peer, std::span<const uint32_t> prompt,
+                                                 uint64_t ns) const {
   const int i = IndexOf(peer);
   if (i < 0 || !members_[i].up) return std::nullopt;
-  return static_cast<uint32_t>(members_[i].engine->CachedPrefixTokens(prompt));
+  return static_cast<uint32_t>(members_[i].engine->CachedPrefixTokens(prompt, ns));
 }
 
 std::optional<engine::EngineLoad> SimCluster::Load(const NodeId& peer) const {

@@ -94,8 +94,8 @@ class SimCluster final : public node::ExactClusterView {
   uint64_t gossip_bytes_sent() const;
 
   // node::ExactClusterView.
-  std::optional<uint32_t> CachedTokens(const NodeId& peer,
-                                       std::span<const uint32_t> prompt) const override;
+  std::optional<uint32_t> CachedTokens(const NodeId& peer, std::span<const uint32_t> prompt,
+                                       uint64_t ns) const override;
   std::optional<engine::EngineLoad> Load(const NodeId& peer) const override;
 
  private:

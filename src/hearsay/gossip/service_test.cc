@@ -1,0 +1,144 @@
+#include "hearsay/gossip/service.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hearsay/gossip/wire.h"
+
+namespace hearsay::gossip {
+namespace {
+
+Service TwoEngines() {
+  return Service{{{"vllm", "llama-3-8b", {"llama3"}, 8192, {"sql-lora"}, 0xabcdef, 16},
+                  {"sglang", "qwen-2-7b", {}, 32768, {}, 0x1234, 64}}};
+}
+
+// A deltas message carrying `service` as its one record (bypassing the encoder's caller checks).
+std::vector<uint8_t> MessageWith(const Service& service) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header.sender = "x";
+  OriginDelta d;
+  d.id = "o";
+  d.generation = 1;
+  d.from_version = 0;
+  d.to_version = 1;
+  d.service = ServiceRecord{1, service};
+  m.deltas = {d};
+  return Encode(m);
+}
+
+TEST(ServiceTest, RoundTripsInADelta) {
+  const std::vector<uint8_t> bytes = MessageWith(TwoEngines());
+  Result<Message> back = Decode(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back->deltas[0].service.has_value());
+  EXPECT_EQ(back->deltas[0].service->service, TwoEngines());
+  EXPECT_EQ(EncodedDeltaHeaderSize(back->deltas[0]),
+            EncodedDeltaHeaderSize(Decode(bytes)->deltas[0]));
+}
+
+TEST(ServiceTest, SizeHelperMatchesTheEncoding) {
+  const ServiceRecord rec{300, TwoEngines()};
+  ByteWriter w;
+  PutServiceRecord(w, rec);
+  EXPECT_EQ(w.size(), EncodedSize(rec));
+}
+
+TEST(ServiceTest, FindsModelsByNameAndAlias) {
+  const Service s = TwoEngines();
+  ASSERT_NE(FindModel(s, "llama3"), nullptr);
+  EXPECT_EQ(FindModel(s, "llama3")->model, "llama-3-8b");
+  EXPECT_EQ(FindModel(s, "qwen-2-7b")->model, "qwen-2-7b");
+  EXPECT_EQ(FindModel(s, "sql-lora"), nullptr);  // an adapter is not a model
+  EXPECT_TRUE(ServesModel(s, "llama-3-8b", ""));
+  EXPECT_TRUE(ServesModel(s, "llama-3-8b", "sql-lora"));
+  EXPECT_FALSE(ServesModel(s, "qwen-2-7b", "sql-lora"));
+  EXPECT_FALSE(ServesModel(s, "llama3", ""));  // canonical names only
+}
+
+// Each case breaks one limit: ValidateService refuses it, and so does the decoder when a peer
+// sends it anyway.
+TEST(ServiceTest, OverBoundRecordsAreRefusedOnDecode) {
+  struct Case {
+    const char* what;
+    Service service;
+  };
+  std::vector<Case> cases;
+  auto one = [](auto edit) {
+    Service s = TwoEngines();
+    edit(s.engines[0]);
+    return s;
+  };
+  {
+    Service s;
+    s.engines.assign(kMaxServiceEngines + 1, TwoEngines().engines[1]);
+    cases.push_back({"too many engines", s});
+  }
+  cases.push_back({"too many aliases",
+                   one([](EngineService& e) { e.aliases.assign(kMaxServiceAliases + 1, "a"); })});
+  cases.push_back({"too many adapters",
+                   one([](EngineService& e) { e.adapters.assign(kMaxServiceAdapters + 1, "l"); })});
+  cases.push_back({"long model name",
+                   one([](EngineService& e) { e.model.assign(kMaxServiceNameBytes + 1, 'm'); })});
+  cases.push_back(
+      {"long kind", one([](EngineService& e) { e.kind.assign(kMaxServiceKindBytes + 1, 'k'); })});
+  cases.push_back({"empty model name", one([](EngineService& e) { e.model.clear(); })});
+  cases.push_back({"control byte", one([](EngineService& e) { e.model = "llama\n3"; })});
+  cases.push_back({"non-ASCII byte", one([](EngineService& e) { e.aliases = {"mod\xc3\xa9le"}; })});
+  cases.push_back({"empty adapter", one([](EngineService& e) { e.adapters = {""}; })});
+  {
+    // Every count within its limit, the whole above kMaxServiceBytes.
+    Service s;
+    EngineService e = TwoEngines().engines[0];
+    e.adapters.assign(kMaxServiceAdapters, std::string(40, 'x'));
+    s.engines.assign(kMaxServiceEngines, e);
+    cases.push_back({"total size", s});
+  }
+  for (const Case& c : cases) {
+    EXPECT_FALSE(ValidateService(c.service).ok()) << c.what;
+    Result<Message> back = Decode(MessageWith(c.service));
+    EXPECT_FALSE(back.ok()) << c.what;
+    if (!back.ok()) {
+      EXPECT_EQ(back.status().code(), StatusCode::kDataLoss) << c.what;
+    }
+  }
+  // At the limits exactly: accepted.
+  Service full;
+  EngineService e = TwoEngines().engines[0];
+  e.model.assign(kMaxServiceNameBytes, 'm');
+  e.aliases.assign(kMaxServiceAliases, "alias");
+  e.adapters.assign(kMaxServiceAdapters, "adapter");
+  full.engines.assign(kMaxServiceEngines, e);
+  EXPECT_TRUE(ValidateService(full).ok());
+  EXPECT_TRUE(Decode(MessageWith(full)).ok());
+}
+
+TEST(ServiceTest, RejectsAServiceVersionOutsideTheDelta) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header.sender = "x";
+  OriginDelta d;
+  d.id = "o";
+  d.from_version = 5;
+  d.to_version = 8;
+  for (uint64_t v : {0, 5, 9}) {
+    d.service = ServiceRecord{v, TwoEngines()};
+    m.deltas = {d};
+    EXPECT_FALSE(Decode(Encode(m)).ok()) << v;
+  }
+  d.service = ServiceRecord{8, TwoEngines()};
+  m.deltas = {d};
+  EXPECT_TRUE(Decode(Encode(m)).ok());
+}
+
+TEST(ServiceTest, EveryTruncationFailsCleanly) {
+  const std::vector<uint8_t> bytes = MessageWith(TwoEngines());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(Decode(std::span<const uint8_t>(bytes.data(), n)).ok()) << n;
+  }
+}
+
+}  // namespace
+}  // namespace hearsay::gossip
