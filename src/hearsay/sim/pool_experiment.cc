@@ -386,7 +386,8 @@ Status WritePlots(const Results& r) {
       share << '\n';
     }
     HEARSAY_RETURN_IF_ERROR(WriteFile(dir + "/slow_share.csv", share.str()));
-    gp << "unset offsets\nunset xtics\nset xtics\nset yrange [0:*]\nset boxwidth\n"
+    gp << "unset offsets\nunset xtics\nset xtics\nset yrange [0:*]\nset boxwidth\nset key bottom "
+          "left\n"
           "set terminal pngcairo size 900,500 noenhanced\nset output 'slow_share.png'\n"
           "set title \"Node "
        << sec->config.slow_node << "'s share of arrivals per second; its engine runs at half "

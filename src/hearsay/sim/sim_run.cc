@@ -100,6 +100,8 @@ struct Pool {
   std::vector<std::string> models;
   // Per node: the indexes (into models) of the models it serves; empty = every model.
   std::vector<std::vector<uint32_t>> serves;
+  // Per node: the service it gossips (empty without models).
+  std::vector<gossip::Service> services;
   bool unequal = false;  // from a --cluster spec
 };
 
@@ -121,11 +123,21 @@ Result<Pool> ResolvePool(const SimConfig& c) {
     HEARSAY_ASSIGN_OR_RETURN(engine::CostModel m, engine::CostModel::FromPreset(g.preset));
     p.costs.push_back(m.params());
     std::vector<uint32_t> serves;
+    gossip::Service service;
     for (const std::string& name : g.models) {
       const auto it = std::find(p.models.begin(), p.models.end(), name);
       serves.push_back(static_cast<uint32_t>(it - p.models.begin()));
+      // One simulated engine serves them all, each model in its own cache namespace; every
+      // node tokenizes a model alike (same fingerprint and block size), so they share keys.
+      gossip::EngineService e;
+      e.kind = "sim";
+      e.model = name;
+      e.tokenizer_fingerprint = 1;
+      e.block_tokens = c.block_tokens;
+      service.engines.push_back(std::move(e));
     }
     p.serves.push_back(std::move(serves));
+    p.services.push_back(std::move(service));
   }
   return p;
 }
@@ -304,6 +316,7 @@ SimClusterOptions ClusterOptions(const SimConfig& config, const Pool& pool,
     co.node_costs = pool.costs;
     co.price_by_measured_prefill = true;
   }
+  if (!pool.models.empty()) co.node_services = pool.services;
   co.seed = config.seed;
   co.delay_ms = config.delay_ms;
   co.delay_jitter = config.delay_jitter;
@@ -327,7 +340,7 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
   SimSummary s;
   s.requests = sink.done_;
   s.failed = sink.failed_;
-  s.wrong_model = sink.wrong_model_;
+  s.wrong_model = sink.wrong_model_;  // plus the forwards refused, below
   s.sim_seconds = std::max(0.0, ToSeconds(sink.last_ - start));
   std::vector<double>& ttft = sink.ttft_ms_;
   s.mean_ttft_ms = Mean(ttft);
@@ -346,6 +359,7 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
     clients += st.client_requests;
     s.retries += st.forward_failures;
     s.bounces += st.forwards_bounced;
+    s.wrong_model += st.forwards_wrong_model;
     s.per_node_work.push_back(
         static_cast<double>(st.served_prompt_tokens - st.served_cached_tokens));
     s.per_node_served.push_back(st.served);
@@ -506,7 +520,7 @@ Result<SimSummary> RunSimRecorded(const SimConfig& in, const ProgressFn& progres
       pr.prompt = std::move(r.prompt);
       pr.max_output_tokens = std::max<uint32_t>(1, r.output_tokens);
       pr.scripted_output = std::move(r.scripted_output);
-      // TODO(pool-core): pr.model = pool.models[r.model] once PeerRequest carries it.
+      if (!pool.models.empty()) pr.model = pool.models[r.model];
       if (tier) {
         tier->Submit(static_cast<int>(r.entry_node), std::move(pr), &sink);
       } else {

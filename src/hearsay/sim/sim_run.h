@@ -77,8 +77,9 @@ struct SimSummary {
   uint64_t retries = 0;
   // Forwards a busy peer sent back unserved, each routed again (NodeStats::forwards_bounced).
   uint64_t bounces = 0;
-  // Requests whose first token came from an engine that does not serve their model (a pool
-  // with models, SimConfig::cluster); must be 0.
+  // Requests sent to a node without their model (a pool with models, SimConfig::cluster):
+  // forwards such a node refused (node::NodeStats::forwards_wrong_model) plus first tokens
+  // that came from an engine that does not serve the request's model. Must be 0.
   uint64_t wrong_model = 0;
   // Virtual seconds from the first arrival to the last completion.
   double sim_seconds = 0;
