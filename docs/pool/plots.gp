@@ -17,6 +17,7 @@ unset xtics
 set xtics
 set yrange [0:*]
 set boxwidth
+set key bottom left
 set terminal pngcairo size 900,500 noenhanced
 set output 'slow_share.png'
 set title "Node 3's share of arrivals per second; its engine runs at half speed from t = 30 s (mean over seeds)"

@@ -233,7 +233,8 @@ std::vector<Goal> Goals(const Results& r) {
   }
   if (r.Section("models") != nullptr) {
     Goal g;
-    g.what = "models: no request served by an engine without its model (every policy, seed)";
+    g.what =
+        "no request sent to or served by a node without its model (every section, policy, seed)";
     double wrong = 0;
     for (size_t p = 0; p < r.policies.size(); ++p) {
       for (size_t s = 0; s < r.sections.size(); ++s) wrong += r.stats[s][p].wrong_model;
