@@ -49,6 +49,22 @@ TEST_F(SimEngineTest, SinglePrefillTakesOneIterationOfTheFormula) {
   EXPECT_EQ(engine_->iterations(), 1u);
 }
 
+// Iteration times that stray from the model (a log-normal jitter of sigma 0.2: a tenth of them are
+// off by more than 1.3x either way) barely move the measured speed: it is a median. (The median
+// of a mean-1 log-normal is exp(-sigma^2 / 2) = 0.98.)
+TEST_F(SimEngineTest, MeasuredSpeedIsRobustToOutlierIterations) {
+  SimEngineOptions o;
+  o.jitter = 0.2;
+  o.seed = 3;
+  Make(o);
+  for (RequestId id = 1; id <= 64; ++id) {
+    Submit(Req(id, Tokens(static_cast<uint32_t>(id), 1000)));
+    sched_.RunUntilIdle();
+  }
+  const double truth = Cost().PrefillWorkMs(1000, 0) / 1000;
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, truth, 0.1 * truth);
+}
+
 TEST_F(SimEngineTest, SlowdownScalesIterationsAndTheMeasuredSpeedFollowsIt) {
   Make();
   Submit(Req(1, Tokens(1, 1000)));
