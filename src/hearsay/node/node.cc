@@ -379,6 +379,10 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
         c.load.kv_used_tokens = el->kv_used_tokens;
         c.load.kv_capacity_tokens = el->kv_capacity_tokens;
         c.load.queue_wait = el->estimated_queue_wait;
+        if (measured) {
+          c.cost_scale = cost.ScaleFromMeasured(el->prefill_ms_per_token, self.cost_scale);
+          measured_scales_.push_back(el->prefill_ms_per_token > 0 ? c.cost_scale : 0);
+        }
       }
     } else {
       const uint64_t blocks = s < match_.size() ? match_[s] : 0;
