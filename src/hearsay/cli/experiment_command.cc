@@ -10,14 +10,15 @@
 
 #include "hearsay/sim/experiment.h"
 #include "hearsay/sim/peers_experiment.h"
+#include "hearsay/sim/pool_experiment.h"
 
 namespace hearsay::cli {
 
 void AddExperimentFlags(CLI::App* cmd, ExperimentCliFlags* f) {
   cmd->add_option("--experiment", f->experiment,
-                  "Run a whole experiment sweep: paper (docs/paper-reproduction.md) or peers "
-                  "(docs/peers.md)")
-      ->check(CLI::IsMember({"paper", "peers"}));
+                  "Run a whole experiment sweep: paper (docs/paper-reproduction.md), peers "
+                  "(docs/peers.md) or pool (docs/pool.md)")
+      ->check(CLI::IsMember({"paper", "peers", "pool"}));
   cmd->add_option("--out", f->out_dir, "Experiment output folder (CSV, PNG, report.md)");
   cmd->add_flag("--quick", f->quick, "Experiment: a small sweep (smoke test)");
   cmd->add_option("--seeds", f->seeds, "Experiment: seeds per point (default 3, quick 1)");
@@ -28,7 +29,7 @@ void AddExperimentFlags(CLI::App* cmd, ExperimentCliFlags* f) {
   cmd->add_option("--exp-trace", f->trace, "Experiment: Mooncake trace ('' = no trace section)")
       ->capture_default_str();
   cmd->add_flag("--no-plots", f->no_plots, "Experiment: do not run gnuplot");
-  cmd->add_option("--jobs", f->jobs, "Experiment peers: simulations run at once")
+  cmd->add_option("--jobs", f->jobs, "Experiment peers and pool: simulations run at once")
       ->capture_default_str();
 }
 
@@ -89,6 +90,14 @@ int RunExperimentCli(const ExperimentCliFlags& f) {
     po.trace_path = o.trace_path;
     if (f.exp_requests > 0) po.requests_per_node = f.exp_requests;
     s = sim::RunPeersExperiment(po, sim::RunSim, progress);
+  } else if (f.experiment == "pool") {
+    sim::PoolOptions po;
+    po.out_dir = o.out_dir;
+    po.quick = o.quick;
+    po.seeds = o.seeds;
+    po.jobs = f.jobs;
+    po.policies = o.policies;
+    s = sim::RunPoolExperiment(po, sim::RunSim, progress);
   } else {
     s = sim::RunPaperExperiment(o, sim::RunSim, progress);
   }

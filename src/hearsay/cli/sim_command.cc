@@ -54,6 +54,22 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", c.seed, "Random seed")->capture_default_str();
   cmd->add_option("--engine-preset", c.engine_preset, "Engine cost model preset")
       ->capture_default_str();
+  cmd->add_option("--cluster", c.cluster,
+                  "A pool of unequal machines, PRESET:COUNT[:MODEL+MODEL...],... (e.g. "
+                  "h100-llama3-8b:2:m1,consumer:4:m1+m2); replaces --nodes and --engine-preset");
+  cmd->add_option("--model-zipf", c.model_zipf,
+                  "Zipf exponent of model popularity (--cluster with models; first named = most "
+                  "popular)")
+      ->capture_default_str();
+  cmd->add_option("--slow-node", c.slow_node,
+                  "Fault: this node's engine slows down (-1 = none; see --slow-at, --slow-factor)")
+      ->capture_default_str();
+  cmd->add_option("--slow-at", c.slow_at_s,
+                  "Fault: seconds after the first arrival when --slow-node slows down")
+      ->capture_default_str();
+  cmd->add_option("--slow-factor", c.slow_factor,
+                  "Fault: --slow-node's iterations take this many times longer (2 = half speed)")
+      ->capture_default_str();
   cmd->add_flag("--cot", c.cot, "MMLU chain-of-thought outputs");
   cmd->add_option("--variants", c.variants, "MMLU prefix variants per subject")
       ->capture_default_str();
@@ -118,12 +134,16 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
         "ttft ms: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f   e2e mean %.2f ms\n"
         "hit rate %.3f  forwarded %.3f  load cov %.3f  retries %llu  bounces %llu\n"
         "gossip %.0f bytes/node/s   speed %.0f simulated requests per wall second\n",
-        config->policy.c_str(), config->nodes, static_cast<unsigned long long>(s.requests),
-        static_cast<unsigned long long>(s.failed), s.sim_seconds, s.arrival_rate_per_s,
-        s.mean_ttft_ms, s.p50_ttft_ms, s.p90_ttft_ms, s.p99_ttft_ms, s.mean_e2e_ms, s.hit_rate,
-        s.forwarded_frac, s.load_cov, static_cast<unsigned long long>(s.retries),
-        static_cast<unsigned long long>(s.bounces), s.gossip_bytes_per_node_s,
-        s.sim_requests_per_wall_s);
+        config->policy.c_str(), static_cast<int>(s.per_node_served.size()),
+        static_cast<unsigned long long>(s.requests), static_cast<unsigned long long>(s.failed),
+        s.sim_seconds, s.arrival_rate_per_s, s.mean_ttft_ms, s.p50_ttft_ms, s.p90_ttft_ms,
+        s.p99_ttft_ms, s.mean_e2e_ms, s.hit_rate, s.forwarded_frac, s.load_cov,
+        static_cast<unsigned long long>(s.retries), static_cast<unsigned long long>(s.bounces),
+        s.gossip_bytes_per_node_s, s.sim_requests_per_wall_s);
+    if (!config->cluster.empty()) {
+      std::printf("requests served by an engine without their model: %llu\n",
+                  static_cast<unsigned long long>(s.wrong_model));
+    }
   });
 }
 

@@ -135,9 +135,14 @@ struct EngineLoad {
   uint64_t kv_pinned_tokens = 0;
   // Prompt tokens still to be prefilled, queued and running, net of (estimated) cache hits.
   uint64_t waiting_prefill_tokens = 0;
-  // Measured cost of one prefill token, in ms: an exponentially weighted mean over recent
-  // iterations of (iteration time / prefill tokens in it). 0 until the first prefill.
+  // Measured cost of one prefill token, in ms, robust to outliers (a median over recent
+  // answers or iterations; engine/speed_estimate.h), so it follows an engine that slows down.
+  // 0 while unknown (an upstream engine before its first answer; the simulated engine reports
+  // its configured speed until it has measured).
   double prefill_ms_per_token = 0;
+  // Measured time between two output tokens of one request, in ms (a decode iteration, with the
+  // batch it ran in). 0 until measured.
+  double decode_ms_per_token = 0;
   // Estimated time a request submitted now waits before its prefill starts.
   Duration estimated_queue_wait{0};
 };

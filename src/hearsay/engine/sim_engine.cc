@@ -10,8 +10,8 @@
 namespace hearsay::engine {
 namespace {
 
-// Weight of the newest sample in the prefill cost average.
-constexpr double kEwmaAlpha = 0.2;
+// Iterations whose prefill samples the measured prefill speed's median is taken over.
+constexpr size_t kSpeedWindow = 32;
 
 // SplitMix64 finalizer: synthetic output tokens, a pure function of (request id, index).
 uint64_t Mix(uint64_t x) {
@@ -48,7 +48,9 @@ SimEngine::SimEngine(Scheduler& scheduler, const SimEngineOptions& options,
       cost_(options.cost),
       rng_(options.seed),
       tree_(std::move(keyer),
-            prefix::RadixTreeOptions{.capacity_tokens = options.kv_capacity_tokens}) {}
+            prefix::RadixTreeOptions{.capacity_tokens = options.kv_capacity_tokens}),
+      prefill_speed_(kSpeedWindow),
+      decode_speed_(kSpeedWindow) {}
 
 SimEngine::~SimEngine() {
   if (timer_ != kNoTimer) scheduler_.Cancel(timer_);
@@ -144,6 +146,20 @@ bool SimEngine::Cancel(RequestId id) {
   return true;
 }
 
+void SimEngine::SetSlowdown(double factor) {
+  if (!std::isfinite(factor) || factor <= 0) return;
+  CostParams p = options_.cost;
+  p.t0_ms *= factor;
+  p.a_ms_per_token *= factor;
+  p.b_ms_per_token2 *= factor;
+  p.d1_ms_per_seq *= factor;
+  p.d2_ms_per_ctx_token *= factor;
+  // The queued work was priced at the old speed.
+  pending_work_ms_ *= factor / slowdown_;
+  slowdown_ = factor;
+  cost_ = CostModel(p);
+}
+
 EngineLoad SimEngine::Load() const {
   EngineLoad l;
   l.waiting_requests = waiting_;
@@ -152,7 +168,11 @@ EngineLoad SimEngine::Load() const {
   l.kv_capacity_tokens = options_.kv_capacity_tokens;
   l.kv_pinned_tokens = tree_.pinned_tokens() + reserved_total_;
   l.waiting_prefill_tokens = pending_tokens_;
-  l.prefill_ms_per_token = prefill_ms_per_token_;
+  // Before its first prefill the engine knows only its configured speed: the preset's marginal
+  // cost per token is the starting point peers price it with.
+  l.prefill_ms_per_token =
+      prefill_speed_.samples() > 0 ? prefill_speed_.value() : cost_.params().a_ms_per_token;
+  l.decode_ms_per_token = decode_speed_.value();
   double wait_ms =
       cost_.QueueWaitMs(pending_tokens_, std::max(0.0, pending_work_ms_), options_.token_budget,
                         shape_.decode_batch, shape_.decode_context);
@@ -353,11 +373,18 @@ void SimEngine::FinishIteration() {
   HEARSAY_CHECK(busy_);
   ++iterations_;
   if (shape_.prefill_tokens > 0) {
-    const double sample = iteration_ms_ / static_cast<double>(shape_.prefill_tokens);
-    prefill_ms_per_token_ =
-        prefill_ms_per_token_ == 0
-            ? sample
-            : prefill_ms_per_token_ + kEwmaAlpha * (sample - prefill_ms_per_token_);
+    // The iteration's measured time, the share the model gives its prefill work (the rest is
+    // the iteration overhead and the decode steps it carried), per prefill token.
+    const double modelled = cost_.IterationMs(shape_);
+    const CostParams& p = cost_.params();
+    const double prefill = p.a_ms_per_token * static_cast<double>(shape_.prefill_tokens) +
+                           p.b_ms_per_token2 * shape_.prefill_attention;
+    if (modelled > 0) {
+      prefill_speed_.Add(iteration_ms_ * (prefill / modelled) /
+                         static_cast<double>(shape_.prefill_tokens));
+    }
+  } else if (shape_.decode_batch > 0) {
+    decode_speed_.Add(iteration_ms_);
   }
 
   notes_.clear();

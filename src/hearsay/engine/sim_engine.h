@@ -48,6 +48,7 @@
 #include "hearsay/common/status.h"
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/engine/engine.h"
+#include "hearsay/engine/speed_estimate.h"
 #include "hearsay/env/rng.h"
 #include "hearsay/env/scheduler.h"
 #include "hearsay/prefix/block_keys.h"
@@ -101,6 +102,13 @@ class SimEngine final : public Engine {
   size_t CachedPrefixTokens(std::span<const TokenId> prompt, uint64_t ns) const override;
   void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override;
   void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const override;
+
+  // A fault: from now on every iteration takes `factor` times its modelled time (2 = half
+  // speed), as when another tenant shares the GPU; 1 restores the configured speed. The engine's
+  // own queue estimates follow (it knows its iteration times); peers learn it from the measured
+  // prefill speed. Ignored unless finite and > 0.
+  void SetSlowdown(double factor);
+  double slowdown() const { return slowdown_; }
 
   const SimEngineOptions& options() const { return options_; }
   const CostModel& cost_model() const { return cost_; }
@@ -213,7 +221,12 @@ class SimEngine final : public Engine {
   TimerId timer_ = kNoTimer;
   bool busy_ = false;
   uint64_t iterations_ = 0;
-  double prefill_ms_per_token_ = 0;
+  double slowdown_ = 1;
+  // Measured prefill ms per token: per iteration, its time x the model's prefill share of it /
+  // its prefill tokens; the median of recent iterations (robust to outliers, follows a slowdown).
+  // Load() reports the cost model's a_ms_per_token until the first sample.
+  SpeedEstimate prefill_speed_;
+  SpeedEstimate decode_speed_;  // the same over iterations that only decode: ms per step
 };
 
 }  // namespace hearsay::engine

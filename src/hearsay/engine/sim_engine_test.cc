@@ -49,6 +49,49 @@ TEST_F(SimEngineTest, SinglePrefillTakesOneIterationOfTheFormula) {
   EXPECT_EQ(engine_->iterations(), 1u);
 }
 
+// Iteration times that stray from the model (a log-normal jitter of sigma 0.2: a tenth of them are
+// off by more than 1.3x either way) barely move the measured speed: it is a median. (The median
+// of a mean-1 log-normal is exp(-sigma^2 / 2) = 0.98.)
+TEST_F(SimEngineTest, MeasuredSpeedIsRobustToOutlierIterations) {
+  SimEngineOptions o;
+  o.jitter = 0.2;
+  o.seed = 3;
+  Make(o);
+  for (RequestId id = 1; id <= 64; ++id) {
+    Submit(Req(id, Tokens(static_cast<uint32_t>(id), 1000)));
+    sched_.RunUntilIdle();
+  }
+  const double truth = Cost().PrefillWorkMs(1000, 0) / 1000;
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, truth, 0.1 * truth);
+}
+
+TEST_F(SimEngineTest, SlowdownScalesIterationsAndTheMeasuredSpeedFollowsIt) {
+  Make();
+  Submit(Req(1, Tokens(1, 1000)));
+  sched_.RunUntilIdle();
+  const double fast = engine_->Load().prefill_ms_per_token;
+  EXPECT_NEAR(fast, Cost().PrefillWorkMs(1000, 0) / 1000, 1e-9);
+
+  engine_->SetSlowdown(2);
+  const TimePoint before = sched_.Now();
+  Submit(Req(2, Tokens(2, 1000)));
+  sched_.RunUntilIdle();
+  // Twice 36.75 ms; one slow sample does not move the median of two much yet.
+  EXPECT_EQ(rec_.at(2).first_at - before, FromMillis(73.5));
+  for (RequestId id = 3; id < 6; ++id) {
+    Submit(Req(id, Tokens(static_cast<uint32_t>(id), 1000)));
+    sched_.RunUntilIdle();
+  }
+  // The slow samples are now the majority of the window: the median doubled.
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 2 * fast, 1e-9);
+
+  engine_->SetSlowdown(1);
+  const TimePoint again = sched_.Now();
+  Submit(Req(9, Tokens(9, 1000)));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(9).first_at - again, FromMillis(36.75));
+}
+
 TEST_F(SimEngineTest, DecodeStepsFollowTheFormula) {
   Make();
   Submit(Req(1, Tokens(1, 100), 3));
@@ -423,7 +466,8 @@ TEST_F(SimEngineTest, LoadReport) {
   EXPECT_EQ(idle.kv_capacity_tokens, 100000u);
   EXPECT_EQ(idle.kv_used_tokens, 0u);
   EXPECT_EQ(idle.estimated_queue_wait, Duration::zero());
-  EXPECT_EQ(idle.prefill_ms_per_token, 0.0);
+  // Before any prefill: the configured speed, the starting point peers price it with.
+  EXPECT_EQ(idle.prefill_ms_per_token, Cost().params().a_ms_per_token);
 
   // Warm a 500-token prefix so later requests' estimates see the cache.
   const auto prefix = Tokens(1, 500);
@@ -431,7 +475,8 @@ TEST_F(SimEngineTest, LoadReport) {
   sched_.RunUntilIdle();
   IterationShape first;
   first.AddPrefill(600, 0);  // within one iteration: 600 < 750
-  EXPECT_DOUBLE_EQ(engine_->Load().prefill_ms_per_token, Cost().IterationMs(first) / 600);
+  // The iteration's prefill share of its time, per token: the t0 overhead is not prefill.
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, Cost().PrefillWorkMs(600, 0) / 600, 1e-9);
 
   for (RequestId id = 2; id < 12; ++id) {
     Submit(Req(id, Concat(prefix, Tokens(static_cast<uint32_t>(id) + 10, 100)), 10));

@@ -82,6 +82,7 @@ TEST(NodeTest, LoadAndCacheEventsReachEveryPeer) {
   load.waiting_prefill_tokens = 5000;
   load.running_context_tokens = 12000;
   load.queue_wait_us = 42000;
+  load.decode_us_per_token = 23500;
   c.node(2).SetLoad(load);
   const auto events = Chain(1000, 10);  // landmarks at 0, 4, 8
   c.node(2).PublishCacheEvents(events);
@@ -98,6 +99,7 @@ TEST(NodeTest, LoadAndCacheEventsReachEveryPeer) {
     EXPECT_EQ(v->load.waiting_prefill_tokens, 5000u);
     EXPECT_EQ(v->load.running_context_tokens, 12000u);
     EXPECT_EQ(v->load.queue_wait_us, 42000u);
+    EXPECT_EQ(v->load.decode_us_per_token, 23500u);
     EXPECT_EQ(c.listener(i).caches["n2"], (std::set<prefix::BlockKey>{1000, 1004, 1008}));
     EXPECT_EQ(c.node(i).EstimateMatchedBlocks("n2", chain), 9u);
     EXPECT_EQ(c.node(i).EstimateMatchedBlocks("n2", std::span(chain).first(4)), 1u);

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 
 #include "hearsay/env/rng.h"
 
@@ -56,6 +57,11 @@ std::pair<Dst, OriginDelta> TakeAny(Rng& rng, Wire<Dst>* wire) {
   std::pair<Dst, OriginDelta> out = std::move((*wire)[i]);
   wire->erase(wire->begin() + static_cast<std::ptrdiff_t>(i));
   return out;
+}
+
+// A service record small enough for the property tests' budgets, different at each step.
+Service SmallService(int step) {
+  return Service{{{"sim", "m" + std::to_string(step), {}, 0, {}, 1, 16}}};
 }
 
 std::map<prefix::BlockKey, uint32_t> LiveMap(const OriginStore& s) {
@@ -206,6 +212,7 @@ TEST(OriginStoreTest, SharedAndPrivateReplicasBuildTheSameDeltas) {
       const prefix::BlockKey key = rng.Below(40);
       w.PutCache(key, static_cast<uint32_t>(key % 5) * 16, rng.Bernoulli(0.6));
       if (rng.Bernoulli(0.1)) w.PutLoad(LoadReport{}, static_cast<uint64_t>(step));
+      if (rng.Bernoulli(0.05)) w.PutService(SmallService(step));
       if (rng.Bernoulli(0.2)) {
         // Both catch up fully with the same (budget-cut) deltas.
         while (auto d = w.BuildDelta(priv.max_version(), 60 + rng.Below(300))) {
@@ -266,6 +273,7 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
           w.PutLoad(LoadReport{static_cast<uint32_t>(step), 0, 0, 0, 0, false},
                     static_cast<uint64_t>(step));
         }
+        if (rng.Bernoulli(0.03)) w.PutService(SmallService(step));
       }
       // Someone (writer or a replica) sends what it believes a replica lacks.
       const int to = static_cast<int>(rng.Below(3));
@@ -317,6 +325,7 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
       EXPECT_EQ(replicas[i].max_version(), w.max_version()) << "seed " << seed;
       EXPECT_EQ(LiveMap(replicas[i]), expected) << "seed " << seed << " replica " << i;
       EXPECT_EQ(replicas[i].load(), w.load()) << "seed " << seed;
+      EXPECT_EQ(replicas[i].service(), w.service()) << "seed " << seed;
     }
   }
 }

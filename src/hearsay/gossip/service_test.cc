@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "hearsay/gossip/wire.h"
@@ -131,6 +135,43 @@ TEST(ServiceTest, RejectsAServiceVersionOutsideTheDelta) {
   d.service = ServiceRecord{8, TwoEngines()};
   m.deltas = {d};
   EXPECT_TRUE(Decode(Encode(m)).ok());
+}
+
+TEST(ServiceTest, SummaryNamesEachEngine) {
+  EXPECT_EQ(ServiceSummary(TwoEngines()),
+            "vllm:llama-3-8b(+1 aliases, 1 adapters), sglang:qwen-2-7b");
+  EXPECT_EQ(ServiceSummary(Service{}), "");
+}
+
+// A fuzz seed at the limits (fuzz/corpus/message_fuzz/service_limits.bin), so the fuzzer starts
+// next to every bound. HEARSAY_WRITE_MESSAGE_CORPUS=1 rewrites it after a wire change.
+TEST(ServiceTest, LimitsSeedDecodes) {
+  const char* root = std::getenv("HEARSAY_SOURCE_DIR");
+  if (root == nullptr) GTEST_SKIP() << "HEARSAY_SOURCE_DIR is not set";
+  Service full;
+  EngineService e = TwoEngines().engines[0];
+  e.model.assign(kMaxServiceNameBytes, '~');
+  e.aliases.assign(kMaxServiceAliases, "alias");
+  e.adapters.assign(kMaxServiceAdapters, "a");  // every count at its limit, the seed small
+  e.kind.assign(kMaxServiceKindBytes, 'k');
+  full.engines.assign(1, e);
+  full.engines.push_back(TwoEngines().engines[1]);
+  ASSERT_TRUE(ValidateService(full).ok());
+  const std::filesystem::path file =
+      std::filesystem::path(root) / "fuzz/corpus/message_fuzz/service_limits.bin";
+  const std::vector<uint8_t> bytes = MessageWith(full);
+  if (std::getenv("HEARSAY_WRITE_MESSAGE_CORPUS") != nullptr) {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+  }
+  std::ifstream in(file, std::ios::binary);
+  const std::vector<uint8_t> seed((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  EXPECT_EQ(seed, bytes);
+  Result<Message> back = Decode(seed);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->deltas[0].service->service, full);
 }
 
 TEST(ServiceTest, EveryTruncationFailsCleanly) {

@@ -34,6 +34,9 @@ struct LoadReport {
   uint64_t waiting_prefill_tokens = 0;
   uint64_t running_context_tokens = 0;  // KV tokens the running batch holds (its decode cost)
   uint32_t queue_wait_us = 0;           // the engine's own estimate of a new request's queue wait
+  // Measured time between two output tokens of one request, in microseconds (0: not measured):
+  // what prices a peer's decode batch on its own hardware.
+  uint32_t decode_us_per_token = 0;
 
   friend bool operator==(const LoadReport&, const LoadReport&) = default;
 };

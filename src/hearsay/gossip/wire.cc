@@ -94,6 +94,7 @@ void PutLoad(ByteWriter& w, const LoadRecord& r) {
   w.PutVarint(r.load.waiting_prefill_tokens);
   w.PutVarint(r.load.running_context_tokens);
   w.PutVarint(r.load.queue_wait_us);
+  w.PutVarint(r.load.decode_us_per_token);
   w.PutU8(r.load.overloaded ? 1 : 0);
 }
 
@@ -109,11 +110,14 @@ LoadRecord ReadLoad(ByteReader& r) {
   rec.load.waiting_prefill_tokens = r.ReadVarint();
   rec.load.running_context_tokens = r.ReadVarint();
   const uint64_t wait_us = r.ReadVarint();
+  const uint64_t decode_us = r.ReadVarint();
   const uint8_t overloaded = r.ReadU8();
-  if (queue > UINT32_MAX || running > UINT32_MAX || wait_us > UINT32_MAX) {
+  if (queue > UINT32_MAX || running > UINT32_MAX || wait_us > UINT32_MAX ||
+      decode_us > UINT32_MAX) {
     r.Fail("load count out of range");
   }
   rec.load.queue_wait_us = static_cast<uint32_t>(wait_us);
+  rec.load.decode_us_per_token = static_cast<uint32_t>(decode_us);
   if (!std::isfinite(rec.load.prefill_ms_per_token) || rec.load.prefill_ms_per_token < 0) {
     r.Fail("bad prefill cost");
   }
@@ -377,7 +381,8 @@ size_t EncodedSize(const LoadRecord& r) {
   return VarintSize(r.version) + VarintSize(r.heartbeat) + VarintSize(r.load.queue_depth) +
          VarintSize(r.load.running) + VarintSize(r.load.kv_used_tokens) +
          VarintSize(r.load.kv_capacity_tokens) + 8 + VarintSize(r.load.waiting_prefill_tokens) +
-         VarintSize(r.load.running_context_tokens) + VarintSize(r.load.queue_wait_us) + 1;
+         VarintSize(r.load.running_context_tokens) + VarintSize(r.load.queue_wait_us) +
+         VarintSize(r.load.decode_us_per_token) + 1;
 }
 
 size_t EncodedDeltaHeaderSize(const OriginDelta& d) {

@@ -46,6 +46,7 @@
 
 namespace hearsay::gossip {
 
+// Version 6: the load record carries the decode time per token (a varint of microseconds).
 // Version 5: a delta may carry its origin's service record (service.h): bit 0 of the entry count
 // varint says one follows the load record. Version 4: a run that crosses its origin's change of
 // stride says where it took effect; the to version is a step above the from version, and the load
@@ -53,7 +54,7 @@ namespace hearsay::gossip {
 // landmark stride. Version 2: run entries with a tag varint and 48-bit keys (version 1: flag byte,
 // 64-bit key, block index varint); block indices sent as index codes. docs/gossip.md, "Wire
 // format", describes the current layout.
-inline constexpr uint8_t kWireVersion = 5;
+inline constexpr uint8_t kWireVersion = 6;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;

@@ -20,7 +20,7 @@ Header SampleHeader() {
   h.sender = "gpu-07";
   h.generation = 1234567890123ULL;
   h.incarnation = 5;
-  h.load = LoadRecord{9, 3, LoadReport{4, 2, 1000, 4096, 0.125, true, 70000, 5000, 123456}};
+  h.load = LoadRecord{9, 3, LoadReport{4, 2, 1000, 4096, 0.125, true, 70000, 5000, 123456, 21000}};
   h.updates.push_back({MemberState::kSuspect, "gpu-02", "10.0.0.2:7946", 77, 3, "gpu-07", ""});
   h.updates.push_back({MemberState::kAlive, "gpu-03", "10.0.0.3:7946", 78, 0, "", "10.0.0.3:8080"});
   return h;

@@ -1,6 +1,7 @@
 #include "hearsay/node/node.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "hearsay/gossip/summary_key.h"
@@ -84,6 +85,9 @@ void Node::PublishTick() {
   r.kv_used_tokens = l.kv_used_tokens;
   r.kv_capacity_tokens = l.kv_capacity_tokens;
   r.prefill_ms_per_token = l.prefill_ms_per_token;
+  r.decode_us_per_token = static_cast<uint32_t>(
+      std::clamp(std::isfinite(l.decode_ms_per_token) ? l.decode_ms_per_token * 1000 : 0.0, 0.0,
+                 double(UINT32_MAX)));
   r.waiting_prefill_tokens = l.waiting_prefill_tokens;
   r.running_context_tokens = l.kv_pinned_tokens;
   r.queue_wait_us = static_cast<uint32_t>(std::clamp<int64_t>(
@@ -191,6 +195,8 @@ double Node::OwnEstimateMs(const Pending& p) const {
   const route::PrefillCostModel& cost = options_.policy_options.cost;
   if (options_.price_by_measured_prefill) {
     self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
+    self.decode_cost_scale = cost.DecodeScaleFromMeasured(l.decode_ms_per_token, l.running_requests,
+                                                          double(l.kv_pinned_tokens), 0);
   }
   const double prompt = static_cast<double>(request.prompt.size());
   const double cached =
@@ -332,7 +338,11 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   const route::PrefillCostModel& cost = options_.policy_options.cost;
   const bool measured = options_.price_by_measured_prefill;
   measured_scales_.clear();
-  if (measured) self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
+  if (measured) {
+    self.cost_scale = cost.ScaleFromMeasured(l.prefill_ms_per_token, 1.0);
+    self.decode_cost_scale = cost.DecodeScaleFromMeasured(l.decode_ms_per_token, l.running_requests,
+                                                          double(l.kv_pinned_tokens), 0);
+  }
   // Only members that serve the request's model are candidates; self too.
   if (ServesHere(p)) {
     if (measured) measured_scales_.push_back(l.prefill_ms_per_token > 0 ? self.cost_scale : 0);
@@ -369,6 +379,10 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
         c.load.kv_used_tokens = el->kv_used_tokens;
         c.load.kv_capacity_tokens = el->kv_capacity_tokens;
         c.load.queue_wait = el->estimated_queue_wait;
+        if (measured) {
+          c.cost_scale = cost.ScaleFromMeasured(el->prefill_ms_per_token, self.cost_scale);
+          measured_scales_.push_back(el->prefill_ms_per_token > 0 ? c.cost_scale : 0);
+        }
       }
     } else {
       const uint64_t blocks = s < match_.size() ? match_[s] : 0;
@@ -401,6 +415,11 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
       if (measured) {
         const double speed = peer.has_load ? peer.load.prefill_ms_per_token : 0;
         c.cost_scale = cost.ScaleFromMeasured(speed, self.cost_scale);
+        if (peer.has_load) {
+          c.decode_cost_scale = cost.DecodeScaleFromMeasured(
+              peer.load.decode_us_per_token / 1000.0, peer.load.running,
+              double(peer.load.running_context_tokens), 0);
+        }
         measured_scales_.push_back(speed > 0 ? c.cost_scale : 0);
       }
     }

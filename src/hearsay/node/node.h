@@ -116,7 +116,9 @@ struct NodeOptions {
   size_t max_peers = 256;
   // The engine's speed is unknown to policy_options.cost (an upstream engine, priced with the
   // default model): price each member by its own measured prefill cost per token (its engine's
-  // EngineLoad::prefill_ms_per_token, gossiped), as Candidate::cost_scale. A member that has not
+  // EngineLoad::prefill_ms_per_token, gossiped), as Candidate::cost_scale, and its decode batch
+  // by its measured time between output tokens (EngineLoad::decode_ms_per_token) when it has one,
+  // as Candidate::decode_cost_scale. A member that has not
   // measured yet is assumed as fast as this node (or the model, before this node has measured).
   bool price_by_measured_prefill = false;
   // Late binding of forwards. Every forward but the last allowed carries the policy's expected

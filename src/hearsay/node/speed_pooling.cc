@@ -12,11 +12,24 @@ void PoolSimilarSpeeds(std::span<double> scales, double band) {
   }
   if (measured.size() < 2) return;
   std::sort(measured.begin(), measured.end());
-  const size_t mid = measured.size() / 2;
-  const double median =
-      measured.size() % 2 == 1 ? measured[mid] : (measured[mid - 1] + measured[mid]) / 2;
+  // Classes: runs of the sorted scales within `band` of the run's fastest member.
+  std::vector<std::pair<double, double>> classes;  // (upper bound, median)
+  for (size_t lo = 0; lo < measured.size();) {
+    size_t hi = lo;
+    while (hi + 1 < measured.size() && measured[hi + 1] <= measured[lo] * band) ++hi;
+    const size_t n = hi - lo + 1, mid = lo + n / 2;
+    const double median = n % 2 == 1 ? measured[mid] : (measured[mid - 1] + measured[mid]) / 2;
+    classes.emplace_back(measured[hi], median);
+    lo = hi + 1;
+  }
   for (double& s : scales) {
-    if (s > 0 && s <= median * band && s * band >= median) s = median;
+    if (s <= 0) continue;
+    for (const auto& [upper, median] : classes) {
+      if (s <= upper) {
+        s = median;
+        break;
+      }
+    }
   }
 }
 

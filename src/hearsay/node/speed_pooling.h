@@ -12,7 +12,7 @@
 #pragma once
 
 #include <span>
-
+#include <utility>
 
 namespace hearsay::node {
 

@@ -17,10 +17,22 @@ TEST(SpeedPoolingTest, OtherHardwareKeepsItsOwnScale) {
   // Three consumer cards and an engine ten times faster.
   std::vector<double> scales = {8, 9, 10, 0.9};
   PoolSimilarSpeeds(scales, 2.0);
-  EXPECT_EQ(scales[0], 8.5);
-  EXPECT_EQ(scales[1], 8.5);
-  EXPECT_EQ(scales[2], 8.5);
+  EXPECT_EQ(scales[0], 9);
+  EXPECT_EQ(scales[1], 9);
+  EXPECT_EQ(scales[2], 9);
   EXPECT_EQ(scales[3], 0.9);
+}
+
+TEST(SpeedPoolingTest, ThreeKindsOfHardwareKeepThreePrices) {
+  // Two H100s, two A100s (~2.7x slower), four consumer cards (~8x): the median of all of them
+  // would price the A100s and the consumer cards alike.
+  std::vector<double> scales = {1.0, 1.1, 2.7, 2.8, 8, 8.5, 8.2, 8.3};
+  PoolSimilarSpeeds(scales, 2.0);
+  EXPECT_DOUBLE_EQ(scales[0], 1.05);
+  EXPECT_DOUBLE_EQ(scales[1], 1.05);
+  EXPECT_EQ(scales[2], 2.75);
+  EXPECT_EQ(scales[3], 2.75);
+  for (size_t i = 4; i < 8; ++i) EXPECT_EQ(scales[i], 8.25);
 }
 
 TEST(SpeedPoolingTest, MembersNotMeasuredYetTakeNoPart) {

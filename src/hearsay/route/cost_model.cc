@@ -1,5 +1,6 @@
 #include "hearsay/route/cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -51,6 +52,16 @@ double PrefillCostModel::ScaleFromMeasured(double measured_ms_per_token, double 
     return fallback;
   }
   return measured_ms_per_token / a_ms_per_token;
+}
+
+double PrefillCostModel::DecodeScaleFromMeasured(double measured_ms_per_token, double running,
+                                                 double context_tokens, double fallback) const {
+  const double model = t0_ms + DecodeMs(std::max(running, 1.0), std::max(context_tokens, 0.0));
+  if (!std::isfinite(measured_ms_per_token) || measured_ms_per_token <= 0 ||
+      !std::isfinite(model) || model <= 0) {
+    return fallback;
+  }
+  return measured_ms_per_token / model;
 }
 
 }  // namespace hearsay::route

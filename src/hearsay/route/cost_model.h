@@ -53,6 +53,12 @@ struct PrefillCostModel {
   // prefill per computed token: that over a_ms_per_token. `fallback` when the member has not
   // measured yet (0) or a figure is unusable (not finite, or a_ms_per_token is 0).
   double ScaleFromMeasured(double measured_ms_per_token, double fallback) const;
+  // The Candidate::decode_cost_scale of a member whose engine measured `measured_ms_per_token`
+  // between output tokens while `running` sequences holding `context_tokens` decoded: that over
+  // the model's iteration, t0 + DecodeMs(max(running, 1), context_tokens). `fallback` when not
+  // measured (0) or unusable.
+  double DecodeScaleFromMeasured(double measured_ms_per_token, double running,
+                                 double context_tokens, double fallback) const;
 };
 
 }  // namespace hearsay::route

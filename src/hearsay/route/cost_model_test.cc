@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "hearsay/route/ttft_estimate.h"
+
 namespace hearsay::route {
 namespace {
 
@@ -52,6 +54,37 @@ TEST(PrefillCostModel, ScaleFromMeasuredComparesWithThePerTokenCost) {
   EXPECT_DOUBLE_EQ(m.ScaleFromMeasured(std::nan(""), 7.0), 7.0);
   m.a_ms_per_token = 0;
   EXPECT_DOUBLE_EQ(m.ScaleFromMeasured(3.0, 7.0), 7.0);
+}
+
+}  // namespace
+}  // namespace hearsay::route
+
+namespace hearsay::route {
+namespace {
+
+TEST(PrefillCostModel, DecodeScaleComparesWithTheModelsDecodeIteration) {
+  const PrefillCostModel m;  // t0 6 ms, d1 0.05 ms per sequence, d2 4e-5 ms per context token
+  const double iteration = 6.0 + 0.05 * 4 + 4e-5 * 10000;
+  EXPECT_DOUBLE_EQ(m.DecodeScaleFromMeasured(2 * iteration, 4, 10000, 0), 2.0);
+  // An idle engine is priced as a batch of one.
+  EXPECT_DOUBLE_EQ(m.DecodeScaleFromMeasured(6.05, 0, 0, 0), 1.0);
+  EXPECT_DOUBLE_EQ(m.DecodeScaleFromMeasured(0, 4, 10000, 3.0), 3.0);
+  EXPECT_DOUBLE_EQ(m.DecodeScaleFromMeasured(std::nan(""), 4, 10000, 3.0), 3.0);
+}
+
+TEST(PrefillCostModel, ADecodeScalePricesOnlyTheDecodeBatch) {
+  const PrefillCostModel m;
+  Candidate c;
+  c.cost_scale = 1.0;
+  c.load.running = 8;
+  c.load.running_context_tokens = 20000;
+  const double base = PrefillPartMs(m, c, 1000, 0);
+  const double decode = m.DecodeMs(8, 20000);
+  c.decode_cost_scale = 3.0;
+  EXPECT_NEAR(PrefillPartMs(m, c, 1000, 0), base + 2 * decode, 1e-9);
+  // Unset (0) or nonsense: the prefill scale prices the decode batch too, as before.
+  c.decode_cost_scale = std::nan("");
+  EXPECT_EQ(PrefillPartMs(m, c, 1000, 0), base);
 }
 
 }  // namespace

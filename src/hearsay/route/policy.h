@@ -117,6 +117,9 @@ struct Candidate {
   // 2 = twice as slow). The node derives it from the gossiped measured prefill cost per token
   // (EngineLoad::prefill_ms_per_token) over the cost model's own, or leaves 1 when unknown.
   double cost_scale = 1.0;
+  // The same for its decode batch (from its gossiped decode time per token, which depends on its
+  // own hardware more than its prefill does on a memory-bound engine); <= 0: cost_scale.
+  double decode_cost_scale = 0;
   LoadView load;
 };
 

@@ -11,7 +11,8 @@
 //   this node sent it that the report cannot show yet (SentLedger).
 // prefill: the cost model's prefill of the uncached part (at least one token is always computed),
 //   plus the decode batch it shares the iteration with.
-// Queue wait and prefill are scaled by the member's Candidate::cost_scale (its hardware).
+// Queue wait and prefill are scaled by the member's Candidate::cost_scale (its hardware), the
+// decode batch by its Candidate::decode_cost_scale when known.
 #pragma once
 
 #include <algorithm>
@@ -67,8 +68,12 @@ inline double PrefillPartMs(const PrefillCostModel& m, const Candidate& c, doubl
                             double credit) {
   credit = std::clamp(credit, 0.0, std::max(0.0, prompt_tokens - 1));
   const double fresh = std::max(1.0, prompt_tokens - credit);
-  return CostScale(c) * (m.PrefillMs(fresh, credit) +
-                         m.DecodeMs(c.load.running, double(c.load.running_context_tokens)));
+  const double decode = m.DecodeMs(c.load.running, double(c.load.running_context_tokens));
+  // Without a decode scale, exactly the one-scale price (no rounding difference).
+  if (!(std::isfinite(c.decode_cost_scale) && c.decode_cost_scale > 0)) {
+    return CostScale(c) * (m.PrefillMs(fresh, credit) + decode);
+  }
+  return CostScale(c) * m.PrefillMs(fresh, credit) + c.decode_cost_scale * decode;
 }
 
 }  // namespace hearsay::route

@@ -177,6 +177,27 @@ TEST(NodeModelsTest, AForwardForAModelTheNodeDoesNotServeIsRefused) {
   EXPECT_EQ(c->node(0).stats().served, 0u);
 }
 
+TEST(NodeModelsTest, AForwardRefusedForItsModelIsServedByAnotherMemberThatServesIt) {
+  auto c = TwoModelPool();
+  Recorder rec;
+  // b holds a long M2 prefix, so a routes a sibling there...
+  PeerRequest warm = Req(1, "M2", Prompt(21, 2048));
+  warm.forwarded = true;
+  c->node(1).Submit(std::move(warm), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  // ...but b's engine has just been restarted with another model, which a has not heard yet.
+  ASSERT_TRUE(c->node(1).SetService(gossip::Service{{Engine("M3")}}).ok());
+  std::vector<uint32_t> sibling = Prompt(21, 2048);
+  sibling.push_back(7);
+  c->node(0).Submit(Req(2, "M2", sibling), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  EXPECT_TRUE(rec.by_id[2].complete) << rec.by_id[2].message;
+  EXPECT_EQ(rec.by_id[2].served_by, "n2");
+  EXPECT_EQ(c->node(1).stats().forwards_wrong_model, 1u);
+  EXPECT_EQ(c->node(1).stats().served, 1u);  // only the warm-up
+  EXPECT_EQ(c->node(0).stats().forward_failures, 1u);
+}
+
 TEST(NodeModelsTest, WhenTheOnlyServerOfAModelDiesItsRequestsGetNotFound) {
   auto c = MakePool({gossip::Service{{Engine("M1")}}, gossip::Service{{Engine("M2")}},
                      gossip::Service{{Engine("M1")}}});
@@ -232,9 +253,9 @@ TEST(NodeModelsTest, TheSamePromptUnderTwoModelsSharesNoBlockKey) {
 }
 
 TEST(NodeModelsTest, AFingerprintConflictIsReportedAndNotRoutedAcross) {
-  // a and c agree on M1; b claims M1 with another tokenizer.
+  // a and c agree on M1; b claims M1 with another tokenizer; d serves only M2.
   auto c = MakePool({gossip::Service{{Engine("M1", {}, 1)}}, gossip::Service{{Engine("M1", {}, 2)}},
-                     gossip::Service{{Engine("M1", {}, 1)}}},
+                     gossip::Service{{Engine("M1", {}, 1)}}, gossip::Service{{Engine("M2")}}},
                     "round-robin");
   const std::vector<ServiceConflict> conflicts = c->node(0).ServiceConflicts();
   ASSERT_EQ(conflicts.size(), 1u);
@@ -247,7 +268,7 @@ TEST(NodeModelsTest, AFingerprintConflictIsReportedAndNotRoutedAcross) {
   uint64_t id = 1;
   std::map<uint64_t, int> entry_of;
   for (int round = 0; round < 6; ++round) {
-    for (int entry = 0; entry < 3; ++entry) {
+    for (int entry = 0; entry < 4; ++entry) {
       entry_of[id] = entry;
       c->node(entry).Submit(Req(id, "M1", Prompt(static_cast<uint32_t>(id), 64)), &rec);
       ++id;
@@ -260,6 +281,10 @@ TEST(NodeModelsTest, AFingerprintConflictIsReportedAndNotRoutedAcross) {
     ASSERT_TRUE(e.complete) << rid;
     if (entry == 1) {
       EXPECT_EQ(e.served_by, "n1");
+    } else if (entry == 3) {
+      // d does not serve M1: it keeps to the fingerprint most of M1's servers agree on.
+      EXPECT_NE(e.served_by, "n1");
+      EXPECT_NE(e.served_by, "n3");
     } else {
       EXPECT_NE(e.served_by, "n1");
       a_or_c_served_by_a_and_c += e.served_by == SimCluster::Name(2 - entry) ? 1 : 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "hearsay/node/router_cost.h"
+
 namespace hearsay::sim {
 
 class SimCluster::Client final : public PeerClient {
@@ -162,6 +164,8 @@ Status SimCluster::Build(int i, Transport& transport) {
   m.rng = std::make_unique<Rng>(rng_.Fork());
   m.sched = std::make_unique<simenv::ScopedScheduler>(scheduler_);
   engine::SimEngineOptions eo = options_.engine;
+  const bool own_cost = static_cast<size_t>(i) < options_.node_costs.size();
+  if (own_cost) eo.cost = options_.node_costs[static_cast<size_t>(i)];
   eo.seed = m.rng->NextU64();
   HEARSAY_ASSIGN_OR_RETURN(m.engine, engine::SimEngine::Create(*m.sched, eo, keyer_));
   node::NodeOptions no;
@@ -171,6 +175,11 @@ Status SimCluster::Build(int i, Transport& transport) {
   no.gossip = options_.gossip;
   no.policy = options_.policy;
   no.policy_options = options_.policy_options;
+  if (own_cost) no.policy_options.cost = node::RouterCostModel(eo.cost);
+  no.price_by_measured_prefill = options_.price_by_measured_prefill;
+  if (static_cast<size_t>(i) < options_.node_services.size()) {
+    no.service = options_.node_services[static_cast<size_t>(i)];
+  }
   no.publish_interval = options_.publish_interval;
   no.default_one_way_delay = FromMillis(options_.delay_ms);
   no.max_peers = static_cast<size_t>(std::max(options_.nodes, 2));
@@ -227,7 +236,8 @@ Status SimCluster::Restart(int i) {
 
 uint64_t SimCluster::gossip_bytes_sent() const { return net_.TotalCounters().bytes_sent; }
 
-std::optional<uint32_t> SimCluster::CachedTokens(const NodeId& peer, std::span<const uint32_t> prompt,
+std::optional<uint32_t> SimCluster::CachedTokens(const NodeId& peer,
+                                                 std::span<const uint32_t> prompt,
                                                  uint64_t ns) const {
   const int i = IndexOf(peer);
   if (i < 0 || !members_[i].up) return std::nullopt;

@@ -23,6 +23,7 @@
 #include "hearsay/engine/sim_engine.h"
 #include "hearsay/env/peer_client.h"
 #include "hearsay/gossip/config.h"
+#include "hearsay/gossip/service.h"
 #include "hearsay/node/node.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/route/policy_options.h"
@@ -43,6 +44,15 @@ struct SimClusterOptions {
   std::string policy = "hearsay";
   route::PolicyOptions policy_options;
   engine::SimEngineOptions engine;
+  // A pool of unequal machines: node i's engine runs node_costs[i] (instead of engine.cost), and
+  // node i prices with it as its own cost model (instead of policy_options.cost). Empty = alike.
+  std::vector<engine::CostParams> node_costs;
+  // What node i serves (node::NodeOptions::service; gossiped); empty or shorter = a
+  // single-model node, which serves every request whatever model it names.
+  std::vector<gossip::Service> node_services;
+  // Every node prices members by their measured prefill speed
+  // (node::NodeOptions::price_by_measured_prefill).
+  bool price_by_measured_prefill = false;
   uint32_t block_tokens = 16;
   Duration publish_interval = FromMillis(100);
   // Every node's decision records go here (node::Node::SetRecorder); nullptr = none. Borrowed.

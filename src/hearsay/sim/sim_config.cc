@@ -4,6 +4,7 @@
 #include <string>
 
 #include "hearsay/route/registry.h"
+#include "hearsay/sim/cluster_spec.h"
 
 namespace hearsay::sim {
 
@@ -62,6 +63,28 @@ Status ValidateSimConfig(const SimConfig& c) {
     return Bad("warmup must be in [0, 3600000] ms");
   }
   if (c.routers < -1 || c.routers > 64) return Bad("--routers must be in [-1, 64]");
+  int nodes = c.nodes;
+  if (!c.cluster.empty()) {
+    Result<ClusterSpec> spec = ParseClusterSpec(c.cluster);
+    if (!spec.ok()) return Status(spec.status().code(), "sim config: " + spec.status().message());
+    nodes = spec->nodes();
+    if (!spec->Models().empty() && EffectiveRouters(c) > 0) {
+      return Bad("a --cluster with models runs the policy on the nodes only (--routers 0)");
+    }
+  }
+  if (!Finite(c.model_zipf) || c.model_zipf < 0 || c.model_zipf > 10) {
+    return Bad("--model-zipf must be in [0, 10]");
+  }
+  if (c.slow_node < -1 || c.slow_node >= nodes) {
+    return Bad("--slow-node must be -1 (none) or a node index in [0, " + std::to_string(nodes) +
+               ")");
+  }
+  if (!Finite(c.slow_at_s) || c.slow_at_s < 0 || c.slow_at_s > 1e6) {
+    return Bad("--slow-at must be in [0, 1e6] s");
+  }
+  if (!Finite(c.slow_factor) || c.slow_factor < 0.01 || c.slow_factor > 100) {
+    return Bad("--slow-factor must be in [0.01, 100]");
+  }
   const route::PolicyInfo* info = route::FindPolicy(c.policy);
   if (info != nullptr && info->central && c.routers == 0) {
     return Bad("--policy " + c.policy + " is a central router's policy: it needs --routers >= 1");

@@ -79,6 +79,23 @@ struct SimConfig {
   // Keep one RequestRecord per request in SimSummary::records (sim_run.h), for analyses that
   // need to know who served what when (specialist drift, load over time).
   bool record_requests = false;
+
+  // --- A pool of unequal machines (sim/cluster_spec.h) ---
+  // PRESET:COUNT[:MODEL+MODEL...],...; empty = `nodes` nodes of `engine_preset` serving one
+  // model. When set it replaces nodes and engine_preset, and every node prices each member by
+  // its measured prefill speed (node::NodeOptions::price_by_measured_prefill), its own preset
+  // being only the starting point.
+  std::string cluster;
+  // Zipf exponent of model popularity when the cluster names several models (the first named
+  // the most popular); >= 0.
+  double model_zipf = 1.0;
+
+  // --- A fault: one engine slows down ---
+  // The node whose engine slows (-1 = none), from slow_at_s virtual seconds after the first
+  // arrival, to 1 / slow_factor of its speed (every iteration takes slow_factor times longer).
+  int slow_node = -1;
+  double slow_at_s = 0;
+  double slow_factor = 2;
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its allowed range.

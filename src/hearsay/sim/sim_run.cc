@@ -13,12 +13,14 @@
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/node/router_cost.h"
 #include "hearsay/sim/central_router.h"
+#include "hearsay/sim/cluster_spec.h"
 #include "hearsay/sim/sim_cluster.h"
 #include "hearsay/sim/sim_metrics.h"
 #include "hearsay/sim/specialist_drift.h"
 #include "hearsay/workload/arrivals.h"
 #include "hearsay/workload/chat_workload.h"
 #include "hearsay/workload/mmlu_workload.h"
+#include "hearsay/workload/model_mix.h"
 #include "hearsay/workload/trace_workload.h"
 
 namespace hearsay::sim {
@@ -50,8 +52,9 @@ workload::EntryOptions MakeEntry(const SimConfig& c) {
   return e;
 }
 
-// Builds the configured workload at arrival rate `rate` (ignored for trace timestamps).
-Result<std::unique_ptr<workload::Workload>> MakeWorkload(
+// Builds the configured single-model workload at arrival rate `rate` (ignored for trace
+// timestamps).
+Result<std::unique_ptr<workload::Workload>> MakeBaseWorkload(
     const SimConfig& c, double rate, const std::shared_ptr<const workload::Trace>& trace,
     uint64_t requests) {
   Rng rng(c.seed * 0x2545f4914f6cdd1dULL + 3);
@@ -88,6 +91,81 @@ Result<std::unique_ptr<workload::Workload>> MakeWorkload(
   return std::unique_ptr<workload::Workload>(new workload::TraceWorkload(std::move(w)));
 }
 
+// The machines of a run: SimConfig::cluster resolved, or `nodes` alike engines.
+struct Pool {
+  int nodes = 0;
+  // Per node: its engine's cost model.
+  std::vector<engine::CostParams> costs;
+  // The models of the pool (empty: one unnamed model).
+  std::vector<std::string> models;
+  // Per node: the indexes (into models) of the models it serves; empty = every model.
+  std::vector<std::vector<uint32_t>> serves;
+  // Per node: the service it gossips (empty without models).
+  std::vector<gossip::Service> services;
+  bool unequal = false;  // from a --cluster spec
+};
+
+Result<Pool> ResolvePool(const SimConfig& c) {
+  Pool p;
+  if (c.cluster.empty()) {
+    HEARSAY_ASSIGN_OR_RETURN(engine::CostModel m, engine::CostModel::FromPreset(c.engine_preset));
+    p.nodes = c.nodes;
+    p.costs.assign(static_cast<size_t>(c.nodes), m.params());
+    p.serves.resize(static_cast<size_t>(c.nodes));
+    return p;
+  }
+  HEARSAY_ASSIGN_OR_RETURN(ClusterSpec spec, ParseClusterSpec(c.cluster));
+  p.unequal = true;
+  p.nodes = spec.nodes();
+  p.models = spec.Models();
+  for (int i = 0; i < p.nodes; ++i) {
+    const ClusterGroup& g = spec.GroupOf(i);
+    HEARSAY_ASSIGN_OR_RETURN(engine::CostModel m, engine::CostModel::FromPreset(g.preset));
+    p.costs.push_back(m.params());
+    std::vector<uint32_t> serves;
+    gossip::Service service;
+    for (const std::string& name : g.models) {
+      const auto it = std::find(p.models.begin(), p.models.end(), name);
+      serves.push_back(static_cast<uint32_t>(it - p.models.begin()));
+      // One simulated engine serves them all, each model in its own cache namespace; every
+      // node tokenizes a model alike (same fingerprint and block size), so they share keys.
+      gossip::EngineService e;
+      e.kind = "sim";
+      e.model = name;
+      e.tokenizer_fingerprint = 1;
+      e.block_tokens = c.block_tokens;
+      service.engines.push_back(std::move(e));
+    }
+    p.serves.push_back(std::move(serves));
+    p.services.push_back(std::move(service));
+  }
+  return p;
+}
+
+// The configured workload (over the pool's models when it has several), at `rate`. `c.nodes`
+// must be the pool's size.
+Result<std::unique_ptr<workload::Workload>> MakeWorkload(
+    const SimConfig& c, const Pool& pool, double rate,
+    const std::shared_ptr<const workload::Trace>& trace, uint64_t requests) {
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> base,
+                           MakeBaseWorkload(c, rate, trace, requests));
+  if (pool.models.size() <= 1) return base;
+  workload::ModelMixOptions mo;
+  mo.models = static_cast<uint32_t>(pool.models.size());
+  mo.zipf_s = c.model_zipf;
+  mo.seed = c.seed * 0x9e3779b97f4a7c15ULL + 11;
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::ModelMixWorkload> mix,
+                           workload::ModelMixWorkload::Create(mo, std::move(base)));
+  return std::unique_ptr<workload::Workload>(std::move(mix));
+}
+
+// The config with `nodes` set to the pool's size (a --cluster spec gives its own).
+SimConfig WithPoolSize(const SimConfig& c, const Pool& pool) {
+  SimConfig r = c;
+  r.nodes = pool.nodes;
+  return r;
+}
+
 // The mean service time of one request on one engine, in ms: the prefill work of its whole
 // prompt (no cache credit) plus its decode steps, with the per-iteration overhead t0 shared by
 // the tokens of a full iteration (prefill) or by kAssumedDecodeBatch sequences (decode).
@@ -103,15 +181,20 @@ double ServiceMs(const engine::CostParams& p, double prompt, double output, doub
 class ClientSink final : public ResponseSink {
  public:
   ClientSink(simenv::VirtualScheduler& s, size_t expected, bool record,
-             std::unordered_map<NodeId, int32_t> node_index)
-      : s_(s), record_(record), node_index_(std::move(node_index)) {
+             std::unordered_map<NodeId, int32_t> node_index,
+             std::vector<std::vector<uint32_t>> serves)
+      : s_(s), record_(record), node_index_(std::move(node_index)), serves_(std::move(serves)) {
     arrival_.reserve(expected);
     ttft_ms_.reserve(expected);
     if (record_) records_.reserve(expected);
   }
   void Arrived(const workload::Request& r, TimePoint origin) {
-    if (r.id >= arrival_.size()) arrival_.resize(r.id + 1);
+    if (r.id >= arrival_.size()) {
+      arrival_.resize(r.id + 1);
+      model_.resize(r.id + 1);
+    }
     arrival_[r.id] = s_.Now();
+    model_[r.id] = r.model;
     if (!record_) return;
     if (r.id >= records_.size()) records_.resize(r.id + 1);
     RequestRecord& rec = records_[r.id];
@@ -119,18 +202,25 @@ class ClientSink final : public ResponseSink {
     rec.arrival_ms = ToMillis(s_.Now() - origin);
     rec.entry_node = r.entry_node;
     rec.subject = r.subject >= 0 ? r.subject : r.variant;
+    rec.model = r.model;
     rec.prompt_tokens = static_cast<uint32_t>(r.prompt.size());
     rec.shareable_prefix_tokens = r.shareable_prefix_tokens;
   }
   void OnFirstToken(uint64_t id, const PeerFirstToken& first) override {
     const double ttft = ToMillis(s_.Now() - arrival_[id]);
     ttft_ms_.push_back(ttft);
+    const auto it = node_index_.find(first.served_by);
+    const int32_t served = it == node_index_.end() ? -1 : it->second;
+    if (served >= 0 && !Serves(served, model_[id])) ++wrong_model_;
     if (!record_ || id >= records_.size()) return;
     RequestRecord& rec = records_[id];
     rec.ttft_ms = ttft;
     rec.cached_tokens = first.cached_tokens;
-    const auto it = node_index_.find(first.served_by);
-    rec.served_node = it == node_index_.end() ? -1 : it->second;
+    rec.served_node = served;
+  }
+  bool Serves(int32_t node, uint32_t model) const {
+    const std::vector<uint32_t>& m = serves_[static_cast<size_t>(node)];
+    return m.empty() || std::find(m.begin(), m.end(), model) != m.end();
   }
   void OnComplete(uint64_t id, const PeerUsage&) override {
     e2e_sum_ms_ += ToMillis(s_.Now() - arrival_[id]);
@@ -146,7 +236,10 @@ class ClientSink final : public ResponseSink {
   simenv::VirtualScheduler& s_;
   bool record_;
   std::unordered_map<NodeId, int32_t> node_index_;
+  std::vector<std::vector<uint32_t>> serves_;
   std::vector<TimePoint> arrival_;
+  std::vector<uint32_t> model_;
+  uint64_t wrong_model_ = 0;
   std::vector<double> ttft_ms_;
   std::vector<RequestRecord> records_;
   double e2e_sum_ms_ = 0;
@@ -172,6 +265,7 @@ nlohmann::json ToJson(const SimSummary& s) {
   j["failed"] = s.failed;
   j["retries"] = s.retries;
   j["bounces"] = s.bounces;
+  j["wrong_model"] = s.wrong_model;
   j["sim_seconds"] = s.sim_seconds;
   j["per_node_work"] = s.per_node_work;
   j["per_node_served"] = s.per_node_served;
@@ -188,12 +282,12 @@ nlohmann::json ToJson(const SimSummary& s) {
 namespace {
 
 // Arrival rate: rho x nodes / mean service time, measured on a probe of the workload.
-Result<double> ArrivalRate(const SimConfig& config, const engine::CostModel& cost,
+Result<double> ArrivalRate(const SimConfig& config, const Pool& pool,
                            const engine::SimEngineOptions& eo,
                            std::shared_ptr<const workload::Trace> trace, uint64_t total) {
   if (config.rate_per_s > 0) return config.rate_per_s;
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> probe,
-                           MakeWorkload(config, 1.0, trace, std::min<uint64_t>(total, 2000)));
+                           MakeWorkload(config, pool, 1.0, trace, std::min<uint64_t>(total, 2000)));
   double prompt = 0, output = 0, n = 0;
   while (std::optional<workload::Request> r = probe->Next()) {
     prompt += static_cast<double>(r->prompt.size());
@@ -202,15 +296,27 @@ Result<double> ArrivalRate(const SimConfig& config, const engine::CostModel& cos
     if (n >= 2000) break;
   }
   if (n == 0) return InvalidArgumentError("the workload produced no requests");
-  const double service_ms =
-      ServiceMs(cost.params(), prompt / n, output / n, static_cast<double>(eo.token_budget));
-  return workload::RateForUtilization(config.rho, FromMillis(service_ms), config.nodes);
+  double rate = 0;
+  for (const engine::CostParams& p : pool.costs) {
+    const double service_ms =
+        ServiceMs(p, prompt / n, output / n, static_cast<double>(eo.token_budget));
+    HEARSAY_ASSIGN_OR_RETURN(double one,
+                             workload::RateForUtilization(config.rho, FromMillis(service_ms), 1));
+    rate += one;
+  }
+  return rate;
 }
 
-SimClusterOptions ClusterOptions(const SimConfig& config, const engine::CostModel& cost,
+SimClusterOptions ClusterOptions(const SimConfig& config, const Pool& pool,
+                                 const engine::CostModel& cost,
                                  const engine::SimEngineOptions& eo) {
   SimClusterOptions co;
-  co.nodes = config.nodes;
+  co.nodes = pool.nodes;
+  if (pool.unequal) {
+    co.node_costs = pool.costs;
+    co.price_by_measured_prefill = true;
+  }
+  if (!pool.models.empty()) co.node_services = pool.services;
   co.seed = config.seed;
   co.delay_ms = config.delay_ms;
   co.delay_jitter = config.delay_jitter;
@@ -234,6 +340,7 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
   SimSummary s;
   s.requests = sink.done_;
   s.failed = sink.failed_;
+  s.wrong_model = sink.wrong_model_;  // plus the forwards refused, below
   s.sim_seconds = std::max(0.0, ToSeconds(sink.last_ - start));
   std::vector<double>& ttft = sink.ttft_ms_;
   s.mean_ttft_ms = Mean(ttft);
@@ -252,6 +359,7 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
     clients += st.client_requests;
     s.retries += st.forward_failures;
     s.bounces += st.forwards_bounced;
+    s.wrong_model += st.forwards_wrong_model;
     s.per_node_work.push_back(
         static_cast<double>(st.served_prompt_tokens - st.served_cached_tokens));
     s.per_node_served.push_back(st.served);
@@ -275,8 +383,10 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
 
 }  // namespace
 
-Result<WorkloadFootprint> MeasureWorkload(const SimConfig& config) {
-  HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(config));
+Result<WorkloadFootprint> MeasureWorkload(const SimConfig& in) {
+  HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(in));
+  HEARSAY_ASSIGN_OR_RETURN(const Pool pool, ResolvePool(in));
+  const SimConfig config = WithPoolSize(in, pool);
   std::shared_ptr<const workload::Trace> trace;
   uint64_t total = config.requests;
   if (config.workload == "trace") {
@@ -292,7 +402,7 @@ Result<WorkloadFootprint> MeasureWorkload(const SimConfig& config) {
       prefix::BlockKeyer keyer,
       prefix::BlockKeyer::Create("hearsay-footprint-secret-0123456789", "sim-model", "", ko));
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> w,
-                           MakeWorkload(config, 1.0, trace, total));
+                           MakeWorkload(config, pool, 1.0, trace, total));
   std::unordered_map<prefix::BlockKey, uint32_t> seen;
   std::vector<prefix::BlockKey> keys;
   WorkloadFootprint f;
@@ -308,16 +418,26 @@ Result<WorkloadFootprint> MeasureWorkload(const SimConfig& config) {
   return f;
 }
 
+Result<double> ArrivalRateOf(const SimConfig& in) {
+  HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(in));
+  if (in.workload == "trace") return InvalidArgumentError("ArrivalRateOf: not for traces");
+  HEARSAY_ASSIGN_OR_RETURN(const Pool pool, ResolvePool(in));
+  engine::SimEngineOptions eo;
+  return ArrivalRate(WithPoolSize(in, pool), pool, eo, nullptr, in.requests);
+}
+
 Result<SimSummary> RunSim(const SimConfig& config, const ProgressFn& progress) {
   return RunSimRecorded(config, progress, nullptr);
 }
 
-Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& progress,
+Result<SimSummary> RunSimRecorded(const SimConfig& in, const ProgressFn& progress,
                                   node::DecisionRecorder* recorder) {
   const auto wall_start = std::chrono::steady_clock::now();
-  HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(config));
-  HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cost,
-                           engine::CostModel::FromPreset(config.engine_preset));
+  HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(in));
+  HEARSAY_ASSIGN_OR_RETURN(const Pool pool, ResolvePool(in));
+  const SimConfig config = WithPoolSize(in, pool);
+  // A central router prices with the first node's model.
+  const engine::CostModel cost(pool.costs.front());
 
   std::shared_ptr<const workload::Trace> trace;
   uint64_t total = config.requests;
@@ -335,14 +455,14 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
   eo.kv_capacity_tokens = config.capacity_tokens;
   if (config.max_running > 0) eo.max_running = config.max_running;
 
-  HEARSAY_ASSIGN_OR_RETURN(const double rate, ArrivalRate(config, cost, eo, trace, total));
+  HEARSAY_ASSIGN_OR_RETURN(const double rate, ArrivalRate(config, pool, eo, trace, total));
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> workload,
-                           MakeWorkload(config, rate, trace, total));
+                           MakeWorkload(config, pool, rate, trace, total));
 
   const int routers = EffectiveRouters(config);
   RouterTier* tier_ptr = nullptr;
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cluster, SimCluster::Create([&] {
-                             SimClusterOptions co = ClusterOptions(config, cost, eo);
+                             SimClusterOptions co = ClusterOptions(config, pool, cost, eo);
                              co.recorder = recorder;
                              if (routers > 0) {
                                // The nodes serve what the routers send them; their own policy
@@ -373,10 +493,17 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
   sched.RunFor(FromMillis(config.warmup_ms));
   const TimePoint start = sched.Now();
   const uint64_t bytes_at_start = cluster->gossip_bytes_sent();
+  if (config.slow_node >= 0) {
+    SimCluster* c = cluster.get();
+    sched.RunAfter(FromMillis(config.slow_at_s * 1000),
+                   [c, n = config.slow_node, f = config.slow_factor] {
+                     if (c->up(n)) c->engine(n).SetSlowdown(f);
+                   });
+  }
 
   std::unordered_map<NodeId, int32_t> node_index;
   for (int i = 0; i < cluster->size(); ++i) node_index.emplace(SimCluster::Name(i), i);
-  ClientSink sink(sched, total, config.record_requests, std::move(node_index));
+  ClientSink sink(sched, total, config.record_requests, std::move(node_index), pool.serves);
   std::optional<workload::Request> next = workload->Next();
   uint64_t issued = 0;
   // Each arrival schedules the next one, so only one arrival timer is pending at a time.
@@ -393,6 +520,7 @@ Result<SimSummary> RunSimRecorded(const SimConfig& config, const ProgressFn& pro
       pr.prompt = std::move(r.prompt);
       pr.max_output_tokens = std::max<uint32_t>(1, r.output_tokens);
       pr.scripted_output = std::move(r.scripted_output);
+      if (!pool.models.empty()) pr.model = pool.models[r.model];
       if (tier) {
         tier->Submit(static_cast<int>(r.entry_node), std::move(pr), &sink);
       } else {

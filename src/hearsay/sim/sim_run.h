@@ -9,7 +9,8 @@
 // Arrival rate for rho: the cluster's capacity is estimated from the engine cost model for the
 // workload's mean request (mean prompt tokens P, mean cached fraction ignored, mean output O):
 // service time = PrefillMs(P, 0) + O x DecodeStepMs at a typical batch, amortized by batching;
-// see EstimateServiceTime in sim_run.cc. rate = rho x nodes / service time.
+// see ServiceMs in sim_run.cc. rate = rho x nodes / service time; for a pool of unequal machines
+// (SimConfig::cluster) rate = rho x the sum over nodes of 1 / their service time.
 //
 // Thread-safety: RunSim is reentrant (no globals); each call owns its simulation.
 #pragma once
@@ -36,6 +37,8 @@ struct RequestRecord {
   int32_t served_node = -1;
   // MMLU subject, chat system prompt (or -1), as in workload::Request.
   int32_t subject = -1;
+  // The model it asked for: an index into the cluster's models (0 with one model).
+  uint32_t model = 0;
   uint32_t prompt_tokens = 0;
   // Request::shareable_prefix_tokens: what an unbounded cache that saw every earlier request
   // would hold.
@@ -74,6 +77,10 @@ struct SimSummary {
   uint64_t retries = 0;
   // Forwards a busy peer sent back unserved, each routed again (NodeStats::forwards_bounced).
   uint64_t bounces = 0;
+  // Requests sent to a node without their model (a pool with models, SimConfig::cluster):
+  // forwards such a node refused (node::NodeStats::forwards_wrong_model) plus first tokens
+  // that came from an engine that does not serve the request's model. Must be 0.
+  uint64_t wrong_model = 0;
   // Virtual seconds from the first arrival to the last completion.
   double sim_seconds = 0;
   // Per node: prompt tokens it computed (prefilled, net of cache hits). load_cov is over these.
@@ -108,6 +115,9 @@ struct WorkloadFootprint {
 
 // The footprint of config's workload (its seed, size and request count). Errors as RunSim's.
 Result<WorkloadFootprint> MeasureWorkload(const SimConfig& config);
+
+// The arrival rate, requests per virtual second, a run of `config` would use. Errors as RunSim's.
+Result<double> ArrivalRateOf(const SimConfig& config);
 
 // Called now and then during a run with (requests completed, requests expected).
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;

@@ -619,6 +619,7 @@ engine::EngineLoad OpenAiEngine::Load() const {
   AddForeignLoad(l, pending_prefill);
   l.waiting_prefill_tokens = pending_prefill;
   l.prefill_ms_per_token = prefill_speed_.value();
+  l.decode_ms_per_token = decode_speed_.value();
   l.estimated_queue_wait = FromMillis(prefill_speed_.value() * static_cast<double>(pending_prefill));
   if (!healthy_) {
     l.waiting_requests = std::max(l.waiting_requests, kUnhealthyQueueDepth);

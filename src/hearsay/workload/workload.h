@@ -64,6 +64,10 @@ struct Request {
   // (what an infinite cache would hit).
   uint32_t shareable_prefix_tokens = 0;
 
+  // The model it asks for: an index into the run's models (ModelMixWorkload); 0 when the
+  // workload serves one model.
+  uint32_t model = 0;
+
   // Analysis metadata; -1 where the workload has no such notion.
   int32_t subject = -1;       // MMLU subject index (see MmluSubjects()).
   int32_t variant = -1;       // MMLU prefix variant, or chat system prompt index.
