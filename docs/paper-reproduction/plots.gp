@@ -7,139 +7,159 @@ set output 'delay_ms_mean_ttft_ms.png'
 set logscale x
 set logscale y
 set xlabel 'one-way network delay (ms)'
-set ylabel 'mean_ttft_ms'
-set title 'mean_ttft_ms vs delay_ms'
-plot for [i=2:9] 'plot_delay_ms_mean_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'mean time to first token (ms)'
+set title 'Mean time to first token by one-way network delay (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_delay_ms_mean_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'delay_ms_p99_ttft_ms.png'
 set logscale x
 set logscale y
 set xlabel 'one-way network delay (ms)'
-set ylabel 'p99_ttft_ms'
-set title 'p99_ttft_ms vs delay_ms'
-plot for [i=2:9] 'plot_delay_ms_p99_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'p99 time to first token (ms)'
+set title 'P99 time to first token by one-way network delay (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_delay_ms_p99_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'delay_ms_hit_rate.png'
 set logscale x
 unset logscale y
 set xlabel 'one-way network delay (ms)'
-set ylabel 'hit_rate'
-set title 'hit_rate vs delay_ms'
-plot for [i=2:9] 'plot_delay_ms_hit_rate.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'token cache hit rate (cached / prompt tokens)'
+set title 'Token cache hit rate by one-way network delay (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_delay_ms_hit_rate.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'delay_ms_load_cov.png'
 set logscale x
 unset logscale y
 set xlabel 'one-way network delay (ms)'
-set ylabel 'load_cov'
-set title 'load_cov vs delay_ms'
-plot for [i=2:9] 'plot_delay_ms_load_cov.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'load imbalance (CoV of per-node prefill work)'
+set title 'Load imbalance by one-way network delay (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_delay_ms_load_cov.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'zipf_mean_ttft_ms.png'
 unset logscale x
 set logscale y
 set xlabel 'Zipf exponent s of subject popularity'
-set ylabel 'mean_ttft_ms'
-set title 'mean_ttft_ms vs zipf'
-plot for [i=2:9] 'plot_zipf_mean_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'mean time to first token (ms)'
+set title 'Mean time to first token by Zipf exponent s of subject popularity (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_zipf_mean_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'zipf_p99_ttft_ms.png'
 unset logscale x
 set logscale y
 set xlabel 'Zipf exponent s of subject popularity'
-set ylabel 'p99_ttft_ms'
-set title 'p99_ttft_ms vs zipf'
-plot for [i=2:9] 'plot_zipf_p99_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'p99 time to first token (ms)'
+set title 'P99 time to first token by Zipf exponent s of subject popularity (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_zipf_p99_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'zipf_hit_rate.png'
 unset logscale x
 unset logscale y
 set xlabel 'Zipf exponent s of subject popularity'
-set ylabel 'hit_rate'
-set title 'hit_rate vs zipf'
-plot for [i=2:9] 'plot_zipf_hit_rate.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'token cache hit rate (cached / prompt tokens)'
+set title 'Token cache hit rate by Zipf exponent s of subject popularity (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_zipf_hit_rate.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'zipf_load_cov.png'
 unset logscale x
 unset logscale y
 set xlabel 'Zipf exponent s of subject popularity'
-set ylabel 'load_cov'
-set title 'load_cov vs zipf'
-plot for [i=2:9] 'plot_zipf_load_cov.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'load imbalance (CoV of per-node prefill work)'
+set title 'Load imbalance by Zipf exponent s of subject popularity (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_zipf_load_cov.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'nodes_mean_ttft_ms.png'
 set logscale x
 set logscale y
 set xlabel 'number of nodes'
-set ylabel 'mean_ttft_ms'
-set title 'mean_ttft_ms vs nodes'
-plot for [i=2:9] 'plot_nodes_mean_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'mean time to first token (ms)'
+set title 'Mean time to first token by number of nodes (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_nodes_mean_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'nodes_p99_ttft_ms.png'
 set logscale x
 set logscale y
 set xlabel 'number of nodes'
-set ylabel 'p99_ttft_ms'
-set title 'p99_ttft_ms vs nodes'
-plot for [i=2:9] 'plot_nodes_p99_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'p99 time to first token (ms)'
+set title 'P99 time to first token by number of nodes (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_nodes_p99_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'nodes_hit_rate.png'
 set logscale x
 unset logscale y
 set xlabel 'number of nodes'
-set ylabel 'hit_rate'
-set title 'hit_rate vs nodes'
-plot for [i=2:9] 'plot_nodes_hit_rate.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'token cache hit rate (cached / prompt tokens)'
+set title 'Token cache hit rate by number of nodes (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_nodes_hit_rate.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'nodes_load_cov.png'
 set logscale x
 unset logscale y
 set xlabel 'number of nodes'
-set ylabel 'load_cov'
-set title 'load_cov vs nodes'
-plot for [i=2:9] 'plot_nodes_load_cov.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'load imbalance (CoV of per-node prefill work)'
+set title 'Load imbalance by number of nodes (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_nodes_load_cov.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'gossip_ms_mean_ttft_ms.png'
 set logscale x
 set logscale y
 set xlabel 'gossip interval (ms)'
-set ylabel 'mean_ttft_ms'
-set title 'mean_ttft_ms vs gossip_ms'
-plot for [i=2:9] 'plot_gossip_ms_mean_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'mean time to first token (ms)'
+set title 'Mean time to first token by gossip interval (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_gossip_ms_mean_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'gossip_ms_p99_ttft_ms.png'
 set logscale x
 set logscale y
 set xlabel 'gossip interval (ms)'
-set ylabel 'p99_ttft_ms'
-set title 'p99_ttft_ms vs gossip_ms'
-plot for [i=2:9] 'plot_gossip_ms_p99_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'p99 time to first token (ms)'
+set title 'P99 time to first token by gossip interval (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_gossip_ms_p99_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'gossip_ms_hit_rate.png'
 set logscale x
 unset logscale y
 set xlabel 'gossip interval (ms)'
-set ylabel 'hit_rate'
-set title 'hit_rate vs gossip_ms'
-plot for [i=2:9] 'plot_gossip_ms_hit_rate.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'token cache hit rate (cached / prompt tokens)'
+set title 'Token cache hit rate by gossip interval (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_gossip_ms_hit_rate.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'gossip_ms_load_cov.png'
 set logscale x
 unset logscale y
 set xlabel 'gossip interval (ms)'
-set ylabel 'load_cov'
-set title 'load_cov vs gossip_ms'
-plot for [i=2:9] 'plot_gossip_ms_load_cov.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'load imbalance (CoV of per-node prefill work)'
+set title 'Load imbalance by gossip interval (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_gossip_ms_load_cov.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'capacity_tokens_mean_ttft_ms.png'
 set logscale x
 set logscale y
 set xlabel 'KV cache capacity per node (tokens)'
-set ylabel 'mean_ttft_ms'
-set title 'mean_ttft_ms vs capacity_tokens'
-plot for [i=2:9] 'plot_capacity_tokens_mean_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'mean time to first token (ms)'
+set title 'Mean time to first token by KV cache capacity per node (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_capacity_tokens_mean_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'capacity_tokens_p99_ttft_ms.png'
 set logscale x
 set logscale y
 set xlabel 'KV cache capacity per node (tokens)'
-set ylabel 'p99_ttft_ms'
-set title 'p99_ttft_ms vs capacity_tokens'
-plot for [i=2:9] 'plot_capacity_tokens_p99_ttft_ms.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'p99 time to first token (ms)'
+set title 'P99 time to first token by KV cache capacity per node (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_capacity_tokens_p99_ttft_ms.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'capacity_tokens_hit_rate.png'
 set logscale x
 unset logscale y
 set xlabel 'KV cache capacity per node (tokens)'
-set ylabel 'hit_rate'
-set title 'hit_rate vs capacity_tokens'
-plot for [i=2:9] 'plot_capacity_tokens_hit_rate.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'token cache hit rate (cached / prompt tokens)'
+set title 'Token cache hit rate by KV cache capacity per node (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_capacity_tokens_hit_rate.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)
 set output 'capacity_tokens_load_cov.png'
 set logscale x
 unset logscale y
 set xlabel 'KV cache capacity per node (tokens)'
-set ylabel 'load_cov'
-set title 'load_cov vs capacity_tokens'
-plot for [i=2:9] 'plot_capacity_tokens_load_cov.csv' using 1:i with linespoints title columnheader(i)
+set ylabel 'load imbalance (CoV of per-node prefill work)'
+set title 'Load imbalance by KV cache capacity per node (mean of 3 seed(s); bars: ± 1 sd over seeds)'
+set key title 'routing policy'
+plot for [i=0:7] 'plot_capacity_tokens_load_cov.csv' using 1:(column(2+2*i)):(column(3+2*i)) with yerrorlines title columnheader(2+2*i)

@@ -373,9 +373,9 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   std::vector<prefix::BlockEvent> events_scratch_;
   std::vector<route::Candidate> candidates_;
   // With price_by_measured_prefill: the candidates' measured cost scales (0: not measured yet),
-  // pooled within kSpeedPoolBand of their median (speed_pooling.h).
+  // pooled into classes split at gaps wider than kSpeedPoolBand (speed_pooling.h).
   std::vector<double> measured_scales_;
-  static constexpr double kSpeedPoolBand = 2.0;
+  static constexpr double kSpeedPoolBand = 1.5;
   std::vector<prefix::BlockKey> landmarks_;  // the prompt's chain as summary keys
   std::vector<uint32_t> match_;
   std::optional<gossip::LoadReport> last_load_;

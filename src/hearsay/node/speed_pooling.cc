@@ -12,11 +12,12 @@ void PoolSimilarSpeeds(std::span<double> scales, double band) {
   }
   if (measured.size() < 2) return;
   std::sort(measured.begin(), measured.end());
-  // Classes: runs of the sorted scales within `band` of the run's fastest member.
+  // Classes: runs of the sorted scales in which each is within `band` of the one before, so a
+  // class ends only at a gap wider than `band` between two kinds of hardware.
   std::vector<std::pair<double, double>> classes;  // (upper bound, median)
   for (size_t lo = 0; lo < measured.size();) {
     size_t hi = lo;
-    while (hi + 1 < measured.size() && measured[hi + 1] <= measured[lo] * band) ++hi;
+    while (hi + 1 < measured.size() && measured[hi + 1] <= measured[hi] * band) ++hi;
     const size_t n = hi - lo + 1, mid = lo + n / 2;
     const double median = n % 2 == 1 ? measured[mid] : (measured[mid - 1] + measured[mid]) / 2;
     classes.emplace_back(measured[hi], median);

@@ -6,9 +6,11 @@
 // parts after cache hits against whole prompts after misses) and with whatever else runs on the
 // machine; four identical llama.cpp servers measured up to 1.8x apart in the decision records of
 // `hearsay demo --engine llama`. Priced as such, a "faster" member with no cache beat the cache
-// holder, and hits were lost for nothing. So members whose scales lie within `band` times the
-// median of the measured ones are priced at that median; a member outside it (other hardware:
-// an H100 beside a consumer card differs by 10x) keeps its own.
+// holder, and hits were lost for nothing. So members are grouped into classes, the sorted scales
+// split wherever one is more than `band` times the one before it, and each member is priced at
+// its class's median: alike engines share one price however their measurements wander, while
+// other hardware (an A100 is 2.7x an H100 per prefill token, a consumer card 3x an A100) forms a
+// class of its own.
 #pragma once
 
 #include <span>
