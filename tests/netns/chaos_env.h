@@ -189,14 +189,16 @@ inline std::chrono::milliseconds P99(std::vector<std::chrono::milliseconds> v) {
 
 // Checks the outcomes (a failure is allowed only for a request whose entry node is in
 // `faulted_entries`, which the client itself was talking to when it failed) and returns the
-// figures per phase: "<phase>: N sent, F failed, p99 X ms;".
+// figures per phase: "<phase>: N sent, F failed, S over 1 s, p99 X ms;".
 inline std::string CheckOutcomes(const std::vector<Outcome>& outcomes,
                                  const std::vector<std::string>& phases,
                                  const std::set<size_t>& faulted_entries = {}) {
   std::map<std::string, std::vector<std::chrono::milliseconds>> latencies;
   std::map<std::string, int> failed;
+  std::map<std::string, int> slow;
   for (const Outcome& o : outcomes) {
     latencies[o.phase].push_back(o.latency);
+    if (o.latency > 1s) ++slow[o.phase];
     if (o.failure.empty()) continue;
     ++failed[o.phase];
     if (faulted_entries.count(o.entry) == 0) {
@@ -207,7 +209,8 @@ inline std::string CheckOutcomes(const std::vector<Outcome>& outcomes,
   std::string figures;
   for (const std::string& p : phases) {
     figures += " " + p + ": " + std::to_string(latencies[p].size()) + " sent, " +
-               std::to_string(failed[p]) + " failed, p99 " +
+               std::to_string(failed[p]) + " failed, " + std::to_string(slow[p]) +
+               " over 1 s, p99 " +
                std::to_string(P99(latencies[p]).count()) + " ms;";
   }
   return figures;
