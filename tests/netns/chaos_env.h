@@ -95,8 +95,8 @@ class OpenLoopLoad {
     auto next = Clock::now();
     size_t turn = 0;
     for (size_t k = 0; !stop_; ++k) {
-      const std::string prompt = Words("fam" + std::to_string(rng() % 4), 64) + " " +
-                                 Words("req" + std::to_string(k), 8);
+      const std::string prompt =
+          Words("fam" + std::to_string(rng() % 4), 64) + " " + Words("req" + std::to_string(k), 8);
       std::string phase;
       size_t entry = 0;
       {
@@ -165,7 +165,8 @@ inline std::unique_ptr<BedCluster> StartBedCluster(size_t n) {
 // "node-a sees node-b dead" for every node of `watchers` that lists a node of `watched` as dead
 // or left (a false death when the scenario never faulted it). Nodes that do not answer are
 // skipped: the next sample sees them.
-inline std::vector<std::string> DeadAmong(LocalCluster& cluster, const std::vector<size_t>& watchers,
+inline std::vector<std::string> DeadAmong(LocalCluster& cluster,
+                                          const std::vector<size_t>& watchers,
                                           const std::vector<size_t>& watched) {
   std::vector<std::string> out;
   for (size_t i : watchers) {
@@ -210,8 +211,7 @@ inline std::string CheckOutcomes(const std::vector<Outcome>& outcomes,
   for (const std::string& p : phases) {
     figures += " " + p + ": " + std::to_string(latencies[p].size()) + " sent, " +
                std::to_string(failed[p]) + " failed, " + std::to_string(slow[p]) +
-               " over 1 s, p99 " +
-               std::to_string(P99(latencies[p]).count()) + " ms;";
+               " over 1 s, p99 " + std::to_string(P99(latencies[p]).count()) + " ms;";
   }
   return figures;
 }

@@ -71,9 +71,10 @@ TEST(ChaosNodeFailureTest, KillNineThenRestartLosesNoRequestAtHealthyEntries) {
   EXPECT_TRUE(cluster.WaitForViews({}, 10s).ok());
   const std::string figures =
       CheckOutcomes(load.Finish(), {"before", "killed", "restarted"}, {kVictim});
-  std::printf("chaos: kill -9 of node-%zu of %zu:%s declared dead by all %lld ms after the kill "
-              "(bound %lld ms); restarted and all alive in every view %lld ms after the restart\n",
-              kVictim, kNodes, figures.c_str(), detection, Millis(kDetectionBound), rejoin);
+  std::printf(
+      "chaos: kill -9 of node-%zu of %zu:%s declared dead by all %lld ms after the kill "
+      "(bound %lld ms); restarted and all alive in every view %lld ms after the restart\n",
+      kVictim, kNodes, figures.c_str(), detection, Millis(kDetectionBound), rejoin);
   EXPECT_TRUE(false_deaths.empty()) << "false death: " << false_deaths.front();
 }
 
@@ -113,10 +114,11 @@ TEST(ChaosNodeFailureTest, GrayFailureSigstopThenSigcont) {
   EXPECT_TRUE(cluster.WaitForViews({}, 10s).ok());
   const std::string figures =
       CheckOutcomes(load.Finish(), {"before", "stopped", "resumed"}, {kVictim});
-  std::printf("chaos: SIGSTOP of node-%zu of %zu for %d requests:%s node-0 saw it %s before "
-              "SIGCONT; views reconverged %lld ms after SIGCONT (bound %lld ms)\n",
-              kVictim, kNodes, kFaultRequests, figures.c_str(), state.c_str(), reconverge,
-              Millis(kReconvergeBound));
+  std::printf(
+      "chaos: SIGSTOP of node-%zu of %zu for %d requests:%s node-0 saw it %s before "
+      "SIGCONT; views reconverged %lld ms after SIGCONT (bound %lld ms)\n",
+      kVictim, kNodes, kFaultRequests, figures.c_str(), state.c_str(), reconverge,
+      Millis(kReconvergeBound));
   EXPECT_TRUE(false_deaths.empty()) << "false death: " << false_deaths.front();
 }
 

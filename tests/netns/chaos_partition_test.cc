@@ -75,10 +75,10 @@ TEST(ChaosPartitionTest, HalvesSplitAndHealWithoutLosingRequests) {
   // Still converged after the last requests: nobody was declared dead after the heal.
   EXPECT_TRUE(cluster.WaitForViews({}, 10s).ok());
   const std::string figures = CheckOutcomes(load.Finish(), {"before", "partition", "after"});
-  std::printf("chaos: partition 3|3 of %zu nodes:%s node-0 saw node-3 %s at the heal; views "
-              "reconverged %lld ms after the heal (bound %lld ms)\n",
-              kNodes, figures.c_str(), across.c_str(), reconverge,
-              Millis(kReconvergeBound));
+  std::printf(
+      "chaos: partition 3|3 of %zu nodes:%s node-0 saw node-3 %s at the heal; views "
+      "reconverged %lld ms after the heal (bound %lld ms)\n",
+      kNodes, figures.c_str(), across.c_str(), reconverge, Millis(kReconvergeBound));
   EXPECT_TRUE(false_deaths.empty()) << "false deaths inside a half: " << false_deaths.front();
 }
 

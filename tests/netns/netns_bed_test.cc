@@ -50,9 +50,9 @@ TEST(NetnsBedTest, MakesNamespacesWithTheirOwnAddressesAndRemovesThemAll) {
     EXPECT_TRUE(b.Partition({0}, {1, 2}).ok());
     EXPECT_TRUE(b.DropOneWay(1, 2).ok());
     EXPECT_TRUE(b.HealPartitions().ok());
-    std::printf("netns bed: delay/loss injection %s\n",
-                b.NetemAvailable() ? "available (netem)"
-                                   : "NOT available: this kernel has no netem qdisc");
+    std::printf(
+        "netns bed: delay/loss injection %s\n",
+        b.NetemAvailable() ? "available (netem)" : "NOT available: this kernel has no netem qdisc");
   }
   EXPECT_EQ(NamesWith(prefix), "") << "the bed left names behind";
 }

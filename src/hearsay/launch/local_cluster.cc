@@ -169,8 +169,8 @@ std::vector<std::string> LocalCluster::NodeArgv(size_t i) const {
       i < options_.per_node_flags.size() ? options_.per_node_flags[i] : no_flags;
   std::vector<std::string> argv =
       i < options_.node_exec_prefix.size() ? options_.node_exec_prefix[i] : no_flags;
-  argv.insert(argv.end(), {options_.hearsay_binary, "node", "--http", info.http_address,
-                           "--gossip", info.gossip_address, "--node-id", info.node_id});
+  argv.insert(argv.end(), {options_.hearsay_binary, "node", "--http", info.http_address, "--gossip",
+                           info.gossip_address, "--node-id", info.node_id});
   // A common setting the node's own flags give again is left to them (the CLI refuses a flag
   // given twice).
   const auto common = [&](const char* flag, std::string value) {

@@ -1,5 +1,5 @@
-// LocalCluster: N real `hearsay node` processes on loopback, for integration tests, `hearsay demo`
-// and `hearsay bench`.
+// LocalCluster: N real `hearsay node` processes on loopback (or on a NetnsBed), for integration
+// tests, `hearsay demo` and `hearsay bench`.
 //
 // Start() makes a fresh temp dir, writes a cluster key there with `hearsay keygen`, picks free
 // loopback ports, spawns the nodes (each joins all the others; stdout/stderr go to

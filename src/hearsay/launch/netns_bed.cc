@@ -76,8 +76,8 @@ Status NetnsBed::Unavailable() {
   const std::string probe = std::string(kNamePrefix) + std::to_string(::getpid()) + "probe";
   Status made = RunCommand({Tool("ip"), "netns", "add", probe});
   if (!made.ok()) return Status(made.code(), "cannot make a network namespace: " + made.message());
-  Status nft = RunCommand({Tool("ip"), "netns", "exec", probe, Tool("nft"), "add", "table", "inet",
-                           kFaultTable});
+  Status nft = RunCommand(
+      {Tool("ip"), "netns", "exec", probe, Tool("nft"), "add", "table", "inet", kFaultTable});
   (void)RunCommand({Tool("ip"), "netns", "del", probe});
   if (!nft.ok()) return Status(nft.code(), "nftables does not work here: " + nft.message());
   return OkStatus();
@@ -120,13 +120,12 @@ Status NetnsBed::Setup() {
   for (size_t i = 0; i < hosts_; ++i) {
     HEARSAY_RETURN_IF_ERROR(RunCommand({ip, "netns", "add", Namespace(i)}));
     ++created_;
-    HEARSAY_RETURN_IF_ERROR(RunCommand(
-        {ip, "link", "add", HostSide(i), "type", "veth", "peer", "name", NodeSide(i)}));
+    HEARSAY_RETURN_IF_ERROR(
+        RunCommand({ip, "link", "add", HostSide(i), "type", "veth", "peer", "name", NodeSide(i)}));
     HEARSAY_RETURN_IF_ERROR(RunCommand({ip, "link", "set", NodeSide(i), "netns", Namespace(i)}));
-    HEARSAY_RETURN_IF_ERROR(
-        RunCommand({ip, "link", "set", HostSide(i), "master", Bridge(), "up"}));
-    HEARSAY_RETURN_IF_ERROR(
-        RunCommand({ip, "-n", Namespace(i), "addr", "add", Address(i) + "/24", "dev", NodeSide(i)}));
+    HEARSAY_RETURN_IF_ERROR(RunCommand({ip, "link", "set", HostSide(i), "master", Bridge(), "up"}));
+    HEARSAY_RETURN_IF_ERROR(RunCommand(
+        {ip, "-n", Namespace(i), "addr", "add", Address(i) + "/24", "dev", NodeSide(i)}));
     HEARSAY_RETURN_IF_ERROR(RunCommand({ip, "-n", Namespace(i), "link", "set", NodeSide(i), "up"}));
     HEARSAY_RETURN_IF_ERROR(RunCommand({ip, "-n", Namespace(i), "link", "set", "lo", "up"}));
     HEARSAY_RETURN_IF_ERROR(InNamespace(i, {"nft", "add", "table", "inet", kFaultTable}));
@@ -152,10 +151,9 @@ NetnsBed::~NetnsBed() {
 
 bool NetnsBed::NetemAvailable() {
   if (hosts_ == 0) return false;
-  const bool ok =
-      RunCommand({Tool("tc"), "-n", Namespace(0), "qdisc", "add", "dev", "lo", "root", "netem",
-                  "delay", "1ms"})
-          .ok();
+  const bool ok = RunCommand({Tool("tc"), "-n", Namespace(0), "qdisc", "add", "dev", "lo", "root",
+                              "netem", "delay", "1ms"})
+                      .ok();
   if (ok) (void)RunCommand({Tool("tc"), "-n", Namespace(0), "qdisc", "del", "dev", "lo", "root"});
   return ok;
 }
@@ -166,9 +164,7 @@ std::string NetnsBed::Address(size_t i) const {
   return "10.213." + std::to_string(subnet_) + "." + std::to_string(i + 2);
 }
 
-std::string NetnsBed::BridgeAddress() const {
-  return "10.213." + std::to_string(subnet_) + ".1";
-}
+std::string NetnsBed::BridgeAddress() const { return "10.213." + std::to_string(subnet_) + ".1"; }
 
 std::vector<std::string> NetnsBed::ExecPrefix(size_t i) const {
   return {Tool("ip"), "netns", "exec", Namespace(i)};
@@ -189,13 +185,12 @@ Status NetnsBed::CapBandwidth(size_t i, int kbit) {
     return OkStatus();
   }
   return RunCommand({tc, "-n", Namespace(i), "qdisc", "replace", "dev", NodeSide(i), "root", "tbf",
-                     "rate", std::to_string(kbit) + "kbit", "burst", "32kbit", "latency",
-                     "400ms"});
+                     "rate", std::to_string(kbit) + "kbit", "burst", "32kbit", "latency", "400ms"});
 }
 
 Status NetnsBed::DropOneWay(size_t from, size_t to) {
-  HEARSAY_RETURN_IF_ERROR(InNamespace(
-      from, {"nft", "add", "rule", "inet", kFaultTable, "out", "ip", "daddr", Address(to), "drop"}));
+  HEARSAY_RETURN_IF_ERROR(InNamespace(from, {"nft", "add", "rule", "inet", kFaultTable, "out", "ip",
+                                             "daddr", Address(to), "drop"}));
   return InNamespace(
       to, {"nft", "add", "rule", "inet", kFaultTable, "in", "ip", "saddr", Address(from), "drop"});
 }
