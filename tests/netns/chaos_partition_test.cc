@@ -84,3 +84,61 @@ TEST(ChaosPartitionTest, HalvesSplitAndHealWithoutLosingRequests) {
 
 }  // namespace
 }  // namespace hearsay::integration
+
+namespace hearsay::integration {
+namespace {
+
+// A one-way partition: node-5 can receive but everything it sends to another node is dropped
+// (its clients still reach it and get its answers: the bridge address is never cut). Nobody but
+// node-5 may be declared dead by a node other than node-5, every request gets a complete answer,
+// and the views reconverge within kReconvergeBound of the heal.
+TEST(ChaosPartitionTest, OneNodeThatCannotSendHealsWithoutLosingRequests) {
+  if (Status why = launch::NetnsBed::Unavailable(); !why.ok()) {
+    GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();
+  }
+  constexpr size_t kMute = 5;
+  constexpr int kMuteRequests = 100;
+  std::unique_ptr<BedCluster> bc = StartBedCluster(kNodes);
+  ASSERT_NE(bc, nullptr);
+  launch::NetnsBed& bed = *bc->bed;
+  LocalCluster& cluster = *bc->cluster;
+  std::vector<size_t> others;
+  std::vector<std::string> entries;
+  for (size_t i = 0; i < kNodes; ++i) {
+    entries.push_back(cluster.node(i).http_address);
+    if (i != kMute) others.push_back(i);
+  }
+  std::vector<std::string> false_deaths;
+  OpenLoopLoad load(entries);
+
+  ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
+  load.SetPhase("one-way");
+  for (size_t j : others) ASSERT_TRUE(bed.DropOneWay(kMute, j).ok());
+  ASSERT_TRUE(testutil::Eventually(
+      [&] {
+        for (std::string& f : DeadAmong(cluster, others, others)) false_deaths.push_back(f);
+        return load.sent_in_phase() >= kMuteRequests;
+      },
+      120s));
+  Result<launch::ClusterView> view0 = cluster.View(0);
+  const launch::MemberInfo* seen = view0.ok() ? view0->Find(cluster.node(kMute).node_id) : nullptr;
+  const std::string state = seen != nullptr ? seen->state : "unlisted";
+
+  load.SetPhase("after");
+  ASSERT_TRUE(bed.HealPartitions().ok());
+  const auto healed = Clock::now();
+  Status converged = cluster.WaitForViews({}, kReconvergeBound);
+  const long long reconverge = Millis(Clock::now() - healed);
+  EXPECT_TRUE(converged.ok()) << converged.ToString() << "\n" << cluster.AllLogTails(15);
+  ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kAfterRequests; }, 60s));
+  EXPECT_TRUE(cluster.WaitForViews({}, 10s).ok());
+  const std::string figures = CheckOutcomes(load.Finish(), {"before", "one-way", "after"});
+  std::printf(
+      "chaos: one-way partition (node-%zu sends nothing) of %zu nodes:%s node-0 saw it %s "
+      "at the heal; views reconverged %lld ms after the heal (bound %lld ms)\n",
+      kMute, kNodes, figures.c_str(), state.c_str(), reconverge, Millis(kReconvergeBound));
+  EXPECT_TRUE(false_deaths.empty()) << "false death: " << false_deaths.front();
+}
+
+}  // namespace
+}  // namespace hearsay::integration
