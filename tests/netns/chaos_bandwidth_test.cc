@@ -15,7 +15,7 @@ constexpr int kCappedRequests = 100;
 constexpr int kAfterRequests = 20;
 
 TEST(ChaosBandwidthTest, OneNodeCappedAtOneMbitLosesNothingAndKillsNobody) {
-  if (Status why = launch::NetnsBed::Unavailable(); !why.ok()) {
+  if (Status why = launch::NetnsBed::CheckAvailable(); !why.ok()) {
     GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();
   }
   std::unique_ptr<BedCluster> bc = StartBedCluster(kNodes);

@@ -37,7 +37,7 @@ std::vector<std::string> Entries(LocalCluster& cluster) {
 }
 
 TEST(ChaosNodeFailureTest, KillNineThenRestartLosesNoRequestAtHealthyEntries) {
-  if (Status why = launch::NetnsBed::Unavailable(); !why.ok()) {
+  if (Status why = launch::NetnsBed::CheckAvailable(); !why.ok()) {
     GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();
   }
   std::unique_ptr<BedCluster> bc = StartBedCluster(kNodes);
@@ -79,7 +79,7 @@ TEST(ChaosNodeFailureTest, KillNineThenRestartLosesNoRequestAtHealthyEntries) {
 }
 
 TEST(ChaosNodeFailureTest, GrayFailureSigstopThenSigcont) {
-  if (Status why = launch::NetnsBed::Unavailable(); !why.ok()) {
+  if (Status why = launch::NetnsBed::CheckAvailable(); !why.ok()) {
     GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();
   }
   std::unique_ptr<BedCluster> bc = StartBedCluster(kNodes);

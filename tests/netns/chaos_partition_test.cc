@@ -32,7 +32,7 @@ bool Reaches(launch::NetnsBed& bed, LocalCluster& cluster, size_t from, size_t t
 }
 
 TEST(ChaosPartitionTest, HalvesSplitAndHealWithoutLosingRequests) {
-  if (Status why = launch::NetnsBed::Unavailable(); !why.ok()) {
+  if (Status why = launch::NetnsBed::CheckAvailable(); !why.ok()) {
     GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();
   }
   if (::access("/usr/bin/curl", X_OK) != 0) GTEST_SKIP() << "SKIPPED: curl is not installed";
@@ -93,7 +93,7 @@ namespace {
 // node-5 may be declared dead by a node other than node-5, every request gets a complete answer,
 // and the views reconverge within kReconvergeBound of the heal.
 TEST(ChaosPartitionTest, OneNodeThatCannotSendHealsWithoutLosingRequests) {
-  if (Status why = launch::NetnsBed::Unavailable(); !why.ok()) {
+  if (Status why = launch::NetnsBed::CheckAvailable(); !why.ok()) {
     GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();
   }
   constexpr size_t kMute = 5;

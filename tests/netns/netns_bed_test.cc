@@ -31,7 +31,7 @@ std::string NamesWith(const std::string& prefix) {
 }
 
 TEST(NetnsBedTest, MakesNamespacesWithTheirOwnAddressesAndRemovesThemAll) {
-  if (Status why = NetnsBed::Unavailable(); !why.ok()) {
+  if (Status why = NetnsBed::CheckAvailable(); !why.ok()) {
     GTEST_SKIP() << "SKIPPED: no network namespaces here: " << why.ToString();
   }
   const std::string prefix = "hsb" + std::to_string(::getpid());
@@ -58,7 +58,7 @@ TEST(NetnsBedTest, MakesNamespacesWithTheirOwnAddressesAndRemovesThemAll) {
 }
 
 TEST(NetnsBedTest, CleanStaleRemovesWhatADeadRunLeft) {
-  if (Status why = NetnsBed::Unavailable(); !why.ok()) {
+  if (Status why = NetnsBed::CheckAvailable(); !why.ok()) {
     GTEST_SKIP() << "SKIPPED: no network namespaces here: " << why.ToString();
   }
   // A pid that runs no process: a child that has exited and been reaped.

@@ -65,7 +65,7 @@ std::set<std::string> StaleNames(const std::string& text, const std::regex& name
 
 Status RunCommand(const std::vector<std::string>& argv) { return Capture(argv).status(); }
 
-Status NetnsBed::Unavailable() {
+Status NetnsBed::CheckAvailable() {
   if (::geteuid() != 0) return PermissionDeniedError("network namespaces need root");
   for (const char* tool : {"ip", "tc", "nft"}) {
     if (Tool(tool).empty()) {
@@ -100,7 +100,7 @@ void NetnsBed::CleanStale() {
 
 Result<std::unique_ptr<NetnsBed>> NetnsBed::Create(size_t hosts) {
   if (hosts == 0 || hosts > 200) return InvalidArgumentError("NetnsBed: 1..200 hosts");
-  HEARSAY_RETURN_IF_ERROR(Unavailable());
+  HEARSAY_RETURN_IF_ERROR(CheckAvailable());
   CleanStale();
   const int pid = static_cast<int>(::getpid());
   std::unique_ptr<NetnsBed> bed(

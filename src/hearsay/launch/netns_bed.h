@@ -8,14 +8,14 @@
 // loss need the kernel's netem qdisc, which NetemAvailable() detects; the bed does not fake them.
 //
 // Names: every namespace and link of one bed starts with "hsb<pid>" (the creating process), so
-// two runs never collide, and CleanStale() removes what a crashed run (a dead pid) left behind.
-// Create() calls it first.
+// two runs never collide (one process makes one bed at a time), and CleanStale() removes what a
+// crashed run (a dead pid) left behind. Create() calls it first.
 //
 // Ownership: the NetnsBed owns its namespaces and bridge; the destructor deletes them (processes
 // still running in a namespace keep it alive only until they exit; kill them first).
 //
 // Thread-safety: not thread-safe; one owner drives it. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN),
-// `ip`, `tc` and `nft`; Unavailable() says why a bed cannot be made here.
+// `ip`, `tc` and `nft`; CheckAvailable() says why a bed cannot be made here.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +31,7 @@ class NetnsBed {
  public:
   // OK if a bed can be made here; otherwise why not (not root, a missing tool, namespaces refused
   // by the kernel), for a test to report itself skipped.
-  static Status Unavailable();
+  static Status CheckAvailable();
   // Makes `hosts` namespaces on a fresh bridge, each up with its address and an empty nftables
   // fault table. On failure nothing is left behind.
   static Result<std::unique_ptr<NetnsBed>> Create(size_t hosts);
