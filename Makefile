@@ -3,7 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build deb llama demo test test-release test-asan test-tsan test-tsan-integration test-llama fuzz fuzz-smoke bench bench-forwarding bench-hostile soak format clean
+.PHONY: all deps build deb llama demo test test-release test-asan test-tsan test-tsan-integration test-llama chaos fuzz fuzz-smoke bench bench-forwarding bench-hostile soak format clean
 
 all: build
 
@@ -103,6 +103,14 @@ bench-hostile: deps
 # llama-servers.
 test-llama: build llama
 	ctest --test-dir build/release -L llama --output-on-failure
+
+# The test bed's chaos tests (label netns, tests/netns): `hearsay node` processes in network
+# namespaces on a bridge, with partitions injected by nftables. Needs root; without namespaces the
+# tests report themselves SKIPPED. About 90 s on 2 loaded cores. docs/testbed.md.
+chaos: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release --target hearsay hearsay_netns_test -j $(JOBS)
+	ctest --test-dir build/release -L netns --output-on-failure
 
 soak: build
 	ctest --test-dir build/release -L soak --output-on-failure

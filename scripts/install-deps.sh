@@ -16,6 +16,7 @@ packages=(
   chromium
   nginx-light wrk valgrind
   ccache
+  iproute2 nftables curl
 )
 
 # npm may come with the machine's Node.js (NodeSource's nodejs package bundles it and conflicts

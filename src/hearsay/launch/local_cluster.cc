@@ -121,14 +121,26 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOpti
     }
   }
 
-  HEARSAY_ASSIGN_OR_RETURN(std::vector<uint16_t> ports,
-                           PickFreeLoopbackPorts(2 * options.nodes, /*udp_too=*/true));
+  const bool on_bed = !options.node_hosts.empty();
+  if (on_bed && (options.node_hosts.size() != options.nodes ||
+                 options.node_exec_prefix.size() != options.nodes)) {
+    return InvalidArgumentError("LocalCluster: node_hosts and node_exec_prefix need one per node");
+  }
+  std::vector<uint16_t> ports;
+  if (!on_bed) {
+    HEARSAY_ASSIGN_OR_RETURN(ports, PickFreeLoopbackPorts(2 * options.nodes, /*udp_too=*/true));
+  }
   cluster->nodes_.resize(options.nodes);
   for (size_t i = 0; i < options.nodes; ++i) {
     NodeInfo& info = cluster->nodes_[i].info;
     info.node_id = "node-" + std::to_string(i);
-    info.http_address = "127.0.0.1:" + std::to_string(ports[2 * i]);
-    info.gossip_address = "127.0.0.1:" + std::to_string(ports[2 * i + 1]);
+    if (on_bed) {
+      info.http_address = options.node_hosts[i] + ":" + std::to_string(options.bed_http_port);
+      info.gossip_address = options.node_hosts[i] + ":" + std::to_string(options.bed_gossip_port);
+    } else {
+      info.http_address = "127.0.0.1:" + std::to_string(ports[2 * i]);
+      info.gossip_address = "127.0.0.1:" + std::to_string(ports[2 * i + 1]);
+    }
     info.log_path = cluster->dir_->File(info.node_id + ".log");
   }
   for (size_t i = 0; i < options.nodes; ++i) {
@@ -155,9 +167,10 @@ std::vector<std::string> LocalCluster::NodeArgv(size_t i) const {
   const std::vector<std::string> no_flags;
   const std::vector<std::string>& own =
       i < options_.per_node_flags.size() ? options_.per_node_flags[i] : no_flags;
-  std::vector<std::string> argv = {
-      options_.hearsay_binary, "node",      "--http",    info.http_address, "--gossip",
-      info.gossip_address,     "--node-id", info.node_id};
+  std::vector<std::string> argv =
+      i < options_.node_exec_prefix.size() ? options_.node_exec_prefix[i] : no_flags;
+  argv.insert(argv.end(), {options_.hearsay_binary, "node", "--http", info.http_address, "--gossip",
+                           info.gossip_address, "--node-id", info.node_id});
   // A common setting the node's own flags give again is left to them (the CLI refuses a flag
   // given twice).
   const auto common = [&](const char* flag, std::string value) {
@@ -228,6 +241,13 @@ Status LocalCluster::Kill(size_t i) {
   if (n.process == nullptr) return FailedPreconditionError(n.info.node_id + " is not running");
   n.process->Kill();
   n.process.reset();
+  return OkStatus();
+}
+
+Status LocalCluster::Signal(size_t i, int signal) {
+  Node& n = nodes_.at(i);
+  if (n.process == nullptr) return FailedPreconditionError(n.info.node_id + " is not running");
+  n.process->Signal(signal);
   return OkStatus();
 }
 

@@ -1,5 +1,5 @@
-// LocalCluster: N real `hearsay node` processes on loopback, for integration tests, `hearsay demo`
-// and `hearsay bench`.
+// LocalCluster: N real `hearsay node` processes on loopback (or on a NetnsBed), for integration
+// tests, `hearsay demo` and `hearsay bench`.
 //
 // Start() makes a fresh temp dir, writes a cluster key there with `hearsay keygen`, picks free
 // loopback ports, spawns the nodes (each joins all the others; stdout/stderr go to
@@ -44,6 +44,13 @@ struct LocalClusterOptions {
   // example each node's own --upstream engine URL). A --policy, --engine, --engine-preset or
   // --capacity-tokens given here replaces the common setting above for that node.
   std::vector<std::vector<std::string>> per_node_flags;
+  // Off loopback (a NetnsBed): node i listens on node_hosts[i] (HTTP on bed_http_port, gossip on
+  // bed_gossip_port; each host has its own addresses, so the ports are fixed) and its command
+  // line starts with node_exec_prefix[i] (say `ip netns exec <ns>`). Empty: loopback, free ports.
+  std::vector<std::string> node_hosts;
+  std::vector<std::vector<std::string>> node_exec_prefix;
+  uint16_t bed_http_port = 8080;
+  uint16_t bed_gossip_port = 7946;
   // Bound on Start() and Restart() reaching health and full membership.
   std::chrono::milliseconds ready_timeout{30000};
   // Bound on Stop()'s graceful drain before it falls back to SIGKILL.
@@ -83,6 +90,8 @@ class LocalCluster {
   // Starts node i again on the same addresses and node id, after Kill or Stop, and waits until it
   // is healthy and every running node lists every running node alive.
   Status Restart(size_t i);
+  // Sends `signal` to node i's process (SIGSTOP and SIGCONT for a gray failure).
+  Status Signal(size_t i, int signal);
   // Makes node i drop all gossip to and from `others` (POST /debug/faults); an empty list heals.
   Status Block(size_t i, const std::vector<size_t>& others);
 

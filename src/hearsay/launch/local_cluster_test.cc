@@ -76,6 +76,24 @@ TEST_F(LocalClusterTest, ReportsANodeThatExitsWithItsLog) {
   EXPECT_NE(m.find("--debug-faults"), std::string::npos) << m;
 }
 
+// Off loopback (a NetnsBed gives these): each node listens on its own host's fixed ports and its
+// command line starts with its exec prefix.
+TEST_F(LocalClusterTest, RunsEachNodeOnItsHostThroughItsExecPrefix) {
+  LocalClusterOptions o = Options(
+      FakeBinary(std::string(kGoodKeygen) + "echo \"hearsay node: bad flag: $*\" >&2; exit 1"));
+  o.node_hosts = {"10.9.8.2", "10.9.8.3"};
+  o.node_exec_prefix = {{"/usr/bin/env", "PREFIX_MARK=0"}, {"/usr/bin/env", "PREFIX_MARK=1"}};
+  auto r = LocalCluster::Start(o);
+  ASSERT_FALSE(r.ok());
+  const std::string m = r.status().message();
+  EXPECT_NE(m.find("starting node-0: /usr/bin/env PREFIX_MARK=0 "), std::string::npos) << m;
+  EXPECT_NE(m.find("--http 10.9.8.2:8080 --gossip 10.9.8.2:7946"), std::string::npos) << m;
+  EXPECT_NE(m.find("--join 10.9.8.3:7946"), std::string::npos) << m;
+
+  o.node_exec_prefix.pop_back();
+  EXPECT_EQ(LocalCluster::Start(o).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(LocalClusterTest, TimesOutOnANodeThatNeverServes) {
   const auto start = std::chrono::steady_clock::now();
   auto r = LocalCluster::Start(

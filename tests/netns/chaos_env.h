@@ -1,0 +1,223 @@
+// Shared parts of the chaos tests on the test bed (tests/netns): a cluster of `hearsay node`
+// processes in network namespaces, an open-loop load over the entry points, the outcome of every
+// request (a complete answer or why not), view sampling for false deaths, and the figures.
+//
+// Thread-safety: OpenLoopLoad is driven from the test's thread; its requests run on their own
+// threads and only append to its outcome list under a lock.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "hearsay/launch/netns_bed.h"
+#include "integration_env.h"
+
+namespace hearsay::integration {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxTokens = 16;
+constexpr auto kArrivalGap = 100ms;  // 10 requests per second, whatever the answers' latency
+
+// One client request and how it ended.
+struct Outcome {
+  std::string phase;
+  size_t entry;
+  std::chrono::milliseconds latency{0};
+  std::string failure;  // empty: a complete answer
+};
+
+// Why `r` is not a complete answer, or "" if it is one.
+inline std::string Incomplete(const Result<HttpResponse>& r) {
+  if (!r.ok()) return "transport: " + r.status().ToString();
+  if (r->status != 200) return "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 200);
+  const json body = BodyJson(*r);
+  if (!body.contains("choices") || body["choices"].empty()) return "no choices: " + r->body;
+  const json& choice = body["choices"][0];
+  if (!choice.contains("finish_reason") || !choice["finish_reason"].is_string()) {
+    return "no finish_reason: " + r->body.substr(0, 200);
+  }
+  if (!body.contains("usage") || body["usage"].value("completion_tokens", 0) <= 0) {
+    return "no completion tokens: " + r->body.substr(0, 200);
+  }
+  return "";
+}
+
+// An open-loop load: one request every kArrivalGap, each on its own thread, to the entry nodes in
+// turn (skipping excluded ones: a node the scenario has killed or stopped), with prompts from a
+// few shared-prefix families (so requests are forwarded across the cluster) drawn from a fixed
+// seed.
+class OpenLoopLoad {
+ public:
+  explicit OpenLoopLoad(std::vector<std::string> entries) : entries_(std::move(entries)) {
+    scheduler_ = std::thread([this] { Run(); });
+  }
+  ~OpenLoopLoad() { (void)Finish(); }
+
+  // Labels the requests sent from now on, and restarts the phase's count.
+  void SetPhase(std::string phase) {
+    std::lock_guard<std::mutex> lock(mu_);
+    phase_ = std::move(phase);
+    sent_in_phase_ = 0;
+  }
+  int sent_in_phase() const { return sent_in_phase_; }
+  // Stops (or resumes) sending requests to entry i.
+  void Exclude(size_t i, bool excluded) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (excluded) {
+      excluded_.insert(i);
+    } else {
+      excluded_.erase(i);
+    }
+  }
+  // Stops sending, waits for every answer (each bounded by kCallTimeout) and returns them all.
+  std::vector<Outcome> Finish() {
+    stop_ = true;
+    if (scheduler_.joinable()) scheduler_.join();
+    for (std::thread& t : requests_) t.join();
+    requests_.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    return outcomes_;
+  }
+
+ private:
+  void Run() {
+    std::mt19937_64 rng(21);
+    auto next = Clock::now();
+    size_t turn = 0;
+    for (size_t k = 0; !stop_; ++k) {
+      const std::string prompt =
+          Words("fam" + std::to_string(rng() % 4), 64) + " " + Words("req" + std::to_string(k), 8);
+      std::string phase;
+      size_t entry = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        phase = phase_;
+        do {
+          entry = turn++ % entries_.size();
+        } while (excluded_.count(entry) > 0 && excluded_.size() < entries_.size());
+      }
+      requests_.emplace_back([this, entry, prompt, phase] {
+        const auto start = Clock::now();
+        Result<HttpResponse> r =
+            PostCompletion(entries_[entry], CompletionBody(prompt, kMaxTokens));
+        Outcome o{phase, entry,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start),
+                  Incomplete(r)};
+        std::lock_guard<std::mutex> lock(mu_);
+        outcomes_.push_back(std::move(o));
+      });
+      ++sent_in_phase_;
+      next += kArrivalGap;
+      std::this_thread::sleep_until(next);  // the arrival process, not a wait on a condition
+    }
+  }
+
+  const std::vector<std::string> entries_;
+  std::atomic<int> sent_in_phase_{0};
+  std::atomic<bool> stop_{false};
+  std::thread scheduler_;
+  std::vector<std::thread> requests_;  // touched only by the scheduler, then by Finish
+  std::mutex mu_;
+  std::string phase_ = "before";
+  std::set<size_t> excluded_;
+  std::vector<Outcome> outcomes_;
+};
+
+// Skips the test, loudly, where the bed cannot be made; otherwise makes a bed of `n` hosts and a
+// cluster on it (node i in namespace i). Null (with a failure recorded) if either fails.
+struct BedCluster {
+  std::unique_ptr<launch::NetnsBed> bed;
+  std::unique_ptr<LocalCluster> cluster;  // destroyed first: its processes keep namespaces busy
+  ~BedCluster() { cluster.reset(); }
+};
+
+inline std::unique_ptr<BedCluster> StartBedCluster(size_t n) {
+  auto out = std::make_unique<BedCluster>();
+  Result<std::unique_ptr<launch::NetnsBed>> made = launch::NetnsBed::Create(n);
+  if (!made.ok()) {
+    ADD_FAILURE() << made.status().ToString();
+    return nullptr;
+  }
+  out->bed = std::move(made).value();
+  std::printf("chaos: delay/loss injection: %s\n",
+              out->bed->NetemAvailable() ? "netem available (unused here)"
+                                         : "NOT available: this kernel has no netem qdisc");
+  LocalClusterOptions options = ClusterOptions(n);
+  for (size_t i = 0; i < n; ++i) {
+    options.node_hosts.push_back(out->bed->Address(i));
+    options.node_exec_prefix.push_back(out->bed->ExecPrefix(i));
+  }
+  out->cluster = StartCluster(options);
+  if (out->cluster == nullptr) return nullptr;
+  return out;
+}
+
+// "node-a sees node-b dead" for every node of `watchers` that lists a node of `watched` as dead
+// or left (a false death when the scenario never faulted it). Nodes that do not answer are
+// skipped: the next sample sees them.
+inline std::vector<std::string> DeadAmong(LocalCluster& cluster,
+                                          const std::vector<size_t>& watchers,
+                                          const std::vector<size_t>& watched) {
+  std::vector<std::string> out;
+  for (size_t i : watchers) {
+    Result<launch::ClusterView> view = cluster.View(i);
+    if (!view.ok()) continue;
+    for (size_t j : watched) {
+      const launch::MemberInfo* m = view->Find(cluster.node(j).node_id);
+      if (j != i && m != nullptr && (m->state == "dead" || m->state == "left")) {
+        out.push_back(cluster.node(i).node_id + " sees " + m->node_id + " " + m->state);
+      }
+    }
+  }
+  return out;
+}
+
+inline std::chrono::milliseconds P99(std::vector<std::chrono::milliseconds> v) {
+  if (v.empty()) return 0ms;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, v.size() * 99 / 100)];
+}
+
+// Checks the outcomes (a failure is allowed only for a request whose entry node is in
+// `faulted_entries`, which the client itself was talking to when it failed) and returns the
+// figures per phase: "<phase>: N sent, F failed, S over 1 s, p99 X ms;".
+inline std::string CheckOutcomes(const std::vector<Outcome>& outcomes,
+                                 const std::vector<std::string>& phases,
+                                 const std::set<size_t>& faulted_entries = {}) {
+  std::map<std::string, std::vector<std::chrono::milliseconds>> latencies;
+  std::map<std::string, int> failed;
+  std::map<std::string, int> slow;
+  for (const Outcome& o : outcomes) {
+    latencies[o.phase].push_back(o.latency);
+    if (o.latency > 1s) ++slow[o.phase];
+    if (o.failure.empty()) continue;
+    ++failed[o.phase];
+    if (faulted_entries.count(o.entry) == 0) {
+      ADD_FAILURE() << o.phase << " request via node-" << o.entry
+                    << " had no complete answer: " << o.failure;
+    }
+  }
+  std::string figures;
+  for (const std::string& p : phases) {
+    figures += " " + p + ": " + std::to_string(latencies[p].size()) + " sent, " +
+               std::to_string(failed[p]) + " failed, " + std::to_string(slow[p]) +
+               " over 1 s, p99 " + std::to_string(P99(latencies[p]).count()) + " ms;";
+  }
+  return figures;
+}
+
+inline long long Millis(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace hearsay::integration
