@@ -34,8 +34,8 @@ class MultiEngineTest : public ::testing::Test {
       toml.append("upstream = \"").append(upstreams_[i]->url()).append("\"\n");
       toml.append("flavor = \"vllm\"\nupstream_models_poll_ms = 500\n\n");
     }
-    config_path_ = ::testing::TempDir() + "hearsay_multi_engine_" +
-                   std::to_string(::getpid()) + ".toml";
+    config_path_ =
+        ::testing::TempDir() + "hearsay_multi_engine_" + std::to_string(::getpid()) + ".toml";
     std::ofstream(config_path_) << toml;
     LocalClusterOptions o = ClusterOptions(1);
     o.per_node_flags = {{"--config", config_path_}};

@@ -141,8 +141,7 @@ TEST_F(CompositeEngineTest, CallbacksReachTheObserverAndTheIdIsFreedAtTheEnd) {
 
 TEST_F(CompositeEngineTest, ALiveIdIsRefusedEvenForAnotherEngine) {
   ASSERT_TRUE(engine_->Submit(Request(1, "model-a"), &observer_).ok());
-  EXPECT_EQ(engine_->Submit(Request(1, "model-b"), &observer_).code(),
-            StatusCode::kAlreadyExists);
+  EXPECT_EQ(engine_->Submit(Request(1, "model-b"), &observer_).code(), StatusCode::kAlreadyExists);
   EXPECT_TRUE(b_->submitted.empty());
 }
 

@@ -104,7 +104,8 @@ TEST(EngineEntriesTest, TwoEnginesClaimingOneModelDifferentlyAreRefused) {
             std::string::npos)
       << e;
   // An alias counts as a claim too.
-  e = ErrorOf(Entry("m", "http://127.0.0.1:1") + Entry("n", "http://127.0.0.1:2", "aliases = [\"m\"]"));
+  e = ErrorOf(Entry("m", "http://127.0.0.1:1") +
+              Entry("n", "http://127.0.0.1:2", "aliases = [\"m\"]"));
   EXPECT_NE(e.find("both claim model name 'm'"), std::string::npos) << e;
   // Replicas that differ only in where they are: accepted.
   Result<DaemonConfig> c = Load(Entry("m", "http://127.0.0.1:1", "flavor = \"vllm\"") +
@@ -130,8 +131,9 @@ TEST(EngineEntriesTest, EntryErrorsNameTheEntryAndKey) {
   EXPECT_NE(ErrorOf(Entry("m", "http://127.0.0.1:1", "capacity_tokens = \"lots\""))
                 .find("engine[0]: key 'capacity_tokens'"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Entry("m", "http://127.0.0.1:1", "flavor = \"tgi\"")).find("engine[0] (model m)"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(Entry("m", "http://127.0.0.1:1", "flavor = \"tgi\"")).find("engine[0] (model m)"),
+      std::string::npos);
   EXPECT_NE(ErrorOf(Entry("m", "ftp://x")).find("engine[0] (model m): engine.upstream"),
             std::string::npos);
   EXPECT_NE(ErrorOf(Entry("two words", "http://127.0.0.1:1")).find("node.model"),
