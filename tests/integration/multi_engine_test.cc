@@ -1,7 +1,7 @@
 // One node fronting two engines ([[engine]] entries, issue 18 §1): a real `hearsay node` in front
 // of two fake upstreams, each serving its own model. Every request reaches the upstream of its
 // model, streamed or not; /v1/models lists both models as served here; a model neither serves
-// gets 404 and reaches no upstream.
+// gets 404 and reaches no upstream; an engine's failure reaches only its model's requests.
 #include <unistd.h>
 
 #include <cstdio>
@@ -99,6 +99,19 @@ TEST_F(MultiEngineTest, AModelNeitherEngineServesIs404AndReachesNoUpstream) {
   EXPECT_EQ(r->status, 404) << r->body;
   EXPECT_EQ(BodyJson(*r)["error"]["code"], "model_not_found") << r->body;
   for (const auto& u : upstreams_) EXPECT_EQ(u->completions(), 0);
+}
+
+TEST_F(MultiEngineTest, AnEngineFailingReachesOnlyTheRequestsOfItsModel) {
+  ASSERT_NE(cluster_, nullptr);
+  ASSERT_TRUE(testutil::Eventually([&] { return Listed().size() == 2; }, 20s));
+  upstreams_[1]->set_mode(FakeOpenAiUpstream::Mode::kServerError);
+  Result<HttpResponse> b = Complete(kModelB, "failing", false);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_GE(b->status, 500) << b->body;
+  Result<HttpResponse> a = Complete(kModelA, "healthy", false);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->status, 200) << a->body;
+  EXPECT_EQ(upstreams_[0]->models_asked(), (std::map<std::string, int>{{kModelA, 1}}));
 }
 
 }  // namespace
