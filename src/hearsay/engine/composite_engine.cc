@@ -69,8 +69,10 @@ EngineLoad CompositeEngine::Load() const {
   EngineLoad sum;
   double prefill = 0, decode = 0;
   int prefill_n = 0, decode_n = 0;
+  bool capacity_unknown = false;
   for (const Child& c : children_) {
     const EngineLoad l = c.engine->Load();
+    capacity_unknown |= l.kv_capacity_tokens == 0;
     sum.waiting_requests += l.waiting_requests;
     sum.running_requests += l.running_requests;
     sum.kv_used_tokens += l.kv_used_tokens;
@@ -83,14 +85,8 @@ EngineLoad CompositeEngine::Load() const {
   }
   if (prefill_n > 0) sum.prefill_ms_per_token = prefill / prefill_n;
   if (decode_n > 0) sum.decode_ms_per_token = decode / decode_n;
-  // One child's unknown capacity (0) makes the sum unknown too: the invariant used <= capacity
-  // must hold.
-  for (const Child& c : children_) {
-    if (c.engine->Load().kv_capacity_tokens == 0) sum.kv_capacity_tokens = 0;
-  }
-  if (sum.kv_capacity_tokens != 0) {
-    sum.kv_used_tokens = std::min(sum.kv_used_tokens, sum.kv_capacity_tokens);
-  }
+  // One child's unknown capacity (0) makes the node's unknown too.
+  if (capacity_unknown) sum.kv_capacity_tokens = 0;
   return sum;
 }
 
