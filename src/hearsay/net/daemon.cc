@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "hearsay/engine/composite_engine.h"
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/http/host_port.h"
@@ -275,6 +276,9 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
     asio::dispatch(core_io_, std::move(fn));
   };
   HEARSAY_ASSIGN_OR_RETURN(engine_, MakeEngine(c, std::move(env)));
+  composite_ = dynamic_cast<engine::CompositeEngine*>(engine_.get());
+  engine_configs_ = c.EngineConfigs();
+  served_.assign(engine_configs_.size(), std::nullopt);
   if (auto* hosted = dynamic_cast<upstream::HostedOpenAiEngine*>(engine_.get())) {
     openai_engine_ = &hosted->openai();
   }
@@ -295,9 +299,14 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
   // The engine's cost model prices routing: the simulated engine's own, or for an upstream the
   // starting point (a preset, or the coefficients `hearsay calibrate` measured) that measured
   // speeds then scale.
-  HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cm, engine::CostModel::FromPreset(c.engine_preset));
+  // With several engines, the first one's preset: one cost model prices the node (the weakness
+  // CompositeEngine's comment describes), and measured speeds correct it.
+  HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cm,
+                           engine::CostModel::FromPreset(engine_configs_.front().engine_preset));
   no.policy_options.cost = node::RouterCostModel(cm.params());
-  if (c.engine != "sim") {
+  const bool any_upstream = std::any_of(engine_configs_.begin(), engine_configs_.end(),
+                                        [](const DaemonConfig& e) { return e.engine != "sim"; });
+  if (any_upstream) {
     // An upstream engine's speed is only known by measuring it (a CPU llama.cpp is ~100x slower
     // per token than the default model): without this, cache savings would be priced at GPU speed
     // against real queue waits, and routing would all but ignore the caches.
@@ -308,15 +317,18 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
     no.bounce_margin_fraction = 0.5;
   }
   // What the node serves: its configured model now, and what the engine lists once read.
-  no.service = BuildNodeService(c, std::nullopt).service;
+  no.service = CurrentService().service;
   HEARSAY_ASSIGN_OR_RETURN(
       node_, node::Node::Create(std::move(no), *engine_, keyer, *scheduler_, *rng_, *transport_,
                                 *logging_peer_client_, framer_.get()));
   spdlog::info("event=service node={} service=\"{}\"", node_id_,
                gossip::ServiceSummary(node_->service()));
-  if (auto* hosted = dynamic_cast<upstream::HostedOpenAiEngine*>(engine_.get())) {
-    hosted->mutable_openai().set_on_served_models(
-        [this](const upstream::ServedModels& served) { UpdateService(served); });
+  for (size_t i = 0; i < engine_configs_.size(); ++i) {
+    engine::Engine& e = composite_ != nullptr ? composite_->child(i) : *engine_;
+    if (auto* hosted = dynamic_cast<upstream::HostedOpenAiEngine*>(&e)) {
+      hosted->mutable_openai().set_on_served_models(
+          [this, i](const upstream::ServedModels& served) { UpdateService(i, served); });
+    }
   }
   if (!c.records_path.empty()) {
     HEARSAY_ASSIGN_OR_RETURN(records_, RecordsFile::Open(c.records_path));
@@ -497,8 +509,17 @@ void Daemon::CheckIsolation() {
   }
 }
 
-void Daemon::UpdateService(const upstream::ServedModels& served) {
-  NodeServiceResult r = BuildNodeService(config_, served);
+NodeServiceResult Daemon::CurrentService() {
+  if (composite_ == nullptr) return BuildNodeService(config_, served_.front());
+  std::vector<std::vector<std::string>> models;
+  NodeServiceResult r = BuildNodeService(engine_configs_, served_, &models);
+  for (size_t i = 0; i < models.size(); ++i) composite_->SetModels(i, std::move(models[i]));
+  return r;
+}
+
+void Daemon::UpdateService(size_t engine, const upstream::ServedModels& served) {
+  served_.at(engine) = served;
+  NodeServiceResult r = CurrentService();
   if (r.names_left_out > 0) {
     spdlog::warn(
         "event=service node={} left_out={} msg=\"the engine lists more models, aliases or "

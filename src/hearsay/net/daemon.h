@@ -52,6 +52,7 @@
 #include "hearsay/net/kv_events_metrics.h"
 #include "hearsay/net/log_guard.h"
 #include "hearsay/net/logging_peer_client.h"
+#include "hearsay/net/node_service.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/net/records_file.h"
@@ -61,6 +62,10 @@
 #include "hearsay/net/udp_tcp_transport.h"
 #include "hearsay/node/node.h"
 #include "hearsay/prefix/block_keys.h"
+
+namespace hearsay::engine {
+class CompositeEngine;
+}  // namespace hearsay::engine
 
 namespace hearsay::upstream {
 class HostedOpenAiEngine;
@@ -168,8 +173,12 @@ class Daemon {
   // The engine when it consumes vLLM KV events, else nullptr.
   const upstream::HostedOpenAiEngine* KvEventsEngine() const;
   void LogMemberChanges();
-  // Advertises what the engine now lists (core thread; the engine's callback).
-  void UpdateService(const upstream::ServedModels& served);
+  // The node's service from its engines' configurations and what each one lists; with several
+  // engines it also tells the composite which models each engine serves (core thread).
+  NodeServiceResult CurrentService();
+  // Advertises what engine `engine` (an index of engine_configs_) now lists (core thread; the
+  // engine's callback).
+  void UpdateService(size_t engine, const upstream::ServedModels& served);
   // Adds an issue per peer whose service conflicts with this node's on a model, and logs each new
   // conflict loudly once (core thread).
   void CheckServiceConflicts(HealthReport& health);
@@ -217,6 +226,12 @@ class Daemon {
   std::unique_ptr<KeyAdmin> key_admin_;  // null in insecure mode
   LogRateLimiter auth_log_limiter_{10};  // refused hop requests: 10 log lines a second
   std::unique_ptr<engine::Engine> engine_;
+  // With [[engine]] entries, engine_ is a composite of one engine per entry; else null.
+  engine::CompositeEngine* composite_ = nullptr;
+  // Each engine's configuration and what it lists (nullopt until read); one entry without
+  // [[engine]] entries (core thread).
+  std::vector<DaemonConfig> engine_configs_;
+  std::vector<std::optional<upstream::ServedModels>> served_;
   std::unique_ptr<RecordsFile> records_;  // with --records only; outlives node_
   std::unique_ptr<StatusBoard> status_board_;  // GET /status; outlives node_
   std::unique_ptr<node::Node> node_;

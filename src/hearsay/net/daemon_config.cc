@@ -13,6 +13,7 @@
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/gossip/wire.h"
 #include "hearsay/http/host_port.h"
+#include "hearsay/net/engine_entries.h"
 #include "hearsay/net/prompt_tokenizer.h"
 #include "hearsay/route/registry.h"
 #include "hearsay/upstream/kv_events_subscriber.h"
@@ -390,6 +391,10 @@ Status ApplyTable(DaemonConfig& c, const toml::table& table, const std::string& 
       HEARSAY_RETURN_IF_ERROR(ApplyTomlValue(c, *s, node, where));
       continue;
     }
+    if (const auto* entries = node.as_array(); entries != nullptr && key == "engine") {
+      HEARSAY_RETURN_IF_ERROR(ApplyEngineEntries(c, *entries, source));
+      continue;
+    }
     if (const auto* sub = node.as_table(); sub != nullptr && prefix.empty()) {
       bool known_section = false;
       for (const Setting& s : Table()) {
@@ -596,6 +601,7 @@ Status DaemonConfig::Validate() const {
     return InvalidArgumentError("engine.upstream_flavor: " + f.status().message());
   }
   HEARSAY_RETURN_IF_ERROR(ValidateKeying(*this));
+  HEARSAY_RETURN_IF_ERROR(ValidateEngineEntries(*this));
   if (Result<engine::CostModel> cm = engine::CostModel::FromPreset(engine_preset); !cm.ok()) {
     return InvalidArgumentError("engine.preset: " + cm.status().message());
   }
@@ -633,6 +639,13 @@ std::string DaemonConfig::Describe(bool all) const {
     if (!all && value == SettingValue(defaults, s.info.key)) continue;
     if (!out.empty()) out += ' ';
     out += std::string(s.info.key) + "=" + value;
+  }
+  for (size_t i = 0; i < engines.size(); ++i) {
+    for (const auto& [flag, value] : engines[i].settings) {
+      if (!out.empty()) out += ' ';
+      out.append("engine[").append(std::to_string(i)).append("].");
+      out.append(flag).append("=").append(value);
+    }
   }
   return out;
 }

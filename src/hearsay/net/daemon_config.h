@@ -13,11 +13,22 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hearsay/common/status.h"
 
 namespace hearsay::net {
+
+// One `[[engine]]` entry: its settings as (flag name, value text) pairs, in the order given, as
+// ApplyFlag takes them ("upstream", "http://..."). EngineEntryKeys() lists the keys an entry
+// may hold and the flag each one sets.
+struct EngineEntry {
+  std::vector<std::pair<std::string, std::string>> settings;
+  // The value of `flag` if the entry sets it, else null.
+  const std::string* Find(std::string_view flag) const;
+  friend bool operator==(const EngineEntry&, const EngineEntry&) = default;
+};
 
 struct DaemonConfig {
   // --- Addresses ---
@@ -89,6 +100,11 @@ struct DaemonConfig {
   std::string log_level = "info";
   std::string records_path;   // decision records (node/decision_record.h); empty: none
   bool debug_faults = false;  // enables POST /debug/faults (tests only)
+  // --- Engines ---
+  // `[[engine]]` entries (TOML only): the node fronts one engine per entry, each configured by
+  // the settings above overridden by the entry's own (EngineConfig). Empty: one engine, from
+  // the settings above.
+  std::vector<EngineEntry> engines;
 
   // Applies a TOML document; `source` names it in errors ("node.toml"). INVALID_ARGUMENT naming
   // the key for a syntax error, an unknown key, a wrong type or a value out of range.
@@ -106,6 +122,14 @@ struct DaemonConfig {
   const std::string& api_address() const {
     return http_advertise.empty() ? http_listen : http_advertise;
   }
+  // The configuration of `[[engine]]` entry `index` (< engines.size()): this one, without
+  // entries, with the entry kind openai (an entry is an upstream unless it says `kind = "sim"`)
+  // and the entry's settings applied.
+  Result<DaemonConfig> EngineConfig(size_t index) const;
+  // The configuration of every engine the node fronts: EngineConfig of each entry, or this one
+  // alone without entries. Only for a configuration that Validate() accepted.
+  std::vector<DaemonConfig> EngineConfigs() const;
+
   // "key=value ..." of the settings that differ from their defaults (every setting with `all`),
   // for the startup log (no secrets: only the key file path).
   std::string Describe(bool all = false) const;
@@ -120,6 +144,13 @@ struct SettingInfo {
   SettingKind kind;
   std::string_view help;
 };
+
+// One key of an `[[engine]]` entry and the flag it sets.
+struct EngineEntryKey {
+  std::string_view key;   // "upstream"
+  std::string_view flag;  // "upstream"
+};
+std::span<const EngineEntryKey> EngineEntryKeys();
 
 // Every setting, in documentation order.
 std::span<const SettingInfo> Settings();

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "hearsay/engine/composite_engine.h"
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/engine/sim_engine.h"
 #include "hearsay/net/prompt_tokenizer.h"
@@ -9,10 +10,11 @@
 
 namespace hearsay::net {
 
-Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, EngineEnv env) {
-  if (env.scheduler == nullptr || env.keyer == nullptr) {
-    return InvalidArgumentError("MakeEngine: no scheduler or keyer");
-  }
+namespace {
+
+// The one engine a configuration without [[engine]] entries names.
+Result<std::unique_ptr<engine::Engine>> MakeOneEngine(const DaemonConfig& config,
+                                                      const EngineEnv& env) {
   if (config.engine == "sim") {
     HEARSAY_ASSIGN_OR_RETURN(engine::CostModel cost,
                              engine::CostModel::FromPreset(config.engine_preset));
@@ -57,6 +59,30 @@ Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, E
   }
   return InvalidArgumentError("engine.kind: unknown engine '" + config.engine +
                               "'; valid: sim, openai");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, EngineEnv env) {
+  if (env.scheduler == nullptr || env.keyer == nullptr) {
+    return InvalidArgumentError("MakeEngine: no scheduler or keyer");
+  }
+  if (config.engines.empty()) return MakeOneEngine(config, env);
+  std::vector<engine::CompositeEngine::Child> children;
+  for (size_t i = 0; i < config.engines.size(); ++i) {
+    HEARSAY_ASSIGN_OR_RETURN(DaemonConfig one, config.EngineConfig(i));
+    EngineEnv child_env = env;
+    child_env.seed = env.seed + i;  // each simulated engine its own jitter
+    Result<std::unique_ptr<engine::Engine>> e = MakeOneEngine(one, child_env);
+    if (!e.ok()) {
+      return Status(e.status().code(), "engine[" + std::to_string(i) + "] (model " + one.model +
+                                           "): " + e.status().message());
+    }
+    children.push_back({std::move(*e), {one.model}});
+  }
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<engine::CompositeEngine> composite,
+                           engine::CompositeEngine::Create(std::move(children)));
+  return std::unique_ptr<engine::Engine>(std::move(composite));
 }
 
 }  // namespace hearsay::net

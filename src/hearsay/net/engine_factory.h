@@ -1,7 +1,7 @@
 // The engine seam of the daemon: one function that turns the configuration into the engine the
-// node runs. Today only `sim` (the embedded simulated engine, in real time on the core's
-// scheduler); an upstream engine (an OpenAI-compatible server) plugs in here by its
-// DaemonConfig::engine name, using the I/O context and the post-to-core hook of EngineEnv.
+// node runs: `sim` (the embedded simulated engine, in real time on the core's scheduler) or
+// `openai` (an OpenAI-compatible server, using the I/O context and the post-to-core hook of
+// EngineEnv), or several of them behind one engine::CompositeEngine ([[engine]] entries).
 //
 // Thread-safety: called once on the daemon's setup thread, before the core thread runs; the
 // engine it returns lives on the core thread.
@@ -37,7 +37,9 @@ struct EngineEnv {
   std::function<void(std::function<void()>)> deliver_to_core;
 };
 
-// The engine `config.engine` names. INVALID_ARGUMENT for an unknown engine or bad options.
+// The engine `config.engine` names, or with [[engine]] entries an engine::CompositeEngine of one
+// engine per entry (child i is entry i, serving its model until the daemon learns what the
+// engine lists). INVALID_ARGUMENT for an unknown engine or bad options.
 Result<std::unique_ptr<engine::Engine>> MakeEngine(const DaemonConfig& config, EngineEnv env);
 
 }  // namespace hearsay::net

@@ -96,4 +96,35 @@ NodeServiceResult BuildNodeService(const DaemonConfig& c,
   return out;
 }
 
+NodeServiceResult BuildNodeService(std::span<const DaemonConfig> configs,
+                                   std::span<const std::optional<upstream::ServedModels>> served,
+                                   std::vector<std::vector<std::string>>* models) {
+  NodeServiceResult out;
+  if (models != nullptr) models->assign(configs.size(), {});
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const std::optional<upstream::ServedModels> none;
+    NodeServiceResult one = BuildNodeService(configs[i], i < served.size() ? served[i] : none);
+    out.names_left_out += one.names_left_out;
+    for (gossip::EngineService& e : one.service.engines) {
+      if (models != nullptr) (*models)[i].push_back(e.model);
+      if (gossip::FindModel(out.service, e.model) != nullptr) continue;  // a replica
+      if (out.service.engines.size() >= gossip::kMaxServiceEngines) {
+        ++out.names_left_out;
+        continue;
+      }
+      out.service.engines.push_back(std::move(e));
+    }
+  }
+  // Each part fits on its own; together they may not: drop adapters from the end.
+  while (!gossip::ValidateService(out.service).ok()) {
+    auto it = std::max_element(
+        out.service.engines.begin(), out.service.engines.end(),
+        [](const auto& a, const auto& b) { return a.adapters.size() < b.adapters.size(); });
+    if (it == out.service.engines.end() || it->adapters.empty()) break;
+    it->adapters.pop_back();
+    ++out.names_left_out;
+  }
+  return out;
+}
+
 }  // namespace hearsay::net

@@ -20,8 +20,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hearsay/gossip/service.h"
 #include "hearsay/net/daemon_config.h"
@@ -42,5 +44,14 @@ struct NodeServiceResult {
 // yet, or the simulated engine).
 NodeServiceResult BuildNodeService(const DaemonConfig& config,
                                    const std::optional<upstream::ServedModels>& served);
+
+// The service of a node fronting several engines ([[engine]] entries): engine i is configured by
+// configs[i] (DaemonConfig::EngineConfigs) and lists served[i] (same size). Each engine's part is
+// BuildNodeService of its own; a model an earlier engine already advertises is not repeated (a
+// replica), and engines past gossip::kMaxServiceEngines are left out and counted. `models`, if
+// not null, gets for each engine the canonical models it serves, for engine::CompositeEngine.
+NodeServiceResult BuildNodeService(std::span<const DaemonConfig> configs,
+                                   std::span<const std::optional<upstream::ServedModels>> served,
+                                   std::vector<std::vector<std::string>>* models);
 
 }  // namespace hearsay::net

@@ -60,6 +60,49 @@ TEST(NodeServiceTest, WhatTheEngineListsAddsAliasesAdaptersAndModels) {
   EXPECT_EQ(BuildNodeService(rewrite, served).service.engines.size(), 1u);
 }
 
+TEST(NodeServiceTest, SeveralEnginesAdvertiseEachOneAndTellWhichServesWhat) {
+  DaemonConfig a = Openai("vllm");
+  a.model = "model-a";
+  a.model_aliases = {};
+  DaemonConfig b = Openai("llamacpp");
+  b.model = "model-b";
+  b.model_aliases = {"b"};
+  DaemonConfig replica = a;
+  replica.upstream = "http://127.0.0.1:2";
+  const std::vector<DaemonConfig> configs = {a, b, replica};
+  upstream::ServedModels listed;
+  listed.models = {{"model-b", 2048, {"lora-b"}}, {"model-c", 0, {}}};
+  const std::vector<std::optional<upstream::ServedModels>> served = {std::nullopt, listed,
+                                                                     std::nullopt};
+  std::vector<std::vector<std::string>> models;
+  const NodeServiceResult r = BuildNodeService(configs, served, &models);
+  ASSERT_EQ(r.service.engines.size(), 3u) << gossip::ServiceSummary(r.service);
+  EXPECT_EQ(r.service.engines[0].kind, "vllm");
+  EXPECT_EQ(r.service.engines[0].model, "model-a");
+  EXPECT_EQ(r.service.engines[1].kind, "llamacpp");
+  EXPECT_EQ(r.service.engines[1].model, "model-b");
+  EXPECT_EQ(r.service.engines[1].adapters, (std::vector<std::string>{"lora-b"}));
+  EXPECT_EQ(r.service.engines[1].context_tokens, 2048u);
+  EXPECT_EQ(r.service.engines[2].model, "model-c");
+  EXPECT_EQ(models, (std::vector<std::vector<std::string>>{
+                        {"model-a"}, {"model-b", "model-c"}, {"model-a"}}));
+  EXPECT_EQ(r.names_left_out, 0u);
+}
+
+TEST(NodeServiceTest, EnginesPastTheGossipLimitAreLeftOutAndCounted) {
+  std::vector<DaemonConfig> configs;
+  for (int i = 0; i < 10; ++i) {
+    configs.push_back(Openai("vllm"));
+    configs.back().model = Numbered("m", i);
+    configs.back().model_aliases = {};
+  }
+  const std::vector<std::optional<upstream::ServedModels>> served(configs.size());
+  const NodeServiceResult r = BuildNodeService(configs, served, nullptr);
+  EXPECT_EQ(r.service.engines.size(), gossip::kMaxServiceEngines);
+  EXPECT_EQ(r.names_left_out, 2u);
+  EXPECT_TRUE(gossip::ValidateService(r.service).ok());
+}
+
 TEST(NodeServiceTest, TheFingerprintFollowsTheTokenizerNotTheNamespace) {
   DaemonConfig a = Openai("llamacpp");
   DaemonConfig b = a;
