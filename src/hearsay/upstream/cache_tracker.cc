@@ -13,9 +13,10 @@ CacheTracker::CacheTracker(prefix::BlockKeyer keyer, CacheTrackerOptions options
     : keyer_(std::move(keyer)), options_(options), block_tokens_(keyer_.tokens_per_block()) {}
 
 size_t CacheTracker::Predict(uint64_t request, std::span<const prefix::TokenId> prompt,
-                             std::string text, TimePoint now) {
+                             std::string text, TimePoint now, uint64_t ns) {
   Pending p;
-  p.keys = keyer_.Keys(prompt);
+  p.keys = Keys(prompt, ns);
+  p.ns_blocks = ns != 0 && !p.keys.empty() ? 1 : 0;
   p.text = std::move(text);
   p.estimate_blocks = held_.PrefixBlocks(p.keys);
   if (!p.keys.empty() && !evidence_only_) {
@@ -24,7 +25,7 @@ size_t CacheTracker::Predict(uint64_t request, std::span<const prefix::TokenId> 
     ++e.inflight;
     if (!e.confirmed) e.lease_end = std::max(e.lease_end, now + options_.prediction_lease);
   }
-  const size_t estimate = p.estimate_blocks * block_tokens_;
+  const size_t estimate = PromptTokens(p.estimate_blocks, p.ns_blocks);
   pending_[request] = std::move(p);
   return estimate;
 }
@@ -39,8 +40,8 @@ EvidenceOutcome CacheTracker::ApplyEvidence(uint64_t request, size_t reported_to
   Release(p);
   if (p.keys.empty()) return out;
 
-  const size_t reported_blocks =
-      std::min((reported_tokens + tolerance_tokens) / block_tokens_, p.keys.size());
+  const size_t reported_blocks = std::min(
+      p.ns_blocks + (reported_tokens + tolerance_tokens) / block_tokens_, p.keys.size());
   if (reported_blocks < p.estimate_blocks) {
     out.overestimated = true;
     // The engine lacked block j (and so every block after it): every tracked chain through
@@ -55,8 +56,9 @@ EvidenceOutcome CacheTracker::ApplyEvidence(uint64_t request, size_t reported_to
   if (evidence_only_) {
     // Hold only what the engine itself reported (no tolerance credit): the estimates built on
     // more have failed.
-    const size_t held_blocks = std::min(reported_tokens / block_tokens_, p.keys.size());
-    if (held_blocks > 0) {
+    const size_t held_blocks =
+        std::min(p.ns_blocks + reported_tokens / block_tokens_, p.keys.size());
+    if (held_blocks > p.ns_blocks) {
       const std::vector<BlockKey> held(p.keys.begin(), p.keys.begin() + held_blocks);
       entries_.at(Upsert(held, held_blocks == p.keys.size() ? p.text : "")).confirmed = true;
     }
@@ -133,9 +135,18 @@ size_t CacheTracker::ForgetBlock(BlockKey key) {
   return cut.size();
 }
 
-size_t CacheTracker::CachedPrefixTokens(std::span<const prefix::TokenId> prompt) const {
+size_t CacheTracker::CachedPrefixTokens(std::span<const prefix::TokenId> prompt,
+                                        uint64_t ns) const {
   if (held_.empty()) return 0;
-  return held_.PrefixBlocks(keyer_.Keys(prompt)) * block_tokens_;
+  const std::vector<BlockKey> keys = Keys(prompt, ns);
+  return PromptTokens(held_.PrefixBlocks(keys), ns != 0 && !keys.empty() ? 1 : 0);
+}
+
+std::vector<BlockKey> CacheTracker::Keys(std::span<const prefix::TokenId> prompt,
+                                         uint64_t ns) const {
+  std::vector<BlockKey> keys;
+  prefix::AppendNamespacedKeys(keyer_, ns, prompt, &keys);
+  return keys;
 }
 
 void CacheTracker::DrainEvents(std::vector<BlockEvent>& out) { held_.DrainEvents(out); }

@@ -73,8 +73,11 @@ class CacheTracker {
   // (a) `prompt` (node tokens; `text` its prompt text, may be empty) is being sent as request
   // `request` at `now`. Returns the tokens the tracker believed cached before this send (the
   // estimate the evidence is later compared with). `request` must not be pending already.
+  // `ns` is the request's cache namespace (engine::EngineRequest::cache_namespace): its keys are
+  // those the node routes and gossips with (prefix::AppendNamespacedKeys), the namespace block
+  // first; token counts in and out are of the prompt alone.
   size_t Predict(uint64_t request, std::span<const prefix::TokenId> prompt, std::string text,
-                 TimePoint now);
+                 TimePoint now, uint64_t ns = 0);
 
   // (b) The engine reported that `reported_tokens` leading tokens (in node tokens) of pending
   // request `request`'s prompt were cached; the whole prompt is cached now. `tolerance_tokens`
@@ -111,7 +114,7 @@ class CacheTracker {
   size_t ForgetBlock(prefix::BlockKey key);
 
   // Leading tokens of `prompt` the tracker believes cached (a multiple of the block size).
-  size_t CachedPrefixTokens(std::span<const prefix::TokenId> prompt) const;
+  size_t CachedPrefixTokens(std::span<const prefix::TokenId> prompt, uint64_t ns = 0) const;
 
   // Appends every block event since the last call, in order, and forgets them.
   void DrainEvents(std::vector<prefix::BlockEvent>& out);
@@ -142,7 +145,15 @@ class CacheTracker {
     std::vector<prefix::BlockKey> keys;
     std::string text;
     size_t estimate_blocks = 0;
+    size_t ns_blocks = 0;  // 1 if keys begin with a namespace block, which holds no prompt tokens
   };
+
+  // The keys of `prompt` in namespace `ns`.
+  std::vector<prefix::BlockKey> Keys(std::span<const prefix::TokenId> prompt, uint64_t ns) const;
+  // Leading blocks of keys held, as prompt tokens (the namespace block counts none).
+  size_t PromptTokens(size_t blocks, size_t ns_blocks) const {
+    return blocks > ns_blocks ? (blocks - ns_blocks) * block_tokens_ : 0;
+  }
 
   // The entry holding exactly `keys` (created if needed), touched.
   uint64_t Upsert(const std::vector<prefix::BlockKey>& keys, const std::string& text);

@@ -51,6 +51,32 @@ void ExpectEventsMatchSnapshot(CacheTracker& t, std::set<prefix::BlockKey>& held
   EXPECT_EQ(t.used_tokens(), held.size() * t.block_tokens());
 }
 
+TEST(CacheTrackerTest, ANamespacedRequestIsKeyedAsTheNodeKeysIt) {
+  // The node routes and gossips a namespaced request (a model, a tenant) with the namespace
+  // block's key first; the tracker must hold and report those keys, and count prompt tokens only.
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000, .prediction_lease = 5s});
+  const uint64_t ns = 0x5eed;
+  auto p = Prompt(16, 0, 1);
+  EXPECT_EQ(t.Predict(1, p, "", At(0s), ns), 0u);
+  EXPECT_EQ(t.ApplyEvidence(1, 0, 0).overestimated, false);
+  EXPECT_EQ(t.CachedPrefixTokens(p, ns), 16u);
+  EXPECT_EQ(t.CachedPrefixTokens(p), 0u);          // the shared namespace holds nothing
+  EXPECT_EQ(t.CachedPrefixTokens(p, ns + 1), 0u);  // nor does another
+  std::vector<prefix::BlockKey> node_keys;
+  prefix::AppendNamespacedKeys(Keyer(), ns, p, &node_keys);
+  std::vector<BlockEvent> ev;
+  t.DrainEvents(ev);
+  std::set<prefix::BlockKey> held;
+  for (const BlockEvent& e : ev) held.insert(e.key);
+  EXPECT_EQ(held, std::set<prefix::BlockKey>(node_keys.begin(), node_keys.end()));
+  // Evidence counts prompt tokens: a repeat reported 8 cached keeps 8 (2 blocks) of the 16.
+  EXPECT_EQ(t.Predict(2, p, "", At(1s), ns), 16u);
+  EXPECT_TRUE(t.ApplyEvidence(2, 8, 0).overestimated);
+  EXPECT_EQ(t.CachedPrefixTokens(p, ns), 16u);  // the whole prompt was computed again
+  auto q = Prompt(8, 0, 1);
+  EXPECT_EQ(t.CachedPrefixTokens(q, ns), 8u);
+}
+
 TEST(CacheTrackerTest, PredictionCountsUntilItsLeaseEnds) {
   CacheTracker t(Keyer(), {.capacity_tokens = 1000, .prediction_lease = 5s});
   auto p = Prompt(16, 0, 1);

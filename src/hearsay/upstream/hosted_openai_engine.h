@@ -46,6 +46,11 @@ class HostedOpenAiEngine final : public engine::Engine {
     if (kv_tracking_) return kv_tracking_->CachedPrefixTokens(prompt);
     return engine_->CachedPrefixTokens(prompt);
   }
+  // KV-event tracking keys the engine's own blocks, which know no namespace.
+  size_t CachedPrefixTokens(std::span<const engine::TokenId> prompt, uint64_t ns) const override {
+    if (kv_tracking_) return kv_tracking_->CachedPrefixTokens(prompt);
+    return engine_->CachedPrefixTokens(prompt, ns);
+  }
   void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override {
     if (kv_tracking_) return kv_tracking_->DrainCacheEvents(out);
     engine_->DrainCacheEvents(out);

@@ -130,7 +130,8 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   // The prompt text only serves /slots reconciliation (llama.cpp); other upstreams skip the parse.
   const bool llamacpp = options_.flavor == UpstreamFlavor::kLlamaCpp;
   live.estimate = tracker_.Predict(
-      id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(), live.submitted);
+      id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(), live.submitted,
+      request.cache_namespace);
   uncached_per_request_.Add(static_cast<double>(live.prompt_len - std::min<size_t>(
                                                                       live.estimate, live.prompt_len)));
   live.first_token_timer = scheduler_.RunAfter(deadline, [this, id, stream, deadline] {
@@ -631,6 +632,11 @@ engine::EngineLoad OpenAiEngine::Load() const {
 
 size_t OpenAiEngine::CachedPrefixTokens(std::span<const engine::TokenId> prompt) const {
   return tracker_.CachedPrefixTokens(prompt);
+}
+
+size_t OpenAiEngine::CachedPrefixTokens(std::span<const engine::TokenId> prompt,
+                                        uint64_t ns) const {
+  return tracker_.CachedPrefixTokens(prompt, ns);
 }
 
 void OpenAiEngine::DrainCacheEvents(std::vector<prefix::BlockEvent>& out) {

@@ -147,6 +147,7 @@ class OpenAiEngine final : public engine::Engine {
   bool Cancel(engine::RequestId id) override;
   engine::EngineLoad Load() const override;
   size_t CachedPrefixTokens(std::span<const engine::TokenId> prompt) const override;
+  size_t CachedPrefixTokens(std::span<const engine::TokenId> prompt, uint64_t ns) const override;
   void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override;
   void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const override;
 
