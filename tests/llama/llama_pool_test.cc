@@ -47,6 +47,7 @@ struct PoolModel {
   std::unique_ptr<launch::LlamaServers> servers;  // [0] behind its own node, [1] behind node 2
   std::set<std::string> serving_nodes;
   double prompt_tokens = 0;  // summed usage.prompt_tokens of its answers
+  std::map<std::string, int> served;  // answers per serving node
 };
 
 Result<std::unique_ptr<launch::LlamaServers>> StartServers(const PoolModel& m,
@@ -188,6 +189,7 @@ TEST(LlamaPool, TwoModelsOnThreeNodesEachRequestServedByItsModel) {
     const std::string served_by = r.value().Header("x-hearsay-served-by").value_or("");
     EXPECT_EQ(m.serving_nodes.count(served_by), 1u)
         << "request " << i << " for " << m.name << " served by '" << served_by << "'";
+    ++m.served[served_by];
     const nlohmann::json answer = nlohmann::json::parse(r.value().body, nullptr, false);
     ASSERT_TRUE(answer.is_object() && answer.contains("usage")) << r.value().body;
     EXPECT_EQ(answer.value("model", ""), m.name) << r.value().body;
@@ -215,8 +217,10 @@ TEST(LlamaPool, TwoModelsOnThreeNodesEachRequestServedByItsModel) {
         20s))
         << m.name << ": its llama-servers counted " << engine << " prompt tokens, its answers "
         << m.prompt_tokens << " (at most " << bound << " allowed)";
-    std::printf("%s: %.0f prompt tokens answered, %.0f counted by its llama-servers\n",
+    std::printf("%s: %.0f prompt tokens answered, %.0f counted by its llama-servers; served by",
                 m.name.c_str(), m.prompt_tokens, engine);
+    for (const auto& [node, n] : m.served) std::printf(" %s %d", node.c_str(), n);
+    std::printf("\n");
   }
   double wrong_model = 0;
   for (size_t i = 0; i < kNodes; ++i) {
