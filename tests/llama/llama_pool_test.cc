@@ -46,7 +46,7 @@ struct PoolModel {
   std::string file;
   std::unique_ptr<launch::LlamaServers> servers;  // [0] behind its own node, [1] behind node 2
   std::set<std::string> serving_nodes;
-  double prompt_tokens = 0;  // summed usage.prompt_tokens of its answers
+  double prompt_tokens = 0;           // summed usage.prompt_tokens of its answers
   std::map<std::string, int> served;  // answers per serving node
 };
 
@@ -142,8 +142,8 @@ TEST(LlamaPool, TwoModelsOnThreeNodesEachRequestServedByItsModel) {
   o.extra_flags = {"--context-tokens", "8192"};
   for (size_t i = 0; i < 2; ++i) {
     o.per_node_flags.push_back({"--model", models[i].name, "--upstream",
-                                "http://" + models[i].servers->addresses()[0],
-                                "--upstream-flavor", "llamacpp"});
+                                "http://" + models[i].servers->addresses()[0], "--upstream-flavor",
+                                "llamacpp"});
   }
   // Its entries are the node's engines; the top-level engine must not be `openai` (that one would
   // need an --upstream of its own).
@@ -179,12 +179,11 @@ TEST(LlamaPool, TwoModelsOnThreeNodesEachRequestServedByItsModel) {
                        std::to_string(i * 7) + " lighthouses of the northern coast."},
         {"max_tokens", kMaxTokens},
         {"temperature", 0}};
-    Result<testkit::HttpResponse> r =
-        testkit::HttpPostJson(c.node(entry).http_address, "/v1/completions", body.dump(),
-                              kCallTimeout);
+    Result<testkit::HttpResponse> r = testkit::HttpPostJson(
+        c.node(entry).http_address, "/v1/completions", body.dump(), kCallTimeout);
     ASSERT_TRUE(r.ok()) << "request " << i << ": " << r.status().ToString();
-    EXPECT_EQ(r.value().status, 200) << "request " << i << " (" << m.name << " at node-" << entry
-                                     << "): " << r.value().body;
+    EXPECT_EQ(r.value().status, 200)
+        << "request " << i << " (" << m.name << " at node-" << entry << "): " << r.value().body;
     if (r.value().status != 200) continue;
     const std::string served_by = r.value().Header("x-hearsay-served-by").value_or("");
     EXPECT_EQ(m.serving_nodes.count(served_by), 1u)

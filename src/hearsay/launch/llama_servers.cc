@@ -38,8 +38,7 @@ Status EnsureLlamaSetup(const std::string& setup_script, const std::string& mode
 
 Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptions& o) {
   if (o.servers == 0 || o.slots < 1 || o.context_per_slot < 64 || o.threads < 1 ||
-      o.cache_ram_mib < 0 || o.log_dir.empty() ||
-      o.model_file.empty()) {
+      o.cache_ram_mib < 0 || o.log_dir.empty() || o.model_file.empty()) {
     return InvalidArgumentError("LlamaServers: bad options");
   }
   const std::string dir = LlamaCacheDir();
