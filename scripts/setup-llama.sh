@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's llama-server and llama-convert-llama2c-to-ggml from the source that the
-# npm package node-llama-cpp@3.21.1 ships, and generates a small random-weight Llama model.
+# npm package node-llama-cpp@3.21.1 ships, and generates two small random-weight Llama models.
 # Everything lives in a cache outside the source tree: ${HEARSAY_CACHE:-$HOME/.cache/hearsay}/llama/.
 # Idempotent: stamp files make later runs return at once. Nothing of llama.cpp enters the repo.
 #
@@ -8,7 +8,8 @@
 #   --build-only        build llama.cpp, skip the model
 #   --model-tool PATH   the hearsay tool make_llama2c_model (default: looked up in build dirs)
 # Prints, on its last line, nothing; the paths are stable:
-#   $CACHE/llama/bin/llama-server, $CACHE/llama/models/hearsay-tiny.gguf
+#   $CACHE/llama/bin/llama-server, $CACHE/llama/models/hearsay-tiny.gguf (and hearsay-tiny-b.gguf,
+#   a second, smaller model)
 set -euo pipefail
 
 NODE_LLAMA_CPP_VERSION=3.21.1
@@ -71,7 +72,8 @@ fi
 
 [ "$build_only" = 1 ] && exit 0
 
-# The model: a llama2.c checkpoint with seeded random weights, converted to GGUF.
+# The models: llama2.c checkpoints with seeded random weights, converted to GGUF. The first is the
+# test model; the second (another seed, smaller) is a different model for the 2-model pool test.
 # Dimensions chosen so prefill of a few hundred tokens costs tens of ms on one core.
 MODEL_DIM="${HEARSAY_MODEL_DIM:-256}"
 MODEL_HIDDEN="${HEARSAY_MODEL_HIDDEN:-768}"
@@ -80,27 +82,40 @@ MODEL_HEADS="${HEARSAY_MODEL_HEADS:-8}"
 MODEL_KV_HEADS="${HEARSAY_MODEL_KV_HEADS:-8}"
 MODEL_SEQ="${HEARSAY_MODEL_SEQ:-2048}"
 MODEL_SEED="${HEARSAY_MODEL_SEED:-1}"
-spec="d${MODEL_DIM}-h${MODEL_HIDDEN}-l${MODEL_LAYERS}-nh${MODEL_HEADS}-kv${MODEL_KV_HEADS}-s${MODEL_SEQ}-seed${MODEL_SEED}"
-gguf="$models/hearsay-tiny.gguf"
-model_stamp="$models/model.stamp"
-if [ -f "$model_stamp" ] && [ "$(cat "$model_stamp")" = "$spec" ] && [ -f "$gguf" ]; then
-  exit 0
-fi
-if [ -z "$model_tool" ]; then
+
+find_model_tool() {
+  [ -n "$model_tool" ] && return 0
+  local here cand
   here="$(cd "$(dirname "$0")/.." && pwd)"
   for cand in "$here"/build/*/tools/make_llama2c_model "$here"/build/*/make_llama2c_model; do
-    if [ -x "$cand" ]; then model_tool="$cand"; break; fi
+    if [ -x "$cand" ]; then model_tool="$cand"; return 0; fi
   done
-fi
-[ -n "$model_tool" ] && [ -x "$model_tool" ] || { log "make_llama2c_model not found; build target make_llama2c_model or pass --model-tool"; exit 6; }
-ckpt="$models/hearsay-tiny.bin"
-log "generating model $spec"
-"$model_tool" --out "$ckpt" --dim "$MODEL_DIM" --hidden-dim "$MODEL_HIDDEN" --layers "$MODEL_LAYERS" \
-  --heads "$MODEL_HEADS" --kv-heads "$MODEL_KV_HEADS" --vocab 32000 --seq-len "$MODEL_SEQ" --seed "$MODEL_SEED"
-"$bin/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$models/ggml-vocab-llama-spm.gguf" \
-  --llama2c-model "$ckpt" --llama2c-output-model "$gguf.tmp" >"$models/convert.log" 2>&1 \
-  || { log "conversion failed, see $models/convert.log"; exit 7; }
-mv "$gguf.tmp" "$gguf"
-rm -f "$ckpt"
-echo "$spec" > "$model_stamp"
-log "model ready: $gguf"
+}
+
+# make_model NAME STAMP DIM HIDDEN LAYERS HEADS KV_HEADS SEQ SEED: $models/NAME.gguf, regenerated
+# only when STAMP does not record these dimensions.
+make_model() {
+  local name="$1" stamp="$models/$2" dim="$3" hidden="$4" layers="$5" heads="$6" kv="$7"
+  local seq="$8" seed="$9"
+  local spec="d${dim}-h${hidden}-l${layers}-nh${heads}-kv${kv}-s${seq}-seed${seed}"
+  local gguf="$models/$name.gguf" ckpt="$models/$name.bin"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$spec" ] && [ -f "$gguf" ]; then
+    return 0
+  fi
+  find_model_tool
+  [ -n "$model_tool" ] && [ -x "$model_tool" ] || { log "make_llama2c_model not found; build target make_llama2c_model or pass --model-tool"; exit 6; }
+  log "generating model $name $spec"
+  "$model_tool" --out "$ckpt" --dim "$dim" --hidden-dim "$hidden" --layers "$layers" \
+    --heads "$heads" --kv-heads "$kv" --vocab 32000 --seq-len "$seq" --seed "$seed"
+  "$bin/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$models/ggml-vocab-llama-spm.gguf" \
+    --llama2c-model "$ckpt" --llama2c-output-model "$gguf.tmp" >"$models/convert-$name.log" 2>&1 \
+    || { log "conversion failed, see $models/convert-$name.log"; exit 7; }
+  mv "$gguf.tmp" "$gguf"
+  rm -f "$ckpt"
+  echo "$spec" > "$stamp"
+  log "model ready: $gguf"
+}
+
+make_model hearsay-tiny model.stamp "$MODEL_DIM" "$MODEL_HIDDEN" "$MODEL_LAYERS" "$MODEL_HEADS" \
+  "$MODEL_KV_HEADS" "$MODEL_SEQ" "$MODEL_SEED"
+make_model hearsay-tiny-b model-b.stamp 128 384 2 4 4 2048 2

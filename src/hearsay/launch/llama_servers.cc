@@ -38,18 +38,18 @@ Status EnsureLlamaSetup(const std::string& setup_script, const std::string& mode
 
 Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptions& o) {
   if (o.servers == 0 || o.slots < 1 || o.context_per_slot < 64 || o.threads < 1 ||
-      o.cache_ram_mib < 0 || o.log_dir.empty()) {
+      o.cache_ram_mib < 0 || o.log_dir.empty() || o.model_file.empty()) {
     return InvalidArgumentError("LlamaServers: bad options");
   }
   const std::string dir = LlamaCacheDir();
   auto out = std::unique_ptr<LlamaServers>(new LlamaServers());
   HEARSAY_ASSIGN_OR_RETURN(std::vector<uint16_t> ports,
                            PickFreeLoopbackPorts(o.servers, /*udp_too=*/false));
-  auto log = [&](size_t i) { return o.log_dir + "/llama-" + std::to_string(i) + ".log"; };
+  auto log = [&](size_t i) { return o.log_dir + "/" + o.log_prefix + std::to_string(i) + ".log"; };
   for (size_t i = 0; i < o.servers; ++i) {
     std::vector<std::string> argv = {dir + "/bin/llama-server",
                                      "-m",
-                                     dir + "/models/hearsay-tiny.gguf",
+                                     dir + "/models/" + o.model_file,
                                      "--host",
                                      "127.0.0.1",
                                      "--port",
@@ -72,6 +72,7 @@ Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptio
                                      "--override-kv",
                                      "llama.context_length=int:" +
                                          std::to_string(o.context_per_slot)};
+    if (!o.alias.empty()) argv.insert(argv.end(), {"--alias", o.alias});
     HEARSAY_ASSIGN_OR_RETURN(auto p, ChildProcess::Spawn(argv, log(i)));
     out->procs_.push_back(std::move(p));
     out->addresses_.push_back("127.0.0.1:" + std::to_string(ports[i]));

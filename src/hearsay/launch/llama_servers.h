@@ -30,6 +30,12 @@ Status EnsureLlamaSetup(const std::string& setup_script, const std::string& mode
 
 struct LlamaServerOptions {
   size_t servers = 3;
+  // The model, a file in the cache's models dir that setup-llama.sh generates: hearsay-tiny.gguf
+  // or the second, smaller hearsay-tiny-b.gguf.
+  std::string model_file = "hearsay-tiny.gguf";
+  // The name the servers give their model (--alias; on /v1/models and in answers). Empty: the
+  // name llama-server derives, which is the same for both generated models.
+  std::string alias;
   // Parallel slots per server (-np); each keeps its last prompt's KV.
   int slots = 4;
   // Context per slot, tokens.
@@ -37,8 +43,9 @@ struct LlamaServerOptions {
   // Host-memory prompt cache, MiB (--cache-ram); 0 = the slots are the whole cache.
   int cache_ram_mib = 64;
   int threads = 1;
-  // Where the logs go (llama-<i>.log).
+  // Where the logs go (<log_prefix><i>.log).
   std::string log_dir;
+  std::string log_prefix = "llama-";
   std::chrono::milliseconds ready_timeout{120000};
 };
 
