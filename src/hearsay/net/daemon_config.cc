@@ -573,7 +573,8 @@ Status DaemonConfig::Validate() const {
   if (engine != "sim" && engine != "openai") {
     return InvalidArgumentError("engine.kind: unknown engine '" + engine + "'; valid: sim, openai");
   }
-  if (engine == "openai") {
+  // With [[engine]] entries each entry names its own upstream (engine_entries.h).
+  if (engine == "openai" && (engines.empty() || !upstream.empty())) {
     if (upstream.empty()) {
       return InvalidArgumentError(
           "engine.upstream: engine openai needs the engine's URL "

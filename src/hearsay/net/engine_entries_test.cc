@@ -90,6 +90,16 @@ TEST(EngineEntriesTest, ASimEntryNeedsNoUpstream) {
   EXPECT_EQ(c->EngineConfigs()[0].engine, "sim");
 }
 
+TEST(EngineEntriesTest, EntriesNeedNoTopLevelUpstreamUnderEngineOpenai) {
+  DaemonConfig c;
+  c.insecure = true;
+  c.engine = "openai";  // as `--engine openai` sets it
+  ASSERT_TRUE(c.ApplyToml(Entry("m", "http://127.0.0.1:9001"), "node.toml").ok());
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  c.engines.clear();
+  EXPECT_FALSE(c.Validate().ok());  // one engine of its own: it needs its URL
+}
+
 TEST(EngineEntriesTest, AnEntryWithoutUpstreamOrModelIsRefused) {
   EXPECT_NE(ErrorOf("[[engine]]\nmodel = \"m\"\n").find("engine[0] (model m): no upstream"),
             std::string::npos);
