@@ -2,18 +2,16 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "hearsay/sim/experiment_results.h"
+#include "hearsay/sim/parallel_runs.h"
 
 namespace hearsay::sim {
 namespace {
@@ -598,33 +596,23 @@ Status RunPeersExperiment(const PeersOptions& options, const SimRunFn& run,
     }
   }
   std::vector<Figures> figures(runs.size());
-  std::vector<Status> errors(runs.size());
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  uint64_t done = 0;
-  auto worker = [&] {
-    for (size_t i = next++; i < runs.size(); i = next++) {
-      Result<SimSummary> s = run(runs[i].config, ProgressFn{});
-      if (s.ok()) {
+  const std::optional<RunFailure> failed = RunParallel(
+      runs.size(), options.jobs,
+      [&](size_t i) {
+        Result<SimSummary> s = run(runs[i].config, ProgressFn{});
+        if (!s.ok()) return s.status();
         figures[i] = FiguresOf(*s);
-      } else {
-        errors[i] = s.status();
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      ++done;
-      if (progress) progress(done, runs.size(), 0, 0);
-    }
-  };
-  const int jobs = std::min<int>(options.jobs, static_cast<int>(std::max<size_t>(1, runs.size())));
-  std::vector<std::thread> threads;
-  for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (errors[i].ok()) continue;
-    return Status(errors[i].code(),
-                  PointLabel(r.points[runs[i].point]) + ", " + r.systems[runs[i].system].label +
-                      ", seed " + std::to_string(runs[i].config.seed) + ": " + errors[i].message());
+        return Status();
+      },
+      [&](uint64_t done, uint64_t total) {
+        if (progress) progress(done, total, 0, 0);
+      });
+  if (failed) {
+    const size_t i = failed->index;
+    return Status(failed->status.code(), PointLabel(r.points[runs[i].point]) + ", " +
+                                             r.systems[runs[i].system].label + ", seed " +
+                                             std::to_string(runs[i].config.seed) + ": " +
+                                             failed->status.message());
   }
 
   // runs.csv and the aggregates (runs of one (point, system) are contiguous).
