@@ -24,6 +24,19 @@ bool AddName(std::vector<std::string>& names, const std::string& name, const std
   return true;
 }
 
+// Drops adapters, from the engine with the most, until the whole record fits its byte limit;
+// counts each one left out.
+void FitService(NodeServiceResult* out) {
+  while (!gossip::ValidateService(out->service).ok()) {
+    auto it = std::max_element(
+        out->service.engines.begin(), out->service.engines.end(),
+        [](const auto& a, const auto& b) { return a.adapters.size() < b.adapters.size(); });
+    if (it == out->service.engines.end() || it->adapters.empty()) break;
+    it->adapters.pop_back();
+    ++out->names_left_out;
+  }
+}
+
 }  // namespace
 
 uint64_t TokenizerFingerprint(const DaemonConfig& config, std::string_view engine_model) {
@@ -85,14 +98,7 @@ NodeServiceResult BuildNodeService(const DaemonConfig& c,
     }
   }
   // Within the per-name limits the total size still has to fit: drop adapters from the end.
-  while (!gossip::ValidateService(out.service).ok()) {
-    auto it = std::max_element(
-        out.service.engines.begin(), out.service.engines.end(),
-        [](const auto& a, const auto& b) { return a.adapters.size() < b.adapters.size(); });
-    if (it == out.service.engines.end() || it->adapters.empty()) break;
-    it->adapters.pop_back();
-    ++out.names_left_out;
-  }
+  FitService(&out);
   return out;
 }
 
@@ -116,14 +122,7 @@ NodeServiceResult BuildNodeService(std::span<const DaemonConfig> configs,
     }
   }
   // Each part fits on its own; together they may not: drop adapters from the end.
-  while (!gossip::ValidateService(out.service).ok()) {
-    auto it = std::max_element(
-        out.service.engines.begin(), out.service.engines.end(),
-        [](const auto& a, const auto& b) { return a.adapters.size() < b.adapters.size(); });
-    if (it == out.service.engines.end() || it->adapters.empty()) break;
-    it->adapters.pop_back();
-    ++out.names_left_out;
-  }
+  FitService(&out);
   return out;
 }
 
