@@ -3,12 +3,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "hearsay/launch/child_process.h"
 #include "hearsay/launch/temp_dir.h"
@@ -50,13 +52,29 @@ Result<std::string> Capture(const std::vector<std::string>& argv) {
 
 bool ProcessRuns(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
 
-// The names in `text` (lines of `ip netns list` or `ip -o link`) that `name` matches (group 1 the
-// name, group 2 the creator's pid) and whose creator no longer runs.
-std::set<std::string> StaleNames(const std::string& text, const std::regex& name) {
+// The names in `text` (`ip netns list`, `ip -o link`) that an earlier run made and whose
+// creator no longer runs: words of kNamePrefix, the creator's pid, then a lowercase letter.
+std::set<std::string> StaleNames(std::string_view text) {
+  const auto word_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  const std::string_view prefix = kNamePrefix;
   std::set<std::string> out;
-  for (std::sregex_iterator it(text.begin(), text.end(), name), end; it != end; ++it) {
-    const long pid = std::stol((*it)[2].str());
-    if (pid != ::getpid() && !ProcessRuns(pid)) out.insert((*it)[1].str());
+  for (size_t i = 0; i < text.size();) {
+    size_t end = i;
+    while (end < text.size() && word_char(text[end])) ++end;
+    const std::string_view word = text.substr(i, end - i);
+    i = std::max(end, i + 1);
+    if (!word.starts_with(prefix)) continue;
+    size_t digits = prefix.size();
+    while (digits < word.size() && std::isdigit(static_cast<unsigned char>(word[digits]))) ++digits;
+    const size_t pid_len = digits - prefix.size();
+    if (pid_len == 0 || pid_len > 9 || digits == word.size() ||
+        !std::islower(static_cast<unsigned char>(word[digits]))) {
+      continue;
+    }
+    const long pid = std::stol(std::string(word.substr(prefix.size(), pid_len)));
+    if (pid != ::getpid() && !ProcessRuns(pid)) out.insert(std::string(word));
   }
   return out;
 }
@@ -87,12 +105,12 @@ void NetnsBed::CleanStale() {
   const std::string ip = Tool("ip");
   if (ip.empty()) return;
   if (Result<std::string> ns = Capture({ip, "netns", "list"}); ns.ok()) {
-    for (const std::string& n : StaleNames(*ns, std::regex(R"(\b(hsb(\d+)[a-z]\w*))"))) {
+    for (const std::string& n : StaleNames(*ns)) {
       (void)RunCommand({ip, "netns", "del", n});
     }
   }
   if (Result<std::string> links = Capture({ip, "-o", "link", "show"}); links.ok()) {
-    for (const std::string& n : StaleNames(*links, std::regex(R"(: (hsb(\d+)[a-z]\w*)[@:])"))) {
+    for (const std::string& n : StaleNames(*links)) {
       (void)RunCommand({ip, "link", "del", n});
     }
   }
