@@ -203,9 +203,11 @@ void FakeOpenAiUpstream::RunDelayed(std::shared_ptr<http::Responder> responder,
     impl_->delayed.push_back(d);
   }
   // Each step arms the timer for the next; the handler holds the answer weakly, so the
-  // destructor can drop it.
-  auto arm = std::make_shared<std::function<void(std::weak_ptr<Impl::Delayed>)>>();
-  *arm = [this, arm](std::weak_ptr<Impl::Delayed> weak) {
+  // destructor can drop it. Only a pending wait holds `arm` (its own body holds it weakly, or it
+  // would never be freed).
+  using Arm = std::function<void(std::weak_ptr<Impl::Delayed>)>;
+  auto arm = std::make_shared<Arm>();
+  *arm = [this, weak_arm = std::weak_ptr<Arm>(arm)](std::weak_ptr<Impl::Delayed> weak) {
     std::shared_ptr<Impl::Delayed> d = weak.lock();
     if (!d) return;
     if (d->next == d->steps.size()) {
@@ -215,7 +217,7 @@ void FakeOpenAiUpstream::RunDelayed(std::shared_ptr<http::Responder> responder,
     }
     const Step& step = d->steps[d->next];
     d->timer.expires_after(std::chrono::microseconds(static_cast<int64_t>(step.delay_ms * 1000)));
-    d->timer.async_wait([this, arm, weak](const boost::system::error_code& ec) {
+    d->timer.async_wait([this, arm = weak_arm.lock(), weak](const boost::system::error_code& ec) {
       std::shared_ptr<Impl::Delayed> d = weak.lock();
       if (ec || !d) return;
       d->steps[d->next++].run(*d->responder);
