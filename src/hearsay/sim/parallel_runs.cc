@@ -2,11 +2,22 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace hearsay::sim {
+
+Status PrepareRuns(const std::string& out_dir, int seeds, int jobs, bool has_run) {
+  if (out_dir.empty()) return InvalidArgumentError("out_dir is empty");
+  if (seeds < 0 || jobs < 1) return InvalidArgumentError("seeds must be >= 0 and jobs >= 1");
+  if (!has_run) return InvalidArgumentError("no run function");
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return InternalError("cannot create " + out_dir + ": " + ec.message());
+  return OkStatus();
+}
 
 std::optional<RunFailure> RunParallel(size_t count, int jobs,
                                       const std::function<Status(size_t)>& one,

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "hearsay/common/status.h"
 
@@ -19,6 +20,10 @@ struct RunFailure {
   size_t index = 0;
   Status status;
 };
+
+// Checks an experiment's common options (an output folder, seeds >= 0, jobs >= 1, a run
+// function) and creates the folder: INVALID_ARGUMENT or INTERNAL naming what is wrong.
+Status PrepareRuns(const std::string& out_dir, int seeds, int jobs, bool has_run);
 
 // Calls one(i) for every i in [0, count) on `jobs` threads (the caller's among them; at least one)
 // and progress(done, count) after each. Returns the failure of the lowest index that failed.

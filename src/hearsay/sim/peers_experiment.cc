@@ -562,14 +562,8 @@ Result<std::vector<PeersPoint>> PeersGrid(const PeersOptions& o) {
 
 Status RunPeersExperiment(const PeersOptions& options, const SimRunFn& run,
                           const ExperimentProgressFn& progress) {
-  if (options.out_dir.empty()) return InvalidArgumentError("out_dir is empty");
-  if (options.seeds < 0 || options.jobs < 1) {
-    return InvalidArgumentError("seeds must be >= 0 and jobs >= 1");
-  }
-  if (!run) return InvalidArgumentError("no run function");
-  std::error_code ec;
-  std::filesystem::create_directories(options.out_dir, ec);
-  if (ec) return InternalError("cannot create " + options.out_dir + ": " + ec.message());
+  HEARSAY_RETURN_IF_ERROR(
+      PrepareRuns(options.out_dir, options.seeds, options.jobs, static_cast<bool>(run)));
 
   Results r;
   r.options = options;
