@@ -47,8 +47,9 @@ llama: deps
 	cmake --build --preset release --target make_llama2c_model -j $(JOBS)
 	scripts/setup-llama.sh --model-tool build/release/tools/make_llama2c_model || [ $$? -eq 3 ]
 
-# Only the libraries and in-process test binaries: the tests that start `hearsay` processes run in
-# the release (and tsan) builds.
+# One sanitizer build (clang 14, ASan + UBSan, build/asan) serves two steps: the in-process test
+# binaries and the libFuzzer targets share its objects. The tests that start `hearsay` processes
+# run in the release (and tsan) builds.
 test-asan: deps
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan --target hearsay_unit_tests -j $(JOBS)
@@ -70,11 +71,11 @@ test-tsan-integration: deps
 	cmake --build --preset tsan --target hearsay hearsay_integration_test hearsay_loadgen_cli_test -j $(JOBS)
 	ctest --preset tsan-integration
 
-# Builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS.
+# Builds the libFuzzer targets (in the sanitizer build) and runs each for FUZZ_SECONDS.
 fuzz-smoke: deps
-	cmake --preset fuzz >/dev/null
-	cmake --build --preset fuzz --target hearsay_fuzzers -j $(JOBS)
-	scripts/run-fuzzers.sh build/fuzz $(FUZZ_SECONDS)
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan --target hearsay_fuzzers -j $(JOBS)
+	scripts/run-fuzzers.sh build/asan $(FUZZ_SECONDS)
 
 fuzz: FUZZ_SECONDS = 600
 fuzz: fuzz-smoke

@@ -34,7 +34,7 @@ function(hearsay_module name)
     target_link_libraries(${lib} INTERFACE ${ARG_DEPS})
   endif()
 
-  if(test_srcs AND BUILD_TESTING AND NOT HEARSAY_FUZZ)
+  if(test_srcs AND BUILD_TESTING)
     add_executable(${lib}_test ${test_srcs})
     target_link_libraries(${lib}_test PRIVATE ${lib} ${ARG_TEST_DEPS} GTest::gmock GTest::gtest_main)
     gtest_discover_tests(${lib}_test DISCOVERY_TIMEOUT 120
