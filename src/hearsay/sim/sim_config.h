@@ -61,6 +61,9 @@ struct SimConfig {
   double burst_cv = 3.0;
   // How a request picks its entry node: "uniform" or "sticky" (per client).
   std::string entry = "uniform";
+  // Distinct clients the entry nodes are drawn for; 0 = max(64, 16 x nodes). (The load generator
+  // draws from 64 by default: its digital twin sets this, so both issue the same requests.)
+  uint32_t entry_clients = 0;
   // Probability that a network message is lost, in [0, 1).
   double loss = 0;
   // Gossip landmark stride (blocks), >= 1.
