@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
 #include "hearsay/route/registry.h"
+#include "hearsay/sim/sim_run.h"
+#include "hearsay/twin/twin_config.h"
 
 namespace hearsay::cli {
 
@@ -63,11 +66,18 @@ struct DemoFlags {
   // Every node's decision records, all policies, in one JSON-lines file (each line gains "run":
   // the policy); empty = none.
   std::string records;
+  // Beside each policy's measured figures, the simulator's prediction for the same cluster and
+  // workload (twin/twin_config.h), with this one-way delay between nodes.
+  bool twin = false;
+  double twin_delay_ms = twin::kLoopbackOneWayDelayMs;
 };
 
 struct PolicyRow {
   std::string policy;
   loadgen::BenchSummary summary;
+  // With --twin: the simulator's prediction, and the `hearsay sim` command that reproduces it.
+  std::optional<sim::SimSummary> twin;
+  std::string twin_command;
 };
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -198,10 +208,9 @@ Status CollectRecords(const std::string& dir, size_t nodes, const std::string& p
   return std::ferror(out) ? InternalError("writing the decision records failed") : OkStatus();
 }
 
-// One policy: fresh cluster, the workload, the summary. The cluster is gone when this returns.
-Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& binary,
-                                        const std::string& policy, bool tty, Interrupt& interrupt,
-                                        std::FILE* records) {
+// The cluster of one policy's run, before any per-node engine address or records file.
+Result<launch::LocalClusterOptions> ClusterOptions(const DemoFlags& f, const std::string& binary,
+                                                   const std::string& policy) {
   launch::LocalClusterOptions co;
   co.hearsay_binary = binary;
   co.nodes = f.nodes;
@@ -209,6 +218,36 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   co.debug_faults = false;
   co.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout_s * 1000));
   HEARSAY_RETURN_IF_ERROR(EngineSetup(f, co));
+  return co;
+}
+
+// The workload every policy's run sends.
+loadgen::WorkloadSpec Workload(const DemoFlags& f) {
+  loadgen::WorkloadSpec spec;
+  spec.workload = "mmlu";
+  spec.requests = f.requests;
+  spec.rate_per_s = f.rate;
+  spec.zipf = f.zipf;
+  spec.targets = static_cast<uint32_t>(f.nodes);
+  spec.seed = f.seed;
+  return spec;
+}
+
+// The twin's run for a cluster started with `co` under `spec`: the very options the nodes ran.
+Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalClusterOptions& co,
+                                  const loadgen::WorkloadSpec& spec) {
+  HEARSAY_ASSIGN_OR_RETURN(std::vector<net::DaemonConfig> nodes, twin::LocalClusterNodeConfigs(co));
+  twin::TwinNetwork network;
+  network.one_way_delay_ms = f.twin_delay_ms;
+  return twin::TwinSimConfig(nodes, spec, network);
+}
+
+// One policy: fresh cluster, the workload, the summary (and the twin's, with --twin). The cluster
+// is gone when this returns.
+Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
+                            const std::string& policy, bool tty, Interrupt& interrupt,
+                            std::FILE* records) {
+  HEARSAY_ASSIGN_OR_RETURN(launch::LocalClusterOptions co, ClusterOptions(f, binary, policy));
   // --engine llama: fresh llama-servers (empty caches) for every policy, one per node.
   std::unique_ptr<launch::TempDir> llama_dir;
   std::unique_ptr<launch::LlamaServers> llama;
@@ -241,13 +280,7 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   if (!cluster.ok()) return cluster.status();
   if (interrupt.fired()) return AbortedError("interrupted");
 
-  loadgen::WorkloadSpec spec;
-  spec.workload = "mmlu";
-  spec.requests = f.requests;
-  spec.rate_per_s = f.rate;
-  spec.zipf = f.zipf;
-  spec.targets = static_cast<uint32_t>(f.nodes);
-  spec.seed = f.seed;
+  const loadgen::WorkloadSpec spec = Workload(f);
   HEARSAY_ASSIGN_OR_RETURN(loadgen::RequestSource source, loadgen::RequestSource::Create(spec));
 
   loadgen::LoadOptions lo;
@@ -267,8 +300,16 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   bar.Finish();
   if (!out.ok()) return out.status();
   if (out->cancelled) return AbortedError("interrupted");
-  if (records != nullptr) HEARSAY_RETURN_IF_ERROR(CollectRecords(records_dir->path(), f.nodes, policy, records));
-  return loadgen::Summarize(out->results, out->elapsed, f.nodes);
+  if (records != nullptr) {
+    HEARSAY_RETURN_IF_ERROR(CollectRecords(records_dir->path(), f.nodes, policy, records));
+  }
+  PolicyRow row{policy, loadgen::Summarize(out->results, out->elapsed, f.nodes), {}, {}};
+  if (f.twin) {
+    HEARSAY_ASSIGN_OR_RETURN(const sim::SimConfig twin, TwinConfig(f, co, spec));
+    HEARSAY_ASSIGN_OR_RETURN(row.twin, sim::RunSim(twin));
+    row.twin_command = twin::SimCommandLine(twin);
+  }
+  return row;
 }
 
 void PrintTable(const std::vector<PolicyRow>& rows) {
@@ -279,6 +320,16 @@ void PrintTable(const std::vector<PolicyRow>& rows) {
     std::printf("%-14s %13.1f %12.1f %12.1f %9.3f %9llu\n", r.policy.c_str(), s.ttft.mean_ms,
                 s.ttft.p50_ms, s.ttft.p99_ms, s.hit_rate,
                 static_cast<unsigned long long>(s.failed));
+    if (r.twin) {
+      std::printf("%-14s %13.1f %12.1f %12.1f %9.3f\n", "  twin", r.twin->mean_ttft_ms,
+                  r.twin->p50_ttft_ms, r.twin->p99_ttft_ms, r.twin->hit_rate);
+    }
+  }
+  if (!rows.empty() && rows.front().twin) {
+    std::printf(
+        "\ntwin: the simulator on the nodes' own configuration and the same requests; for %s:\n"
+        "  %s\n",
+        rows.front().policy.c_str(), rows.front().twin_command.c_str());
   }
 }
 
@@ -311,6 +362,12 @@ int RunDemo(const DemoFlags& f) {
   launch::LocalClusterOptions probe;
   Status valid = CheckPolicies(policies);
   if (valid.ok()) valid = EngineSetup(f, probe);
+  if (valid.ok() && f.twin) {
+    // Refused before any cluster starts: what the twin cannot model (say, --engine llama).
+    Result<launch::LocalClusterOptions> co = ClusterOptions(f, binary, policies.front());
+    valid = co.ok() ? TwinConfig(f, *co, Workload(f)).status() : co.status();
+    if (!valid.ok()) valid = Status(valid.code(), "--twin: " + valid.message());
+  }
   if (!valid.ok()) {
     std::fprintf(stderr, "hearsay demo: %s\n", valid.message().c_str());
     return 1;
@@ -347,7 +404,7 @@ int RunDemo(const DemoFlags& f) {
   InterruptWatcher watcher([&interrupt](int) { interrupt.Fire(); });
   std::vector<PolicyRow> rows;
   for (const std::string& policy : policies) {
-    Result<loadgen::BenchSummary> s = RunPolicy(f, binary, policy, tty, interrupt, records.get());
+    Result<PolicyRow> s = RunPolicy(f, binary, policy, tty, interrupt, records.get());
     if (interrupt.fired()) {
       std::fprintf(stderr, "hearsay demo: interrupted; every node has been stopped\n");
       return 130;
@@ -357,7 +414,7 @@ int RunDemo(const DemoFlags& f) {
                    s.status().ToString().c_str());
       return 1;
     }
-    rows.push_back({policy, std::move(*s)});
+    rows.push_back(std::move(*s));
     if (!f.json && tty) {
       const loadgen::BenchSummary& last = rows.back().summary;
       std::fprintf(stderr, "  %-13s done: mean TTFT %.1f ms, hit rate %.3f\n", policy.c_str(),
@@ -368,13 +425,20 @@ int RunDemo(const DemoFlags& f) {
   if (f.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const PolicyRow& r : rows) {
-      out.push_back({{"policy", r.policy},
-                     {"mean_ttft_ms", r.summary.ttft.mean_ms},
-                     {"p50_ttft_ms", r.summary.ttft.p50_ms},
-                     {"p99_ttft_ms", r.summary.ttft.p99_ms},
-                     {"hit_rate", r.summary.hit_rate},
-                     {"completed", r.summary.completed},
-                     {"failed", r.summary.failed}});
+      nlohmann::json row = {{"policy", r.policy},
+                            {"mean_ttft_ms", r.summary.ttft.mean_ms},
+                            {"p50_ttft_ms", r.summary.ttft.p50_ms},
+                            {"p99_ttft_ms", r.summary.ttft.p99_ms},
+                            {"hit_rate", r.summary.hit_rate},
+                            {"completed", r.summary.completed},
+                            {"failed", r.summary.failed}};
+      if (r.twin) {
+        row["twin_mean_ttft_ms"] = r.twin->mean_ttft_ms;
+        row["twin_p99_ttft_ms"] = r.twin->p99_ttft_ms;
+        row["twin_hit_rate"] = r.twin->hit_rate;
+        row["twin_command"] = r.twin_command;
+      }
+      out.push_back(std::move(row));
     }
     std::printf("%s\n", out.dump(2).c_str());
   } else {
@@ -431,6 +495,13 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--json", f->json,
                 "Print JSON: one object per policy (policy, mean_ttft_ms, p99_ttft_ms, hit_rate)");
+  cmd->add_flag("--twin", f->twin,
+                "Beside each policy, print what the simulator predicts for the same cluster and "
+                "requests (with --json: twin_mean_ttft_ms, twin_p99_ttft_ms, twin_hit_rate)");
+  cmd->add_option("--twin-delay-ms", f->twin_delay_ms,
+                  "--twin: one-way delay between nodes the simulator assumes, ms")
+      ->check(CLI::Range(0.0, 10'000.0))
+      ->capture_default_str();
   cmd->add_option("--records", f->records,
                   "Write every node's decision records (one JSON line per request routed or "
                   "served, tagged with \"run\": the policy) to this file");
