@@ -41,6 +41,7 @@
 #include "hearsay/route/registry.h"
 #include "hearsay/sim/sim_run.h"
 #include "hearsay/twin/twin_config.h"
+#include "hearsay/twin/twin_run.h"
 
 namespace hearsay::cli {
 
@@ -76,7 +77,7 @@ struct PolicyRow {
   std::string policy;
   loadgen::BenchSummary summary;
   // With --twin: the simulator's prediction, and the `hearsay sim` command that reproduces it.
-  std::optional<sim::SimSummary> twin;
+  std::optional<twin::TwinPrediction> twin;
   std::string twin_command;
 };
 
@@ -306,7 +307,7 @@ Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
   PolicyRow row{policy, loadgen::Summarize(out->results, out->elapsed, f.nodes), {}, {}};
   if (f.twin) {
     HEARSAY_ASSIGN_OR_RETURN(const sim::SimConfig twin, TwinConfig(f, co, spec));
-    HEARSAY_ASSIGN_OR_RETURN(row.twin, sim::RunSim(twin));
+    HEARSAY_ASSIGN_OR_RETURN(row.twin, twin::Predict(twin));
     row.twin_command = twin::SimCommandLine(twin);
   }
   return row;
@@ -321,15 +322,16 @@ void PrintTable(const std::vector<PolicyRow>& rows) {
                 s.ttft.p50_ms, s.ttft.p99_ms, s.hit_rate,
                 static_cast<unsigned long long>(s.failed));
     if (r.twin) {
-      std::printf("%-14s %13.1f %12.1f %12.1f %9.3f\n", "  twin", r.twin->mean_ttft_ms,
-                  r.twin->p50_ttft_ms, r.twin->p99_ttft_ms, r.twin->hit_rate);
+      std::printf("%-14s %13.1f %12s %12.1f %9.3f\n", "  twin", r.twin->mean_ttft_ms, "-",
+                  r.twin->p99_ttft_ms, r.twin->hit_rate);
     }
   }
   if (!rows.empty() && rows.front().twin) {
     std::printf(
-        "\ntwin: the simulator on the nodes' own configuration and the same requests; for %s:\n"
-        "  %s\n",
-        rows.front().policy.c_str(), rows.front().twin_command.c_str());
+        "\ntwin: the simulator on the nodes' own configuration and the same requests, the mean of "
+        "%u runs\n(--cluster-seed 1 to %u); for %s:\n  %s\n",
+        rows.front().twin->runs, rows.front().twin->runs, rows.front().policy.c_str(),
+        rows.front().twin_command.c_str());
   }
 }
 
@@ -436,6 +438,7 @@ int RunDemo(const DemoFlags& f) {
         row["twin_mean_ttft_ms"] = r.twin->mean_ttft_ms;
         row["twin_p99_ttft_ms"] = r.twin->p99_ttft_ms;
         row["twin_hit_rate"] = r.twin->hit_rate;
+        row["twin_mean_ttft_ms_range"] = {r.twin->min_mean_ttft_ms, r.twin->max_mean_ttft_ms};
         row["twin_command"] = r.twin_command;
       }
       out.push_back(std::move(row));

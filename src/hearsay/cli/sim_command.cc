@@ -52,6 +52,10 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--gossip-ms", c.gossip_ms, "Gossip interval, ms")->capture_default_str();
   cmd->add_option("--seed", c.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--cluster-seed", c.cluster_seed,
+                  "Seed of the cluster alone (network, nodes' randomness); 0: --seed. The same "
+                  "--seed with another --cluster-seed sends the same requests")
+      ->capture_default_str();
   cmd->add_option("--engine-preset", c.engine_preset, "Engine cost model preset")
       ->capture_default_str();
   cmd->add_option("--cluster", c.cluster,

@@ -43,7 +43,11 @@ struct SimConfig {
   // Gossip (anti-entropy) interval, in ms (> 0). The SWIM probe interval is 5x this, at least
   // 100 ms.
   double gossip_ms = 200;
+  // Seeds the workload (prompts, arrivals, entry nodes) and, unless cluster_seed is set, the
+  // cluster (network jitter and loss, every node's randomness: gossip peers, routing ties).
   uint64_t seed = 1;
+  // Seeds the cluster alone; 0 = seed. Runs that differ only here see the same requests.
+  uint64_t cluster_seed = 0;
   // Engine cost model preset (engine/cost_model.h).
   std::string engine_preset = "h100-llama3-8b";
   // Most requests each engine runs at once (vLLM's max_num_seqs, llama-server's -np slots);

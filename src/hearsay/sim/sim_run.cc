@@ -282,6 +282,8 @@ nlohmann::json ToJson(const SimSummary& s) {
 
 namespace {
 
+uint64_t ClusterSeedOf(const SimConfig& c) { return c.cluster_seed != 0 ? c.cluster_seed : c.seed; }
+
 // Arrival rate: rho x nodes / mean service time, measured on a probe of the workload.
 Result<double> ArrivalRate(const SimConfig& config, const Pool& pool,
                            const engine::SimEngineOptions& eo,
@@ -318,7 +320,7 @@ SimClusterOptions ClusterOptions(const SimConfig& config, const Pool& pool,
     co.price_by_measured_prefill = true;
   }
   if (!pool.models.empty()) co.node_services = pool.services;
-  co.seed = config.seed;
+  co.seed = ClusterSeedOf(config);
   co.delay_ms = config.delay_ms;
   co.delay_jitter = config.delay_jitter;
   co.loss = config.loss;
@@ -504,7 +506,7 @@ Result<SimSummary> RunSimRecorded(const SimConfig& in, const ProgressFn& progres
     to.policy_options.cost = node::RouterCostModel(cost.params());
     to.replicas = routers;
     to.replica_sync = config.replica_sync;
-    to.seed = config.seed;
+    to.seed = ClusterSeedOf(config);
     HEARSAY_ASSIGN_OR_RETURN(tier, RouterTier::Create(*cluster, to));
     tier_ptr = tier.get();
   }
