@@ -82,7 +82,7 @@ Result<std::pair<twin::TwinPrediction, std::string>> RunTwin(const BenchFlags& f
       const sim::SimConfig config,
       twin::TwinSimConfig(std::vector<net::DaemonConfig>(nodes, node), spec, network));
   HEARSAY_ASSIGN_OR_RETURN(twin::TwinPrediction summary, twin::Predict(config));
-  return std::make_pair(std::move(summary), twin::SimCommandLine(config));
+  return std::make_pair(std::move(summary), twin::SimCommandLine(twin::DrawConfig(config, 1)));
 }
 
 constexpr double kDefaultRate = 10;

@@ -11,6 +11,9 @@
 // this workload (12.5 req/s; `hearsay sim --engine-preset consumer --capacity-tokens 8192
 // --rho 0.6 --zipf 1` reports that rate), 200 requests per policy: about 20 s per policy.
 //
+// --twin adds, beside each policy, what the simulator predicts for the same nodes and requests
+// (twin/: the nodes' own command lines and the load generator's workload; docs/twin.md).
+//
 // Nothing is left running: LocalCluster kills and reaps its nodes when it goes away, SIGINT and
 // SIGTERM cancel the run and unwind through it (InterruptWatcher), and the nodes carry a
 // parent-death signal for the case where the demo itself is killed with SIGKILL.
@@ -308,7 +311,7 @@ Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
   if (f.twin) {
     HEARSAY_ASSIGN_OR_RETURN(const sim::SimConfig twin, TwinConfig(f, co, spec));
     HEARSAY_ASSIGN_OR_RETURN(row.twin, twin::Predict(twin));
-    row.twin_command = twin::SimCommandLine(twin);
+    row.twin_command = twin::SimCommandLine(twin::DrawConfig(twin, 1));
   }
   return row;
 }
@@ -329,7 +332,7 @@ void PrintTable(const std::vector<PolicyRow>& rows) {
   if (!rows.empty() && rows.front().twin) {
     std::printf(
         "\ntwin: the simulator on the nodes' own configuration and the same requests, the mean of "
-        "%u runs\n(--cluster-seed 1 to %u); for %s:\n  %s\n",
+        "%u runs\n(--cluster-seed 1 to %u); the first for %s:\n  %s\n",
         rows.front().twin->runs, rows.front().twin->runs, rows.front().policy.c_str(),
         rows.front().twin_command.c_str());
   }

@@ -175,6 +175,7 @@ std::string SimCommandLine(const sim::SimConfig& c) {
       << c.gossip_ms << " --landmark-stride " << c.landmark_stride << " --requests " << c.requests
       << " --rate " << c.rate_per_s << " --zipf " << c.zipf << " --entry " << c.entry
       << " --clients " << c.entry_clients << " --seed " << c.seed << " --delay-ms " << c.delay_ms;
+  if (c.cluster_seed != 0) out << " --cluster-seed " << c.cluster_seed;
   if (c.variants != 1) out << " --variants " << c.variants;
   if (c.cot) out << " --cot";
   return out.str();

@@ -6,13 +6,17 @@
 
 namespace hearsay::twin {
 
+sim::SimConfig DrawConfig(const sim::SimConfig& config, uint32_t k) {
+  sim::SimConfig c = config;
+  c.cluster_seed = k;
+  return c;
+}
+
 Result<TwinPrediction> Predict(const sim::SimConfig& config, uint32_t runs) {
   if (runs == 0) return InvalidArgumentError("the twin needs at least one run");
   TwinPrediction p;
   for (uint32_t k = 1; k <= runs; ++k) {
-    sim::SimConfig c = config;
-    c.cluster_seed = k;
-    HEARSAY_ASSIGN_OR_RETURN(const sim::SimSummary s, sim::RunSim(c));
+    HEARSAY_ASSIGN_OR_RETURN(const sim::SimSummary s, sim::RunSim(DrawConfig(config, k)));
     p.mean_ttft_ms += s.mean_ttft_ms / runs;
     p.p99_ttft_ms += s.p99_ttft_ms / runs;
     p.hit_rate += s.hit_rate / runs;

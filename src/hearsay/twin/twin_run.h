@@ -34,4 +34,7 @@ inline constexpr uint32_t kDefaultTwinRuns = 5;
 // averages. Errors as sim::RunSim's, and INVALID_ARGUMENT for runs 0.
 Result<TwinPrediction> Predict(const sim::SimConfig& config, uint32_t runs = kDefaultTwinRuns);
 
+// The config of the prediction's k-th run (k in 1..runs): `config` with cluster seed k.
+sim::SimConfig DrawConfig(const sim::SimConfig& config, uint32_t k);
+
 }  // namespace hearsay::twin
