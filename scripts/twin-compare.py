@@ -4,8 +4,9 @@
 Usage: twin-compare.py DEMO_RECORDS POLICY SIM_RECORDS
 
 DEMO_RECORDS is `hearsay demo --twin --records FILE` (every policy, each line tagged "run");
-SIM_RECORDS is the twin's `hearsay sim ... --records FILE` for POLICY (the command
-`hearsay demo --twin` prints, with --records added). Both issue the same requests: the k-th
+SIM_RECORDS is `--twin-records FILE` of the same demo (the twin's first run of every policy,
+tagged alike), or the records of one `hearsay sim ... --records FILE` run for POLICY (the
+command `hearsay demo --twin` prints, with --records added). Both issue the same requests: the k-th
 request entering node i in the demo is the k-th entering n<i> in the simulator. The script pairs
 them and splits each time to first token into the serving engine's queue wait, its prefill and
 the rest (routing, network, HTTP, host), and prints the means of both sides and how often both
@@ -21,7 +22,7 @@ def load(path, run=None):
     with open(path) as f:
         for line in f:
             r = json.loads(line)
-            if run is not None and r.get("run") != run:
+            if r.get("run", run) != run:
                 continue
             entry = r["entry"].replace("node-", "n")
             if r["kind"] == "route":
@@ -53,7 +54,7 @@ def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     real_routes, real_serves = load(sys.argv[1], sys.argv[2])
-    sim_routes, sim_serves = load(sys.argv[3])
+    sim_routes, sim_serves = load(sys.argv[3], sys.argv[2])
     pairs = []
     for entry, reals in real_routes.items():
         sims = sim_routes.get(entry, [])

@@ -41,6 +41,7 @@
 #include "hearsay/loadgen/load_run.h"
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
+#include "hearsay/net/records_file.h"
 #include "hearsay/route/registry.h"
 #include "hearsay/sim/sim_run.h"
 #include "hearsay/twin/twin_config.h"
@@ -71,9 +72,11 @@ struct DemoFlags {
   // the policy); empty = none.
   std::string records;
   // Beside each policy's measured figures, the simulator's prediction for the same cluster and
-  // workload (twin/twin_config.h), with this one-way delay between nodes.
+  // workload (twin/twin_config.h), with this one-way delay between nodes; and the decision
+  // records of its first draw, all policies, in one file as `records` (empty = none).
   bool twin = false;
   double twin_delay_ms = twin::kLoopbackOneWayDelayMs;
+  std::string twin_records;
 };
 
 struct PolicyRow {
@@ -194,22 +197,42 @@ std::string RecordsPath(const std::string& dir, size_t node) {
   return dir + "/records-node-" + std::to_string(node) + ".jsonl";
 }
 
+// Appends the records of one file to `out`, each tagged with "run": policy.
+Status AppendTagged(const std::string& path, const std::string& policy, std::FILE* out) {
+  std::ifstream in(path);
+  if (!in) return InternalError("cannot read the decision records of " + path);
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;  // a line cut short by a node's end
+    j["run"] = policy;
+    const std::string text = j.dump();
+    std::fprintf(out, "%s\n", text.c_str());
+  }
+  return std::ferror(out) ? InternalError("writing the decision records failed") : OkStatus();
+}
+
 Status CollectRecords(const std::string& dir, size_t nodes, const std::string& policy,
                       std::FILE* out) {
   for (size_t i = 0; i < nodes; ++i) {
-    const std::string path = RecordsPath(dir, i);
-    std::ifstream in(path);
-    if (!in) return InternalError("cannot read the decision records of " + path);
-    std::string line;
-    while (std::getline(in, line)) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded()) continue;  // a line cut short by a node's end
-      j["run"] = policy;
-      const std::string text = j.dump();
-      std::fprintf(out, "%s\n", text.c_str());
-    }
+    HEARSAY_RETURN_IF_ERROR(AppendTagged(RecordsPath(dir, i), policy, out));
   }
-  return std::ferror(out) ? InternalError("writing the decision records failed") : OkStatus();
+  return OkStatus();
+}
+
+// The twin's first draw again, with its decision records appended to `out` (tagged "run": policy),
+// for scripts/twin-compare.py.
+Status RecordTwin(const sim::SimConfig& twin, const std::string& policy, std::FILE* out) {
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<launch::TempDir> dir,
+                           launch::TempDir::Create("hearsay-demo-twin"));
+  const std::string path = dir->File("twin.jsonl");
+  {
+    HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<net::RecordsFile> file, net::RecordsFile::Open(path));
+    HEARSAY_RETURN_IF_ERROR(
+        sim::RunSimRecorded(twin::DrawConfig(twin, 1), {}, file.get()).status());
+    if (file->write_failed()) return InternalError("writing the twin's records failed");
+  }
+  return AppendTagged(path, policy, out);
 }
 
 // The cluster of one policy's run, before any per-node engine address or records file.
@@ -250,7 +273,7 @@ Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalCluster
 // is gone when this returns.
 Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
                             const std::string& policy, bool tty, Interrupt& interrupt,
-                            std::FILE* records) {
+                            std::FILE* records, std::FILE* twin_records) {
   HEARSAY_ASSIGN_OR_RETURN(launch::LocalClusterOptions co, ClusterOptions(f, binary, policy));
   // --engine llama: fresh llama-servers (empty caches) for every policy, one per node.
   std::unique_ptr<launch::TempDir> llama_dir;
@@ -312,6 +335,7 @@ Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
     HEARSAY_ASSIGN_OR_RETURN(const sim::SimConfig twin, TwinConfig(f, co, spec));
     HEARSAY_ASSIGN_OR_RETURN(row.twin, twin::Predict(twin));
     row.twin_command = twin::SimCommandLine(twin::DrawConfig(twin, 1));
+    if (twin_records != nullptr) HEARSAY_RETURN_IF_ERROR(RecordTwin(twin, policy, twin_records));
   }
   return row;
 }
@@ -367,6 +391,9 @@ int RunDemo(const DemoFlags& f) {
   launch::LocalClusterOptions probe;
   Status valid = CheckPolicies(policies);
   if (valid.ok()) valid = EngineSetup(f, probe);
+  if (valid.ok() && !f.twin_records.empty() && !f.twin) {
+    valid = InvalidArgumentError("--twin-records needs --twin");
+  }
   if (valid.ok() && f.twin) {
     // Refused before any cluster starts: what the twin cannot model (say, --engine llama).
     Result<launch::LocalClusterOptions> co = ClusterOptions(f, binary, policies.front());
@@ -397,10 +424,13 @@ int RunDemo(const DemoFlags& f) {
   }
 
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> records(nullptr, &std::fclose);
-  if (!f.records.empty()) {
-    records.reset(std::fopen(f.records.c_str(), "w"));
-    if (!records) {
-      std::fprintf(stderr, "hearsay demo: cannot write %s: %s\n", f.records.c_str(),
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> twin_records(nullptr, &std::fclose);
+  for (auto [path, file] :
+       {std::make_pair(&f.records, &records), std::make_pair(&f.twin_records, &twin_records)}) {
+    if (path->empty()) continue;
+    file->reset(std::fopen(path->c_str(), "w"));
+    if (!*file) {
+      std::fprintf(stderr, "hearsay demo: cannot write %s: %s\n", path->c_str(),
                    std::strerror(errno));
       return 1;
     }
@@ -409,7 +439,8 @@ int RunDemo(const DemoFlags& f) {
   InterruptWatcher watcher([&interrupt](int) { interrupt.Fire(); });
   std::vector<PolicyRow> rows;
   for (const std::string& policy : policies) {
-    Result<PolicyRow> s = RunPolicy(f, binary, policy, tty, interrupt, records.get());
+    Result<PolicyRow> s =
+        RunPolicy(f, binary, policy, tty, interrupt, records.get(), twin_records.get());
     if (interrupt.fired()) {
       std::fprintf(stderr, "hearsay demo: interrupted; every node has been stopped\n");
       return 130;
@@ -508,6 +539,10 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
                   "--twin: one-way delay between nodes the simulator assumes, ms")
       ->check(CLI::Range(0.0, 10'000.0))
       ->capture_default_str();
+  cmd->add_option(
+      "--twin-records", f->twin_records,
+      "--twin: write the decision records of the twin's first run of every policy to "
+      "this file, as --records does for the nodes (scripts/twin-compare.py pairs them)");
   cmd->add_option("--records", f->records,
                   "Write every node's decision records (one JSON line per request routed or "
                   "served, tagged with \"run\": the policy) to this file");
