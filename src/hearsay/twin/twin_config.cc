@@ -68,7 +68,12 @@ Status CheckWorkload(const loadgen::WorkloadSpec& w) {
 }  // namespace
 
 Result<net::DaemonConfig> ParseNodeCommandLine(const std::vector<std::string>& argv) {
-  const auto node_word = std::find(argv.begin(), argv.end(), "node");
+  // The `node` word is the one the flags follow (an exec prefix may hold the word too).
+  auto node_word = argv.begin();
+  for (; node_word != argv.end(); ++node_word) {
+    const auto next = node_word + 1;
+    if (*node_word == "node" && (next == argv.end() || next->rfind("--", 0) == 0)) break;
+  }
   if (node_word == argv.end()) {
     return InvalidArgumentError("not a `hearsay node` command line (no `node` word)");
   }

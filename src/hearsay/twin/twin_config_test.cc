@@ -145,7 +145,7 @@ TEST(TwinConfigTest, WhatTheSimulatorCannotModelIsRefused) {
 
 TEST(TwinConfigTest, ParsesACommandLineAsTheNodeCommandDoes) {
   Result<net::DaemonConfig> c = ParseNodeCommandLine(
-      {"ip", "netns", "exec", "ns0", "/bin/hearsay", "node", "--policy=least-loaded",
+      {"ip", "netns", "exec", "node", "/bin/hearsay", "node", "--policy=least-loaded",
        "--debug-faults", "--capacity-tokens", "4096", "--engine-preset", "consumer"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->policy, "least-loaded");
