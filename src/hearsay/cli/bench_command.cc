@@ -6,6 +6,10 @@
 // report (usage.prompt_tokens_details.cached_tokens), or the same as one JSON object (--json).
 // SIGINT/SIGTERM stop the run; what finished so far is still reported.
 //
+// With --twin (open loop) it also runs the simulator on the same requests against a simulated
+// cluster of the targets, configured with the flags the nodes were started with
+// (--twin-node-args), and prints its prediction beside the measured figures.
+//
 // Exit status: 0 after a run in which some request succeeded, 1 for bad flags or a setup error,
 // 3 when no request succeeded (so scripts notice a dead target).
 #include <fmt/format.h>
@@ -15,7 +19,10 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "hearsay/cli/commands.h"
 #include "hearsay/cli/interrupt_watcher.h"
@@ -24,6 +31,9 @@
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
 #include "hearsay/loadgen/target_url.h"
+#include "hearsay/sim/sim_run.h"
+#include "hearsay/twin/twin_config.h"
+#include "hearsay/twin/twin_run.h"
 
 namespace hearsay::cli {
 
@@ -50,7 +60,30 @@ struct BenchFlags {
   double time_scale = 1.0;
   double timeout_s = 120;
   size_t max_in_flight = 1024;
+  // The digital twin: the nodes' own flags (`hearsay node` flags, or --config FILE), alike for
+  // every target, and the one-way delay between nodes.
+  bool twin = false;
+  std::string twin_node_args;
+  double twin_delay_ms = twin::kLoopbackOneWayDelayMs;
 };
+
+// The simulator's prediction for the requests `spec` describes, sent to `nodes` targets that
+// run `hearsay node <node_args>`.
+Result<std::pair<twin::TwinPrediction, std::string>> RunTwin(const BenchFlags& f,
+                                                             const loadgen::WorkloadSpec& spec,
+                                                             size_t nodes) {
+  std::vector<std::string> argv = {"hearsay", "node"};
+  std::istringstream words(f.twin_node_args);
+  for (std::string w; words >> w;) argv.push_back(w);
+  HEARSAY_ASSIGN_OR_RETURN(const net::DaemonConfig node, twin::ParseNodeCommandLine(argv));
+  twin::TwinNetwork network;
+  network.one_way_delay_ms = f.twin_delay_ms;
+  HEARSAY_ASSIGN_OR_RETURN(
+      const sim::SimConfig config,
+      twin::TwinSimConfig(std::vector<net::DaemonConfig>(nodes, node), spec, network));
+  HEARSAY_ASSIGN_OR_RETURN(twin::TwinPrediction summary, twin::Predict(config));
+  return std::make_pair(std::move(summary), twin::SimCommandLine(twin::DrawConfig(config, 1)));
+}
 
 constexpr double kDefaultRate = 10;
 constexpr uint64_t kDefaultRequests = 100;
@@ -91,6 +124,17 @@ int RunBench(const BenchFlags& f) {
     std::fprintf(stderr, "hearsay bench: %s\n", source.status().ToString().c_str());
     return 1;
   }
+  if (f.twin) {
+    // Checked before any request is sent; the twin itself runs on the requests that were sent.
+    loadgen::WorkloadSpec probe = spec;
+    probe.requests = 1;
+    Status twin_ok = closed ? InvalidArgumentError("the twin models open-loop runs (--rate) only")
+                            : RunTwin(f, probe, targets->size()).status();
+    if (!twin_ok.ok()) {
+      std::fprintf(stderr, "hearsay bench: --twin: %s\n", twin_ok.message().c_str());
+      return 1;
+    }
+  }
 
   loadgen::LoadOptions options;
   options.targets = *targets;
@@ -115,6 +159,17 @@ int RunBench(const BenchFlags& f) {
   }
   const loadgen::BenchSummary summary =
       loadgen::Summarize(out->results, out->elapsed, targets->size());
+  std::optional<std::pair<twin::TwinPrediction, std::string>> twin;
+  if (f.twin && !out->results.empty()) {
+    loadgen::WorkloadSpec sent = spec;
+    sent.requests = out->results.size();
+    Result<std::pair<twin::TwinPrediction, std::string>> t = RunTwin(f, sent, targets->size());
+    if (!t.ok()) {
+      std::fprintf(stderr, "hearsay bench: --twin: %s\n", t.status().ToString().c_str());
+      return 1;
+    }
+    twin = std::move(*t);
+  }
   const std::string mode = closed ? "closed loop, concurrency " + std::to_string(f.concurrency)
                                   : fmt::format("open loop, {:g} req/s", rate);
   if (f.json) {
@@ -129,12 +184,26 @@ int RunBench(const BenchFlags& f) {
                    {"duration_s", f.duration_s},
                    {"seed", f.seed}};
     j["cancelled"] = out->cancelled;
+    if (twin) {
+      j["twin_mean_ttft_ms"] = twin->first.mean_ttft_ms;
+      j["twin_p99_ttft_ms"] = twin->first.p99_ttft_ms;
+      j["twin_hit_rate"] = twin->first.hit_rate;
+      j["twin_mean_ttft_ms_range"] = {twin->first.min_mean_ttft_ms, twin->first.max_mean_ttft_ms};
+      j["twin_command"] = twin->second;
+    }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("hearsay bench: %s workload, %s, %zu target(s), seed %llu%s\n\n",
                 f.workload.c_str(), mode.c_str(), targets->size(),
                 static_cast<unsigned long long>(f.seed), out->cancelled ? " (interrupted)" : "");
     std::printf("%s", loadgen::RenderTable(summary, *targets).c_str());
+    if (twin) {
+      std::printf(
+          "\ntwin (the simulator, same requests, nodes run with \"%s\"; mean of %u runs, "
+          "--cluster-seed 1 to %u): TTFT mean %.1f ms, p99 %.1f ms, hit rate %.3f\n  %s\n",
+          f.twin_node_args.c_str(), twin->first.runs, twin->first.runs, twin->first.mean_ttft_ms,
+          twin->first.p99_ttft_ms, twin->first.hit_rate, twin->second.c_str());
+    }
   }
   if (out->cancelled) return 130;
   return summary.completed > 0 ? 0 : 3;
@@ -194,6 +263,16 @@ void AddBenchCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-in-flight", f->max_in_flight,
                   "Open loop: requests outstanding at most (more are skipped)")
       ->check(CLI::Range(size_t{1}, size_t{1'000'000}))
+      ->capture_default_str();
+  cmd->add_flag("--twin", f->twin,
+                "Also print what the simulator predicts for the same requests on a simulated "
+                "cluster of the targets (open loop; see --twin-node-args)");
+  cmd->add_option("--twin-node-args", f->twin_node_args,
+                  "--twin: the `hearsay node` flags every target runs with, e.g. \"--engine-preset "
+                  "consumer --capacity-tokens 8192\" or \"--config node.toml\"");
+  cmd->add_option("--twin-delay-ms", f->twin_delay_ms,
+                  "--twin: one-way delay between nodes the simulator assumes, ms")
+      ->check(CLI::Range(0.0, 10'000.0))
       ->capture_default_str();
   cmd->callback([f, &exit_code] { exit_code = RunBench(*f); });
 }

@@ -11,6 +11,9 @@
 // this workload (12.5 req/s; `hearsay sim --engine-preset consumer --capacity-tokens 8192
 // --rho 0.6 --zipf 1` reports that rate), 200 requests per policy: about 20 s per policy.
 //
+// --twin adds, beside each policy, what the simulator predicts for the same nodes and requests
+// (twin/: the nodes' own command lines and the load generator's workload; docs/twin.md).
+//
 // Nothing is left running: LocalCluster kills and reaps its nodes when it goes away, SIGINT and
 // SIGTERM cancel the run and unwind through it (InterruptWatcher), and the nodes carry a
 // parent-death signal for the case where the demo itself is killed with SIGKILL.
@@ -25,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +41,11 @@
 #include "hearsay/loadgen/load_run.h"
 #include "hearsay/loadgen/request_source.h"
 #include "hearsay/loadgen/summary.h"
+#include "hearsay/net/records_file.h"
 #include "hearsay/route/registry.h"
+#include "hearsay/sim/sim_run.h"
+#include "hearsay/twin/twin_config.h"
+#include "hearsay/twin/twin_run.h"
 
 namespace hearsay::cli {
 
@@ -63,11 +71,20 @@ struct DemoFlags {
   // Every node's decision records, all policies, in one JSON-lines file (each line gains "run":
   // the policy); empty = none.
   std::string records;
+  // Beside each policy's measured figures, the simulator's prediction for the same cluster and
+  // workload (twin/twin_config.h), with this one-way delay between nodes; and the decision
+  // records of its first draw, all policies, in one file as `records` (empty = none).
+  bool twin = false;
+  double twin_delay_ms = twin::kLoopbackOneWayDelayMs;
+  std::string twin_records;
 };
 
 struct PolicyRow {
   std::string policy;
   loadgen::BenchSummary summary;
+  // With --twin: the simulator's prediction, and the `hearsay sim` command that reproduces it.
+  std::optional<twin::TwinPrediction> twin;
+  std::string twin_command;
 };
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -180,28 +197,47 @@ std::string RecordsPath(const std::string& dir, size_t node) {
   return dir + "/records-node-" + std::to_string(node) + ".jsonl";
 }
 
-Status CollectRecords(const std::string& dir, size_t nodes, const std::string& policy,
-                      std::FILE* out) {
-  for (size_t i = 0; i < nodes; ++i) {
-    const std::string path = RecordsPath(dir, i);
-    std::ifstream in(path);
-    if (!in) return InternalError("cannot read the decision records of " + path);
-    std::string line;
-    while (std::getline(in, line)) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded()) continue;  // a line cut short by a node's end
-      j["run"] = policy;
-      const std::string text = j.dump();
-      std::fprintf(out, "%s\n", text.c_str());
-    }
+// Appends the records of one file to `out`, each tagged with "run": policy.
+Status AppendTagged(const std::string& path, const std::string& policy, std::FILE* out) {
+  std::ifstream in(path);
+  if (!in) return InternalError("cannot read the decision records of " + path);
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;  // a line cut short by a node's end
+    j["run"] = policy;
+    const std::string text = j.dump();
+    std::fprintf(out, "%s\n", text.c_str());
   }
   return std::ferror(out) ? InternalError("writing the decision records failed") : OkStatus();
 }
 
-// One policy: fresh cluster, the workload, the summary. The cluster is gone when this returns.
-Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& binary,
-                                        const std::string& policy, bool tty, Interrupt& interrupt,
-                                        std::FILE* records) {
+Status CollectRecords(const std::string& dir, size_t nodes, const std::string& policy,
+                      std::FILE* out) {
+  for (size_t i = 0; i < nodes; ++i) {
+    HEARSAY_RETURN_IF_ERROR(AppendTagged(RecordsPath(dir, i), policy, out));
+  }
+  return OkStatus();
+}
+
+// The twin's first draw again, with its decision records appended to `out` (tagged "run": policy),
+// for scripts/twin-compare.py.
+Status RecordTwin(const sim::SimConfig& twin, const std::string& policy, std::FILE* out) {
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<launch::TempDir> dir,
+                           launch::TempDir::Create("hearsay-demo-twin"));
+  const std::string path = dir->File("twin.jsonl");
+  {
+    HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<net::RecordsFile> file, net::RecordsFile::Open(path));
+    HEARSAY_RETURN_IF_ERROR(
+        sim::RunSimRecorded(twin::DrawConfig(twin, 1), {}, file.get()).status());
+    if (file->write_failed()) return InternalError("writing the twin's records failed");
+  }
+  return AppendTagged(path, policy, out);
+}
+
+// The cluster of one policy's run, before any per-node engine address or records file.
+Result<launch::LocalClusterOptions> ClusterOptions(const DemoFlags& f, const std::string& binary,
+                                                   const std::string& policy) {
   launch::LocalClusterOptions co;
   co.hearsay_binary = binary;
   co.nodes = f.nodes;
@@ -209,6 +245,36 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   co.debug_faults = false;
   co.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout_s * 1000));
   HEARSAY_RETURN_IF_ERROR(EngineSetup(f, co));
+  return co;
+}
+
+// The workload every policy's run sends.
+loadgen::WorkloadSpec Workload(const DemoFlags& f) {
+  loadgen::WorkloadSpec spec;
+  spec.workload = "mmlu";
+  spec.requests = f.requests;
+  spec.rate_per_s = f.rate;
+  spec.zipf = f.zipf;
+  spec.targets = static_cast<uint32_t>(f.nodes);
+  spec.seed = f.seed;
+  return spec;
+}
+
+// The twin's run for a cluster started with `co` under `spec`: the very options the nodes ran.
+Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalClusterOptions& co,
+                                  const loadgen::WorkloadSpec& spec) {
+  HEARSAY_ASSIGN_OR_RETURN(std::vector<net::DaemonConfig> nodes, twin::LocalClusterNodeConfigs(co));
+  twin::TwinNetwork network;
+  network.one_way_delay_ms = f.twin_delay_ms;
+  return twin::TwinSimConfig(nodes, spec, network);
+}
+
+// One policy: fresh cluster, the workload, the summary (and the twin's, with --twin). The cluster
+// is gone when this returns.
+Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
+                            const std::string& policy, bool tty, Interrupt& interrupt,
+                            std::FILE* records, std::FILE* twin_records) {
+  HEARSAY_ASSIGN_OR_RETURN(launch::LocalClusterOptions co, ClusterOptions(f, binary, policy));
   // --engine llama: fresh llama-servers (empty caches) for every policy, one per node.
   std::unique_ptr<launch::TempDir> llama_dir;
   std::unique_ptr<launch::LlamaServers> llama;
@@ -241,13 +307,7 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   if (!cluster.ok()) return cluster.status();
   if (interrupt.fired()) return AbortedError("interrupted");
 
-  loadgen::WorkloadSpec spec;
-  spec.workload = "mmlu";
-  spec.requests = f.requests;
-  spec.rate_per_s = f.rate;
-  spec.zipf = f.zipf;
-  spec.targets = static_cast<uint32_t>(f.nodes);
-  spec.seed = f.seed;
+  const loadgen::WorkloadSpec spec = Workload(f);
   HEARSAY_ASSIGN_OR_RETURN(loadgen::RequestSource source, loadgen::RequestSource::Create(spec));
 
   loadgen::LoadOptions lo;
@@ -267,8 +327,17 @@ Result<loadgen::BenchSummary> RunPolicy(const DemoFlags& f, const std::string& b
   bar.Finish();
   if (!out.ok()) return out.status();
   if (out->cancelled) return AbortedError("interrupted");
-  if (records != nullptr) HEARSAY_RETURN_IF_ERROR(CollectRecords(records_dir->path(), f.nodes, policy, records));
-  return loadgen::Summarize(out->results, out->elapsed, f.nodes);
+  if (records != nullptr) {
+    HEARSAY_RETURN_IF_ERROR(CollectRecords(records_dir->path(), f.nodes, policy, records));
+  }
+  PolicyRow row{policy, loadgen::Summarize(out->results, out->elapsed, f.nodes), {}, {}};
+  if (f.twin) {
+    HEARSAY_ASSIGN_OR_RETURN(const sim::SimConfig twin, TwinConfig(f, co, spec));
+    HEARSAY_ASSIGN_OR_RETURN(row.twin, twin::Predict(twin));
+    row.twin_command = twin::SimCommandLine(twin::DrawConfig(twin, 1));
+    if (twin_records != nullptr) HEARSAY_RETURN_IF_ERROR(RecordTwin(twin, policy, twin_records));
+  }
+  return row;
 }
 
 void PrintTable(const std::vector<PolicyRow>& rows) {
@@ -279,6 +348,17 @@ void PrintTable(const std::vector<PolicyRow>& rows) {
     std::printf("%-14s %13.1f %12.1f %12.1f %9.3f %9llu\n", r.policy.c_str(), s.ttft.mean_ms,
                 s.ttft.p50_ms, s.ttft.p99_ms, s.hit_rate,
                 static_cast<unsigned long long>(s.failed));
+    if (r.twin) {
+      std::printf("%-14s %13.1f %12s %12.1f %9.3f\n", "  twin", r.twin->mean_ttft_ms, "-",
+                  r.twin->p99_ttft_ms, r.twin->hit_rate);
+    }
+  }
+  if (!rows.empty() && rows.front().twin) {
+    std::printf(
+        "\ntwin: the simulator on the nodes' own configuration and the same requests, the mean of "
+        "%u runs\n(--cluster-seed 1 to %u); the first for %s:\n  %s\n",
+        rows.front().twin->runs, rows.front().twin->runs, rows.front().policy.c_str(),
+        rows.front().twin_command.c_str());
   }
 }
 
@@ -311,6 +391,15 @@ int RunDemo(const DemoFlags& f) {
   launch::LocalClusterOptions probe;
   Status valid = CheckPolicies(policies);
   if (valid.ok()) valid = EngineSetup(f, probe);
+  if (valid.ok() && !f.twin_records.empty() && !f.twin) {
+    valid = InvalidArgumentError("--twin-records needs --twin");
+  }
+  if (valid.ok() && f.twin) {
+    // Refused before any cluster starts: what the twin cannot model (say, --engine llama).
+    Result<launch::LocalClusterOptions> co = ClusterOptions(f, binary, policies.front());
+    valid = co.ok() ? TwinConfig(f, *co, Workload(f)).status() : co.status();
+    if (!valid.ok()) valid = Status(valid.code(), "--twin: " + valid.message());
+  }
   if (!valid.ok()) {
     std::fprintf(stderr, "hearsay demo: %s\n", valid.message().c_str());
     return 1;
@@ -335,10 +424,13 @@ int RunDemo(const DemoFlags& f) {
   }
 
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> records(nullptr, &std::fclose);
-  if (!f.records.empty()) {
-    records.reset(std::fopen(f.records.c_str(), "w"));
-    if (!records) {
-      std::fprintf(stderr, "hearsay demo: cannot write %s: %s\n", f.records.c_str(),
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> twin_records(nullptr, &std::fclose);
+  for (auto [path, file] :
+       {std::make_pair(&f.records, &records), std::make_pair(&f.twin_records, &twin_records)}) {
+    if (path->empty()) continue;
+    file->reset(std::fopen(path->c_str(), "w"));
+    if (!*file) {
+      std::fprintf(stderr, "hearsay demo: cannot write %s: %s\n", path->c_str(),
                    std::strerror(errno));
       return 1;
     }
@@ -347,7 +439,8 @@ int RunDemo(const DemoFlags& f) {
   InterruptWatcher watcher([&interrupt](int) { interrupt.Fire(); });
   std::vector<PolicyRow> rows;
   for (const std::string& policy : policies) {
-    Result<loadgen::BenchSummary> s = RunPolicy(f, binary, policy, tty, interrupt, records.get());
+    Result<PolicyRow> s =
+        RunPolicy(f, binary, policy, tty, interrupt, records.get(), twin_records.get());
     if (interrupt.fired()) {
       std::fprintf(stderr, "hearsay demo: interrupted; every node has been stopped\n");
       return 130;
@@ -357,7 +450,7 @@ int RunDemo(const DemoFlags& f) {
                    s.status().ToString().c_str());
       return 1;
     }
-    rows.push_back({policy, std::move(*s)});
+    rows.push_back(std::move(*s));
     if (!f.json && tty) {
       const loadgen::BenchSummary& last = rows.back().summary;
       std::fprintf(stderr, "  %-13s done: mean TTFT %.1f ms, hit rate %.3f\n", policy.c_str(),
@@ -368,13 +461,21 @@ int RunDemo(const DemoFlags& f) {
   if (f.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const PolicyRow& r : rows) {
-      out.push_back({{"policy", r.policy},
-                     {"mean_ttft_ms", r.summary.ttft.mean_ms},
-                     {"p50_ttft_ms", r.summary.ttft.p50_ms},
-                     {"p99_ttft_ms", r.summary.ttft.p99_ms},
-                     {"hit_rate", r.summary.hit_rate},
-                     {"completed", r.summary.completed},
-                     {"failed", r.summary.failed}});
+      nlohmann::json row = {{"policy", r.policy},
+                            {"mean_ttft_ms", r.summary.ttft.mean_ms},
+                            {"p50_ttft_ms", r.summary.ttft.p50_ms},
+                            {"p99_ttft_ms", r.summary.ttft.p99_ms},
+                            {"hit_rate", r.summary.hit_rate},
+                            {"completed", r.summary.completed},
+                            {"failed", r.summary.failed}};
+      if (r.twin) {
+        row["twin_mean_ttft_ms"] = r.twin->mean_ttft_ms;
+        row["twin_p99_ttft_ms"] = r.twin->p99_ttft_ms;
+        row["twin_hit_rate"] = r.twin->hit_rate;
+        row["twin_mean_ttft_ms_range"] = {r.twin->min_mean_ttft_ms, r.twin->max_mean_ttft_ms};
+        row["twin_command"] = r.twin_command;
+      }
+      out.push_back(std::move(row));
     }
     std::printf("%s\n", out.dump(2).c_str());
   } else {
@@ -431,6 +532,17 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--json", f->json,
                 "Print JSON: one object per policy (policy, mean_ttft_ms, p99_ttft_ms, hit_rate)");
+  cmd->add_flag("--twin", f->twin,
+                "Beside each policy, print what the simulator predicts for the same cluster and "
+                "requests (with --json: twin_mean_ttft_ms, twin_p99_ttft_ms, twin_hit_rate)");
+  cmd->add_option("--twin-delay-ms", f->twin_delay_ms,
+                  "--twin: one-way delay between nodes the simulator assumes, ms")
+      ->check(CLI::Range(0.0, 10'000.0))
+      ->capture_default_str();
+  cmd->add_option(
+      "--twin-records", f->twin_records,
+      "--twin: write the decision records of the twin's first run of every policy to "
+      "this file, as --records does for the nodes (scripts/twin-compare.py pairs them)");
   cmd->add_option("--records", f->records,
                   "Write every node's decision records (one JSON line per request routed or "
                   "served, tagged with \"run\": the policy) to this file");

@@ -52,6 +52,10 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--gossip-ms", c.gossip_ms, "Gossip interval, ms")->capture_default_str();
   cmd->add_option("--seed", c.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--cluster-seed", c.cluster_seed,
+                  "Seed of the cluster alone (network, nodes' randomness); 0: --seed. The same "
+                  "--seed with another --cluster-seed sends the same requests")
+      ->capture_default_str();
   cmd->add_option("--engine-preset", c.engine_preset, "Engine cost model preset")
       ->capture_default_str();
   cmd->add_option("--cluster", c.cluster,
@@ -76,6 +80,10 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--arrivals", c.arrivals, "poisson, bursty or trace (default per workload)");
   cmd->add_option("--burst-cv", c.burst_cv, "Gap CV for bursty arrivals")->capture_default_str();
   cmd->add_option("--entry", c.entry, "uniform or sticky")->capture_default_str();
+  cmd->add_option("--clients", c.entry_clients,
+                  "Distinct clients entry nodes are drawn for (0: max(64, 16 x nodes); `hearsay "
+                  "bench` and `hearsay demo` use 64)")
+      ->capture_default_str();
   cmd->add_option("--loss", c.loss, "Gossip message loss probability")->capture_default_str();
   cmd->add_option("--landmark-stride", c.landmark_stride, "Gossip landmark stride, blocks")
       ->capture_default_str();

@@ -162,14 +162,16 @@ LocalCluster::~LocalCluster() {
   }
 }
 
-std::vector<std::string> LocalCluster::NodeArgv(size_t i) const {
-  const NodeInfo& info = nodes_[i].info;
+std::vector<std::string> NodeCommandLine(const LocalClusterOptions& options,
+                                         const std::vector<NodeInfo>& nodes,
+                                         const std::string& key_file, size_t i) {
+  const NodeInfo& info = nodes.at(i);
   const std::vector<std::string> no_flags;
   const std::vector<std::string>& own =
-      i < options_.per_node_flags.size() ? options_.per_node_flags[i] : no_flags;
+      i < options.per_node_flags.size() ? options.per_node_flags[i] : no_flags;
   std::vector<std::string> argv =
-      i < options_.node_exec_prefix.size() ? options_.node_exec_prefix[i] : no_flags;
-  argv.insert(argv.end(), {options_.hearsay_binary, "node", "--http", info.http_address, "--gossip",
+      i < options.node_exec_prefix.size() ? options.node_exec_prefix[i] : no_flags;
+  argv.insert(argv.end(), {options.hearsay_binary, "node", "--http", info.http_address, "--gossip",
                            info.gossip_address, "--node-id", info.node_id});
   // A common setting the node's own flags give again is left to them (the CLI refuses a flag
   // given twice).
@@ -178,26 +180,32 @@ std::vector<std::string> LocalCluster::NodeArgv(size_t i) const {
     argv.push_back(flag);
     argv.push_back(std::move(value));
   };
-  common("--policy", options_.policy);
-  common("--engine", options_.engine);
-  common("--engine-preset", options_.engine_preset);
-  common("--capacity-tokens", std::to_string(options_.capacity_tokens));
+  common("--policy", options.policy);
+  common("--engine", options.engine);
+  common("--engine-preset", options.engine_preset);
+  common("--capacity-tokens", std::to_string(options.capacity_tokens));
   argv.push_back("--cluster-key-file");
-  argv.push_back(key_file_);
+  argv.push_back(key_file);
   std::string join;
-  for (size_t j = 0; j < nodes_.size(); ++j) {
+  for (size_t j = 0; j < nodes.size(); ++j) {
     if (j == i) continue;
     if (!join.empty()) join += ",";
-    join += nodes_[j].info.gossip_address;
+    join += nodes[j].gossip_address;
   }
   if (!join.empty()) {
     argv.push_back("--join");
     argv.push_back(join);
   }
-  if (options_.debug_faults) argv.push_back("--debug-faults");
-  argv.insert(argv.end(), options_.extra_flags.begin(), options_.extra_flags.end());
+  if (options.debug_faults) argv.push_back("--debug-faults");
+  argv.insert(argv.end(), options.extra_flags.begin(), options.extra_flags.end());
   argv.insert(argv.end(), own.begin(), own.end());
   return argv;
+}
+
+std::vector<std::string> LocalCluster::NodeArgv(size_t i) const {
+  std::vector<NodeInfo> infos;
+  for (const Node& n : nodes_) infos.push_back(n.info);
+  return NodeCommandLine(options_, infos, key_file_, i);
 }
 
 Status LocalCluster::SpawnNode(size_t i) {

@@ -77,6 +77,8 @@ class LocalCluster {
   const NodeInfo& node(size_t i) const { return nodes_.at(i).info; }
   const std::string& dir() const { return dir_->path(); }
   const std::string& key_file() const { return key_file_; }
+  // Node i's command line (NodeCommandLine).
+  std::vector<std::string> NodeArgv(size_t i) const;
   // The http addresses of the nodes that are running now.
   std::vector<std::string> RunningHttpAddresses() const;
   // True while node i's process runs (it has not exited, been killed or been stopped).
@@ -113,7 +115,6 @@ class LocalCluster {
 
   LocalCluster(LocalClusterOptions options, std::unique_ptr<TempDir> dir)
       : options_(std::move(options)), dir_(std::move(dir)) {}
-  std::vector<std::string> NodeArgv(size_t i) const;
   Status SpawnNode(size_t i);
   // Fails at once (with the log) if a node process has exited.
   Status CheckAlive() const;
@@ -125,6 +126,14 @@ class LocalCluster {
   std::string key_file_;
   std::vector<Node> nodes_;
 };
+
+// The command line of node i of a cluster of `nodes` (each node joins every other one's gossip
+// address), as LocalCluster starts it: node_exec_prefix, the binary, `node`, its addresses and
+// id, the common settings of `options`, --cluster-key-file key_file, --join, extra_flags, and
+// its own per_node_flags. The digital twin (twin/) reads the nodes' configuration from it.
+std::vector<std::string> NodeCommandLine(const LocalClusterOptions& options,
+                                         const std::vector<NodeInfo>& nodes,
+                                         const std::string& key_file, size_t i);
 
 // Free loopback ports: each is bindable for TCP and, when `udp_too`, UDP at the moment of the call,
 // and all are distinct. (Another process may still take one before it is used; a node that cannot

@@ -43,7 +43,11 @@ struct SimConfig {
   // Gossip (anti-entropy) interval, in ms (> 0). The SWIM probe interval is 5x this, at least
   // 100 ms.
   double gossip_ms = 200;
+  // Seeds the workload (prompts, arrivals, entry nodes) and, unless cluster_seed is set, the
+  // cluster (network jitter and loss, every node's randomness: gossip peers, routing ties).
   uint64_t seed = 1;
+  // Seeds the cluster alone; 0 = seed. Runs that differ only here see the same requests.
+  uint64_t cluster_seed = 0;
   // Engine cost model preset (engine/cost_model.h).
   std::string engine_preset = "h100-llama3-8b";
   // Most requests each engine runs at once (vLLM's max_num_seqs, llama-server's -np slots);
@@ -61,6 +65,9 @@ struct SimConfig {
   double burst_cv = 3.0;
   // How a request picks its entry node: "uniform" or "sticky" (per client).
   std::string entry = "uniform";
+  // Distinct clients the entry nodes are drawn for; 0 = max(64, 16 x nodes). (The load generator
+  // draws from 64 by default: its digital twin sets this, so both issue the same requests.)
+  uint32_t entry_clients = 0;
   // Probability that a network message is lost, in [0, 1).
   double loss = 0;
   // Gossip landmark stride (blocks), >= 1.

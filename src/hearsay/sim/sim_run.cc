@@ -48,7 +48,8 @@ workload::EntryOptions MakeEntry(const SimConfig& c) {
   workload::EntryOptions e;
   e.mode = c.entry == "sticky" ? workload::EntryMode::kSticky : workload::EntryMode::kUniform;
   e.nodes = static_cast<uint32_t>(c.nodes);
-  e.clients = std::max<uint32_t>(64, static_cast<uint32_t>(c.nodes) * 16);
+  e.clients = c.entry_clients > 0 ? c.entry_clients
+                                  : std::max<uint32_t>(64, static_cast<uint32_t>(c.nodes) * 16);
   return e;
 }
 
@@ -281,6 +282,8 @@ nlohmann::json ToJson(const SimSummary& s) {
 
 namespace {
 
+uint64_t ClusterSeedOf(const SimConfig& c) { return c.cluster_seed != 0 ? c.cluster_seed : c.seed; }
+
 // Arrival rate: rho x nodes / mean service time, measured on a probe of the workload.
 Result<double> ArrivalRate(const SimConfig& config, const Pool& pool,
                            const engine::SimEngineOptions& eo,
@@ -317,19 +320,16 @@ SimClusterOptions ClusterOptions(const SimConfig& config, const Pool& pool,
     co.price_by_measured_prefill = true;
   }
   if (!pool.models.empty()) co.node_services = pool.services;
-  co.seed = config.seed;
+  co.seed = ClusterSeedOf(config);
   co.delay_ms = config.delay_ms;
   co.delay_jitter = config.delay_jitter;
   co.loss = config.loss;
-  co.gossip.gossip_interval = FromMillis(config.gossip_ms);
-  co.gossip.probe_interval = std::max(FromMillis(100), 5 * co.gossip.gossip_interval);
-  co.gossip.probe_timeout = co.gossip.probe_interval / 2;
-  co.gossip.landmark_stride = config.landmark_stride;
+  co.gossip = GossipConfigOf(config);
   co.policy = config.policy;
   co.policy_options.cost = node::RouterCostModel(cost.params());
   co.engine = eo;
   co.block_tokens = config.block_tokens;
-  co.publish_interval = std::max(FromMillis(10), co.gossip.gossip_interval / 2);
+  co.publish_interval = PublishIntervalOf(config);
   return co;
 }
 
@@ -382,6 +382,30 @@ SimSummary Summarize(const SimConfig& config, ClientSink& sink, SimCluster& clus
 }
 
 }  // namespace
+
+gossip::Config GossipConfigOf(const SimConfig& config) {
+  gossip::Config g;
+  g.gossip_interval = FromMillis(config.gossip_ms);
+  g.probe_interval = std::max(FromMillis(100), 5 * g.gossip_interval);
+  g.probe_timeout = g.probe_interval / 2;
+  g.landmark_stride = config.landmark_stride;
+  return g;
+}
+
+Duration PublishIntervalOf(const SimConfig& config) {
+  return std::max(FromMillis(10), FromMillis(config.gossip_ms) / 2);
+}
+
+Result<std::unique_ptr<workload::Workload>> MakeRunWorkload(const SimConfig& in) {
+  HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(in));
+  if (in.workload == "trace") return InvalidArgumentError("MakeRunWorkload: not for traces");
+  HEARSAY_ASSIGN_OR_RETURN(const Pool pool, ResolvePool(in));
+  const SimConfig config = WithPoolSize(in, pool);
+  engine::SimEngineOptions eo;
+  HEARSAY_ASSIGN_OR_RETURN(const double rate,
+                           ArrivalRate(config, pool, eo, nullptr, config.requests));
+  return MakeWorkload(config, pool, rate, nullptr, config.requests);
+}
 
 Result<WorkloadFootprint> MeasureWorkload(const SimConfig& in) {
   HEARSAY_RETURN_IF_ERROR(ValidateSimConfig(in));
@@ -482,7 +506,7 @@ Result<SimSummary> RunSimRecorded(const SimConfig& in, const ProgressFn& progres
     to.policy_options.cost = node::RouterCostModel(cost.params());
     to.replicas = routers;
     to.replica_sync = config.replica_sync;
-    to.seed = config.seed;
+    to.seed = ClusterSeedOf(config);
     HEARSAY_ASSIGN_OR_RETURN(tier, RouterTier::Create(*cluster, to));
     tier_ptr = tier.get();
   }

@@ -22,8 +22,11 @@
 #include <vector>
 
 #include "hearsay/common/status.h"
+#include "hearsay/env/time.h"
+#include "hearsay/gossip/config.h"
 #include "hearsay/node/decision_record.h"
 #include "hearsay/sim/sim_config.h"
+#include "hearsay/workload/workload.h"
 
 namespace hearsay::sim {
 
@@ -118,6 +121,18 @@ Result<WorkloadFootprint> MeasureWorkload(const SimConfig& config);
 
 // The arrival rate, requests per virtual second, a run of `config` would use. Errors as RunSim's.
 Result<double> ArrivalRateOf(const SimConfig& config);
+
+// The gossip settings every node of a run of `config` gets: gossip every gossip_ms, a SWIM probe
+// every 5 x gossip_ms (at least 100 ms) with half of that to answer, the landmark stride; the
+// rest gossip::Config's defaults.
+gossip::Config GossipConfigOf(const SimConfig& config);
+// How often every node of a run publishes its cache events and load: half a gossip interval, at
+// least 10 ms.
+Duration PublishIntervalOf(const SimConfig& config);
+
+// The request stream a run of `config` issues (its arrival rate resolved as RunSim does), for a
+// workload other than "trace". Errors as RunSim's.
+Result<std::unique_ptr<workload::Workload>> MakeRunWorkload(const SimConfig& config);
 
 // Called now and then during a run with (requests completed, requests expected).
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
