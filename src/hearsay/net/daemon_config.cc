@@ -133,8 +133,8 @@ const std::vector<Setting>& Table() {
         "llama.cpp's /slots lists its whole cache (llama-server --cache-ram 0)"},
        &C::upstream_slots_authoritative},
       {{"engine.upstream_queue_poll_ms", "upstream-queue-poll-ms", K::kUInt,
-        "period of GET /metrics for the engine's own queue (llamacpp with --metrics, vllm, "
-        "sglang); 0: count only the node's own requests"},
+        "period of GET /metrics (llamacpp with --metrics, vllm, sglang) and llama.cpp's "
+        "GET /slots for the engine's own queue; 0: count only the node's own requests"},
        &C::upstream_queue_poll_ms,
        0,
        kHour},
