@@ -40,6 +40,8 @@ void OpenAiEngine::PollQueue() {
 }
 
 std::optional<EngineQueueSample> OpenAiEngine::engine_queue() const {
+  // Without a queue period, /slots is read only to reconcile: its counts are not used.
+  if (options_.queue_poll_interval <= Duration::zero()) return std::nullopt;
   const TimePoint now = scheduler_.clock().Now();
   auto fresh = [&](const std::optional<EngineQueueSample>& s) {
     return s && now - s->at <= 3 * options_.queue_poll_interval;
