@@ -24,8 +24,9 @@
 // sample's counts, or the busy slots when /metrics has none (llama-server without --metrics).
 // Requests the engine reports beyond the node's own in flight at the sample are other clients'
 // (the engine may be shared): Load() adds them, waiting ones first, each priced at the median
-// uncached prompt of the node's own requests. When every slot is busy, a new request also waits
-// for the soonest one to free: its remaining output tokens at the measured decode speed.
+// uncached prompt of the node's own requests. With price_slot_wait, when every slot is busy, a new
+// request also waits for the soonest one to free: its remaining output at the measured decode
+// speed.
 //
 // Cache evidence (see cache_tracker.h): the first chunk that reports cached tokens
 // (timings.cache_n or usage.prompt_tokens_details.cached_tokens) confirms or corrects the

@@ -60,6 +60,7 @@ std::optional<EngineQueueSample> OpenAiEngine::engine_queue() const {
 }
 
 Duration OpenAiEngine::SlotWait(const engine::EngineLoad& load) const {
+  if (!options_.price_slot_wait) return Duration::zero();
   const std::optional<EngineQueueSample> q = engine_queue();
   if (!q || q->slots == 0 || !q->soonest_free_tokens) return Duration::zero();
   if (load.running_requests < q->slots) return Duration::zero();

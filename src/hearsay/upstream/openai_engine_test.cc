@@ -658,6 +658,7 @@ TEST_F(OpenAiEngineTest, EverySlotBusyAddsTheSoonestSlotsRemainingDecodeToTheQue
   o.queue_poll_interval = 1s;
   o.reconcile_interval = 0s;
   o.health_interval = 1s;
+  o.price_slot_wait = true;
   Make(o);
   // Learn 25 ms per output token from one answer.
   ASSERT_TRUE(engine_->Submit(Req(1, 16), &rec_).ok());
