@@ -5,6 +5,8 @@
 // an engine that keeps failing is advertised as overloaded in gossip until it recovers. An engine
 // swamped by other clients' requests (its own /metrics queue) is advertised and routed around too.
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "hearsay/testkit/fake_openai_upstream.h"
@@ -30,13 +32,13 @@ class UpstreamFaultTest : public ::testing::Test {
     upstreams_.clear();
   }
   // Two nodes, node i in front of upstream i; `policy` everywhere.
-  void StartNodes(const std::string& policy) {
+  void StartNodes(const std::string& policy, const std::string& flavor = "llamacpp") {
     LocalClusterOptions o = ClusterOptions(2, policy);
     o.engine = "openai";
     // The clients here do not stream, so the upstream is asked for whole answers: the answer
     // deadline is the one that applies.
     o.extra_flags = {"--upstream-flavor",
-                     "llamacpp",
+                     flavor,
                      "--upstream-first-token-timeout-ms",
                      "1500",
                      "--upstream-answer-timeout-ms",
@@ -59,6 +61,22 @@ class UpstreamFaultTest : public ::testing::Test {
   // Polls (bounded) until SeesOverloaded(viewer, subject) == want.
   bool WaitOverloaded(size_t viewer, size_t subject, bool want) {
     return testutil::Eventually([&] { return SeesOverloaded(viewer, subject) == want; }, 20s);
+  }
+  // The load node `viewer`'s /cluster shows for node `subject` (its own report when the same),
+  // as {running, queue_depth}; {-1, -1} when it shows none.
+  std::pair<int, int> ReportedLoad(size_t viewer, size_t subject) {
+    Result<HttpResponse> r = testkit::HttpGet(cluster_->node(viewer).http_address, "/cluster", 5s);
+    if (!r.ok() || r->status != 200) return {-1, -1};
+    const json view = BodyJson(*r);
+    auto load_of = [](const json& m) -> std::pair<int, int> {
+      if (!m.contains("load") || !m["load"].is_object()) return {-1, -1};
+      return {m["load"].value("running", -1), m["load"].value("queue_depth", -1)};
+    };
+    if (viewer == subject) return view.contains("self") ? load_of(view["self"]) : std::pair{-1, -1};
+    for (const json& m : view.value("members", json::array())) {
+      if (m.value("id", "") == cluster_->node(subject).node_id) return load_of(m);
+    }
+    return {-1, -1};
   }
   Result<HttpResponse> Complete(size_t node, const std::string& tag) {
     return PostCompletion(cluster_->node(node).http_address,
@@ -155,6 +173,35 @@ TEST_F(UpstreamFaultTest, EngineSwampedByOtherClientsIsRoutedAroundUntilTheyLeav
 
   upstreams_[0]->set_other_clients(0, 0);
   ASSERT_TRUE(WaitOverloaded(1, 0, false)) << cluster_->LogTail(0);
+}
+
+// Other clients' requests on an idle node's engine, read in each engine's own shape, are in the
+// load the node reports and gossips; and they leave it when those clients are done.
+TEST_F(UpstreamFaultTest, OtherClientsOfTheEngineShowInTheReportedLoadInEachEnginesShape) {
+  using F = FakeOpenAiUpstream::QueueFormat;
+  struct Case {
+    F format;
+    const char* flavor;
+    std::pair<int, int> load;  // {running, queue_depth} node 0 should report
+  };
+  // 2 running and 3 waiting; without --metrics, llama-server shows only its 2 busy slots.
+  for (const Case& c :
+       {Case{F::kLlamaCpp, "llamacpp", {2, 3}}, Case{F::kLlamaCppNoMetrics, "llamacpp", {2, 0}},
+        Case{F::kVllm, "vllm", {2, 3}}, Case{F::kSglang, "sglang", {2, 3}}}) {
+    SCOPED_TRACE(c.flavor + std::string(c.format == F::kLlamaCppNoMetrics ? " (no metrics)" : ""));
+    upstreams_[0]->set_queue_format(c.format);
+    upstreams_[0]->set_slots(4);
+    upstreams_[0]->set_other_clients(2, 3);
+    StartNodes("hearsay", c.flavor);
+    ASSERT_NE(cluster_, nullptr);
+    EXPECT_TRUE(testutil::Eventually([&] { return ReportedLoad(0, 0) == c.load; }, 20s))
+        << ReportedLoad(0, 0).first << " " << ReportedLoad(0, 0).second << cluster_->LogTail(0);
+    EXPECT_TRUE(testutil::Eventually([&] { return ReportedLoad(1, 0) == c.load; }, 20s))
+        << "gossiped to the peer";
+    upstreams_[0]->set_other_clients(0, 0);
+    EXPECT_TRUE(testutil::Eventually([&] { return ReportedLoad(0, 0) == std::pair{0, 0}; }, 20s));
+    cluster_.reset();
+  }
 }
 
 }  // namespace

@@ -47,32 +47,27 @@ Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptio
                            PickFreeLoopbackPorts(o.servers, /*udp_too=*/false));
   auto log = [&](size_t i) { return o.log_dir + "/" + o.log_prefix + std::to_string(i) + ".log"; };
   for (size_t i = 0; i < o.servers; ++i) {
+    // Each flag beside its value.
+    // clang-format off
     std::vector<std::string> argv = {dir + "/bin/llama-server",
-                                     "-m",
-                                     dir + "/models/" + o.model_file,
-                                     "--host",
-                                     "127.0.0.1",
-                                     "--port",
-                                     std::to_string(ports[i]),
-                                     "-c",
-                                     std::to_string(o.slots * o.context_per_slot),
-                                     "-np",
-                                     std::to_string(o.slots),
-                                     "-t",
-                                     std::to_string(o.threads),
-                                     "-tb",
-                                     std::to_string(o.threads),
-                                     "--cache-ram",
-                                     std::to_string(o.cache_ram_mib),
+                                     "-m", dir + "/models/" + o.model_file,
+                                     "--host", "127.0.0.1",
+                                     "--port", std::to_string(ports[i]),
+                                     "-c", std::to_string(o.slots * o.context_per_slot),
+                                     "-np", std::to_string(o.slots),
+                                     "-t", std::to_string(o.threads),
+                                     "-tb", std::to_string(o.threads),
+                                     "--cache-ram", std::to_string(o.cache_ram_mib),
                                      "--slots",
-                                     "--metrics",
                                      "--no-webui",
                                      // llama2c-converted models record a 128-token training
                                      // context; the random weights do not care, so lift it.
                                      "--override-kv",
                                      "llama.context_length=int:" +
                                          std::to_string(o.context_per_slot)};
+    // clang-format on
     if (!o.alias.empty()) argv.insert(argv.end(), {"--alias", o.alias});
+    if (o.metrics) argv.push_back("--metrics");
     HEARSAY_ASSIGN_OR_RETURN(auto p, ChildProcess::Spawn(argv, log(i)));
     out->procs_.push_back(std::move(p));
     out->addresses_.push_back("127.0.0.1:" + std::to_string(ports[i]));

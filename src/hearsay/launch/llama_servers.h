@@ -43,6 +43,8 @@ struct LlamaServerOptions {
   // Host-memory prompt cache, MiB (--cache-ram); 0 = the slots are the whole cache.
   int cache_ram_mib = 64;
   int threads = 1;
+  // Publish /metrics (--metrics), where the node reads the server's own queue.
+  bool metrics = true;
   // Where the logs go (<log_prefix><i>.log).
   std::string log_dir;
   std::string log_prefix = "llama-";

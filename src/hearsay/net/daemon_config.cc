@@ -132,9 +132,13 @@ const std::vector<Setting>& Table() {
       {{"engine.upstream_slots_authoritative", "upstream-slots-authoritative", K::kBool,
         "llama.cpp's /slots lists its whole cache (llama-server --cache-ram 0)"},
        &C::upstream_slots_authoritative},
+      {{"engine.upstream_slot_wait", "upstream-slot-wait", K::kBool,
+        "llama.cpp: when /slots shows every slot busy, add the soonest slot's remaining decode "
+        "to the queue wait the node reports and prices"},
+       &C::upstream_slot_wait},
       {{"engine.upstream_queue_poll_ms", "upstream-queue-poll-ms", K::kUInt,
-        "period of GET /metrics for the engine's own queue (llamacpp with --metrics, vllm, "
-        "sglang); 0: count only the node's own requests"},
+        "period of GET /metrics (llamacpp with --metrics, vllm, sglang) and llama.cpp's "
+        "GET /slots for the engine's own queue; 0: count only the node's own requests"},
        &C::upstream_queue_poll_ms,
        0,
        kHour},

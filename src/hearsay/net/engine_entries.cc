@@ -21,6 +21,7 @@ constexpr EngineEntryKey kEntryKeys[] = {
     {"capacity_tokens", "capacity-tokens"},
     {"upstream_slots_authoritative", "upstream-slots-authoritative"},
     {"upstream_queue_poll_ms", "upstream-queue-poll-ms"},
+    {"upstream_slot_wait", "upstream-slot-wait"},
     {"upstream_models_poll_ms", "upstream-models-poll-ms"},
     {"upstream_first_token_timeout_ms", "upstream-first-token-timeout-ms"},
     {"upstream_answer_timeout_ms", "upstream-answer-timeout-ms"},

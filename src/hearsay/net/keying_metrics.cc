@@ -60,13 +60,16 @@ KeyingMetrics::KeyingMetrics(api::MetricsRegistry& r) {
   models_changes_.counter =
       &r.AddCounter("hearsay_upstream_models_changes_total",
                     "Reads of /v1/models that changed what the engine serves (the first included)");
-  const char* queue = "Requests the engine reports on its /metrics page (0 without a fresh sample)";
-  engine_running_ =
-      &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "running"}});
-  engine_waiting_ =
-      &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "waiting"}});
+  const char* queue =
+      "Requests the engine reports on its /metrics page, else its busy /slots (0 without a fresh "
+      "sample)";
+  engine_running_ = &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "running"}});
+  engine_waiting_ = &r.AddGauge("hearsay_upstream_engine_requests", queue, {{"state", "waiting"}});
   foreign_ = &r.AddGauge("hearsay_upstream_foreign_requests",
                          "Requests the engine reports beyond the node's own: other clients'");
+  const char* slots = "llama.cpp's slots as its /slots page lists them (0 without a fresh read)";
+  slots_total_ = &r.AddGauge("hearsay_upstream_engine_slots", slots, {{"state", "total"}});
+  slots_busy_ = &r.AddGauge("hearsay_upstream_engine_slots", slots, {{"state", "busy"}});
   decode_ms_ = &r.AddGauge("hearsay_upstream_decode_ms_per_token",
                            "Decode time per output token, median of recent streamed answers");
 }
@@ -100,6 +103,8 @@ void KeyingMetrics::Refresh(const PromptTokenizerStats& t, const upstream::OpenA
   engine_running_->Set(q ? q->running : 0);
   engine_waiting_->Set(q ? q->waiting : 0);
   foreign_->Set(q ? q->foreign() : 0);
+  slots_total_->Set(q ? q->slots : 0);
+  slots_busy_->Set(q ? q->busy_slots : 0);
   decode_ms_->Set(engine->decode_ms_per_token());
 }
 

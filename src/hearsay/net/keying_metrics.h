@@ -46,6 +46,8 @@ class KeyingMetrics {
   api::Gauge* engine_running_ = nullptr;
   api::Gauge* engine_waiting_ = nullptr;
   api::Gauge* foreign_ = nullptr;
+  api::Gauge* slots_total_ = nullptr;
+  api::Gauge* slots_busy_ = nullptr;
   api::Gauge* decode_ms_ = nullptr;
 };
 

@@ -183,6 +183,43 @@ std::string FakeOpenAiUpstream::models_page() const {
   return RenderModels(impl_->models);
 }
 
+std::string FakeOpenAiUpstream::metrics_page() const {
+  const std::string running = std::to_string(other_running_.load());
+  const std::string waiting = std::to_string(other_waiting_.load());
+  switch (queue_format_.load()) {
+    case QueueFormat::kLlamaCpp:
+      return "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing " + running +
+             "\n# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred " + waiting +
+             "\n";
+    case QueueFormat::kLlamaCppNoMetrics:
+      return "";
+    case QueueFormat::kVllm:
+      return "# TYPE vllm:num_requests_running "
+             "gauge\nvllm:num_requests_running{model_name=\"m\"} " +
+             running + ".0\nvllm:num_requests_waiting{model_name=\"m\"} " + waiting + ".0\n";
+    case QueueFormat::kSglang:
+      return "sglang:num_running_reqs{model_name=\"m\",tp_rank=\"0\"} " + running +
+             "\nsglang:num_queue_reqs{model_name=\"m\",tp_rank=\"0\"} " + waiting + "\n";
+  }
+  return "";
+}
+
+std::string FakeOpenAiUpstream::slots_page() const {
+  nlohmann::json page = nlohmann::json::array();
+  const uint32_t slots = slots_.load();
+  const uint32_t busy = std::min(slots, other_running_.load());
+  for (uint32_t i = 0; i < slots; ++i) {
+    const bool processing = i < busy;
+    page.push_back({{"id", i},
+                    {"n_ctx", 4096},
+                    {"is_processing", processing},
+                    {"next_token",
+                     {{{"has_next_token", processing},
+                       {"n_remain", processing ? slot_remaining_.load() : 0}}}}});
+  }
+  return page.dump();
+}
+
 std::map<std::string, int> FakeOpenAiUpstream::models_asked() const {
   std::lock_guard lock(impl_->mu);
   return impl_->models_asked;
@@ -238,13 +275,12 @@ void FakeOpenAiUpstream::Handle(http::Request req, std::shared_ptr<http::Respond
     return res->Respond(status, kJson,
                         status == 200 ? R"({"status":"ok"})" : ErrorBody("Loading model"));
   }
-  if (req.path == "/slots") return res->Respond(200, kJson, "[]");
+  if (req.path == "/slots") return res->Respond(200, kJson, slots_page());
   if (req.path == "/v1/models") return res->Respond(200, kJson, models_page());
   if (req.path == "/metrics") {
-    return res->Respond(200, {{"content-type", "text/plain; version=0.0.4"}},
-                        "llamacpp:requests_processing " + std::to_string(other_running_.load()) +
-                            "\nllamacpp:requests_deferred " +
-                            std::to_string(other_waiting_.load()) + "\n");
+    std::string page = metrics_page();
+    if (page.empty()) return res->Respond(501, kJson, ErrorBody("metrics are not enabled"));
+    return res->Respond(200, {{"content-type", "text/plain; version=0.0.4"}}, std::move(page));
   }
   if (req.path != "/v1/completions" && req.path != "/v1/chat/completions") {
     return res->Respond(404, kJson, ErrorBody("no such endpoint: " + req.path));

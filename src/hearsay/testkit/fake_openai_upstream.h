@@ -1,9 +1,14 @@
 // FakeOpenAiUpstream: an OpenAI-compatible inference server on 127.0.0.1 (an ephemeral port), for
 // tests of whatever sits in front of an engine: the node's upstream engine, `hearsay node
 // --engine openai`, the load generator. It is shaped like llama.cpp's llama-server where a node
-// looks: GET /health, GET /slots ("[]"), GET /metrics (llama-server's queue gauges, showing the
-// requests set by set_other_clients()), and `timings` (cache_n, prompt_n) in the first streamed
-// chunk. A test switches its behaviour at any moment with set_mode().
+// looks: GET /health, GET /slots, GET /metrics, and `timings` (cache_n, prompt_n) in the first
+// streamed chunk. A test switches its behaviour at any moment with set_mode().
+//
+// Its own queue: the requests of other clients set by set_other_clients() are published in the
+// shape set_queue_format() picks: llama-server's /metrics gauges (processing, deferred) with
+// --metrics or without it (/metrics answers 501 and only /slots shows the running ones as busy
+// slots), vLLM's or SGLang's /metrics gauges. /slots lists set_slots() slots (default none: "[]"),
+// the first min(running, slots) busy, each with the output tokens it may still make.
 //
 // GET /v1/models lists the models set by set_models() (default one, "fake-model") in the shape of
 // llama.cpp, vLLM or SGLang (served_models.h), adapters as vLLM lists them (entries with a
@@ -82,12 +87,21 @@ class FakeOpenAiUpstream {
   Mode mode() const { return mode_; }
   // The status of GET /health outside kDown (200; 503 plays an engine still loading its model).
   void set_health_status(int status) { health_status_ = status; }
-  // Requests of other clients (not through hearsay) that /metrics reports as processing and
-  // deferred (default none).
+  // Requests of other clients (not through hearsay), running and waiting (default none).
   void set_other_clients(uint32_t running, uint32_t waiting) {
     other_running_ = running;
     other_waiting_ = waiting;
   }
+  enum class QueueFormat { kLlamaCpp, kLlamaCppNoMetrics, kVllm, kSglang };
+  void set_queue_format(QueueFormat format) { queue_format_ = format; }
+  // Slots /slots lists, and the output tokens each busy one may still make (default 0, 100).
+  void set_slots(uint32_t slots, uint32_t remaining_tokens = 100) {
+    slots_ = slots;
+    slot_remaining_ = remaining_tokens;
+  }
+  // The /metrics page (empty when the format publishes none) and the /slots page, as now.
+  std::string metrics_page() const;
+  std::string slots_page() const;
   // What kServerError answers (default 500, "the fake engine failed").
   void set_server_error(int status, std::string message);
   // The text of each answer chunk (default " tok").
@@ -121,6 +135,9 @@ class FakeOpenAiUpstream {
   std::atomic<int> health_status_{200};
   std::atomic<uint32_t> other_running_{0};
   std::atomic<uint32_t> other_waiting_{0};
+  std::atomic<QueueFormat> queue_format_{QueueFormat::kLlamaCpp};
+  std::atomic<uint32_t> slots_{0};
+  std::atomic<uint32_t> slot_remaining_{100};
   std::atomic<int> completions_{0};
   std::atomic<int> requests_{0};
 };

@@ -148,6 +148,28 @@ TEST(FakeOpenAiUpstreamTest, ListsModelsInEachEnginesShape) {
   EXPECT_FALSE(page["data"][1].contains("parent"));
 }
 
+TEST(FakeOpenAiUpstreamTest, PublishesOtherClientsInEachEnginesQueueShape) {
+  FakeOpenAiUpstream fake;
+  fake.set_other_clients(3, 5);
+  fake.set_slots(2, 7);
+  auto metrics = [&] { return HttpGet(fake.address(), "/metrics", 5s).value(); };
+  EXPECT_NE(metrics().body.find("llamacpp:requests_processing 3\n"), std::string::npos);
+  EXPECT_NE(metrics().body.find("llamacpp:requests_deferred 5\n"), std::string::npos);
+  using F = FakeOpenAiUpstream::QueueFormat;
+  fake.set_queue_format(F::kVllm);
+  EXPECT_NE(metrics().body.find("vllm:num_requests_waiting{model_name=\"m\"} 5.0"),
+            std::string::npos);
+  fake.set_queue_format(F::kSglang);
+  EXPECT_NE(metrics().body.find("sglang:num_queue_reqs{"), std::string::npos);
+  fake.set_queue_format(F::kLlamaCppNoMetrics);
+  EXPECT_EQ(metrics().status, 501);
+  // Both slots busy (3 running), each with 7 output tokens to go.
+  const json slots = json::parse(HttpGet(fake.address(), "/slots", 5s)->body);
+  ASSERT_EQ(slots.size(), 2u);
+  EXPECT_TRUE(slots[1]["is_processing"]);
+  EXPECT_EQ(slots[1]["next_token"][0]["n_remain"], 7);
+}
+
 TEST(FakeOpenAiUpstreamTest, DelaysTakeRealTimeAndAreReportedAsPromptMs) {
   FakeOpenAiUpstream fake;
   fake.set_delays({.base_ms = 5, .prefill_ms_per_token = 2, .decode_ms_per_token = 3});

@@ -129,11 +129,11 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   live.call = transport_.Send(std::move(http), std::move(cb));
   // The prompt text only serves /slots reconciliation (llama.cpp); other upstreams skip the parse.
   const bool llamacpp = options_.flavor == UpstreamFlavor::kLlamaCpp;
-  live.estimate = tracker_.Predict(
-      id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(), live.submitted,
-      request.cache_namespace);
-  uncached_per_request_.Add(static_cast<double>(live.prompt_len - std::min<size_t>(
-                                                                      live.estimate, live.prompt_len)));
+  live.estimate =
+      tracker_.Predict(id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(),
+                       live.submitted, request.cache_namespace);
+  uncached_per_request_.Add(
+      static_cast<double>(live.prompt_len - std::min<size_t>(live.estimate, live.prompt_len)));
   live.first_token_timer = scheduler_.RunAfter(deadline, [this, id, stream, deadline] {
     auto it = live_.find(id);
     if (it == live_.end()) return;
@@ -486,17 +486,20 @@ void OpenAiEngine::Tick() {
     next_probe_ = now + options_.health_interval;
     Probe();
   }
-  if (options_.flavor == UpstreamFlavor::kLlamaCpp &&
-      options_.reconcile_interval > Duration::zero() && now >= next_reconcile_) {
+  const bool llamacpp = options_.flavor == UpstreamFlavor::kLlamaCpp;
+  if (llamacpp && options_.reconcile_interval > Duration::zero() && now >= next_reconcile_) {
     next_reconcile_ = now + options_.reconcile_interval;
-    Reconcile();
+    reconcile_due_ = true;
   }
   const bool poll_queue =
       QueueGaugesOf(options_.flavor) && options_.queue_poll_interval > Duration::zero();
-  if (poll_queue && now >= next_queue_poll_) {
+  const bool queue_due = poll_queue && now >= next_queue_poll_;
+  if (queue_due) {
     next_queue_poll_ = now + options_.queue_poll_interval;
     PollQueue();
   }
+  // One /slots read serves both the queue and, when due, reconciliation.
+  if (llamacpp && (reconcile_due_ || queue_due)) ReadSlots(reconcile_due_);
   // Without a period, only until the first good read.
   const bool poll_models = options_.models_poll_interval > Duration::zero();
   if (now >= next_models_poll_ && (poll_models || !served_models_)) {
@@ -553,49 +556,63 @@ void OpenAiEngine::Probe() {
       return;
     }
     ++stats_.health_probe_failures;
-    RecordFailure(r.transport.ok() ? "health probe answered HTTP " +
-                                         std::to_string(r.http_status) + ": " +
-                                         UpstreamErrorMessage(r.body)
+    RecordFailure(r.transport.ok() ? "health probe answered HTTP " + std::to_string(r.http_status) +
+                                         ": " + UpstreamErrorMessage(r.body)
                                    : "health probe failed: " + r.transport.message());
   });
 }
 
-void OpenAiEngine::Reconcile() {
+void OpenAiEngine::ReadSlots(bool reconcile) {
   if (slots_call_ || !healthy_) return;
   constexpr size_t kMaxSlotsBody = 64 << 20;
-  Get(slots_call_, "/slots", options_.reconcile_interval, kMaxSlotsBody, [this](GetResult r) {
+  const Duration timeout = reconcile ? options_.reconcile_interval : options_.queue_poll_interval;
+  Get(slots_call_, "/slots", timeout, kMaxSlotsBody, [this, reconcile](GetResult r) {
     Result<std::vector<SlotState>> slots =
-        !r.transport.ok()       ? Result<std::vector<SlotState>>(r.transport)
-        : r.http_status != 200  ? Result<std::vector<SlotState>>(
-                                      UnavailableError("HTTP " + std::to_string(r.http_status)))
-        : r.too_long            ? Result<std::vector<SlotState>>(
-                                      InvalidArgumentError("answer over 64 MiB"))
-                                : ParseSlots(r.body);
+        !r.transport.ok()      ? Result<std::vector<SlotState>>(r.transport)
+        : r.http_status != 200 ? Result<std::vector<SlotState>>(
+                                     UnavailableError("HTTP " + std::to_string(r.http_status)))
+        : r.too_long ? Result<std::vector<SlotState>>(InvalidArgumentError("answer over 64 MiB"))
+                     : ParseSlots(r.body);
     if (!slots.ok()) {
+      slots_queue_.reset();
       // Not a health signal: /slots may be disabled (llama-server --no-slots).
       if (stats_.reconcile_failures++ == 0) {
         spdlog::warn(
-            "openai engine: GET /slots failed ({}); cache reconciliation is off until "
-            "it works (start llama-server with --slots)",
+            "openai engine: GET /slots failed ({}); cache reconciliation and the slot count are "
+            "off until it works (start llama-server with --slots)",
             slots.status().message());
       }
       return;
     }
-  std::vector<std::string> held;
-    for (const SlotState& slot : slots.value()) {
-      held.push_back(std::string(NormalizeSlotText(slot.prompt)) + slot.generated);
-    }
-    auto resident = [&held](const std::string& text) {
-      const std::string_view t = NormalizeSlotText(text);
-      return std::any_of(held.begin(), held.end(),
-                         [t](const std::string& h) { return std::string_view(h).starts_with(t); });
-    };
-    const ReconcileOutcome o =
-        tracker_.Reconcile(resident, options_.slots_authoritative, scheduler_.clock().Now());
-    ++stats_.reconciles;
-    stats_.reconcile_confirmed += o.confirmed;
-    stats_.reconcile_removed += o.removed;
+    ++stats_.slots_polls;
+    const SlotsSummary summary = SummarizeSlots(slots.value());
+    slots_queue_ = EngineQueueSample{.running = summary.busy,
+                                     .own_in_flight = static_cast<uint32_t>(live_.size()),
+                                     .at = scheduler_.clock().Now(),
+                                     .slots = summary.slots,
+                                     .busy_slots = summary.busy,
+                                     .soonest_free_tokens = summary.soonest_free_tokens};
+    if (!reconcile) return;
+    reconcile_due_ = false;
+    Reconcile(slots.value());
   });
+}
+
+void OpenAiEngine::Reconcile(const std::vector<SlotState>& slots) {
+  std::vector<std::string> held;
+  for (const SlotState& slot : slots) {
+    held.push_back(std::string(NormalizeSlotText(slot.prompt)) + slot.generated);
+  }
+  auto resident = [&held](const std::string& text) {
+    const std::string_view t = NormalizeSlotText(text);
+    return std::any_of(held.begin(), held.end(),
+                       [t](const std::string& h) { return std::string_view(h).starts_with(t); });
+  };
+  const ReconcileOutcome o =
+      tracker_.Reconcile(resident, options_.slots_authoritative, scheduler_.clock().Now());
+  ++stats_.reconciles;
+  stats_.reconcile_confirmed += o.confirmed;
+  stats_.reconcile_removed += o.removed;
 }
 
 engine::EngineLoad OpenAiEngine::Load() const {
@@ -621,7 +638,8 @@ engine::EngineLoad OpenAiEngine::Load() const {
   l.waiting_prefill_tokens = pending_prefill;
   l.prefill_ms_per_token = prefill_speed_.value();
   l.decode_ms_per_token = decode_speed_.value();
-  l.estimated_queue_wait = FromMillis(prefill_speed_.value() * static_cast<double>(pending_prefill));
+  l.estimated_queue_wait =
+      FromMillis(prefill_speed_.value() * static_cast<double>(pending_prefill)) + SlotWait(l);
   if (!healthy_) {
     l.waiting_requests = std::max(l.waiting_requests, kUnhealthyQueueDepth);
     l.kv_used_tokens = l.kv_capacity_tokens;

@@ -19,9 +19,14 @@
 // the tokens between); each is the median of recent answers (engine::SpeedEstimate).
 //
 // The engine's own queue (engine_metrics.h): where the flavor publishes queue gauges on /metrics,
-// they are polled every queue_poll_interval. Requests the engine reports beyond the node's own
-// in flight at the sample are other clients' (the engine may be shared): Load() adds them,
-// waiting ones first, each priced at the median uncached prompt of the node's own requests.
+// they are polled every queue_poll_interval; llama.cpp's /slots (its slots, which are busy, how
+// many output tokens each may still make) is read on the same period. The queue is the /metrics
+// sample's counts, or the busy slots when /metrics has none (llama-server without --metrics).
+// Requests the engine reports beyond the node's own in flight at the sample are other clients'
+// (the engine may be shared): Load() adds them, waiting ones first, each priced at the median
+// uncached prompt of the node's own requests. With price_slot_wait, when every slot is busy, a new
+// request also waits for the soonest one to free: its remaining output at the measured decode
+// speed.
 //
 // Cache evidence (see cache_tracker.h): the first chunk that reports cached tokens
 // (timings.cache_n or usage.prompt_tokens_details.cached_tokens) confirms or corrects the
@@ -73,6 +78,7 @@
 #include "hearsay/upstream/drift_detector.h"
 #include "hearsay/upstream/openai_engine_options.h"
 #include "hearsay/upstream/served_models.h"
+#include "hearsay/upstream/upstream_response.h"
 #include "hearsay/upstream/upstream_transport.h"
 
 namespace hearsay::upstream {
@@ -111,18 +117,24 @@ struct OpenAiEngineStats {
   uint64_t reconcile_removed = 0;
   uint64_t queue_polls = 0;           // /metrics pages read
   uint64_t queue_poll_failures = 0;   // /metrics unreachable, refused or unreadable
+  uint64_t slots_polls = 0;           // /slots pages read (llama.cpp)
   uint64_t models_polls = 0;          // /v1/models pages read
   uint64_t models_poll_failures = 0;  // /v1/models unreachable, refused or unreadable
   uint64_t models_changes = 0;        // reads that changed what the engine serves
 };
 
-// The engine's queue by its own count, as last read from its /metrics page.
+// The engine's queue by its own count, as last read from its /metrics page (or its /slots page).
 struct EngineQueueSample {
   uint32_t running = 0;
   uint32_t waiting = 0;
   // The node's own requests in flight to the engine when the page was read.
   uint32_t own_in_flight = 0;
   TimePoint at{};
+  // From a fresh /slots read (llama.cpp), else 0 / nullopt: the engine's slots, the busy ones, and
+  // the fewest output tokens a busy slot may still make before it frees.
+  uint32_t slots = 0;
+  uint32_t busy_slots = 0;
+  std::optional<uint32_t> soonest_free_tokens = std::nullopt;
   // Reported beyond the node's own: other clients' requests.
   uint32_t foreign() const {
     return running + waiting > own_in_flight ? running + waiting - own_in_flight : 0;
@@ -167,7 +179,8 @@ class OpenAiEngine final : public engine::Engine {
   void set_on_served_models(std::function<void(const ServedModels&)> cb) {
     on_served_models_ = std::move(cb);
   }
-  // The last queue sample while fresh (within 3 poll intervals), nullopt otherwise.
+  // The engine's queue while a sample is fresh (within 3 poll intervals), nullopt otherwise: the
+  // /metrics sample's counts, else the /slots sample's busy slots as running; slots from /slots.
   std::optional<EngineQueueSample> engine_queue() const;
   // The estimate, for the vLLM KV-events source (kv_events_tracking.h), which cuts from it the
   // blocks the engine reports dropped.
@@ -236,7 +249,13 @@ class OpenAiEngine final : public engine::Engine {
            size_t max_body, std::function<void(GetResult)> done);
   void Tick();
   void Probe();
-  void Reconcile();
+  // GET /slots (llama.cpp): the queue sample from the slots, and, when `reconcile`, the cache
+  // estimate reconciled with what the slots hold.
+  void ReadSlots(bool reconcile);
+  void Reconcile(const std::vector<SlotState>& slots);
+  // Time a request sent now waits for a slot: when every slot is busy, the soonest busy slot's
+  // remaining output at the measured decode speed, less the time since the sample.
+  Duration SlotWait(const engine::EngineLoad& load) const;
   // GET /metrics for the engine's queue gauges (openai_engine_queue.cc).
   void PollQueue();
   // GET /v1/models for what the engine serves (openai_engine_models.cc).
@@ -269,6 +288,9 @@ class OpenAiEngine final : public engine::Engine {
   std::function<void(const ServedModels&)> on_served_models_;
   TimePoint next_models_poll_{};
   std::optional<EngineQueueSample> engine_queue_;
+  // The last /slots read, as a queue sample (slots, busy_slots, running = busy_slots).
+  std::optional<EngineQueueSample> slots_queue_;
+  bool reconcile_due_ = false;
   TimePoint next_queue_poll_{};
   TimerId tick_timer_ = kNoTimer;
   TimePoint next_probe_{};

@@ -61,6 +61,10 @@ struct OpenAiEngineOptions {
   // Period of GET /metrics for the engine's own queue (llama.cpp with --metrics, vLLM, SGLang);
   // 0 disables it. A sample older than three periods is not used.
   Duration queue_poll_interval = std::chrono::seconds(1);
+  // llama.cpp: when /slots shows every slot busy, add the soonest slot's remaining decode to the
+  // queue wait the node reports and prices. Off until measured on an idle machine (see
+  // docs/engines.md).
+  bool price_slot_wait = false;
   // Period of GET /v1/models, which says what the engine serves (served_models.h): read at start
   // and then periodically, so an engine restarted with another model or a newly loaded adapter
   // changes what the node advertises. 0 reads it only at start.

@@ -15,11 +15,11 @@ void OpenAiEngine::PollQueue() {
   Get(metrics_call_, "/metrics", options_.queue_poll_interval, kMaxMetricsBytes,
       [this](GetResult r) {
         Result<EngineQueue> queue =
-            !r.transport.ok()      ? Result<EngineQueue>(r.transport)
-            : r.http_status != 200 ? Result<EngineQueue>(
-                                         UnavailableError("HTTP " + std::to_string(r.http_status)))
-            : r.too_long           ? Result<EngineQueue>(InvalidArgumentError("page too long"))
-                                   : ParseEngineQueue(options_.flavor, r.body);
+            !r.transport.ok() ? Result<EngineQueue>(r.transport)
+            : r.http_status != 200
+                ? Result<EngineQueue>(UnavailableError("HTTP " + std::to_string(r.http_status)))
+            : r.too_long ? Result<EngineQueue>(InvalidArgumentError("page too long"))
+                         : ParseEngineQueue(options_.flavor, r.body);
         if (!queue.ok()) {
           engine_queue_.reset();
           // Not a health signal: llama-server publishes /metrics only with --metrics.
@@ -32,18 +32,42 @@ void OpenAiEngine::PollQueue() {
           return;
         }
         ++stats_.queue_polls;
-        engine_queue_ = EngineQueueSample{queue.value().running, queue.value().waiting,
-                                          static_cast<uint32_t>(live_.size()),
-                                          scheduler_.clock().Now()};
+        engine_queue_ = EngineQueueSample{.running = queue.value().running,
+                                          .waiting = queue.value().waiting,
+                                          .own_in_flight = static_cast<uint32_t>(live_.size()),
+                                          .at = scheduler_.clock().Now()};
       });
 }
 
 std::optional<EngineQueueSample> OpenAiEngine::engine_queue() const {
-  if (!engine_queue_) return std::nullopt;
-  if (scheduler_.clock().Now() - engine_queue_->at > 3 * options_.queue_poll_interval) {
-    return std::nullopt;
+  // Without a queue period, /slots is read only to reconcile: its counts are not used.
+  if (options_.queue_poll_interval <= Duration::zero()) return std::nullopt;
+  const TimePoint now = scheduler_.clock().Now();
+  auto fresh = [&](const std::optional<EngineQueueSample>& s) {
+    return s && now - s->at <= 3 * options_.queue_poll_interval;
+  };
+  const bool metrics = fresh(engine_queue_);
+  const bool slots = fresh(slots_queue_);
+  if (!metrics) return slots ? slots_queue_ : std::nullopt;
+  // /metrics counts the deferred requests too; /slots adds what it knows of the slots.
+  EngineQueueSample q = *engine_queue_;
+  if (slots) {
+    q.slots = slots_queue_->slots;
+    q.busy_slots = slots_queue_->busy_slots;
+    q.soonest_free_tokens = slots_queue_->soonest_free_tokens;
   }
-  return engine_queue_;
+  return q;
+}
+
+Duration OpenAiEngine::SlotWait(const engine::EngineLoad& load) const {
+  if (!options_.price_slot_wait) return Duration::zero();
+  const std::optional<EngineQueueSample> q = engine_queue();
+  if (!q || q->slots == 0 || !q->soonest_free_tokens) return Duration::zero();
+  if (load.running_requests < q->slots) return Duration::zero();
+  const Duration left =
+      FromMillis(decode_speed_.value() * static_cast<double>(*q->soonest_free_tokens)) -
+      (scheduler_.clock().Now() - slots_queue_->at);
+  return std::max(left, Duration::zero());
 }
 
 void OpenAiEngine::AddForeignLoad(engine::EngineLoad& load, uint64_t& pending_prefill) const {

@@ -1,8 +1,11 @@
 // Decoders for upstream responses: see upstream_response.h.
 #include "hearsay/upstream/upstream_response.h"
 
-#include <limits>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "hearsay/upstream/body_rewriter.h"
@@ -35,6 +38,20 @@ Status ReadCount(const json& obj, const char* name, std::optional<uint32_t>* out
     }
   }
   return InvalidArgumentError(std::string(name) + " is not a non-negative integer");
+}
+
+// llama.cpp's next_token[0].n_remain: a count, or -1 for a request without an output limit.
+Status ReadRemaining(const json& slot, std::optional<uint32_t>* out) {
+  auto next = slot.find("next_token");
+  if (next == slot.end() || next->is_null()) return OkStatus();
+  if (!next->is_array()) return InvalidArgumentError("/slots next_token is not an array");
+  if (next->empty()) return OkStatus();
+  if (!next->front().is_object()) return InvalidArgumentError("/slots next_token is not objects");
+  auto n = next->front().find("n_remain");
+  if (n != next->front().end() && n->is_number_integer() && n->get<int64_t>() < 0) {
+    return OkStatus();  // unlimited
+  }
+  return ReadCount(next->front(), "n_remain", out);
 }
 
 std::string ErrorText(const json& err) {
@@ -190,9 +207,26 @@ Result<std::vector<SlotState>> ParseSlots(std::string_view body) {
     std::optional<uint32_t> n;
     if (Status e = ReadCount(s, "n_prompt_tokens", &n); !e.ok()) return e;
     st.tokens = n;
+    if (Status e = ReadCount(s, "n_ctx", &st.n_ctx); !e.ok()) return e;
+    if (Status e = ReadRemaining(s, &st.remaining_tokens); !e.ok()) return e;
     out.push_back(std::move(st));
   }
   return out;
+}
+
+SlotsSummary SummarizeSlots(std::span<const SlotState> slots) {
+  SlotsSummary s;
+  s.slots = static_cast<uint32_t>(std::min<size_t>(slots.size(), UINT32_MAX));
+  for (const SlotState& slot : slots) {
+    s.n_ctx = std::max(s.n_ctx, slot.n_ctx.value_or(0));
+    if (!slot.is_processing) continue;
+    ++s.busy;
+    if (slot.remaining_tokens) {
+      s.soonest_free_tokens =
+          std::min(s.soonest_free_tokens.value_or(UINT32_MAX), *slot.remaining_tokens);
+    }
+  }
+  return s;
 }
 
 Result<std::string> RewriteRequestBody(std::string_view body, bool llamacpp, std::string_view model,

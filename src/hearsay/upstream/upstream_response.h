@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,10 +68,25 @@ struct SlotState {
   std::string generated;
   // Tokens in the slot's KV (n_prompt_tokens), when reported.
   std::optional<uint32_t> tokens;
+  // The slot's context size (n_ctx), when reported.
+  std::optional<uint32_t> n_ctx;
+  // Output tokens the slot's request may still generate (next_token[0].n_remain); nullopt when
+  // unreported or unlimited (llama.cpp writes -1).
+  std::optional<uint32_t> remaining_tokens;
 };
 
 // Decodes the body of GET /slots (a JSON array). INVALID_ARGUMENT on anything else.
 Result<std::vector<SlotState>> ParseSlots(std::string_view body);
+
+// What /slots says of the engine's queue: its slots, how many are busy, and the soonest a busy
+// slot's request can end (in output tokens; nullopt when no busy slot reports a limit).
+struct SlotsSummary {
+  uint32_t slots = 0;
+  uint32_t busy = 0;
+  uint32_t n_ctx = 0;  // the largest slot context reported, 0 when none
+  std::optional<uint32_t> soonest_free_tokens = std::nullopt;
+};
+SlotsSummary SummarizeSlots(std::span<const SlotState> slots);
 
 // Rewrites a client's OpenAI request body for the upstream. With `stream`, it asks for a stream
 // with usage in it (stream_options.include_usage); without, for one JSON answer ("stream": false,

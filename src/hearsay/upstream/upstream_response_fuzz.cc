@@ -68,7 +68,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   CheckStreamDecoder(text);
   (void)hearsay::upstream::UpstreamErrorMessage(text);
-  (void)hearsay::upstream::ParseSlots(text);
+  if (auto slots = hearsay::upstream::ParseSlots(text); slots.ok()) {
+    const auto sum = hearsay::upstream::SummarizeSlots(slots.value());
+    if (sum.busy > sum.slots || (sum.soonest_free_tokens && sum.busy == 0)) std::abort();
+  }
   const bool stream = size % 2 == 0;
   if (auto fast = hearsay::upstream::RewriteRequestBodyByScan(text, true, "m", stream)) {
     // The fast rewrite writes the tree's JSON value (members in any order).

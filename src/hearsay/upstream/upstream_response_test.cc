@@ -76,6 +76,34 @@ TEST(UpstreamResponseTest, Slots) {
   EXPECT_FALSE(ParseSlots("[1]").ok());
 }
 
+// The shape llama-server's GET /slots has without LLAMA_SERVER_SLOTS_DEBUG (no prompt text).
+TEST(UpstreamResponseTest, SlotsSummaryCountsBusySlotsAndTheSoonestToFree) {
+  auto s = ParseSlots(R"([
+    {"id":0,"n_ctx":2048,"speculative":false,"is_processing":true,"id_task":7,
+     "n_prompt_tokens":40,"next_token":[{"has_next_token":true,"n_remain":12,"n_decoded":4}]},
+    {"id":1,"n_ctx":2048,"is_processing":true,
+     "next_token":[{"has_next_token":true,"n_remain":-1,"n_decoded":9}]},
+    {"id":2,"n_ctx":2048,"is_processing":true,
+     "next_token":[{"has_next_token":true,"n_remain":5,"n_decoded":1}]},
+    {"id":3,"n_ctx":2048,"is_processing":false,
+     "next_token":[{"has_next_token":false,"n_remain":0,"n_decoded":16}]}])");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s.value()[0].n_ctx, 2048u);
+  EXPECT_EQ(s.value()[0].remaining_tokens, 12u);
+  EXPECT_FALSE(s.value()[1].remaining_tokens);  // -1: no output limit
+  const SlotsSummary sum = SummarizeSlots(s.value());
+  EXPECT_EQ(sum.slots, 4u);
+  EXPECT_EQ(sum.busy, 3u);
+  EXPECT_EQ(sum.n_ctx, 2048u);
+  EXPECT_EQ(sum.soonest_free_tokens, 5u);  // idle slot 3's 0 does not count
+  EXPECT_FALSE(SummarizeSlots({}).soonest_free_tokens);
+  // Wrong types are refused, not guessed.
+  EXPECT_FALSE(ParseSlots(R"([{"n_ctx":-4}])").ok());
+  EXPECT_FALSE(ParseSlots(R"([{"next_token":{"n_remain":3}}])").ok());
+  EXPECT_FALSE(ParseSlots(R"([{"next_token":[{"n_remain":"3"}]}])").ok());
+  EXPECT_FALSE(ParseSlots(R"([{"next_token":[{"n_remain":1e12}]}])").ok());
+}
+
 TEST(UpstreamResponseTest, RewriteForcesStreamingAndEvidence) {
   auto r = RewriteRequestBody(R"({"prompt":"p","stream":false,"stream_options":null})", true, "");
   ASSERT_TRUE(r.ok());
