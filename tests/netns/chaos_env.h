@@ -141,7 +141,18 @@ struct BedCluster {
   ~BedCluster() { cluster.reset(); }
 };
 
-inline std::unique_ptr<BedCluster> StartBedCluster(size_t n) {
+// The forward timeout the silent-peer scenarios give every node: far above kSilentPeerBound, so
+// a request that waits for it (instead of the deadline from its expected time to first token)
+// fails the bound.
+inline constexpr const char* kLongForwardTimeoutMs = "30000";
+// The longest a request entering at a healthy node may take while a peer drops its packets
+// silently (one-way partition, SIGSTOP): a forward there is given up after its first-token
+// deadline (limits.forward_deadline_floor_ms, 1 s, for these fast prompts) and retried.
+inline constexpr auto kSilentPeerBound = 10s;
+
+// Makes a bed of options.nodes hosts and starts the cluster `options` describes on it.
+inline std::unique_ptr<BedCluster> StartBedCluster(LocalClusterOptions options) {
+  const size_t n = options.nodes;
   auto out = std::make_unique<BedCluster>();
   Result<std::unique_ptr<launch::NetnsBed>> made = launch::NetnsBed::Create(n);
   if (!made.ok()) {
@@ -152,7 +163,6 @@ inline std::unique_ptr<BedCluster> StartBedCluster(size_t n) {
   std::printf("chaos: delay/loss injection: %s\n",
               out->bed->NetemAvailable() ? "netem available (unused here)"
                                          : "NOT available: this kernel has no netem qdisc");
-  LocalClusterOptions options = ClusterOptions(n);
   for (size_t i = 0; i < n; ++i) {
     options.node_hosts.push_back(out->bed->Address(i));
     options.node_exec_prefix.push_back(out->bed->ExecPrefix(i));
@@ -160,6 +170,13 @@ inline std::unique_ptr<BedCluster> StartBedCluster(size_t n) {
   out->cluster = StartCluster(options);
   if (out->cluster == nullptr) return nullptr;
   return out;
+}
+
+inline std::unique_ptr<BedCluster> StartBedCluster(size_t n,
+                                                   std::vector<std::string> extra_flags = {}) {
+  LocalClusterOptions options = ClusterOptions(n);
+  options.extra_flags = std::move(extra_flags);
+  return StartBedCluster(std::move(options));
 }
 
 // "node-a sees node-b dead" for every node of `watchers` that lists a node of `watched` as dead
@@ -214,6 +231,19 @@ inline std::string CheckOutcomes(const std::vector<Outcome>& outcomes,
                " over 1 s, p99 " + std::to_string(P99(latencies[p]).count()) + " ms;";
   }
   return figures;
+}
+
+// The slowest request of `phase` that entered at a node outside `faulted_entries`.
+inline std::chrono::milliseconds Slowest(const std::vector<Outcome>& outcomes,
+                                         const std::string& phase,
+                                         const std::set<size_t>& faulted_entries = {}) {
+  std::chrono::milliseconds slowest{0};
+  for (const Outcome& o : outcomes) {
+    if (o.phase == phase && faulted_entries.count(o.entry) == 0) {
+      slowest = std::max(slowest, o.latency);
+    }
+  }
+  return slowest;
 }
 
 inline long long Millis(Clock::duration d) {

@@ -315,6 +315,13 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
     // prefill came in at 0.5-2x the price), so a peer bounces a forward only when it is well
     // past what was asked, not on noise.
     no.bounce_margin_fraction = 0.5;
+  } else {
+    // A silent peer (partitioned, stopped) costs a few expected first tokens, not the whole
+    // forward timeout. Not with upstream engines: their speeds are measured, so the first
+    // estimates are the preset's (a CPU llama.cpp is ~100x slower), and a cut forward's work
+    // is redone elsewhere.
+    no.forward_deadline_factor = double(c.forward_deadline_factor);
+    no.forward_deadline_floor = std::chrono::milliseconds(c.forward_deadline_floor_ms);
   }
   // What the node serves: its configured model now, and what the engine lists once read.
   no.service = CurrentService().service;
