@@ -30,12 +30,6 @@ std::vector<size_t> Others() {
   return out;
 }
 
-std::vector<std::string> Entries(LocalCluster& cluster) {
-  std::vector<std::string> entries;
-  for (size_t i = 0; i < cluster.size(); ++i) entries.push_back(cluster.node(i).http_address);
-  return entries;
-}
-
 TEST(ChaosNodeFailureTest, KillNineThenRestartLosesNoRequestAtHealthyEntries) {
   if (Status why = launch::NetnsBed::CheckAvailable(); !why.ok()) {
     GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();

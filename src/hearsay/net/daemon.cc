@@ -252,7 +252,8 @@ void Daemon::InitForwarding() {
   po.origin_node_id = node_id_;
   po.first_token_timeout = std::chrono::milliseconds(c.forward_timeout_ms);
   peer_client_ = std::make_unique<http::HttpPeerClient>(*http_client_, PostToCore(), po);
-  logging_peer_client_ = std::make_unique<LoggingPeerClient>(*peer_client_, node_id_);
+  delayed_peer_client_ = std::make_unique<DelayedPeerClient>(*peer_client_, *scheduler_);
+  logging_peer_client_ = std::make_unique<LoggingPeerClient>(*delayed_peer_client_, node_id_);
   if (!c.insecure) {
     KeyAdminOptions ka{c.keyring_file, c.admin_allow_remote, node_id_, UnixMillisNow};
     // Runs on the core thread, where the peer client lives.
@@ -461,6 +462,7 @@ void Daemon::StopThreads() {
   node_.reset();
   engine_.reset();
   logging_peer_client_.reset();
+  delayed_peer_client_.reset();
   peer_client_.reset();
   http_client_.reset();
   prompt_tokenizer_.reset();

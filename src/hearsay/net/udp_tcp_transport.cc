@@ -181,6 +181,7 @@ TransportCounters UdpTcpTransport::counters() const {
   c.send_errors = counters_.send_errors.load(std::memory_order_relaxed);
   c.oversize_drops = counters_.oversize_drops.load(std::memory_order_relaxed);
   c.blocked_drops = counters_.blocked_drops.load(std::memory_order_relaxed);
+  c.fault_drops = counters_.fault_drops.load(std::memory_order_relaxed);
   c.protocol_errors = counters_.protocol_errors.load(std::memory_order_relaxed);
   c.connections_opened = counters_.connections_opened.load(std::memory_order_relaxed);
   c.connections_accepted = counters_.connections_accepted.load(std::memory_order_relaxed);
@@ -207,9 +208,26 @@ bool UdpTcpTransport::IsBlocked(const std::string& canonical) const {
   return !blocked_.empty() && blocked_.count(canonical) > 0;
 }
 
+void UdpTcpTransport::SetLinkFaults(Duration delay, double loss, uint64_t seed) {
+  asio::post(strand_, [this, delay, loss, seed] {
+    fault_delay_ = delay;
+    fault_loss_ = loss;
+    fault_rng_ = Rng(seed);
+  });
+}
+
 void UdpTcpTransport::Send(const Address& to, Channel channel, std::vector<uint8_t> payload) {
   asio::post(strand_, [this, to, channel, payload = std::move(payload)]() mutable {
-    DoSend(to, channel, std::move(payload));
+    if (channel == Channel::kDatagram && fault_loss_ > 0 && fault_rng_.Bernoulli(fault_loss_)) {
+      counters_.fault_drops.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (fault_delay_ <= Duration::zero()) return DoSend(to, channel, std::move(payload));
+    auto timer = std::make_shared<asio::steady_timer>(strand_, ToSteady(fault_delay_));
+    timer->async_wait(
+        [this, timer, to, channel, payload = std::move(payload)](const error_code& ec) mutable {
+          if (!ec) DoSend(to, channel, std::move(payload));
+        });
   });
 }
 
@@ -266,35 +284,35 @@ void UdpTcpTransport::DoSend(const Address& to, Channel channel, std::vector<uin
 
 void UdpTcpTransport::Resolve(const Address& to) {
   Result<HostPort> hp = ParseHostPort(to);
-  resolver_.async_resolve(hp->host, std::to_string(hp->port),
-                          [this, to](const error_code& ec, Udp::resolver::results_type results) {
-                            auto node = awaiting_.extract(to);
-                            if (ec || results.empty()) {
-                              if (!node.empty()) {
-                                counters_.send_errors.fetch_add(node.mapped().size(),
-                                                                std::memory_order_relaxed);
-                              }
-                              return;
-                            }
-                            // Every address, once each (a name may list one per protocol).
-                            Resolved r{{}, std::chrono::steady_clock::now()};
-                            for (const auto& entry : results) {
-                              if (std::find(r.endpoints.begin(), r.endpoints.end(),
-                                            entry.endpoint()) == r.endpoints.end()) {
-                                r.endpoints.push_back(entry.endpoint());
-                              }
-                            }
-                            if (node.empty()) {
-                              resolved_[to] = std::move(r);
-                              return;
-                            }
-                            for (auto& [channel, payload] : node.mapped()) {
-                              for (const Udp::endpoint& ep : r.endpoints) {
-                                SendTo(ep, channel, payload);
-                              }
-                            }
-                            resolved_[to] = std::move(r);
-                          });
+  resolver_.async_resolve(
+      hp->host, std::to_string(hp->port),
+      [this, to](const error_code& ec, Udp::resolver::results_type results) {
+        auto node = awaiting_.extract(to);
+        if (ec || results.empty()) {
+          if (!node.empty()) {
+            counters_.send_errors.fetch_add(node.mapped().size(), std::memory_order_relaxed);
+          }
+          return;
+        }
+        // Every address, once each (a name may list one per protocol).
+        Resolved r{{}, std::chrono::steady_clock::now()};
+        for (const auto& entry : results) {
+          if (std::find(r.endpoints.begin(), r.endpoints.end(), entry.endpoint()) ==
+              r.endpoints.end()) {
+            r.endpoints.push_back(entry.endpoint());
+          }
+        }
+        if (node.empty()) {
+          resolved_[to] = std::move(r);
+          return;
+        }
+        for (auto& [channel, payload] : node.mapped()) {
+          for (const Udp::endpoint& ep : r.endpoints) {
+            SendTo(ep, channel, payload);
+          }
+        }
+        resolved_[to] = std::move(r);
+      });
 }
 
 void UdpTcpTransport::SendTo(const Udp::endpoint& peer, Channel channel,
