@@ -703,9 +703,19 @@ TEST(DaemonTest, DebugFaultsLoseAndDelayWhatTheNodeSends) {
   auto b = Start(cb);
   ASSERT_TRUE(b);
   TestClient client;
+  Response r0;
   EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", 1.5}}).status, 400);
   EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", -1}}).status, 400);
   EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", "x"}}).status, 400);
+  // A bad key applies nothing, not even the good ones beside it.
+  EXPECT_EQ(
+      client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 5}, {"loss", 2}}).status,
+      400);
+  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 0.5}}).status,
+            400);
+  r0 = client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 1}});
+  ASSERT_EQ(r0.status, 200) << r0.body;
+  EXPECT_EQ(json::parse(r0.body)["delay_ms"], 0);
   Response r = client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 2}, {"loss", 1}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["loss"], 1);
