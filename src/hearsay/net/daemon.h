@@ -241,7 +241,7 @@ class Daemon {
   // [[engine]] entries (core thread).
   std::vector<DaemonConfig> engine_configs_;
   std::vector<std::optional<upstream::ServedModels>> served_;
-  std::unique_ptr<RecordsFile> records_;       // with --records only; outlives node_
+  std::unique_ptr<RecordsFile> records_;  // with --records only; outlives node_
   std::unique_ptr<StatusBoard> status_board_;  // GET /status; outlives node_
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<http::Server> server_;

@@ -71,9 +71,8 @@ DaemonMetrics::DaemonMetrics() {
                           api::ExponentialBuckets(0.001, 2, 16));
   in_flight_ = &r.AddGauge("hearsay_requests_in_flight",
                            "Completion requests in progress (clients and peers)");
-  peer_auth_failures_ = &r.AddCounter(
-      "hearsay_peer_auth_failures_total",
-      "Hop requests refused for a missing, stale, replayed or wrong peer authenticator");
+  peer_auth_failures_ = &r.AddCounter("hearsay_peer_auth_failures_total",
+                                      "Hop requests refused for a missing, stale, replayed or wrong peer authenticator");
 
   const char* msgs = "Gossip messages sent and received by the gossip node";
   const char* bytes = "Gossip bytes (sealed envelopes) sent and received by the gossip node";

@@ -792,7 +792,8 @@ TEST(DaemonTest, DebugFaultsNeedTheAdminToken) {
   const json block = {{"block", json::array()}};
   const gossip::ClusterKey key = *gossip::ClusterKey::Parse(kKey);
   const auto sign = [&](std::string_view receiver) {
-    return SignAdminRequest(key, "POST", "/debug/faults", block.dump(), receiver, UnixMillisNow());
+    return SignAdminRequest(key, "POST", "/debug/faults", block.dump(), receiver,
+                            UnixMillisNow());
   };
   Response r = client.Post(d->http_address(), "/debug/faults", block);
   EXPECT_EQ(r.status, 403) << r.body;

@@ -284,35 +284,35 @@ void UdpTcpTransport::DoSend(const Address& to, Channel channel, std::vector<uin
 
 void UdpTcpTransport::Resolve(const Address& to) {
   Result<HostPort> hp = ParseHostPort(to);
-  resolver_.async_resolve(
-      hp->host, std::to_string(hp->port),
-      [this, to](const error_code& ec, Udp::resolver::results_type results) {
-        auto node = awaiting_.extract(to);
-        if (ec || results.empty()) {
-          if (!node.empty()) {
-            counters_.send_errors.fetch_add(node.mapped().size(), std::memory_order_relaxed);
-          }
-          return;
-        }
-        // Every address, once each (a name may list one per protocol).
-        Resolved r{{}, std::chrono::steady_clock::now()};
-        for (const auto& entry : results) {
-          if (std::find(r.endpoints.begin(), r.endpoints.end(), entry.endpoint()) ==
-              r.endpoints.end()) {
-            r.endpoints.push_back(entry.endpoint());
-          }
-        }
-        if (node.empty()) {
-          resolved_[to] = std::move(r);
-          return;
-        }
-        for (auto& [channel, payload] : node.mapped()) {
-          for (const Udp::endpoint& ep : r.endpoints) {
-            SendTo(ep, channel, payload);
-          }
-        }
-        resolved_[to] = std::move(r);
-      });
+  resolver_.async_resolve(hp->host, std::to_string(hp->port),
+                          [this, to](const error_code& ec, Udp::resolver::results_type results) {
+                            auto node = awaiting_.extract(to);
+                            if (ec || results.empty()) {
+                              if (!node.empty()) {
+                                counters_.send_errors.fetch_add(node.mapped().size(),
+                                                                std::memory_order_relaxed);
+                              }
+                              return;
+                            }
+                            // Every address, once each (a name may list one per protocol).
+                            Resolved r{{}, std::chrono::steady_clock::now()};
+                            for (const auto& entry : results) {
+                              if (std::find(r.endpoints.begin(), r.endpoints.end(),
+                                            entry.endpoint()) == r.endpoints.end()) {
+                                r.endpoints.push_back(entry.endpoint());
+                              }
+                            }
+                            if (node.empty()) {
+                              resolved_[to] = std::move(r);
+                              return;
+                            }
+                            for (auto& [channel, payload] : node.mapped()) {
+                              for (const Udp::endpoint& ep : r.endpoints) {
+                                SendTo(ep, channel, payload);
+                              }
+                            }
+                            resolved_[to] = std::move(r);
+                          });
 }
 
 void UdpTcpTransport::SendTo(const Udp::endpoint& peer, Channel channel,
