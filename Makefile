@@ -107,8 +107,8 @@ test-llama: build llama
 
 # The test bed's chaos tests (label netns, tests/netns): `hearsay node` processes in network
 # namespaces on a bridge, with partitions injected by nftables. Needs root; without namespaces the
-# tests report themselves SKIPPED. About 90 s on 2 loaded cores; `make test` runs a short set of
-# them (about 57 s, CMakePresets.json). docs/testbed.md.
+# tests report themselves SKIPPED. About 3 min on 2 loaded cores; `make test` runs a short set of
+# them (about 65 s, CMakePresets.json). docs/testbed.md.
 chaos: deps
 	cmake --preset release >/dev/null
 	cmake --build --preset release --target hearsay hearsay_netns_test -j $(JOBS)

@@ -138,10 +138,32 @@ class OpenLoopLoad {
 struct BedCluster {
   std::unique_ptr<launch::NetnsBed> bed;
   std::unique_ptr<LocalCluster> cluster;  // destroyed first: its processes keep namespaces busy
+  bool netem = false;                     // the kernel has netem (else the nodes inject)
   ~BedCluster() { cluster.reset(); }
+
+  // Delays everything node i sends by `delay_ms` and loses its packets (netem) or its gossip
+  // datagrams (in the daemon) with probability `loss`; 0 and 0 heal.
+  Status DelayAndLose(size_t i, double delay_ms, double loss) {
+    return netem ? bed->DelayAndLose(i, delay_ms, loss) : cluster->SetLinkFaults(i, delay_ms, loss);
+  }
+  // Which injection DelayAndLose uses, for the test's output.
+  const char* injection() const {
+    return netem ? "netem" : "in-daemon (POST /debug/faults; this kernel has no netem qdisc)";
+  }
 };
 
-inline std::unique_ptr<BedCluster> StartBedCluster(size_t n) {
+// The forward timeout the silent-peer scenarios give every node: far above kSilentPeerBound, so
+// a request that waits for it (instead of the deadline from its expected time to first token)
+// fails the bound.
+inline constexpr const char* kLongForwardTimeoutMs = "30000";
+// The longest a request entering at a healthy node may take while a peer drops its packets
+// silently (one-way partition, SIGSTOP): a forward there is given up after its first-token
+// deadline (limits.forward_deadline_floor_ms, 1 s, for these fast prompts) and retried.
+inline constexpr auto kSilentPeerBound = 10s;
+
+// Makes a bed of options.nodes hosts and starts the cluster `options` describes on it.
+inline std::unique_ptr<BedCluster> StartBedCluster(LocalClusterOptions options) {
+  const size_t n = options.nodes;
   auto out = std::make_unique<BedCluster>();
   Result<std::unique_ptr<launch::NetnsBed>> made = launch::NetnsBed::Create(n);
   if (!made.ok()) {
@@ -149,10 +171,10 @@ inline std::unique_ptr<BedCluster> StartBedCluster(size_t n) {
     return nullptr;
   }
   out->bed = std::move(made).value();
-  std::printf("chaos: delay/loss injection: %s\n",
-              out->bed->NetemAvailable() ? "netem available (unused here)"
-                                         : "NOT available: this kernel has no netem qdisc");
-  LocalClusterOptions options = ClusterOptions(n);
+  out->netem = out->bed->NetemAvailable();
+  std::printf("chaos: delay/loss injection: %s\n", out->injection());
+  // The test process reaches /debug/faults over the bridge, not loopback.
+  options.extra_flags.push_back("--admin-allow-remote");
   for (size_t i = 0; i < n; ++i) {
     options.node_hosts.push_back(out->bed->Address(i));
     options.node_exec_prefix.push_back(out->bed->ExecPrefix(i));
@@ -160,6 +182,13 @@ inline std::unique_ptr<BedCluster> StartBedCluster(size_t n) {
   out->cluster = StartCluster(options);
   if (out->cluster == nullptr) return nullptr;
   return out;
+}
+
+inline std::unique_ptr<BedCluster> StartBedCluster(size_t n,
+                                                   std::vector<std::string> extra_flags = {}) {
+  LocalClusterOptions options = ClusterOptions(n);
+  options.extra_flags = std::move(extra_flags);
+  return StartBedCluster(std::move(options));
 }
 
 // "node-a sees node-b dead" for every node of `watchers` that lists a node of `watched` as dead
@@ -197,11 +226,13 @@ inline std::string CheckOutcomes(const std::vector<Outcome>& outcomes,
   std::map<std::string, std::vector<std::chrono::milliseconds>> latencies;
   std::map<std::string, int> failed;
   std::map<std::string, int> slow;
+  std::map<std::string, std::string> why;  // the first failure of each phase
   for (const Outcome& o : outcomes) {
     latencies[o.phase].push_back(o.latency);
     if (o.latency > 1s) ++slow[o.phase];
     if (o.failure.empty()) continue;
     ++failed[o.phase];
+    if (why[o.phase].empty()) why[o.phase] = "node-" + std::to_string(o.entry) + ": " + o.failure;
     if (faulted_entries.count(o.entry) == 0) {
       ADD_FAILURE() << o.phase << " request via node-" << o.entry
                     << " had no complete answer: " << o.failure;
@@ -210,10 +241,41 @@ inline std::string CheckOutcomes(const std::vector<Outcome>& outcomes,
   std::string figures;
   for (const std::string& p : phases) {
     figures += " " + p + ": " + std::to_string(latencies[p].size()) + " sent, " +
-               std::to_string(failed[p]) + " failed, " + std::to_string(slow[p]) +
-               " over 1 s, p99 " + std::to_string(P99(latencies[p]).count()) + " ms;";
+               std::to_string(failed[p]) + " failed" +
+               (why[p].empty() ? "" : " (first: " + why[p].substr(0, 120) + ")") + ", " +
+               std::to_string(slow[p]) + " over 1 s, p99 " +
+               std::to_string(P99(latencies[p]).count()) + " ms;";
   }
   return figures;
+}
+
+// 0..n-1 without the nodes of `but`.
+inline std::vector<size_t> AllBut(size_t n, const std::set<size_t>& but) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (but.count(i) == 0) out.push_back(i);
+  }
+  return out;
+}
+
+// Every node's http address, in order: the load's entry points.
+inline std::vector<std::string> Entries(LocalCluster& cluster) {
+  std::vector<std::string> entries;
+  for (size_t i = 0; i < cluster.size(); ++i) entries.push_back(cluster.node(i).http_address);
+  return entries;
+}
+
+// The slowest request of `phase` that entered at a node outside `faulted_entries`.
+inline std::chrono::milliseconds Slowest(const std::vector<Outcome>& outcomes,
+                                         const std::string& phase,
+                                         const std::set<size_t>& faulted_entries = {}) {
+  std::chrono::milliseconds slowest{0};
+  for (const Outcome& o : outcomes) {
+    if (o.phase == phase && faulted_entries.count(o.entry) == 0) {
+      slowest = std::max(slowest, o.latency);
+    }
+  }
+  return slowest;
 }
 
 inline long long Millis(Clock::duration d) {

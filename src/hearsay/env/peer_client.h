@@ -50,6 +50,12 @@ struct PeerRequest {
   // token, RESOURCE_EXHAUSTED) when its own expected time to first token exceeds this many ms,
   // because the sender's next choice would answer sooner. 0 = always serve.
   double bounce_above_ms = 0;
+  // On a forwarded copy: how long the sender waits for the first token before it gives the
+  // forward up and routes the request again, in ms; 0 = the host's own limit (the daemon's
+  // limits.forward_timeout_ms). The entry node sets it from the policy's expected time to first
+  // token (node::NodeOptions::forward_deadline_factor), so a peer that drops packets silently
+  // (partitioned, stopped) costs a few expected TTFTs, not the whole forward timeout.
+  double first_token_within_ms = 0;
   // Daemon only, opaque to the core: the API path and body the client sent (an OpenAI request),
   // which a forward replays unchanged to the serving node.
   std::string api_path;

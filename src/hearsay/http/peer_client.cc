@@ -2,6 +2,7 @@
 // I/O thread and relayed to the core as sink events. See peer_client.h for the contract.
 #include "hearsay/http/peer_client.h"
 
+#include <algorithm>
 #include <charconv>
 #include <utility>
 
@@ -153,6 +154,13 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
     req.headers.emplace_back(kBounceAboveHeader, FormatBounceAboveMs(request.bounce_above_ms));
   req.connect_timeout = options_.connect_timeout;
   req.response_timeout = options_.first_token_timeout;
+  if (request.first_token_within_ms > 0) {
+    // The first byte cannot come before the connection: a peer whose SYN-ACKs are lost is
+    // given up as soon as one that never answers.
+    const Duration within = FromMillis(request.first_token_within_ms);
+    req.connect_timeout = std::min(req.connect_timeout, within);
+    req.response_timeout = std::min(req.response_timeout, within);
+  }
   req.idle_timeout = options_.idle_timeout;
 
   ResponseHandlers handlers;

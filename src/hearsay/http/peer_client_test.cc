@@ -164,14 +164,16 @@ class PeerClientTest : public ::testing::Test {
     peer_address_ = "127.0.0.1:" + std::to_string(server_->port());
   }
   // Calls Forward on the core thread, as the node does.
-  void Forward(RecordingSink& sink, std::string to = "", double bounce_above_ms = 0) {
+  void Forward(RecordingSink& sink, std::string to = "", double bounce_above_ms = 0,
+               double first_token_within_ms = 0) {
     if (to.empty()) to = peer_address_;
-    boost::asio::post(core_.io(), [this, &sink, to, bounce_above_ms] {
+    boost::asio::post(core_.io(), [this, &sink, to, bounce_above_ms, first_token_within_ms] {
       PeerRequest req;
       req.id = sink.id;
       req.forwarded = true;
       req.target = "peer-b";
       req.bounce_above_ms = bounce_above_ms;
+      req.first_token_within_ms = first_token_within_ms;
       req.api_path = "/v1/completions";
       req.api_body = std::string(kBody);
       in_forward_ = true;
@@ -344,6 +346,25 @@ TEST_F(PeerClientTest, SilentPeerTimesOutBeforeTheFirstToken) {
   RecordingSink sink(core_, in_forward_);
   Forward(sink);
   ASSERT_TRUE(sink.WaitTerminal());
+  EXPECT_TRUE(sink.before_first_token());
+  EXPECT_EQ(sink.error().code(), StatusCode::kDeadlineExceeded);
+}
+
+// A peer that accepts and never answers (stopped, or cut off after the connection was pooled)
+// costs the forward's own deadline, which the entry node sets from its expected time to first
+// token, not the client's much longer limit.
+TEST_F(PeerClientTest, SilentPeerTimesOutAtTheForwardsOwnDeadline) {
+  options_.first_token_timeout = 60s;
+  OnCore([&] { MakePeerClient(); });
+  std::vector<std::shared_ptr<Responder>> held;
+  std::mutex mu;
+  StartPeer([&](Request, std::shared_ptr<Responder> r) {
+    std::lock_guard lock(mu);
+    held.push_back(std::move(r));
+  });
+  RecordingSink sink(core_, in_forward_);
+  Forward(sink, "", 0, /*first_token_within_ms=*/200);
+  ASSERT_TRUE(sink.WaitTerminal());  // within 5 s, where the client's own limit is 60 s
   EXPECT_TRUE(sink.before_first_token());
   EXPECT_EQ(sink.error().code(), StatusCode::kDeadlineExceeded);
 }

@@ -308,11 +308,23 @@ std::string SignWithKeyFile(const std::string& path, const http::ClientRequest& 
 Status LocalCluster::Block(size_t i, const std::vector<size_t>& others) {
   nlohmann::json addresses = nlohmann::json::array();
   for (size_t j : others) addresses.push_back(nodes_.at(j).info.gossip_address);
+  return PostFaults(i, nlohmann::json{{"block", addresses}}.dump());
+}
+
+Status LocalCluster::SetLinkFaults(size_t i, double delay_ms, double loss) {
+  return PostFaults(i, nlohmann::json{{"delay_ms", delay_ms}, {"loss", loss}}.dump());
+}
+
+Status LocalCluster::SlowEngine(size_t i, double factor) {
+  return PostFaults(i, nlohmann::json{{"engine_slowdown", factor}}.dump());
+}
+
+Status LocalCluster::PostFaults(size_t i, std::string body) {
   http::ClientRequest request;
   request.method = "POST";
   request.host_port = nodes_.at(i).info.http_address;
   request.target = "/debug/faults";
-  request.body = nlohmann::json{{"block", addresses}}.dump();
+  request.body = std::move(body);
   request.headers = {{"Content-Type", "application/json"},
                      {std::string(net::kAdminTokenHeader),
                       SignWithKeyFile(key_file_, request, nodes_.at(i).info.node_id)}};

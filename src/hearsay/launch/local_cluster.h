@@ -96,6 +96,13 @@ class LocalCluster {
   Status Signal(size_t i, int signal);
   // Makes node i drop all gossip to and from `others` (POST /debug/faults); an empty list heals.
   Status Block(size_t i, const std::vector<size_t>& others);
+  // Makes node i delay everything it sends to peers (gossip and forwards) by `delay_ms` and lose
+  // each gossip datagram it sends with probability `loss` (POST /debug/faults; the in-daemon
+  // stand-in for netem); zero and zero heal. Off loopback the nodes need --admin-allow-remote.
+  Status SetLinkFaults(size_t i, double delay_ms, double loss);
+  // Makes node i's sim engine take `factor` times its modelled time per iteration (a stall, with
+  // a large factor, while the node itself stays up); 1 restores it.
+  Status SlowEngine(size_t i, double factor);
 
   // Node i's /cluster.
   Result<ClusterView> View(size_t i) const;
@@ -115,6 +122,8 @@ class LocalCluster {
 
   LocalCluster(LocalClusterOptions options, std::unique_ptr<TempDir> dir)
       : options_(std::move(options)), dir_(std::move(dir)) {}
+  // POST /debug/faults on node i with `body`, signed with the cluster key.
+  Status PostFaults(size_t i, std::string body);
   Status SpawnNode(size_t i);
   // Fails at once (with the log) if a node process has exited.
   Status CheckAlive() const;

@@ -206,6 +206,17 @@ Status NetnsBed::CapBandwidth(size_t i, int kbit) {
                      "rate", std::to_string(kbit) + "kbit", "burst", "32kbit", "latency", "400ms"});
 }
 
+Status NetnsBed::DelayAndLose(size_t i, double delay_ms, double loss) {
+  const std::string tc = Tool("tc");
+  if (delay_ms <= 0 && loss <= 0) {
+    (void)RunCommand({tc, "-n", Namespace(i), "qdisc", "del", "dev", NodeSide(i), "root"});
+    return OkStatus();
+  }
+  return RunCommand({tc, "-n", Namespace(i), "qdisc", "replace", "dev", NodeSide(i), "root",
+                     "netem", "delay", std::to_string(delay_ms) + "ms", "loss",
+                     std::to_string(loss * 100) + "%"});
+}
+
 Status NetnsBed::DropOneWay(size_t from, size_t to) {
   HEARSAY_RETURN_IF_ERROR(InNamespace(from, {"nft", "add", "rule", "inet", kFaultTable, "out", "ip",
                                              "daddr", Address(to), "drop"}));

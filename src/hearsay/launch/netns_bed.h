@@ -5,7 +5,8 @@
 //
 // Links are controlled at run time: a bandwidth cap on a node's interface (tc tbf), and
 // partitions, full or one-way, per pair (nftables drop rules inside the namespaces). Delay and
-// loss need the kernel's netem qdisc, which NetemAvailable() detects; the bed does not fake them.
+// loss need the kernel's netem qdisc, which NetemAvailable() detects (DelayAndLose); where it is
+// missing, the nodes inject them themselves (LocalCluster::SetLinkFaults, POST /debug/faults).
 //
 // Names: every namespace and link of one bed starts with "hsb<pid>" (the creating process), so
 // two runs never collide (one process makes one bed at a time), and CleanStale() removes what a
@@ -55,6 +56,9 @@ class NetnsBed {
 
   // Caps host i's egress to `kbit` kilobits per second (tc tbf on its interface); 0 removes it.
   Status CapBandwidth(size_t i, int kbit);
+  // Delays host i's egress by `delay_ms` and loses each packet with probability `loss` (tc
+  // netem on its interface, replacing any cap); 0 and 0 remove it. Needs NetemAvailable().
+  Status DelayAndLose(size_t i, double delay_ms, double loss);
   // Drops every packet host `from` sends to host `to` (a one-way partition).
   Status DropOneWay(size_t from, size_t to);
   // A full partition: no packet between any host of `a` and any host of `b`, either way.

@@ -252,7 +252,8 @@ void Daemon::InitForwarding() {
   po.origin_node_id = node_id_;
   po.first_token_timeout = std::chrono::milliseconds(c.forward_timeout_ms);
   peer_client_ = std::make_unique<http::HttpPeerClient>(*http_client_, PostToCore(), po);
-  logging_peer_client_ = std::make_unique<LoggingPeerClient>(*peer_client_, node_id_);
+  delayed_peer_client_ = std::make_unique<DelayedPeerClient>(*peer_client_, *scheduler_);
+  logging_peer_client_ = std::make_unique<LoggingPeerClient>(*delayed_peer_client_, node_id_);
   if (!c.insecure) {
     KeyAdminOptions ka{c.keyring_file, c.admin_allow_remote, node_id_, UnixMillisNow};
     // Runs on the core thread, where the peer client lives.
@@ -315,6 +316,13 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
     // prefill came in at 0.5-2x the price), so a peer bounces a forward only when it is well
     // past what was asked, not on noise.
     no.bounce_margin_fraction = 0.5;
+  } else {
+    // A silent peer (partitioned, stopped) costs a few expected first tokens, not the whole
+    // forward timeout. Not with upstream engines: their speeds are measured, so the first
+    // estimates are the preset's (a CPU llama.cpp is ~100x slower), and a cut forward's work
+    // is redone elsewhere.
+    no.forward_deadline_factor = double(c.forward_deadline_factor);
+    no.forward_deadline_floor = std::chrono::milliseconds(c.forward_deadline_floor_ms);
   }
   // What the node serves: its configured model now, and what the engine lists once read.
   no.service = CurrentService().service;
@@ -454,6 +462,7 @@ void Daemon::StopThreads() {
   node_.reset();
   engine_.reset();
   logging_peer_client_.reset();
+  delayed_peer_client_.reset();
   peer_client_.reset();
   http_client_.reset();
   prompt_tokenizer_.reset();

@@ -46,6 +46,7 @@
 #include "hearsay/net/completion_sink.h"
 #include "hearsay/net/daemon_config.h"
 #include "hearsay/net/daemon_metrics.h"
+#include "hearsay/net/delayed_peer_client.h"
 #include "hearsay/net/isolation.h"
 #include "hearsay/net/key_admin.h"
 #include "hearsay/net/keying_metrics.h"
@@ -222,6 +223,14 @@ class Daemon {
   std::unique_ptr<UdpTcpTransport> transport_;
   std::unique_ptr<http::Client> http_client_;
   std::unique_ptr<http::HttpPeerClient> peer_client_;
+  std::unique_ptr<DelayedPeerClient> delayed_peer_client_;  // POST /debug/faults "delay_ms"
+  // What POST /debug/faults has set (core thread).
+  struct Faults {
+    std::vector<std::string> block;
+    double delay_ms = 0;
+    double loss = 0;
+  };
+  Faults faults_;
   std::unique_ptr<LoggingPeerClient> logging_peer_client_;
   std::unique_ptr<KeyAdmin> key_admin_;  // null in insecure mode
   LogRateLimiter auth_log_limiter_{10};  // refused hop requests: 10 log lines a second

@@ -95,6 +95,10 @@ struct DaemonConfig {
   uint64_t max_tokens = 4096;               // the largest max_tokens a request may ask for
   uint64_t context_tokens = 8192;           // prompt + max_tokens must fit
   uint64_t forward_timeout_ms = 5000;       // a peer's first byte (headers) must come within this
+  // ... or within this many times the expected time to first token there (at least the floor),
+  // whichever is sooner; 0: the timeout alone (node::NodeOptions::forward_deadline_factor).
+  uint64_t forward_deadline_factor = 4;
+  uint64_t forward_deadline_floor_ms = 1000;
   // --- Runtime ---
   uint64_t io_threads = 1;
   uint64_t drain_timeout_ms = 10000;

@@ -117,6 +117,8 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "blocked"}});
   transport_rate_.counter =
       &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "rate"}});
+  transport_fault_.counter =
+      &r.AddCounter("hearsay_transport_dropped_total", tdrops, {{"reason", "fault_loss"}});
   transport_pool_.counter =
       &r.AddCounter("hearsay_transport_pool_waits_total",
                     "Incoming gossip frame chunks that waited for room in the pre-auth pool");
@@ -215,6 +217,7 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   transport_send_errors_.Sync(t.send_errors);
   transport_oversize_.Sync(t.oversize_drops);
   transport_blocked_.Sync(t.blocked_drops);
+  transport_fault_.Sync(t.fault_drops);
   transport_rate_.Sync(t.rate_drops);
   transport_pool_.Sync(t.pool_waits);
   transport_refused_.Sync(t.connections_refused);

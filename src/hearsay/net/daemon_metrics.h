@@ -76,8 +76,8 @@ class DaemonMetrics {
   Mirror send_failures_;
   Mirror transport_msgs_sent_[2], transport_bytes_sent_[2], transport_msgs_received_[2],
       transport_bytes_received_[2];
-  Mirror transport_send_errors_, transport_oversize_, transport_blocked_, transport_rate_,
-      transport_pool_, transport_refused_;
+  Mirror transport_send_errors_, transport_oversize_, transport_blocked_, transport_fault_,
+      transport_rate_, transport_pool_, transport_refused_;
   api::Gauge* transport_inbound_ = nullptr;
   api::Gauge* peers_[4] = {};
   api::Gauge* view_age_max_ = nullptr;

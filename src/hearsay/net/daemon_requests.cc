@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "hearsay/engine/sim_engine.h"
 #include "hearsay/gossip/types.h"
 #include "hearsay/http/bounce_header.h"
 #include "hearsay/http/host_port.h"
@@ -187,21 +188,68 @@ void Daemon::HandleFaults(http::Request request, std::shared_ptr<http::Responder
 
 void Daemon::ApplyFaults(const http::Request& request,
                          const std::shared_ptr<http::Responder>& responder) {
+  // Each key present replaces its setting: "block" (gossip to and from these addresses is
+  // dropped), "delay_ms" (every gossip message and forward this node sends waits this long),
+  // "loss" (each gossip datagram it sends is lost with this probability) and "engine_slowdown"
+  // (the sim engine's iterations take this many times their modelled time; 1 restores). Nothing
+  // is applied unless every key is valid.
   nlohmann::json j = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("block") || !j["block"].is_array()) {
+  const bool any = j.is_object() && (j.contains("block") || j.contains("delay_ms") ||
+                                     j.contains("loss") || j.contains("engine_slowdown"));
+  if (j.is_discarded() || !any) {
     return RespondError(responder,
-                        api::InvalidRequest("block", "expected {\"block\": [\"host:port\", ...]}"));
+                        api::InvalidRequest("block",
+                                            "expected any of {\"block\": [\"host:port\", ...], "
+                                            "\"delay_ms\": ms, \"loss\": p, "
+                                            "\"engine_slowdown\": factor}"));
   }
-  std::set<std::string> blocked;
-  for (const auto& a : j["block"]) {
-    if (!a.is_string() || !ParseHostPort(a.get<std::string>()).ok()) {
-      return RespondError(responder, api::InvalidRequest("block", "addresses are \"host:port\""));
+  Faults next = faults_;
+  if (j.contains("block")) {
+    if (!j["block"].is_array()) {
+      return RespondError(responder, api::InvalidRequest("block", "expected [\"host:port\", ...]"));
     }
-    blocked.insert(a.get<std::string>());
+    next.block.clear();
+    for (const auto& a : j["block"]) {
+      if (!a.is_string() || !ParseHostPort(a.get<std::string>()).ok()) {
+        return RespondError(responder, api::InvalidRequest("block", "addresses are \"host:port\""));
+      }
+      next.block.push_back(a.get<std::string>());
+    }
   }
-  spdlog::warn("event=debug_faults node={} blocked={}", node_id_, j["block"].dump());
-  transport_->SetBlocked(blocked);
-  responder->Respond(200, JsonHeaders(), nlohmann::json{{"blocked", j["block"]}}.dump());
+  const nlohmann::json delay = j.value("delay_ms", nlohmann::json(faults_.delay_ms));
+  if (!delay.is_number() || !(delay.get<double>() >= 0) || delay.get<double>() > 10000) {
+    return RespondError(responder, api::InvalidRequest("delay_ms", "0 to 10000 ms"));
+  }
+  next.delay_ms = delay.get<double>();
+  const nlohmann::json loss = j.value("loss", nlohmann::json(faults_.loss));
+  if (!loss.is_number() || !(loss.get<double>() >= 0) || loss.get<double>() > 1) {
+    return RespondError(responder, api::InvalidRequest("loss", "a probability, 0 to 1"));
+  }
+  next.loss = loss.get<double>();
+  auto* sim = dynamic_cast<engine::SimEngine*>(engine_.get());
+  const nlohmann::json slowdown = j.value("engine_slowdown", nlohmann::json(1.0));
+  if (j.contains("engine_slowdown") && sim == nullptr) {
+    return RespondError(responder, api::InvalidRequest("engine_slowdown", "not a sim engine"));
+  }
+  if (!slowdown.is_number() || !(slowdown.get<double>() >= 1) || slowdown.get<double>() > 1e6) {
+    return RespondError(responder, api::InvalidRequest("engine_slowdown", "1 to 1e6"));
+  }
+
+  if (j.contains("block")) {
+    transport_->SetBlocked(std::set<std::string>(next.block.begin(), next.block.end()));
+  }
+  if (j.contains("delay_ms") || j.contains("loss")) {
+    transport_->SetLinkFaults(FromMillis(next.delay_ms), next.loss, rng_->NextU64());
+    delayed_peer_client_->set_delay(FromMillis(next.delay_ms));
+  }
+  if (j.contains("engine_slowdown")) sim->SetSlowdown(slowdown.get<double>());
+  faults_ = std::move(next);
+  const nlohmann::json now = {{"block", faults_.block},
+                              {"delay_ms", faults_.delay_ms},
+                              {"loss", faults_.loss},
+                              {"engine_slowdown", sim != nullptr ? sim->slowdown() : 1.0}};
+  spdlog::warn("event=debug_faults node={} faults={}", node_id_, now.dump());
+  responder->Respond(200, JsonHeaders(), now.dump());
 }
 
 void Daemon::HandleKeyAdmin(http::Request request, std::shared_ptr<http::Responder> responder) {

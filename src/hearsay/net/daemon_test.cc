@@ -691,6 +691,48 @@ TEST(DaemonTest, DebugFaultsBlockGossipTraffic) {
   EXPECT_EQ(r.status, 200);
 }
 
+// Delay and loss (the stand-in for netem): bad values are refused; with loss 1 every gossip
+// datagram node A sends is lost and counted; zero and zero heal.
+TEST(DaemonTest, DebugFaultsLoseAndDelayWhatTheNodeSends) {
+  DaemonConfig ca = Config(true);
+  ca.debug_faults = true;
+  auto a = Start(ca);
+  ASSERT_TRUE(a);
+  DaemonConfig cb = Config(true);
+  cb.join = {a->gossip_address()};
+  auto b = Start(cb);
+  ASSERT_TRUE(b);
+  TestClient client;
+  Response r0;
+  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", 1.5}}).status, 400);
+  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", -1}}).status, 400);
+  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", "x"}}).status, 400);
+  // A bad key applies nothing, not even the good ones beside it.
+  EXPECT_EQ(
+      client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 5}, {"loss", 2}}).status,
+      400);
+  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 0.5}}).status,
+            400);
+  r0 = client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 1}});
+  ASSERT_EQ(r0.status, 200) << r0.body;
+  EXPECT_EQ(json::parse(r0.body)["delay_ms"], 0);
+  Response r = client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 2}, {"loss", 1}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["loss"], 1);
+  EXPECT_EQ(json::parse(r.body)["delay_ms"], 2);
+  auto lost = [&] {
+    const std::string m = client.Get(a->http_address(), "/metrics").body;
+    const std::string key = "hearsay_transport_dropped_total{reason=\"fault_loss\"} ";
+    const size_t at = m.find(key);
+    return at == std::string::npos ? 0 : std::stoi(m.substr(at + key.size()));
+  };
+  EXPECT_TRUE(Eventually([&] { return lost() >= 2; }));
+  r = client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 0}, {"loss", 0}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["loss"], 0);
+  EXPECT_EQ(json::parse(r.body)["delay_ms"], 0);
+}
+
 // A body built to be slow (one object of many keys, near the body limit) is parsed in time
 // linear in its size, so /health of the same node answers meanwhile (with a quadratic parse, a
 // body like this held the I/O thread for about 27 s).

@@ -181,6 +181,7 @@ TransportCounters UdpTcpTransport::counters() const {
   c.send_errors = counters_.send_errors.load(std::memory_order_relaxed);
   c.oversize_drops = counters_.oversize_drops.load(std::memory_order_relaxed);
   c.blocked_drops = counters_.blocked_drops.load(std::memory_order_relaxed);
+  c.fault_drops = counters_.fault_drops.load(std::memory_order_relaxed);
   c.protocol_errors = counters_.protocol_errors.load(std::memory_order_relaxed);
   c.connections_opened = counters_.connections_opened.load(std::memory_order_relaxed);
   c.connections_accepted = counters_.connections_accepted.load(std::memory_order_relaxed);
@@ -207,9 +208,26 @@ bool UdpTcpTransport::IsBlocked(const std::string& canonical) const {
   return !blocked_.empty() && blocked_.count(canonical) > 0;
 }
 
+void UdpTcpTransport::SetLinkFaults(Duration delay, double loss, uint64_t seed) {
+  asio::post(strand_, [this, delay, loss, seed] {
+    fault_delay_ = delay;
+    fault_loss_ = loss;
+    fault_rng_ = Rng(seed);
+  });
+}
+
 void UdpTcpTransport::Send(const Address& to, Channel channel, std::vector<uint8_t> payload) {
   asio::post(strand_, [this, to, channel, payload = std::move(payload)]() mutable {
-    DoSend(to, channel, std::move(payload));
+    if (channel == Channel::kDatagram && fault_loss_ > 0 && fault_rng_.Bernoulli(fault_loss_)) {
+      counters_.fault_drops.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (fault_delay_ <= Duration::zero()) return DoSend(to, channel, std::move(payload));
+    auto timer = std::make_shared<asio::steady_timer>(strand_, ToSteady(fault_delay_));
+    timer->async_wait(
+        [this, timer, to, channel, payload = std::move(payload)](const error_code& ec) mutable {
+          if (!ec) DoSend(to, channel, std::move(payload));
+        });
   });
 }
 

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "hearsay/common/status.h"
+#include "hearsay/env/rng.h"
 #include "hearsay/env/time.h"
 #include "hearsay/env/transport.h"
 #include "hearsay/gossip/wire.h"
@@ -95,6 +96,7 @@ struct TransportCounters {
   uint64_t send_errors = 0;      // unresolvable, connect or write failure, queue full
   uint64_t oversize_drops = 0;   // datagram or frame over its limit (sent or received)
   uint64_t blocked_drops = 0;    // dropped by SetBlocked
+  uint64_t fault_drops = 0;      // datagrams lost by SetLinkFaults
   uint64_t protocol_errors = 0;  // bad preamble on an incoming connection
   uint64_t connections_opened = 0;
   uint64_t connections_accepted = 0;
@@ -137,6 +139,11 @@ class UdpTcpTransport final : public Transport {
   // Test hook (fault injection): drops every datagram and frame to or from these addresses
   // ("host:port"; IP literals compare by value). Replaces the previous set.
   void SetBlocked(const std::set<std::string>& addresses);
+  // Test hook (fault injection where the kernel has no netem): every message sent from now on
+  // waits `delay` (from Send), and each datagram is lost with probability `loss` (TCP frames are
+  // not: TCP would resend them), drawn from a generator seeded with `seed`. The simulator's
+  // network model (simenv/sim_network.h: a fixed latency, loss per message). Zero and zero heal.
+  void SetLinkFaults(Duration delay, double loss, uint64_t seed);
 
   TransportCounters counters() const;
 
@@ -205,6 +212,10 @@ class UdpTcpTransport final : public Transport {
   std::map<std::string, Resolved> resolved_;
   std::map<std::string, std::vector<std::pair<Channel, std::vector<uint8_t>>>> awaiting_;
   std::set<std::string> blocked_;
+  // SetLinkFaults' settings and generator.
+  Duration fault_delay_{0};
+  double fault_loss_ = 0;
+  Rng fault_rng_{0};
   uint64_t use_clock_ = 0;
   // The inbound pool: bytes charged in total and per source IP; accepted connections per IP.
   size_t inbound_bytes_ = 0;
@@ -227,6 +238,7 @@ class UdpTcpTransport final : public Transport {
     std::atomic<uint64_t> send_errors{0};
     std::atomic<uint64_t> oversize_drops{0};
     std::atomic<uint64_t> blocked_drops{0};
+    std::atomic<uint64_t> fault_drops{0};
     std::atomic<uint64_t> protocol_errors{0};
     std::atomic<uint64_t> connections_opened{0};
     std::atomic<uint64_t> connections_accepted{0};

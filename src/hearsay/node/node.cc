@@ -499,6 +499,10 @@ void Node::Route(uint64_t token) {
       p.attempts < options_.max_forward_attempts) {
     copy.bounce_above_ms = d.fallback_ttft_ms;
   }
+  if (options_.forward_deadline_factor > 0 && d.expected_ttft_ms > 0) {
+    copy.first_token_within_ms = std::max(ToMillis(options_.forward_deadline_floor),
+                                          options_.forward_deadline_factor * d.expected_ttft_ms);
+  }
   copy.api_path = p.request.api_path;
   copy.api_body = p.request.api_body;
   copy.cache_namespace = p.request.cache_namespace;  // the receiver mixes the model in again

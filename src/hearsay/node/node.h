@@ -133,6 +133,12 @@ struct NodeOptions {
   // bounce_above × (1 + bounce_margin_fraction) + bounce_margin_ms, because its own estimate and
   // the sender's are both only estimates (on a CPU engine they are off by tens of percent).
   double bounce_margin_fraction = 0.0;
+  // The first-token deadline of a forward (PeerRequest::first_token_within_ms): this many times
+  // the policy's expected time to first token at the chosen peer (route::Decision::
+  // expected_ttft_ms), and at least forward_deadline_floor. A forward that misses it is retried
+  // like a failed one. 0, or a policy without an estimate: the host's own limit.
+  double forward_deadline_factor = 0;
+  Duration forward_deadline_floor = FromMillis(1000);
 };
 
 // Counters of one node (monotone).

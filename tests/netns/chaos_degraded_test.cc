@@ -1,0 +1,111 @@
+// Chaos on the test bed, 8 nodes under a steady open-loop load over every entry point, with one
+// node degraded but up:
+//   - 20% loss on everything node-7 sends (netem where the kernel has it, else the node's own
+//     fault setting: gossip datagrams lost, POST /debug/faults; the output says which);
+//   - node-7's engine stalls (the sim engine's slowdown fault, 1000x: an iteration takes
+//     seconds) while its node, gossip and HTTP stay up.
+// Invariants: every request entering at another node gets a complete answer (a forward to the
+// stalled engine is given up at its first-token deadline and retried elsewhere); no node but
+// node-7 is ever declared dead; every view lists every node alive again within a bound after the
+// fault ends. The figures are printed in "chaos:" lines, which docs/testbed.md quotes.
+#include "chaos_env.h"
+
+namespace hearsay::integration {
+namespace {
+
+constexpr size_t kNodes = 8;
+constexpr size_t kFaulted = 7;
+constexpr int kBeforeRequests = 20;
+constexpr int kFaultRequests = 100;
+constexpr int kAfterRequests = 30;
+constexpr auto kReconvergeBound = 20s;
+
+// The state node-0 gives node-7 now ("alive", "suspect", ...).
+std::string StateSeenByNodeZero(LocalCluster& cluster) {
+  Result<launch::ClusterView> view = cluster.View(0);
+  const launch::MemberInfo* m = view.ok() ? view->Find(cluster.node(kFaulted).node_id) : nullptr;
+  return m != nullptr ? m->state : "unlisted";
+}
+
+TEST(ChaosDegradedTest, OneNodeWithTwentyPercentLossLosesNothingAndKillsNobody) {
+  if (Status why = launch::NetnsBed::CheckAvailable(); !why.ok()) {
+    GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();
+  }
+  std::unique_ptr<BedCluster> bc = StartBedCluster(kNodes);
+  ASSERT_NE(bc, nullptr);
+  LocalCluster& cluster = *bc->cluster;
+  const std::vector<size_t> all = AllBut(kNodes, {});
+  std::vector<std::string> deaths;
+  std::set<std::string> states_of_faulted;
+  OpenLoopLoad load(Entries(cluster));
+
+  ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
+  load.SetPhase("lossy");
+  ASSERT_TRUE(bc->DelayAndLose(kFaulted, 0, 0.2).ok());
+  ASSERT_TRUE(testutil::Eventually(
+      [&] {
+        for (std::string& f : DeadAmong(cluster, all, all)) deaths.push_back(f);
+        states_of_faulted.insert(StateSeenByNodeZero(cluster));
+        return load.sent_in_phase() >= kFaultRequests;
+      },
+      120s));
+  load.SetPhase("after");
+  ASSERT_TRUE(bc->DelayAndLose(kFaulted, 0, 0).ok());
+  const auto healed = Clock::now();
+  Status converged = cluster.WaitForViews({}, kReconvergeBound);
+  const long long reconverge = Millis(Clock::now() - healed);
+  EXPECT_TRUE(converged.ok()) << converged.ToString();
+  ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kAfterRequests; }, 60s));
+  const std::string figures = CheckOutcomes(load.Finish(), {"before", "lossy", "after"});
+  std::string states;
+  for (const std::string& s : states_of_faulted) states += " " + s;
+  std::printf(
+      "chaos: 20%% loss on node-%zu of %zu (%s):%s node-0 saw it:%s; all alive in every view "
+      "%lld ms after the loss ended (bound %lld ms)\n",
+      kFaulted, kNodes, bc->injection(), figures.c_str(), states.c_str(), reconverge,
+      Millis(kReconvergeBound));
+  // 20% loss must not cost a death: SWIM's indirect probes and Lifeguard's refutation cover it.
+  EXPECT_TRUE(deaths.empty()) << "declared dead under 20% loss: " << deaths.front();
+}
+
+TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
+  if (Status why = launch::NetnsBed::CheckAvailable(); !why.ok()) {
+    GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();
+  }
+  std::unique_ptr<BedCluster> bc = StartBedCluster(kNodes);
+  ASSERT_NE(bc, nullptr);
+  LocalCluster& cluster = *bc->cluster;
+  const std::vector<size_t> all = AllBut(kNodes, {});
+  std::vector<std::string> deaths;
+  OpenLoopLoad load(Entries(cluster));
+
+  ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
+  load.SetPhase("stalled");
+  ASSERT_TRUE(cluster.SlowEngine(kFaulted, 1000).ok());
+  ASSERT_TRUE(testutil::Eventually(
+      [&] {
+        // The node is up: nobody may declare anyone dead, node-7 included.
+        for (std::string& f : DeadAmong(cluster, all, all)) deaths.push_back(f);
+        return load.sent_in_phase() >= kFaultRequests;
+      },
+      120s));
+  load.SetPhase("after");
+  ASSERT_TRUE(cluster.SlowEngine(kFaulted, 1).ok());
+  Status converged = cluster.WaitForViews({}, kReconvergeBound);
+  EXPECT_TRUE(converged.ok()) << converged.ToString();
+  ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kAfterRequests; }, 60s));
+  const std::vector<Outcome> outcomes = load.Finish();
+  // Requests entering at node-7 and served by its own engine wait for it: they may fail (the
+  // client gives up after 20 s); every other entry's requests must complete.
+  const std::string figures = CheckOutcomes(outcomes, {"before", "stalled", "after"}, {kFaulted});
+  std::printf(
+      "chaos: node-%zu's engine stalled (1000x slower) behind a live node, of %zu:%s slowest at "
+      "a healthy entry while stalled %lld ms\n",
+      kFaulted, kNodes, figures.c_str(),
+      static_cast<long long>(Slowest(outcomes, "stalled", {kFaulted}).count()));
+  EXPECT_LT(Slowest(outcomes, "stalled", {kFaulted}), kSilentPeerBound);
+  EXPECT_TRUE(deaths.empty()) << "false death: " << deaths.front();
+}
+
+}  // namespace
+}  // namespace hearsay::integration
