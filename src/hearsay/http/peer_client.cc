@@ -154,6 +154,7 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
   req.connect_timeout = options_.connect_timeout;
   req.response_timeout = options_.first_token_timeout;
   req.idle_timeout = options_.idle_timeout;
+  if (options_.check_peer_certificate) req.tls_peer_id = request.target;
 
   ResponseHandlers handlers;
   handlers.on_headers = [fwd, to_core](int status, const Headers& headers) {
