@@ -43,7 +43,7 @@ struct DaemonConfig {
   std::string policy = "hearsay";
   std::string model = "hearsay-sim";
   std::vector<std::string> model_aliases;  // other names requests may use for `model`
-  uint64_t block_size = 16;  // tokens per prefix-cache block
+  uint64_t block_size = 16;                // tokens per prefix-cache block
   // Keying (docs/engines.md): every node serving one model must share these and block_size.
   std::string tokenizer = "bytes";     // bytes (built-in) or engine (the upstream's /tokenize)
   std::string chat_template = "auto";  // builtin, engine, or auto (engine where possible)
@@ -62,10 +62,10 @@ struct DaemonConfig {
   uint64_t upstream_queue_poll_ms = 1000;  // period of GET /metrics for the engine's queue; 0 off
   // Period of GET /v1/models for what the engine serves; 0: only until the first good read.
   uint64_t upstream_models_poll_ms = 10000;
-  uint64_t tokenize_timeout_ms = 500;      // engine tokenizer: past it, bytes keying
-  std::string kv_events;         // vLLM KV-event publisher, tcp://host:5557 (empty: not used)
-  std::string kv_events_replay;  // its replay socket, tcp://host:5558 (empty: gaps reset)
-  std::string kv_events_topic;   // its topic (empty: every topic)
+  uint64_t tokenize_timeout_ms = 500;  // engine tokenizer: past it, bytes keying
+  std::string kv_events;               // vLLM KV-event publisher, tcp://host:5557 (empty: not used)
+  std::string kv_events_replay;        // its replay socket, tcp://host:5558 (empty: gaps reset)
+  std::string kv_events_topic;         // its topic (empty: every topic)
   uint64_t upstream_first_token_timeout_ms = 30000;  // the upstream's first output, from the send
   uint64_t upstream_answer_timeout_ms = 300000;  // a whole answer asked in one piece, from the send
   // --- Security ---
@@ -75,6 +75,11 @@ struct DaemonConfig {
   bool admin_allow_remote = false;    // serve /admin/keys beyond loopback
   std::string api_keys_file;          // API keys and tenants (api_keys.h); empty: open API
   bool insecure = false;
+  // --- TLS (docs/security.md#tls) ---
+  std::string tls_cert;  // PEM certificate chain of the API; empty: plain HTTP
+  std::string tls_key;   // its PEM private key
+  std::string tls_ca;    // cluster CA: forwards go over mutual TLS with node certificates
+  uint64_t tls_handshake_timeout_ms = 5000;  // a TLS client must finish its handshake within this
   // --- Limits ---
   uint64_t max_body_bytes = 1 << 20;
   uint64_t max_header_bytes = 16 << 10;
