@@ -4,6 +4,7 @@
 #include <openssl/bio.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -90,7 +91,8 @@ TEST(CertificatesTest, ANodeCertificateNamesItsNodeAndVerifiesAgainstItsCa) {
 TEST(CertificatesTest, RefusesBadNamesAndAForeignCaKey) {
   const PemPair ca = Ca();
   NodeCertificateRequest req;
-  for (const std::string bad : {"", "a b", "a,b", std::string(129, 'x'), std::string("a\nb")}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"", "a b", "a,b", std::string(129, 'x'), "a\nb"}) {
     req.node_id = bad;
     EXPECT_EQ(IssueNodeCertificate(ca, req).status().code(), StatusCode::kInvalidArgument) << bad;
   }
