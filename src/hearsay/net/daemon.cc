@@ -154,6 +154,12 @@ Status Daemon::OpenSockets() {
     HEARSAY_ASSIGN_OR_RETURN(tls_, http::TlsContext::Load(files, http::TlsRole::kServer));
     HEARSAY_ASSIGN_OR_RETURN(peer_tls_, http::TlsContext::Load(files, http::TlsRole::kClient));
     mutual_tls_ = !c.tls_ca.empty();
+    if (!mutual_tls_) {
+      spdlog::warn(
+          "event=config_warning msg=\"tls.cert without tls.ca: forwards to peers check their "
+          "certificates against the system's trust store and their host names, and peer requests "
+          "rely on the per-request authenticator alone; set tls.ca for mutual TLS\"");
+    }
     so.tls = tls_;
     so.handshake_timeout = std::chrono::milliseconds(c.tls_handshake_timeout_ms);
   }
