@@ -25,6 +25,11 @@
 # comparison): VARIANTS is a space-separated list of NAME:BINARY:IO_THREADS, each started as its own
 # node and measured as its own path (default: one, "hearsay:BUILD_DIR/hearsay:IO_THREADS").
 #
+# With TLS=1 each path through nodes runs a second time over TLS, side by side in the same rounds:
+# NAME-tls is the node with --tls-cert (wrk speaks HTTPS to it; the upstream leg stays plain),
+# and peer-tls the peer path with both nodes on TLS and the forward over mutual TLS (--tls-ca),
+# certificates from `hearsay ca`. A line per pair gives what TLS adds.
+#
 # Usage: scripts/bench-forwarding.sh [BUILD_DIR]    (make bench-forwarding builds and runs it)
 # Environment: ROUNDS (5), LAT_SECONDS (3), TPUT_SECONDS (4), TPUT_CONNECTIONS (32),
 #   WRK_THREADS (1), MODES ("json stream"), POLICY (hearsay), NGINX_WORKERS (1), IO_THREADS (0),
@@ -47,6 +52,7 @@ IO_THREADS=${IO_THREADS:-0}
 UPSTREAM_THREADS=${UPSTREAM_THREADS:-1}
 RESULTS_FILE=${RESULTS_FILE:-$BUILD_DIR/bench-forwarding.tsv}
 PEER=${PEER:-1}
+TLS=${TLS:-0}
 PEER_BIN=${PEER_BIN:-$BUILD_DIR/hearsay}
 
 VARIANTS=${VARIANTS:-hearsay:$BUILD_DIR/hearsay:$IO_THREADS}
@@ -103,6 +109,23 @@ for v in $VARIANTS; do
   NODES+=("$name")
 done
 
+if [ "$TLS" = 1 ]; then
+  PKI=$WORK/pki
+  "$PEER_BIN" ca init --dir "$PKI" >/dev/null
+  for id in bench-tls peer-tls-server peer-tls-entry; do
+    "$PEER_BIN" ca issue --dir "$PKI" --node-id "$id" --ip 127.0.0.1 >/dev/null
+  done
+  for v in $VARIANTS; do
+    IFS=: read -r name bin threads <<<"$v"
+    start_node "bench-$name-tls" 0 "$bin" --upstream "http://127.0.0.1:$UP_PORT" \
+      --policy "$POLICY" --io-threads "$threads" --log-level warn \
+      --tls-cert "$PKI/bench-tls.crt" --tls-key "$PKI/bench-tls.key"
+    URL_BASE[$name-tls]="https://127.0.0.1:$STARTED_PORT"
+    PROXY_PIDS[$name-tls]=$STARTED_PID
+    NODES+=("$name-tls")
+  done
+fi
+
 # The entry node's client requests by route decision $2 (local, forwarded, retried).
 decisions() {
   http_get "$1" /metrics | awk -v d="$2" '$1 == "hearsay_requests_total{decision=\"" d "\"}" { print $2 }'
@@ -113,6 +136,16 @@ if [ "$PEER" != 0 ]; then
   URL_BASE[peer]="http://127.0.0.1:$PEER_ENTRY_PORT"
   PROXY_PIDS[peer]="$PEER_ENTRY_PID $PEER_SERVER_PID"
   NODES+=(peer)
+  if [ "$TLS" = 1 ]; then
+    plain_entry=$PEER_ENTRY_PORT
+    start_peer_path "$PEER_BIN" "$POLICY" "$IO_THREADS" none 3 peer-tls \
+      --tls-cert "$PKI/@NODE@.crt" --tls-key "$PKI/@NODE@.key" --tls-ca "$PKI/ca.crt"
+    URL_BASE[peer-tls]="https://127.0.0.1:$PEER_ENTRY_PORT"
+    PROXY_PIDS[peer-tls]="$PEER_ENTRY_PID $PEER_SERVER_PID"
+    NODES+=(peer-tls)
+    PEER_TLS_ENTRY_PORT=$PEER_ENTRY_PORT
+    PEER_ENTRY_PORT=$plain_entry
+  fi
 fi
 
 # nginx cannot report an ephemeral port, so pick a random free-looking one; retry on a clash.
@@ -174,10 +207,12 @@ for mode in $MODES; do
 done
 
 if [ "$PEER" != 0 ]; then
-  local_n=$(decisions "$PEER_ENTRY_PORT" local)
-  fwd_n=$(decisions "$PEER_ENTRY_PORT" forwarded)
-  [ "${local_n:-x}" = 0 ] && [ "${fwd_n:-0}" -gt 0 ] ||
-    die "the peer path did not forward every request (local=$local_n forwarded=$fwd_n)"
+  for port in "$PEER_ENTRY_PORT" ${PEER_TLS_ENTRY_PORT:-}; do
+    local_n=$(decisions "$port" local)
+    fwd_n=$(decisions "$port" forwarded)
+    [ "${local_n:-x}" = 0 ] && [ "${fwd_n:-0}" -gt 0 ] ||
+      die "the peer path on :$port did not forward every request (local=$local_n forwarded=$fwd_n)"
+  done
 fi
 
 # --- the measured, interleaved rounds ----------------------------------------------------------
@@ -272,7 +307,7 @@ for mode in $MODES; do
     r50=$(ratio "$h50" "$n50")
     r99=$(ratio "$h99" "$n99")
     rr=$(ratio "$hr" "$nr")
-    if [ "$node" = peer ]; then
+    if [[ $node == peer* ]]; then
       # Two nodes in the path: not what the goal compares with nginx's one proxy.
       echo "- $mode: peer path (entry node -> peer node) / nginx added latency p50 $r50×, p99" \
         "$r99×; throughput $rr× (two hops; for comparison with the one-node path)"
@@ -285,6 +320,22 @@ for mode in $MODES; do
       "(nginx's / the node's: $(ratio "$nc" "$hc")×)"
   done
 done
+
+# What TLS adds: each NAME-tls path against NAME, medians of the per-round added latencies.
+if [ "$TLS" = 1 ]; then
+  for mode in $MODES; do
+    for node in "${NODES[@]}"; do
+      [[ $node == *-tls ]] || continue
+      plain=${node%-tls}
+      echo "- $mode: TLS cost, $node vs $plain: added p50 $(added "$mode" "$node" p50_us | median)" \
+        "vs $(added "$mode" "$plain" p50_us | median) µs, p99 $(added "$mode" "$node" p99_us | median)" \
+        "vs $(added "$mode" "$plain" p99_us | median) µs; max req/s" \
+        "$(col "$mode" "$node" throughput rps | median) vs $(col "$mode" "$plain" throughput rps | median);" \
+        "proxy CPU µs/req $(col "$mode" "$node" throughput cpu_us_per_req | awk '$1 != "nan"' | median)" \
+        "vs $(col "$mode" "$plain" throughput cpu_us_per_req | awk '$1 != "nan"' | median)"
+    done
+  done
+fi
 
 # The routing decision's share of one request: Policy::Choose from the route micro-benchmark
 # (8 candidates and an 8192-token prompt, both more than this single-node run decides over, so an

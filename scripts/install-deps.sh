@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev libsodium-dev libmimalloc-dev prometheus-cpp-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
-  libboost-dev
+  libboost-dev libssl-dev
   libmsgpack-cxx-dev cppzmq-dev libzmq3-dev
   gnuplot-nox python3-yaml
   chromium

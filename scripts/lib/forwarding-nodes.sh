@@ -14,14 +14,17 @@
 #   fwd_begin                        make WORK (temp dir) and install the cleanup traps;
 #   PIDS                             what cleanup stops (append to it; WRK_PID is stopped too);
 #   listening_port OUT PID           wait for "listening http=HOST:PORT" in OUT, print PORT;
-#   http_get PORT PATH               GET PATH from 127.0.0.1:PORT (no curl needed);
+#   http_get PORT PATH               GET PATH from 127.0.0.1:PORT (no curl needed; over TLS with
+#                                    curl when PORT is in TLS_PORTS, a space-separated list);
 #   start_upstream BIN [ARGS...]     start hearsay_fixed_upstream; sets UP_PORT;
 #   start_node ID PROFILED BIN [ARGS...]
 #                                    start `BIN node` (insecure, engine openai, model fixed) with
 #                                    ARGS, under "${FWD_PROFILER[@]}" if PROFILED is 1; sets
 #                                    STARTED_PID and STARTED_PORT;
-#   start_peer_path BIN POLICY IO_THREADS PROFILE(none|entry|server) SETTLE_SECONDS
-#                                    start the peer path: a serving node (policy local) before the
+#   start_peer_path BIN POLICY IO_THREADS PROFILE(none|entry|server) SETTLE_SECONDS [ID [ARGS...]]
+#                                    start the peer path (nodes ID-server and ID-entry, default
+#                                    "peer", each also given ARGS with @NODE@ replaced by its id):
+#                                    a serving node (policy local) before the
 #                                    upstream and an entry node (policy POLICY) whose engine points
 #                                    at a closed port, so once its health probes fail it forwards
 #                                    every request; waits until the entry sees its peer alive, then
@@ -72,6 +75,10 @@ listening_port() {
 
 http_get() {
   local body
+  if [[ " ${TLS_PORTS:-} " == *" $1 "* ]]; then
+    curl -sk --max-time "$FWD_HTTP_SECONDS" "https://127.0.0.1:$1$2"
+    return
+  fi
   exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
   printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$2" >&3
   body=$(timeout "$FWD_HTTP_SECONDS" cat <&3) || true
@@ -109,18 +116,23 @@ entry_sees_peer() {
 }
 
 start_peer_path() {
-  local bin=$1 policy=$2 io_threads=$3 profile=$4 settle=$5 gossip
-  start_node peer-server "$([ "$profile" = server ] && echo 1 || echo 0)" "$bin" \
+  local bin=$1 policy=$2 io_threads=$3 profile=$4 settle=$5 id=${6:-peer} gossip
+  shift $(($# < 6 ? $# : 6))
+  local args=("$@")
+  set -- "${args[@]//@NODE@/$id-server}"
+  start_node "$id-server" "$([ "$profile" = server ] && echo 1 || echo 0)" "$bin" \
     --upstream "http://127.0.0.1:$UP_PORT" --policy local --io-threads "$io_threads" \
-    --log-level warn
+    --log-level warn "$@"
   PEER_SERVER_PID=$STARTED_PID
-  gossip=$(grep -m1 -o 'gossip=[^ ]*' "$WORK/peer-server.out")
+  gossip=$(grep -m1 -o 'gossip=[^ ]*' "$WORK/$id-server.out")
+  set -- "${args[@]//@NODE@/$id-entry}"
   # Port 1 on loopback is closed: the entry's engine fails its probes and routes everything away.
-  start_node peer-entry "$([ "$profile" = entry ] && echo 1 || echo 0)" "$bin" \
+  start_node "$id-entry" "$([ "$profile" = entry ] && echo 1 || echo 0)" "$bin" \
     --upstream "http://127.0.0.1:1" --policy "$policy" --join "${gossip#gossip=}" \
-    --io-threads "$io_threads" --log-level error
+    --io-threads "$io_threads" --log-level error "$@"
   PEER_ENTRY_PID=$STARTED_PID
   PEER_ENTRY_PORT=$STARTED_PORT
+  [[ " ${args[*]} " == *" --tls-cert "* ]] && TLS_PORTS="${TLS_PORTS:-} $STARTED_PORT"
   for _ in $(seq "$FWD_START_TENTHS"); do
     entry_sees_peer && break
     sleep 0.1

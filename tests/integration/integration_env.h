@@ -14,18 +14,18 @@
 #include <thread>
 #include <vector>
 
-#include "hearsay/testkit/blocking_http.h"
 #include "hearsay/launch/local_cluster.h"
+#include "hearsay/testkit/blocking_http.h"
 #include "hearsay/testkit/metrics_text.h"
 #include "hearsay/testutil/eventually.h"
 
 namespace hearsay::integration {
 
 using namespace std::chrono_literals;
-using testkit::HttpResponse;
 using launch::LocalCluster;
 using launch::LocalClusterOptions;
 using nlohmann::json;
+using testkit::HttpResponse;
 
 // The model a `--engine sim` node serves (DaemonConfig::model's default).
 inline constexpr const char* kModel = "hearsay-sim";
@@ -148,8 +148,7 @@ inline Result<size_t> WaitForSoleHolder(LocalCluster& cluster, std::chrono::mill
           for (size_t i = 0; i < cluster.size() && everyone_sees; ++i) {
             if (i == h || !cluster.running(i)) continue;
             Result<launch::ClusterView> view = cluster.View(i);
-            const launch::MemberInfo* m =
-                view.ok() ? view->Find(cluster.node(h).node_id) : nullptr;
+            const launch::MemberInfo* m = view.ok() ? view->Find(cluster.node(h).node_id) : nullptr;
             everyone_sees = m != nullptr && m->cache_keys > 0;
             if (m != nullptr) {
               last += cluster.node(i).node_id + " sees " + m->node_id + " with " +

@@ -8,6 +8,8 @@
 namespace hearsay::cli {
 
 void AddKeygenCommand(CLI::App& app, int& exit_code);
+// `hearsay ca init|issue`: a cluster CA and node certificates (ca_command.cc).
+void AddCaCommand(CLI::App& app, int& exit_code);
 // `hearsay apikey create`: a tenant's API key (apikey_command.cc).
 void AddApiKeyCommand(CLI::App& app, int& exit_code);
 // `hearsay keys list|install|use|remove`: a running node's keys (keys_command.cc).

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     std::printf("hearsay 0.1.0 (allocator: %s)\n", AllocatorName().c_str());
   });
   hearsay::cli::AddKeygenCommand(app, exit_code);
+  hearsay::cli::AddCaCommand(app, exit_code);
   hearsay::cli::AddApiKeyCommand(app, exit_code);
   hearsay::cli::AddKeysCommand(app, exit_code);
   hearsay::cli::AddNodeCommand(app, exit_code);

@@ -90,8 +90,11 @@ int RunNode(CLI::App& cmd, const NodeFlags& flags) {
   std::fflush(stdout);
 
   int sig = 0;
-  // SIGHUP reloads the API-keys file; SIGINT and SIGTERM drain.
-  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP) (*daemon)->ReloadApiKeys();
+  // SIGHUP reloads the API-keys file and the TLS certificate; SIGINT and SIGTERM drain.
+  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP) {
+    (*daemon)->ReloadApiKeys();
+    (*daemon)->ReloadTls();
+  }
   spdlog::info("event=signal signal={} msg=\"draining; send it again to exit at once\"",
                sig == SIGTERM ? "SIGTERM" : "SIGINT");
   std::thread([stop_signals] {

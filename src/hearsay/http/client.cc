@@ -7,6 +7,9 @@
 // no stray bytes after it.
 #include "hearsay/http/client.h"
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -29,6 +32,7 @@
 #include <utility>  // before Asio (std::exchange on g++ 12 with Boost 1.74)
 #include <vector>
 
+#include "hearsay/http/certificates.h"
 #include "hearsay/http/client_pool.h"
 #include "hearsay/http/deadline.h"
 #include "hearsay/http/host_port.h"
@@ -213,8 +217,10 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
     Status valid = Validate(request_);
     if (!valid.ok()) return Finish(valid);
     head_ = FormatRequestHead(request_);
-    if (auto pooled = client_->TakeIdle(request_.host_port)) {
-      socket_.emplace(std::move(*pooled));
+    pool_key_ = request_.host_port;
+    if (client_->options.tls) pool_key_ += "\n" + request_.tls_peer_id;
+    if (auto pooled = client_->TakeIdle(pool_key_)) {
+      conn_ = std::move(pooled);
       reused_ = true;
       client_->counters.reused.fetch_add(1, std::memory_order_relaxed);
       return Write();
@@ -228,12 +234,15 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
     if (!hp.ok()) return Finish(hp.status());
     host_port_ = *hp;
     reused_ = false;
-    socket_.emplace(client_->io);
+    conn_ = std::make_shared<ClientConnection>(client_->io);
+    if (client_->options.tls) {
+      if (Status s = StartTls(); !s.ok()) return Finish(s);
+    }
     ArmTimer(request_.connect_timeout, Awaiting::kConnect);
     error_code ec;
     auto addr = asio::ip::make_address(host_port_.host, ec);
     if (!ec) {
-      socket_->async_connect(
+      conn_->socket.async_connect(
           tcp::endpoint(addr, host_port_.port),
           asio::bind_executor(executor_,
                               [self = shared_from_this()](error_code e) { self->OnConnect(e); }));
@@ -246,7 +255,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
           if (self->done_) return;
           if (e) return self->Fail(e, "cannot resolve " + self->host_port_.host);
           asio::async_connect(
-              *self->socket_, results,
+              self->conn_->socket, results,
               asio::bind_executor(self->executor_, [self](error_code e2, const tcp::endpoint&) {
                 self->OnConnect(e2);
               }));
@@ -258,7 +267,47 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
     if (ec) return Fail(ec, "cannot connect to " + request_.host_port);
     client_->counters.opened.fetch_add(1, std::memory_order_relaxed);
     error_code ignored;
-    socket_->set_option(tcp::no_delay(true), ignored);
+    conn_->socket.set_option(tcp::no_delay(true), ignored);
+    if (conn_->tls) {
+      // Still under the connect deadline: the handshake is part of opening the connection.
+      return conn_->tls->async_handshake(
+          asio::ssl::stream_base::client,
+          asio::bind_executor(executor_, [self = shared_from_this(), c = conn_](error_code e) {
+            self->OnHandshake(e);
+          }));
+    }
+    Write();
+  }
+
+  // The TLS stream of a new connection: the server must show a certificate the client's
+  // context trusts, naming request_.tls_peer_id (checked in OnHandshake) or else the host.
+  Status StartTls() {
+    conn_->tls_context = client_->options.tls->Current();
+    conn_->tls.emplace(conn_->socket, *conn_->tls_context);
+    SSL* ssl = conn_->tls->native_handle();
+    if (!request_.tls_peer_id.empty()) return OkStatus();
+    error_code ec;
+    asio::ip::make_address(host_port_.host, ec);
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    const bool ok = ec ? SSL_set_tlsext_host_name(ssl, host_port_.host.c_str()) == 1 &&
+                             X509_VERIFY_PARAM_set1_host(param, host_port_.host.c_str(), 0) == 1
+                       : X509_VERIFY_PARAM_set1_ip_asc(param, host_port_.host.c_str()) == 1;
+    if (!ok) return InvalidArgumentError("cannot check a TLS certificate for " + host_port_.host);
+    return OkStatus();
+  }
+
+  void OnHandshake(error_code ec) {
+    if (done_) return;
+    if (ec) return Fail(ec, "TLS handshake with " + request_.host_port);
+    if (!request_.tls_peer_id.empty()) {
+      const std::string id = NodeIdOf(SSL_get0_peer_certificate(conn_->tls->native_handle()));
+      if (id != request_.tls_peer_id) {
+        client_->counters.tls_peer_mismatches.fetch_add(1, std::memory_order_relaxed);
+        return Finish(UnavailableError("the certificate of " + request_.host_port +
+                                       " names node '" + id.substr(0, 128) + "', not '" +
+                                       request_.tls_peer_id + "'"));
+      }
+    }
     Write();
   }
 
@@ -266,10 +315,17 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   // with no trip through the scheduler; the rest, if any, asynchronously.
   void Write() {
     ArmTimer(request_.response_timeout, Awaiting::kResponse);
-    error_code ec;
-    if (!socket_->non_blocking()) socket_->non_blocking(true, ec);
     std::array<asio::const_buffer, 2> bufs = {asio::buffer(head_), asio::buffer(request_.body)};
-    const size_t n = ec ? 0 : socket_->write_some(bufs, ec);
+    if (conn_->tls) {
+      return asio::async_write(
+          *conn_->tls, bufs,
+          asio::bind_executor(executor_, [self = shared_from_this(), c = conn_](
+                                             error_code e, size_t) { self->OnWritten(e); }));
+    }
+    tcp::socket& socket = conn_->socket;
+    error_code ec;
+    if (!socket.non_blocking()) socket.non_blocking(true, ec);
+    const size_t n = ec ? 0 : socket.write_some(bufs, ec);
     if (!ec && n == head_.size() + request_.body.size()) return OnWritten(ec);
     if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
       return OnWritten(ec);
@@ -281,7 +337,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
       bufs[1] = asio::buffer(request_.body) + (n - head_.size());
     }
     asio::async_write(
-        *socket_, bufs,
+        socket, bufs,
         asio::bind_executor(
             executor_, [self = shared_from_this()](error_code e, size_t) { self->OnWritten(e); }));
   }
@@ -310,7 +366,13 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   }
 
   void Read() {
-    socket_->async_read_some(
+    if (conn_->tls) {
+      return conn_->tls->async_read_some(
+          buffer_.prepare(kReadChunk),
+          asio::bind_executor(executor_, [self = shared_from_this(), c = conn_](
+                                             error_code ec, size_t n) { self->OnRead(ec, n); }));
+    }
+    conn_->socket.async_read_some(
         buffer_.prepare(kReadChunk),
         asio::bind_executor(executor_, [self = shared_from_this()](error_code ec, size_t n) {
           self->OnRead(ec, n);
@@ -324,7 +386,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
       buffer_.commit(n);
       if (headers_seen_) ArmTimer(request_.idle_timeout, Awaiting::kBody);
     }
-    if (ec == asio::error::eof) {
+    if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) {
       if (!got_response_bytes_ && reused_ && !retried_ && Replayable()) {
         return Retry();
       }
@@ -397,10 +459,7 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   }
 
   void Complete(bool reusable) {
-    if (reusable && socket_) {
-      client_->PutIdle(request_.host_port, std::move(*socket_));
-      socket_.reset();
-    }
+    if (reusable && conn_) client_->PutIdle(pool_key_, std::move(conn_));
     Finish(OkStatus());
   }
 
@@ -443,10 +502,10 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
   }
 
   void CloseSocket() {
-    if (!socket_) return;
+    if (!conn_) return;
     error_code ec;
-    socket_->close(ec);
-    socket_.reset();
+    conn_->socket.close(ec);
+    conn_.reset();
   }
 
   void Finish(Status status) {
@@ -483,7 +542,8 @@ class Exchange final : public std::enable_shared_from_this<Exchange> {
 
   HostPort host_port_;
   std::string head_;
-  std::optional<tcp::socket> socket_;
+  std::string pool_key_;
+  std::shared_ptr<ClientConnection> conn_;
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   std::string pending_body_;  // body bytes parsed but not yet handed to on_body
@@ -556,6 +616,7 @@ ClientStats Client::stats() const {
   s.stale_discarded = c.stale.load();
   s.retries = c.retries.load();
   s.failures = c.failures.load();
+  s.tls_peer_mismatches = c.tls_peer_mismatches.load();
   std::lock_guard lock(state_->mu);
   s.idle_connections = state_->idle_count;
   return s;

@@ -12,11 +12,12 @@
 // before any response byte, which is how a server closing an idle keep-alive connection just as
 // it is reused shows. Any other POST whose bytes were written is never replayed.
 //
-// Errors given to on_done: UNAVAILABLE (resolve/connect failure, reset, connection closed early,
-// malformed response), DEADLINE_EXCEEDED (connect, response-header or body-idle timeout),
-// ABORTED (cancelled), INVALID_ARGUMENT (bad request fields), RESOURCE_EXHAUSTED (response header
-// over max_response_header_bytes). Whether headers had arrived is known to the caller: on_headers
-// ran or not.
+// Errors given to on_done: UNAVAILABLE (resolve/connect failure, TLS handshake failure or a
+// server certificate that names another node, reset, connection closed early, malformed response),
+// DEADLINE_EXCEEDED (connect, response-header or body-idle timeout), ABORTED (cancelled),
+// INVALID_ARGUMENT (bad request fields), RESOURCE_EXHAUSTED (response header over
+// max_response_header_bytes). Whether headers had arrived is known to the caller: on_headers ran or
+// not.
 //
 // Thread-safety: Send, Cancel and stats may be called from any thread. Callbacks run on a thread
 // running the io_context, one request's callbacks never concurrently.
@@ -38,6 +39,7 @@
 #include "hearsay/common/status.h"
 #include "hearsay/env/time.h"
 #include "hearsay/http/headers.h"
+#include "hearsay/http/tls_context.h"
 
 namespace boost::asio {
 class io_context;
@@ -56,6 +58,10 @@ struct ClientOptions {
   // Exactly one thread runs the io_context: exchanges then need no strand. With more threads
   // this must be false.
   bool one_thread = false;
+  // Speak TLS to every server, with this client context (TlsContext::Load with kClient): the
+  // server's certificate must verify against its CA, and name the host (or, for a request with
+  // tls_peer_id, that node id); its own certificate, if any, goes to servers that ask for one.
+  std::shared_ptr<TlsContext> tls = nullptr;
 };
 
 struct ClientRequest {
@@ -75,6 +81,9 @@ struct ClientRequest {
   Duration response_timeout = 30s;
   // Longest silence between two reads of the body.
   Duration idle_timeout = 30s;
+  // With a TLS client: the node id the server's certificate must name (certificates.h), instead
+  // of the host name. Pooled connections are kept apart per id.
+  std::string tls_peer_id;
 };
 
 struct ResponseHandlers {
@@ -106,6 +115,8 @@ struct ClientStats {
   // Requests retried on a fresh connection after a reused one failed.
   uint64_t retries = 0;
   uint64_t failures = 0;
+  // TLS connections whose server certificate named another node than the request's tls_peer_id.
+  uint64_t tls_peer_mismatches = 0;
   size_t idle_connections = 0;
 };
 

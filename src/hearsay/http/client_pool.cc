@@ -30,15 +30,20 @@ bool IsStale(tcp::socket& socket) {
   return true;  // 0: the server closed it; > 0: unsolicited bytes
 }
 
+void Close(ClientConnection& c) {
+  error_code ec;
+  c.socket.close(ec);
+}
+
 }  // namespace
 
-std::optional<tcp::socket> Client::State::TakeIdle(const std::string& host_port) {
-  std::vector<tcp::socket> discard;
-  std::optional<tcp::socket> found;
+std::shared_ptr<ClientConnection> Client::State::TakeIdle(const std::string& host_port) {
+  std::vector<std::shared_ptr<ClientConnection>> discard;
+  std::shared_ptr<ClientConnection> found;
   {
     std::lock_guard lock(mu);
     auto it = idle.find(host_port);
-    if (it == idle.end()) return std::nullopt;
+    if (it == idle.end()) return nullptr;
     auto now = SteadyClock::now();
     auto& list = it->second;
     // Newest first: the most recently used connection is the least likely to have been closed.
@@ -51,40 +56,35 @@ std::optional<tcp::socket> Client::State::TakeIdle(const std::string& host_port)
       // servers close idle connections after seconds, and a reused connection that fails before
       // the response is replayed on a fresh one where that is safe.
       if (idle_for > ToSteady(options.idle_expiry) ||
-          (idle_for > kProbeIdleAfter && IsStale(c.socket))) {
+          (idle_for > kProbeIdleAfter && IsStale(c.connection->socket))) {
         counters.stale.fetch_add(1, std::memory_order_relaxed);
-        discard.push_back(std::move(c.socket));
+        discard.push_back(std::move(c.connection));
         continue;
       }
-      found.emplace(std::move(c.socket));
+      found = std::move(c.connection);
       break;
     }
     if (list.empty()) idle.erase(it);
   }
-  for (auto& s : discard) {
-    error_code ec;
-    s.close(ec);
-  }
+  for (auto& c : discard) Close(*c);
   return found;
 }
 
-void Client::State::PutIdle(const std::string& host_port, tcp::socket socket) {
+void Client::State::PutIdle(const std::string& host_port,
+                            std::shared_ptr<ClientConnection> connection) {
   bool arm = false;
   {
     std::lock_guard lock(mu);
     auto& list = idle[host_port];
     if (!shut_down && list.size() < options.max_idle_per_host) {
-      list.push_back(IdleConnection{std::move(socket), SteadyClock::now()});
+      list.push_back(IdleConnection{std::move(connection), SteadyClock::now()});
       idle_count++;
       arm = !std::exchange(sweep_armed, true);
     } else if (list.empty()) {
       idle.erase(host_port);
     }
   }
-  if (socket.is_open()) {
-    error_code ec;
-    socket.close(ec);
-  }
+  if (connection) Close(*connection);
   if (arm) {
     asio::post(sweep_strand, [self = shared_from_this()] {
       self->sweep_timer.expires_after(ToSteady(self->options.idle_expiry));
@@ -97,7 +97,7 @@ void Client::State::PutIdle(const std::string& host_port, tcp::socket socket) {
 
 // Closes expired idle connections, so the pool does not hold sockets servers have given up on.
 void Client::State::Sweep() {
-  std::vector<tcp::socket> discard;
+  std::vector<std::shared_ptr<ClientConnection>> discard;
   bool rearm = false;
   {
     std::lock_guard lock(mu);
@@ -106,8 +106,8 @@ void Client::State::Sweep() {
       auto& list = it->second;
       size_t keep = 0;
       for (auto& c : list) {
-        if (now - c.since > ToSteady(options.idle_expiry) || IsStale(c.socket)) {
-          discard.push_back(std::move(c.socket));
+        if (now - c.since > ToSteady(options.idle_expiry) || IsStale(c.connection->socket)) {
+          discard.push_back(std::move(c.connection));
         } else {
           list[keep++] = std::move(c);
         }
@@ -118,10 +118,7 @@ void Client::State::Sweep() {
     }
     sweep_armed = rearm = idle_count > 0 && !shut_down;
   }
-  for (auto& s : discard) {
-    error_code ec;
-    s.close(ec);
-  }
+  for (auto& c : discard) Close(*c);
   if (rearm) {
     sweep_timer.expires_after(ToSteady(options.idle_expiry) / 2);
     sweep_timer.async_wait([self = shared_from_this()](error_code ec) {
@@ -138,10 +135,7 @@ void Client::State::CloseIdle() {
     idle_count = 0;
   }
   for (auto& [_, list] : taken) {
-    for (auto& c : list) {
-      error_code ec;
-      c.socket.close(ec);
-    }
+    for (auto& c : list) Close(*c.connection);
   }
 }
 

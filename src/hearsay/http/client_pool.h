@@ -7,6 +7,8 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <chrono>
@@ -24,6 +26,16 @@ namespace hearsay::http {
 
 class Exchange;
 
+// One connection: its TCP socket and, on a TLS client, the TLS stream over it. Shared, because
+// the stream refers to the socket and its pending operations to both: each TLS operation holds
+// the connection until it completes, even after its exchange let go.
+struct ClientConnection {
+  explicit ClientConnection(boost::asio::io_context& io) : socket(io) {}
+  boost::asio::ip::tcp::socket socket;
+  std::shared_ptr<boost::asio::ssl::context> tls_context;  // keeps tls's context alive
+  std::optional<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls;
+};
+
 struct Client::State : std::enable_shared_from_this<Client::State> {
   State(boost::asio::io_context& io_context, ClientOptions opts)
       : io(io_context),
@@ -32,14 +44,14 @@ struct Client::State : std::enable_shared_from_this<Client::State> {
         sweep_timer(sweep_strand) {}
 
   struct IdleConnection {
-    boost::asio::ip::tcp::socket socket;
+    std::shared_ptr<ClientConnection> connection;
     std::chrono::steady_clock::time_point since;
   };
 
-  // A live pooled connection to `host_port`, or nullopt.
-  std::optional<boost::asio::ip::tcp::socket> TakeIdle(const std::string& host_port);
-  // Pools `socket` if there is room, else closes it.
-  void PutIdle(const std::string& host_port, boost::asio::ip::tcp::socket socket);
+  // A live pooled connection under `key` (host:port, and the peer's id with TLS), or null.
+  std::shared_ptr<ClientConnection> TakeIdle(const std::string& key);
+  // Pools `connection` if there is room, else closes it.
+  void PutIdle(const std::string& key, std::shared_ptr<ClientConnection> connection);
   void Sweep();
   void CloseIdle();
 
@@ -58,7 +70,8 @@ struct Client::State : std::enable_shared_from_this<Client::State> {
   std::unordered_map<uint64_t, std::weak_ptr<Exchange>> in_flight;  // guarded by mu
 
   struct Counters {
-    std::atomic<uint64_t> requests{0}, opened{0}, reused{0}, stale{0}, retries{0}, failures{0};
+    std::atomic<uint64_t> requests{0}, opened{0}, reused{0}, stale{0}, retries{0}, failures{0},
+        tls_peer_mismatches{0};
   } counters;
 };
 

@@ -162,6 +162,7 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
     req.response_timeout = std::min(req.response_timeout, within);
   }
   req.idle_timeout = options_.idle_timeout;
+  if (options_.check_peer_certificate) req.tls_peer_id = request.target;
 
   ResponseHandlers handlers;
   handlers.on_headers = [fwd, to_core](int status, const Headers& headers) {

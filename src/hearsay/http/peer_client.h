@@ -50,6 +50,9 @@ struct PeerClientOptions {
   Duration first_token_timeout = 60s;
   // Longest silence between two pieces of the stream.
   Duration idle_timeout = 30s;
+  // Mutual TLS (the Client speaks TLS): the peer's certificate must name the node the forward
+  // is meant for (PeerRequest::target), not just any node of the CA.
+  bool check_peer_certificate = false;
 };
 
 class HttpPeerClient final : public PeerClient {

@@ -52,7 +52,8 @@ void Server::State::Admit(tcp::socket socket) {
     if (!victim) return Refuse(std::move(socket));
   }
   const uint64_t id = next_id++;
-  auto conn = std::make_shared<Connection>(shared_from_this(), std::move(socket), id);
+  auto conn = std::make_shared<Connection>(shared_from_this(), std::move(socket), id,
+                                           options.tls ? options.tls->Current() : nullptr);
   Register(id, conn, ip);
   if (victim) {
     // Room is made by closing the connection idle the longest; it closes on its own strand, so
@@ -67,6 +68,12 @@ void Server::State::Admit(tcp::socket socket) {
 
 void Server::State::Refuse(tcp::socket socket) {
   counters.refused.fetch_add(1, std::memory_order_relaxed);
+  if (options.tls) {
+    // A TLS client could not read a plain 503: it sees the connection close.
+    error_code ec;
+    socket.close(ec);
+    return;
+  }
   struct Refusal {
     tcp::socket socket;
     std::string bytes;
@@ -173,6 +180,8 @@ ServerStats Server::stats() const {
   s.idle_evicted = c.idle_evicted.load();
   s.slow_readers_dropped = c.slow_readers_dropped.load();
   s.client_aborts = c.client_aborts.load();
+  s.tls_handshake_failures = c.tls_handshake_failures.load();
+  s.tls_handshake_timeouts = c.tls_handshake_timeouts.load();
   return s;
 }
 

@@ -49,6 +49,7 @@
 #include "hearsay/common/status.h"
 #include "hearsay/env/time.h"
 #include "hearsay/http/headers.h"
+#include "hearsay/http/tls_context.h"
 
 namespace boost::asio {
 class io_context;
@@ -88,6 +89,12 @@ struct ServerOptions {
   // Exactly one thread runs the io_context: connections then need no strand. With more threads
   // this must be false.
   bool one_thread = false;
+  // Serve HTTPS with this certificate (null: plain HTTP). Each connection takes the context
+  // current at its accept, so a TlsContext::Reload reaches new connections only.
+  std::shared_ptr<TlsContext> tls = nullptr;
+  // Deadline for the TLS handshake, from accept: a client that stalls it is closed without a
+  // response (it could not read one).
+  Duration handshake_timeout = 10s;
 };
 
 // One request, as the handler receives it.
@@ -104,6 +111,11 @@ struct Request {
   std::string remote;
   // HTTP minor version (0 or 1).
   int http_minor = 1;
+  // The request came over TLS.
+  bool tls = false;
+  // The node id (certificates.h) of the client's certificate, verified against the server's CA;
+  // empty without one (a client that showed none, or a server without a CA).
+  std::string tls_peer_id;
 
   // The first header named `lowercase_name`, or nullopt.
   std::optional<std::string_view> Header(std::string_view lowercase_name) const;
@@ -184,6 +196,10 @@ struct ServerStats {
   uint64_t idle_closed = 0;           // keep-alive idle timeout
   uint64_t slow_readers_dropped = 0;  // write timeout or write queue over its cap
   uint64_t client_aborts = 0;         // the client went away before its response ended
+  // With TLS: handshakes that failed (bad client hello, no shared cipher, a client that refused
+  // our certificate), and handshakes not done within handshake_timeout.
+  uint64_t tls_handshake_failures = 0;
+  uint64_t tls_handshake_timeouts = 0;
 };
 
 class Server {

@@ -3,6 +3,7 @@
 #include <boost/beast/http/error.hpp>
 #include <limits>
 
+#include "hearsay/http/certificates.h"
 #include "hearsay/http/error_body.h"
 
 namespace hearsay::http {
@@ -39,6 +40,28 @@ void Connection::Start() {
   socket_.non_blocking(true, ec);  // Flush writes at once what fits
   auto remote = socket_.remote_endpoint(ec);
   if (!ec) remote_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+  if (tls_) {
+    phase_ = Phase::kHandshake;
+    ArmReadTimer(options_.handshake_timeout);
+    return tls_->async_handshake(
+        boost::asio::ssl::stream_base::server,
+        [self = shared_from_this()](error_code e) { self->OnHandshake(e); });
+  }
+  BeginHeader();
+  ReadMore();
+}
+
+void Connection::OnHandshake(error_code ec) {
+  if (phase_ != Phase::kHandshake) return;  // closed (a timeout, Server::Close)
+  if (ec) {
+    server_->counters.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+    return CloseNow(false);
+  }
+  SSL* ssl = tls_->native_handle();
+  if (X509* peer = SSL_get0_peer_certificate(ssl);
+      peer != nullptr && SSL_get_verify_result(ssl) == X509_V_OK) {
+    tls_peer_id_ = NodeIdOf(peer);
+  }
   BeginHeader();
   ReadMore();
 }
@@ -91,11 +114,15 @@ void Connection::ReadMore() {
     return;
   }
   reading_ = true;
-  socket_.async_read_some(buffer_.prepare(kReadChunk),
-                          [self = shared_from_this()](error_code ec, size_t n) {
-                            self->reading_ = false;
-                            self->OnRead(ec, n);
-                          });
+  auto on_read = [self = shared_from_this()](error_code ec, size_t n) {
+    self->reading_ = false;
+    self->OnRead(ec, n);
+  };
+  if (tls_) {
+    tls_->async_read_some(buffer_.prepare(kReadChunk), std::move(on_read));
+  } else {
+    socket_.async_read_some(buffer_.prepare(kReadChunk), std::move(on_read));
+  }
 }
 
 void Connection::OnRead(error_code ec, size_t n) {
@@ -198,6 +225,8 @@ void Connection::Dispatch() {
                              std::string(View(field.value())));
   }
   req.remote = remote_;
+  req.tls = tls_.has_value();
+  req.tls_peer_id = tls_peer_id_;
   req.http_minor = static_cast<int>(msg.version() % 10);
   keep_alive_ = parser_->keep_alive();
   http_minor_ = req.http_minor;
@@ -254,6 +283,9 @@ void Connection::ArmReadTimer(Duration d) {
 void Connection::OnReadTimeout() {
   auto& c = server_->counters;
   switch (phase_) {
+    case Phase::kHandshake:
+      c.tls_handshake_timeouts.fetch_add(1, std::memory_order_relaxed);
+      return CloseNow(false);
     case Phase::kIdle:
       c.idle_closed.fetch_add(1, std::memory_order_relaxed);
       return CloseNow(false);

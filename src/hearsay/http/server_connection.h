@@ -3,14 +3,18 @@
 //
 // Each connection is a small state machine on its own strand (or, on a context that one thread
 // runs, on that thread):
-//   kIdle (keep-alive, no byte of the next request yet; idle_timeout)
+//   [kHandshake (TLS only; handshake_timeout from accept)]
+//   -> kIdle (keep-alive, no byte of the next request yet; idle_timeout)
 //   -> kHeader (header_timeout deadline) -> kBody (body_timeout deadline)
 //   -> kHandling (the handler has the request; reads continue only to notice a vanished client)
 //   -> kIdle again, or kLinger (error/close response flushed, send side shut, draining the input
 //      briefly so the client reads our response instead of a reset) -> kClosed.
 // Responses are formatted here (not by Beast's serializer) into a queue of strings written with
 // gathered write_some calls, so bodies and chunks are never copied and a write's progress is
-// visible to the write timeout. server_connection.cc reads and closes; server_responder.cc writes
+// visible to the write timeout. With TLS the same bytes go through an ssl::stream over the socket
+// (one read and one write may be pending on it at once); writes are then always asynchronous,
+// and the queue is joined into one buffer per write, one TLS record rather than one per piece.
+// server_connection.cc reads and closes; server_responder.cc writes
 // responses and holds the Responder.
 //
 // Thread-safety: as server.h; a Connection's private state is touched on its strand only.
@@ -23,6 +27,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -135,22 +141,27 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   struct Counters {
     std::atomic<uint64_t> accepted{0}, refused{0}, requests{0}, bad_requests{0},
         header_too_large{0}, body_too_large{0}, read_timeouts{0}, idle_closed{0},
-        slow_readers_dropped{0}, client_aborts{0}, idle_evicted{0};
+        slow_readers_dropped{0}, client_aborts{0}, idle_evicted{0}, tls_handshake_failures{0},
+        tls_handshake_timeouts{0};
   } counters;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
+  // `tls`: the context this connection's handshake uses; null for plain HTTP.
   Connection(std::shared_ptr<Server::State> server, boost::asio::ip::tcp::socket socket,
-             uint64_t id)
+             uint64_t id, std::shared_ptr<boost::asio::ssl::context> tls)
       : server_(std::move(server)),
         options_(server_->options),
         socket_(std::move(socket)),
-        read_deadline_(
-            socket_.get_executor(),
-            std::min({options_.header_timeout, options_.body_timeout, options_.idle_timeout})),
+        tls_context_(std::move(tls)),
+        read_deadline_(socket_.get_executor(),
+                       std::min({options_.header_timeout, options_.body_timeout,
+                                 options_.idle_timeout, options_.handshake_timeout})),
         write_deadline_(socket_.get_executor(), options_.write_timeout),
-        id_(id) {}
+        id_(id) {
+    if (tls_context_) tls_.emplace(socket_, *tls_context_);
+  }
 
   // On the strand.
   void Start();
@@ -194,13 +205,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // copy of the array) fits Asio's recycled handler memory: 64 made every write a malloc.
   static constexpr size_t kMaxGather = 16;
 
-  enum class Phase { kIdle, kHeader, kBody, kHandling, kLinger, kClosed };
+  enum class Phase { kHandshake, kIdle, kHeader, kBody, kHandling, kLinger, kClosed };
   enum class ResponseState { kNone, kStreaming, kEnded };
 
   bool IsCurrent(uint64_t seq) const;
 
   // --- Reading -------------------------------------------------------------------------------
 
+  void OnHandshake(error_code ec);
   void BeginHeader();
   void ReadMore();
   void OnRead(error_code ec, size_t n);
@@ -226,6 +238,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The front of the queue as one gathered write; unused slots stay empty buffers.
   std::array<boost::asio::const_buffer, kMaxGather> Gather() const;
   void WriteLater(const std::array<boost::asio::const_buffer, kMaxGather>& bufs);
+  // TLS: joins the queue into one piece and writes it (asynchronously).
+  void WriteTls();
   void OnWrite(error_code ec, size_t n);
 
   // Drops `n` written bytes from the front of the queue.
@@ -253,10 +267,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<Server::State> server_;
   const ServerOptions& options_;
   boost::asio::ip::tcp::socket socket_;
+  // Keeps the context of tls_ alive across a reload.
+  const std::shared_ptr<boost::asio::ssl::context> tls_context_;
+  // With TLS, reads and writes go through this stream over socket_.
+  std::optional<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
   Deadline read_deadline_;
   Deadline write_deadline_;
   const uint64_t id_;
   std::string remote_;
+  std::string tls_peer_id_;  // see Request::tls_peer_id
 
   Phase phase_ = Phase::kHeader;
   bool first_request_ = true;

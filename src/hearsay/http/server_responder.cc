@@ -154,6 +154,12 @@ void Connection::Enqueue(std::string bytes) {
 
 void Connection::Flush() {
   if (writing_ || phase_ == Phase::kClosed) return;
+  if (tls_) {
+    // A synchronous write through the TLS layer could encrypt bytes the socket then refuses
+    // (would_block): always write asynchronously.
+    if (out_.empty()) return OnQueueDrained();
+    return WriteTls();
+  }
   while (!out_.empty()) {
     const std::array<asio::const_buffer, kMaxGather> bufs = Gather();
     error_code ec;
@@ -186,6 +192,30 @@ void Connection::WriteLater(const std::array<asio::const_buffer, kMaxGather>& bu
   // The array is copied into the operation: no allocation.
   socket_.async_write_some(
       bufs, [self = shared_from_this()](error_code ec, size_t n) { self->OnWrite(ec, n); });
+}
+
+void Connection::WriteTls() {
+  if (out_.size() > 1 || front_offset_ > 0) {
+    std::string joined;
+    joined.reserve(queued_bytes_);
+    for (size_t i = 0; i < out_.size(); ++i) {
+      std::string_view piece = out_[i];
+      if (i == 0) piece.remove_prefix(front_offset_);
+      joined += piece;
+    }
+    out_.clear();
+    out_.push_back(std::move(joined));
+    front_offset_ = 0;
+  }
+  writing_ = true;
+  write_deadline_.Set(options_.write_timeout, [self = shared_from_this()] {
+    if (!self->writing_) return;
+    self->server_->counters.slow_readers_dropped.fetch_add(1, std::memory_order_relaxed);
+    self->CloseNow(true);
+  });
+  tls_->async_write_some(
+      asio::buffer(out_.front()),
+      [self = shared_from_this()](error_code ec, size_t n) { self->OnWrite(ec, n); });
 }
 
 void Connection::OnWrite(error_code ec, size_t n) {

@@ -5,14 +5,14 @@
 
 namespace hearsay::http {
 
-Result<SyncResponse> CallSync(ClientRequest request) {
+Result<SyncResponse> CallSync(ClientRequest request, std::shared_ptr<TlsContext> tls) {
   boost::asio::io_context io;
   SyncResponse response;
   Status result;
   bool done = false;
   {
     // Declared after `io`, so destroyed before it: any request still pending is cancelled first.
-    Client client(io, ClientOptions{.max_idle_per_host = 0, .one_thread = true});
+    Client client(io, ClientOptions{.max_idle_per_host = 0, .one_thread = true, .tls = tls});
     ResponseHandlers handlers;
     handlers.on_headers = [&](int status, const Headers& headers) {
       response.status = status;
@@ -44,12 +44,12 @@ ClientRequest WithTimeout(ClientRequest request, Duration timeout) {
 }  // namespace
 
 Result<SyncResponse> GetSync(const std::string& host_port, const std::string& target,
-                             Duration timeout) {
+                             Duration timeout, std::shared_ptr<TlsContext> tls) {
   ClientRequest request;
   request.method = "GET";
   request.host_port = host_port;
   request.target = target;
-  return CallSync(WithTimeout(std::move(request), timeout));
+  return CallSync(WithTimeout(std::move(request), timeout), std::move(tls));
 }
 
 Result<SyncResponse> PostJsonSync(const std::string& host_port, const std::string& target,

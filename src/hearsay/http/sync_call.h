@@ -32,11 +32,12 @@ struct SyncResponse {
 
 // Sends `request` and reads the whole response. Errors are the Client's (UNAVAILABLE,
 // DEADLINE_EXCEEDED, ...); any HTTP status is a successful call.
-Result<SyncResponse> CallSync(ClientRequest request);
+// With `tls` (a client context, TlsContext::Load with kClient) the call is made over TLS.
+Result<SyncResponse> CallSync(ClientRequest request, std::shared_ptr<TlsContext> tls = nullptr);
 
 // GET `target` on `host_port`, with `timeout` as every one of the request's timeouts.
 Result<SyncResponse> GetSync(const std::string& host_port, const std::string& target,
-                             Duration timeout);
+                             Duration timeout, std::shared_ptr<TlsContext> tls = nullptr);
 // POST `json` (Content-Type application/json) to `target` on `host_port`.
 Result<SyncResponse> PostJsonSync(const std::string& host_port, const std::string& target,
                                   std::string json, Duration timeout);

@@ -142,6 +142,7 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOpti
       info.gossip_address = "127.0.0.1:" + std::to_string(ports[2 * i + 1]);
     }
     info.log_path = cluster->dir_->File(info.node_id + ".log");
+    info.tls = options.probe_tls != nullptr;
   }
   for (size_t i = 0; i < options.nodes; ++i) {
     HEARSAY_RETURN_IF_ERROR(cluster->SpawnNode(i));
@@ -329,7 +330,7 @@ Status LocalCluster::PostFaults(size_t i, std::string body) {
                      {std::string(net::kAdminTokenHeader),
                       SignWithKeyFile(key_file_, request, nodes_.at(i).info.node_id)}};
   request.connect_timeout = request.response_timeout = request.idle_timeout = kProbeTimeout;
-  Result<http::SyncResponse> r = http::CallSync(std::move(request));
+  Result<http::SyncResponse> r = http::CallSync(std::move(request), options_.probe_tls);
   if (!r.ok()) return Status(r.status().code(), "POST /debug/faults: " + r.status().message());
   if (r->status != 200) {
     return InternalError("POST /debug/faults on " + nodes_[i].info.node_id + ": HTTP " +
@@ -340,7 +341,7 @@ Status LocalCluster::PostFaults(size_t i, std::string body) {
 
 Result<ClusterView> LocalCluster::View(size_t i) const {
   Result<http::SyncResponse> r =
-      http::GetSync(nodes_.at(i).info.http_address, "/cluster", kProbeTimeout);
+      http::GetSync(nodes_.at(i).info.http_address, "/cluster", kProbeTimeout, options_.probe_tls);
   if (!r.ok()) return r.status();
   if (r->status != 200) {
     return UnavailableError("GET /cluster on " + nodes_[i].info.node_id + ": HTTP " +
@@ -354,7 +355,7 @@ Status LocalCluster::ViewsAgree(const std::vector<size_t>& dead) const {
     if (nodes_[i].process == nullptr) continue;
     const std::string& who = nodes_[i].info.node_id;
     Result<http::SyncResponse> health =
-        http::GetSync(nodes_[i].info.http_address, "/health", kProbeTimeout);
+        http::GetSync(nodes_[i].info.http_address, "/health", kProbeTimeout, options_.probe_tls);
     if (!health.ok()) return UnavailableError(who + " /health: " + health.status().ToString());
     if (health->status != 200) {
       return UnavailableError(who + " /health: HTTP " + std::to_string(health->status));

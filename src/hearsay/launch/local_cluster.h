@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "hearsay/common/status.h"
+#include "hearsay/http/tls_context.h"
 #include "hearsay/launch/child_process.h"
 #include "hearsay/launch/cluster_view.h"
 #include "hearsay/launch/temp_dir.h"
@@ -55,6 +56,9 @@ struct LocalClusterOptions {
   std::chrono::milliseconds ready_timeout{30000};
   // Bound on Stop()'s graceful drain before it falls back to SIGKILL.
   std::chrono::milliseconds stop_timeout{15000};
+  // Nodes that serve HTTPS (--tls-cert among the flags): the launcher's own probes use this
+  // client context, and NodeInfo::http_url says https.
+  std::shared_ptr<http::TlsContext> probe_tls = nullptr;
 };
 
 struct NodeInfo {
@@ -62,7 +66,8 @@ struct NodeInfo {
   std::string http_address;    // "127.0.0.1:<port>"
   std::string gossip_address;  // "127.0.0.1:<port>" (UDP and TCP)
   std::string log_path;
-  std::string http_url() const { return "http://" + http_address; }
+  bool tls = false;
+  std::string http_url() const { return (tls ? "https://" : "http://") + http_address; }
 };
 
 class LocalCluster {

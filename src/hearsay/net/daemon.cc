@@ -148,6 +148,21 @@ Status Daemon::OpenSockets() {
   so.max_connections_per_client = c.max_connections_per_client;
   so.idle_timeout_under_pressure = std::chrono::milliseconds(c.idle_timeout_under_pressure_ms);
   so.one_thread = IoOneThread();
+  if (!c.tls_cert.empty()) {
+    // Every node of a pool serves TLS or none does: forwards speak what the API speaks.
+    const http::TlsFiles files{c.tls_cert, c.tls_key, c.tls_ca};
+    HEARSAY_ASSIGN_OR_RETURN(tls_, http::TlsContext::Load(files, http::TlsRole::kServer));
+    HEARSAY_ASSIGN_OR_RETURN(peer_tls_, http::TlsContext::Load(files, http::TlsRole::kClient));
+    mutual_tls_ = !c.tls_ca.empty();
+    if (!mutual_tls_) {
+      spdlog::warn(
+          "event=config_warning msg=\"tls.cert without tls.ca: forwards to peers check their "
+          "certificates against the system's trust store and their host names, and peer requests "
+          "rely on the per-request authenticator alone; set tls.ca for mutual TLS\"");
+    }
+    so.tls = tls_;
+    so.handshake_timeout = std::chrono::milliseconds(c.tls_handshake_timeout_ms);
+  }
   HEARSAY_ASSIGN_OR_RETURN(
       server_,
       http::Server::Start(io_, so, [this](http::Request req, std::shared_ptr<http::Responder> r) {
@@ -170,6 +185,24 @@ Status Daemon::OpenSockets() {
     api_address_ = http_address_;
   }
   return OkStatus();
+}
+
+bool Daemon::IsLiveMember(const std::string& id) const {
+  const std::optional<gossip::MemberView> m = node_->gossip().Member(id);
+  return m &&
+         (m->state == gossip::MemberState::kAlive || m->state == gossip::MemberState::kSuspect);
+}
+
+void Daemon::ReloadTls() {
+  if (!tls_) return;
+  Status s = tls_->Reload();
+  if (s.ok()) s = peer_tls_->Reload();
+  if (!s.ok()) {
+    spdlog::error("event=tls_reload_failed msg=\"{}; the certificate in use stays\"", s.message());
+    return;
+  }
+  spdlog::info("event=tls_reload cert={} msg=\"new connections use the new certificate\"",
+               tls_->files().cert);
 }
 
 Status Daemon::InitGossipSecurity() {
@@ -243,6 +276,7 @@ void Daemon::InitForwarding() {
   const DaemonConfig& c = config_;
   http::ClientOptions peer_client_options;
   peer_client_options.one_thread = IoOneThread();
+  peer_client_options.tls = peer_tls_;
   http_client_ = std::make_unique<http::Client>(io_, peer_client_options);
   http::PeerClientOptions po;
   po.sign = [this](std::string_view method, std::string_view path, std::string_view body,
@@ -251,6 +285,7 @@ void Daemon::InitForwarding() {
   };
   po.origin_node_id = node_id_;
   po.first_token_timeout = std::chrono::milliseconds(c.forward_timeout_ms);
+  po.check_peer_certificate = mutual_tls_;
   peer_client_ = std::make_unique<http::HttpPeerClient>(*http_client_, PostToCore(), po);
   delayed_peer_client_ = std::make_unique<DelayedPeerClient>(*peer_client_, *scheduler_);
   logging_peer_client_ = std::make_unique<LoggingPeerClient>(*delayed_peer_client_, node_id_);

@@ -107,6 +107,12 @@ class Daemon {
   // Reads the API-keys file again now (SIGHUP) and logs the outcome; a file that does not parse
   // leaves the keys in use. Nothing without --api-keys-file. Any thread.
   void ReloadApiKeys() { PollApiKeys(/*force=*/true); }
+  // Reads the TLS certificate and key again now (SIGHUP) and logs the outcome: connections
+  // accepted after it use them, open ones keep theirs; files that do not load leave the current
+  // ones in use. Nothing without TLS. Any thread.
+  void ReloadTls();
+  // True when the API serves HTTPS.
+  bool tls() const { return tls_ != nullptr; }
 
  private:
   explicit Daemon(DaemonConfig config);
@@ -136,6 +142,8 @@ class Daemon {
   // Runs `fn` on the core thread and waits for it (setup and tests; never from an I/O thread).
   void RunOnCore(std::function<void()> fn);
   void StopThreads();
+  // True when `id` is a member this node sees alive or suspect (core thread).
+  bool IsLiveMember(const std::string& id) const;
 
   // HTTP handlers (I/O threads; daemon_requests.cc).
   void Handle(http::Request request, std::shared_ptr<http::Responder> responder);
@@ -241,9 +249,13 @@ class Daemon {
   // [[engine]] entries (core thread).
   std::vector<DaemonConfig> engine_configs_;
   std::vector<std::optional<upstream::ServedModels>> served_;
-  std::unique_ptr<RecordsFile> records_;  // with --records only; outlives node_
+  std::unique_ptr<RecordsFile> records_;       // with --records only; outlives node_
   std::unique_ptr<StatusBoard> status_board_;  // GET /status; outlives node_
   std::unique_ptr<node::Node> node_;
+  std::shared_ptr<http::TlsContext> tls_;       // the API's; null: plain HTTP
+  std::shared_ptr<http::TlsContext> peer_tls_;  // forwards' client side; null: plain HTTP
+  // Mutual TLS (tls.ca): peer requests need a client certificate naming their sender.
+  bool mutual_tls_ = false;
   std::unique_ptr<http::Server> server_;
   DaemonMetrics metrics_;
   // Keying: the prompt tokenizer (I/O threads) and its metrics; the openai engine if any.

@@ -198,6 +198,23 @@ const std::vector<Setting>& Table() {
       {{"security.insecure", "insecure", K::kBool,
         "run without a cluster key: gossip and forwards are unauthenticated (testing only)"},
        &C::insecure},
+      {{"tls.cert", "tls-cert", K::kString,
+        "PEM certificate (chain) the API serves HTTPS with, with tls.key; reloaded on SIGHUP "
+        "(new connections get it, open ones stay); empty: plain HTTP"},
+       &C::tls_cert},
+      {{"tls.key", "tls-key", K::kString, "PEM private key of tls.cert (unencrypted)"},
+       &C::tls_key},
+      {{"tls.ca", "tls-ca", K::kString,
+        "PEM cluster CA (hearsay ca init): forwards between nodes use mutual TLS, each node "
+        "showing its certificate (tls.cert, from hearsay ca issue), and a peer request is "
+        "accepted only from a certificate of this CA naming a live member, the sender"},
+       &C::tls_ca},
+      {{"tls.handshake_timeout_ms", "tls-handshake-timeout-ms", K::kUInt,
+        "a TLS client must finish its handshake within this after connecting, else it is "
+        "closed (a slow handshake cannot hold a connection)"},
+       &C::tls_handshake_timeout_ms,
+       1,
+       kHour},
       {{"limits.max_body_bytes", "max-body-bytes", K::kUInt, "largest request body (413 above)"},
        &C::max_body_bytes,
        1,
@@ -538,6 +555,12 @@ Status DaemonConfig::Validate() const {
     return InvalidArgumentError(
         "api.keys_file needs a cluster key: on an insecure node any client could send a "
         "forwarded request, as any tenant, past the API keys");
+  }
+  if (tls_cert.empty() != tls_key.empty()) {
+    return InvalidArgumentError("tls.cert and tls.key go together: give both, or neither");
+  }
+  if (!tls_ca.empty() && tls_cert.empty()) {
+    return InvalidArgumentError("tls.ca needs tls.cert and tls.key: the node's own certificate");
   }
   if (max_connections_per_client > max_connections) {
     return InvalidArgumentError(

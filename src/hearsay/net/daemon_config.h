@@ -76,6 +76,11 @@ struct DaemonConfig {
   bool admin_allow_remote = false;    // serve /admin/keys beyond loopback
   std::string api_keys_file;          // API keys and tenants (api_keys.h); empty: open API
   bool insecure = false;
+  // --- TLS (docs/security.md#tls) ---
+  std::string tls_cert;  // PEM certificate chain of the API; empty: plain HTTP
+  std::string tls_key;   // its PEM private key
+  std::string tls_ca;    // cluster CA: forwards go over mutual TLS with node certificates
+  uint64_t tls_handshake_timeout_ms = 5000;  // a TLS client must finish its handshake within this
   // --- Limits ---
   uint64_t max_body_bytes = 1 << 20;
   uint64_t max_header_bytes = 16 << 10;

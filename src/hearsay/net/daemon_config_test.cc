@@ -227,5 +227,22 @@ TEST(DaemonConfigTest, HardeningLimitsAreCheckedTogether) {
   EXPECT_EQ(c.max_json_members, 20u);
 }
 
+TEST(DaemonConfigTest, TlsFilesComeTogether) {
+  DaemonConfig c;
+  c.insecure = true;
+  ASSERT_TRUE(
+      c.ApplyToml("[tls]\ncert = \"n.crt\"\nkey = \"n.key\"\nca = \"ca.crt\"\n", "t.toml").ok());
+  EXPECT_EQ(c.tls_cert, "n.crt");
+  EXPECT_EQ(c.tls_key, "n.key");
+  EXPECT_EQ(c.tls_ca, "ca.crt");
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  c.tls_key.clear();
+  EXPECT_NE(c.Validate().message().find("tls.cert and tls.key go together"), std::string::npos);
+  c.tls_cert.clear();
+  EXPECT_NE(c.Validate().message().find("tls.ca needs tls.cert"), std::string::npos);
+  c.tls_ca.clear();
+  EXPECT_TRUE(c.Validate().ok());
+}
+
 }  // namespace
 }  // namespace hearsay::net

@@ -71,8 +71,13 @@ DaemonMetrics::DaemonMetrics() {
                           api::ExponentialBuckets(0.001, 2, 16));
   in_flight_ = &r.AddGauge("hearsay_requests_in_flight",
                            "Completion requests in progress (clients and peers)");
-  peer_auth_failures_ = &r.AddCounter("hearsay_peer_auth_failures_total",
-                                      "Hop requests refused for a missing, stale, replayed or wrong peer authenticator");
+  peer_certificate_refusals_ = &r.AddCounter(
+      "hearsay_peer_certificate_refusals_total",
+      "Hop requests refused under mutual TLS: no client certificate, or one naming another node "
+      "than the sender, or a sender that is not a live member");
+  peer_auth_failures_ = &r.AddCounter(
+      "hearsay_peer_auth_failures_total",
+      "Hop requests refused for a missing, stale, replayed or wrong peer authenticator");
 
   const char* msgs = "Gossip messages sent and received by the gossip node";
   const char* bytes = "Gossip bytes (sealed envelopes) sent and received by the gossip node";
@@ -160,6 +165,11 @@ DaemonMetrics::DaemonMetrics() {
   client_aborts_.counter = &r.AddCounter("hearsay_http_client_aborts_total",
                                          "Clients that went away before their response ended");
   open_connections_ = &r.AddGauge("hearsay_http_open_connections", "Open HTTP connections");
+  const char* tls = "TLS handshakes on the API listener that failed or did not finish in time";
+  tls_handshake_failures_.counter =
+      &r.AddCounter("hearsay_tls_handshake_failures_total", tls, {{"reason", "error"}});
+  tls_handshake_timeouts_.counter =
+      &r.AddCounter("hearsay_tls_handshake_failures_total", tls, {{"reason", "timeout"}});
 }
 
 void DaemonMetrics::ObserveTtft(Duration ttft) { ttft_->Observe(ToSeconds(ttft)); }
@@ -248,6 +258,8 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   server_refused_.Sync(server.connections_refused);
   server_evicted_.Sync(server.idle_evicted);
   client_aborts_.Sync(server.client_aborts);
+  tls_handshake_failures_.Sync(server.tls_handshake_failures);
+  tls_handshake_timeouts_.Sync(server.tls_handshake_timeouts);
   open_connections_->Set(static_cast<double>(open_connections));
 }
 

@@ -38,6 +38,7 @@ class DaemonMetrics {
   // A response with an error status (>= 400); a 4xx also counts as rejected.
   void CountHttpError(int status);
   void CountPeerAuthFailure() { peer_auth_failures_->Increment(); }
+  void CountPeerCertificateRefusal() { peer_certificate_refusals_->Increment(); }
   void CountRejected429() { CountHttpError(429); }
   api::Gauge& in_flight() { return *in_flight_; }
 
@@ -70,6 +71,7 @@ class DaemonMetrics {
   api::Histogram* ttft_ = nullptr;
   api::Gauge* in_flight_ = nullptr;
   api::Counter* peer_auth_failures_ = nullptr;
+  api::Counter* peer_certificate_refusals_ = nullptr;
   // Gossip.
   Mirror gossip_msgs_sent_, gossip_bytes_sent_, gossip_msgs_received_, gossip_bytes_received_;
   Mirror dropped_envelope_, dropped_malformed_, dropped_spoofed_, dropped_other_;
@@ -90,7 +92,8 @@ class DaemonMetrics {
   api::Gauge* kv_capacity_ = nullptr;
   // HTTP.
   Mirror server_timeouts_, server_too_large_, server_header_too_large_, server_bad_,
-      server_refused_, server_evicted_, client_aborts_;
+      server_refused_, server_evicted_, client_aborts_, tls_handshake_failures_,
+      tls_handshake_timeouts_;
   api::Gauge* open_connections_ = nullptr;
   std::mutex errors_mu_;
   std::map<int, api::Counter*> http_errors_;  // guarded by errors_mu_

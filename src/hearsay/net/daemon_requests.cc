@@ -264,6 +264,25 @@ void Daemon::HandleCompletion(api::Endpoint endpoint, http::Request request,
                               std::shared_ptr<http::Responder> responder) {
   if (draining_) return RespondError(responder, api::Unavailable("this node is shutting down"));
   const bool hop = request.Header(http::kHopHeader).has_value();
+  if (hop && mutual_tls_) {
+    // The TLS layer verified the certificate against the cluster CA; it must name the sender.
+    const std::string_view origin = request.Header(http::kOriginHeader).value_or("");
+    if (request.tls_peer_id.empty() || request.tls_peer_id != origin) {
+      metrics_.CountPeerCertificateRefusal();
+      if (const std::optional<uint64_t> held_back =
+              auth_log_limiter_.Admit(LogRateLimiter::Clock::now())) {
+        spdlog::warn(
+            "event=peer_certificate_refused remote={} certificate_node={} origin={} "
+            "suppressed={}",
+            LogField(request.remote), LogField(request.tls_peer_id), LogField(origin), *held_back);
+      }
+      return RespondError(
+          responder, api::Forbidden(request.tls_peer_id.empty()
+                                        ? "a hop request needs a node certificate of the cluster CA"
+                                        : "the client certificate names another node than the "
+                                          "sender"));
+    }
+  }
   if (hop) {
     const PeerAuthenticator::Verdict v =
         auth_->Verify(request.Header(http::kPeerAuthHeader).value_or(""),
@@ -411,6 +430,14 @@ void Daemon::SubmitTokenized(ParsedCompletion& c, PromptTokens prompt_tokens) {
 void Daemon::Submit(uint64_t id, PeerRequest request, CompletionOptions options,
                     std::shared_ptr<http::Responder> responder, TimePoint arrived) {
   const bool hop = options.hop;
+  if (hop && mutual_tls_ && !IsLiveMember(request.origin)) {
+    // Its certificate named it (checked on arrival), but a node this one does not see as a live
+    // member (never joined, dead, left) gets no service.
+    in_flight_.fetch_sub(1);
+    metrics_.CountPeerCertificateRefusal();
+    return RespondError(responder,
+                        api::Forbidden("the sender is not a live member of this cluster"));
+  }
   auto on_first = [this, hop, arrived,
                    origin = hop ? request.origin : std::string()](const PeerFirstToken& first) {
     if (hop) {
