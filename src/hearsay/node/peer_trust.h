@@ -1,0 +1,130 @@
+// PeerTrust: how far an entry node believes each member's claims, learned from what the member
+// then delivers.
+//
+// A member holds the cluster key, so gossip cannot stop it from claiming any cache and any load.
+// What it cannot fake is the answer: every request this node routes ends with the serving
+// engine's own cached-token count and a first token whose time this node measures. So for each
+// member (self included) the node keeps a window of samples, one per request it routed there:
+// the cached tokens the policy believed the member held (its claim) against the cached tokens
+// the answer reported, and the time to first token the policy expected from the member's claims
+// against the time the first token took.
+//
+// Per member, over the samples of the last `window` (at most max_samples of them):
+//   delivery    = Σ actual cached / Σ claimed cached (samples that claimed any), capped at 1;
+//   ttft_ratio  = the median of actual / expected time to first token (robust to a few slow
+//                 answers).
+// Honest members are not perfect either (a gossip view is a round old, caches evict, queues move),
+// so each is judged against the cluster's typical member: the median, over every member with at
+// least min_samples samples, of its delivery and of its ttft_ratio (the baseline; a minority of
+// liars cannot move it). Then
+//   cache_trust = clamp(delivery / (cache_tolerance × baseline delivery), floor, 1)
+//   time_trust  = clamp(ttft_tolerance × baseline ttft_ratio / ttft_ratio, floor, 1)
+// and a member with fewer than min_samples samples is trusted fully. So a member is discounted in
+// proportion to how much it overclaims beyond the tolerance, and one that stops recovers as its
+// honest samples replace the old ones, or when the old ones leave the window (a discounted member
+// gets little traffic, so the window's end is what brings it back on probation).
+//
+// Samples are kept by member id, across restarts: a new generation does not wash a record.
+// Time is injected (every call takes `now`); nothing reads a clock.
+//
+// Cost: Record() is O(max_samples + members); Of() is O(1); Expire() is O(members) plus the
+// recomputation of members whose samples expired. Memory: max_members × max_samples samples.
+// Thread-safety: none; owned by one node's core.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hearsay/common/ids.h"
+#include "hearsay/env/time.h"
+
+namespace hearsay::node {
+
+struct PeerTrustOptions {
+  // Samples older than this are forgotten.
+  Duration window = std::chrono::seconds(30);
+  // Samples kept per member (the newest).
+  size_t max_samples = 64;
+  // Samples a member needs before it is judged (or counts in the baseline).
+  size_t min_samples = 8;
+  // A member that delivers at least this fraction of the typical member's delivery of its claimed
+  // cached tokens is not discounted for its cache claims.
+  double cache_tolerance = 0.75;
+  // A member whose answers take at most this many times the typical member's ratio of actual to
+  // expected time to first token is not discounted for its load claims.
+  double ttft_tolerance = 1.5;
+  // The least trust a member keeps: a discounted member is still priced, never excluded.
+  double floor = 0.05;
+  // Members tracked; past it, the one heard from longest ago is forgotten.
+  size_t max_members = 1024;
+};
+
+// One member's standing, as the node's metrics and /status show it.
+struct PeerTrustView {
+  NodeId member;
+  // Samples in the window.
+  size_t samples = 0;
+  // Σ actual / Σ claimed cached tokens (1 when nothing was claimed).
+  double delivery = 1;
+  // Median actual / expected time to first token; < 0 when no sample had an expectation.
+  double ttft_ratio = -1;
+  double cache_trust = 1;
+  double time_trust = 1;
+  double trust() const { return cache_trust * time_trust; }
+};
+
+class PeerTrust {
+ public:
+  explicit PeerTrust(PeerTrustOptions options = {});
+
+  // One request routed to `member` reached its first token at `now`: the policy believed the
+  // member held `claimed_cached` prompt tokens and the answer reported `actual_cached`; it expected
+  // the first token after `expected_ttft_ms` (< 0: no expectation) and it took `actual_ttft_ms`.
+  void Record(const NodeId& member, TimePoint now, uint32_t claimed_cached, uint32_t actual_cached,
+              double expected_ttft_ms, double actual_ttft_ms);
+
+  // Drops samples older than the window and re-judges the members that lost any.
+  void Expire(TimePoint now);
+
+  // `member`'s standing as of the last Record/Expire (full trust if unknown).
+  PeerTrustView Of(const NodeId& member) const;
+
+  // Every tracked member's standing, sorted by member id.
+  std::vector<PeerTrustView> All() const;
+
+  const PeerTrustOptions& options() const { return options_; }
+
+ private:
+  struct Sample {
+    TimePoint at{};
+    uint32_t claimed = 0;
+    uint32_t actual = 0;
+    double ratio = -1;  // actual / expected time to first token; < 0 unknown
+  };
+  struct Ledger {
+    std::deque<Sample> samples;
+    TimePoint last{};
+    // The member's own figures (Judge fills trust from them and the baseline).
+    double delivery = 1;
+    double ttft_ratio = -1;
+    PeerTrustView view;
+  };
+
+  void DropOld(Ledger& ledger, TimePoint now) const;
+  void Summarize(Ledger& ledger) const;
+  // Recomputes the baseline over every judged member, then every member's trust.
+  void Judge();
+  void EvictOldest();
+
+  PeerTrustOptions options_;
+  std::unordered_map<NodeId, Ledger> ledgers_;
+  double base_delivery_ = 1;
+  double base_ratio_ = -1;
+  std::vector<double> scratch_;
+};
+
+}  // namespace hearsay::node
