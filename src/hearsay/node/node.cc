@@ -332,6 +332,7 @@ bool Node::Cancel(uint64_t client_id, ResponseSink* sink) {
     if (slot == 0) {
       engine_.Cancel(token);
     } else {
+      if (slot - 1 < peers_.size()) trust_.Abandon(peers_[slot - 1].id, token);
       peer_client_.Cancel(token);
     }
     return true;
@@ -461,6 +462,12 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
 void Node::Route(uint64_t token) {
   Pending& p = pending_.at(token);
   if (members_dirty_) RefreshMembers();
+  // Overdue forwards are the first sign of a member that lies about its load: look often.
+  const TimePoint now = scheduler_.clock().Now();
+  if (now - trust_checked_ >= kTrustCheckInterval) {
+    trust_.Expire(now);
+    trust_checked_ = now;
+  }
   BuildCandidates(p, p.request.prompt);
   route::RouteRequest rr;
   rr.request_id = token;
@@ -512,6 +519,7 @@ void Node::Route(uint64_t token) {
   }
   ++p.attempts;
   ++stats_.forward_attempts;
+  trust_.Sent(peers_[slot - 1].id, token, p.sent_at, p.claimed_ttft_ms);
   PeerRequest copy;
   copy.id = token;
   copy.prompt = p.request.prompt;
@@ -664,7 +672,7 @@ void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
   policy_->OnOutcome(o);
   if (p.slot - 1 < peers_.size() && !peers_[p.slot - 1].id.empty()) {
     trust_.Record(peers_[p.slot - 1].id, o.now, p.estimated_cached, o.actual_cached_tokens,
-                  p.claimed_ttft_ms, ToMillis(o.now - p.sent_at));
+                  p.claimed_ttft_ms, ToMillis(o.now - p.sent_at), token);
   }
   stats_.estimated_cached_tokens += p.estimated_cached;
   stats_.actual_cached_tokens += o.actual_cached_tokens;
@@ -713,6 +721,7 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
       ++stats_.forward_failures;
       EndAttempt(p, "failed");
     }
+    if (p.slot - 1 < peers_.size()) trust_.Abandon(peers_[p.slot - 1].id, token);
     p.excluded.push_back(p.slot);
     // A node that does not serve the model tries every member that does before it gives up.
     if (p.attempts < options_.max_forward_attempts || !ServesHere(p)) {

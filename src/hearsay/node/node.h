@@ -404,6 +404,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   std::vector<uint32_t> match_;
   std::optional<gossip::LoadReport> last_load_;
   PeerTrust trust_;
+  TimePoint trust_checked_{};
+  static constexpr Duration kTrustCheckInterval = std::chrono::milliseconds(10);
   // With Misbehaviour::claim_every_prefix: the peers' advertised blocks, to advertise as our own.
   std::vector<prefix::BlockEvent> borrowed_claims_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

@@ -1,6 +1,7 @@
 #include "hearsay/node/peer_trust.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace hearsay::node {
 namespace {
@@ -22,11 +23,33 @@ PeerTrust::PeerTrust(PeerTrustOptions options) : options_(options) {
   options_.max_members = std::max<size_t>(options_.max_members, 1);
 }
 
-void PeerTrust::Record(const NodeId& member, TimePoint now, uint32_t claimed_cached,
-                       uint32_t actual_cached, double expected_ttft_ms, double actual_ttft_ms) {
+void PeerTrust::Sent(const NodeId& member, uint64_t request, TimePoint now,
+                     double expected_ttft_ms) {
+  if (request == 0 || expected_ttft_ms < 1) return;
   if (!ledgers_.contains(member) && ledgers_.size() >= options_.max_members) EvictOldest();
   Ledger& l = ledgers_[member];
   l.view.member = member;
+  l.last = now;
+  l.outstanding.push_back({request, now, expected_ttft_ms});
+  while (l.outstanding.size() > options_.max_outstanding) l.outstanding.pop_front();
+}
+
+void PeerTrust::Abandon(const NodeId& member, uint64_t request) {
+  auto it = ledgers_.find(member);
+  if (it == ledgers_.end() || request == 0) return;
+  std::erase_if(it->second.outstanding,
+                [request](const Outstanding& o) { return o.request == request; });
+}
+
+void PeerTrust::Record(const NodeId& member, TimePoint now, uint32_t claimed_cached,
+                       uint32_t actual_cached, double expected_ttft_ms, double actual_ttft_ms,
+                       uint64_t request) {
+  if (!ledgers_.contains(member) && ledgers_.size() >= options_.max_members) EvictOldest();
+  Ledger& l = ledgers_[member];
+  l.view.member = member;
+  if (request != 0) {
+    std::erase_if(l.outstanding, [request](const Outstanding& o) { return o.request == request; });
+  }
   Sample s;
   s.at = now;
   s.claimed = claimed_cached;
@@ -42,14 +65,16 @@ void PeerTrust::Record(const NodeId& member, TimePoint now, uint32_t claimed_cac
 }
 
 void PeerTrust::Expire(TimePoint now) {
-  bool changed = false;
   for (auto& [id, l] : ledgers_) {
-    if (l.samples.empty() || now - l.samples.front().at <= options_.window) continue;
     DropOld(l, now);
+    l.overdue.clear();
+    for (const Outstanding& o : l.outstanding) {
+      const double ratio = ToMillis(now - o.at) / o.expected_ms;
+      if (ratio > 1) l.overdue.push_back(ratio);
+    }
     Summarize(l);
-    changed = true;
   }
-  if (changed) Judge();
+  Judge();
 }
 
 PeerTrustView PeerTrust::Of(const NodeId& member) const {
@@ -83,9 +108,10 @@ void PeerTrust::Summarize(Ledger& l) const {
     }
     if (s.ratio >= 0) ratios.push_back(s.ratio);
   }
+  ratios.insert(ratios.end(), l.overdue.begin(), l.overdue.end());
   l.delivery = claimed > 0 ? double(actual) / double(claimed) : 1.0;
   l.ttft_ratio = ratios.empty() ? -1 : Median(ratios);
-  l.view.samples = l.samples.size();
+  l.view.samples = l.samples.size() + l.overdue.size();
   l.view.delivery = l.delivery;
   l.view.ttft_ratio = l.ttft_ratio;
 }
@@ -96,12 +122,12 @@ void PeerTrust::Judge() {
   // compare with, so claims are held to the absolute standard (delivery 1, ratio 1).
   scratch_.clear();
   for (const auto& [id, l] : ledgers_) {
-    if (l.samples.size() >= options_.min_samples) scratch_.push_back(l.delivery);
+    if (l.view.samples >= options_.min_samples) scratch_.push_back(l.delivery);
   }
   base_delivery_ = scratch_.size() >= 2 ? Median(scratch_) : 1.0;
   scratch_.clear();
   for (const auto& [id, l] : ledgers_) {
-    if (l.samples.size() >= options_.min_samples && l.ttft_ratio >= 0) {
+    if (l.view.samples >= options_.min_samples && l.ttft_ratio >= 0) {
       scratch_.push_back(l.ttft_ratio);
     }
   }
@@ -112,11 +138,16 @@ void PeerTrust::Judge() {
     PeerTrustView& v = l.view;
     v.cache_trust = 1;
     v.time_trust = 1;
-    if (l.samples.size() < options_.min_samples) continue;
+    if (!options_.enabled || l.view.samples == 0) continue;
+    const double weight =
+        std::min(1.0, double(l.view.samples) / double(std::max<size_t>(options_.full_samples, 1)));
     const double cache_bar = options_.cache_tolerance * base_delivery_;
-    if (cache_bar > 0) v.cache_trust = std::clamp(l.delivery / cache_bar, lo, 1.0);
+    if (cache_bar > 0) {
+      v.cache_trust = std::pow(std::clamp(l.delivery / cache_bar, lo, 1.0), weight);
+    }
     if (l.ttft_ratio > 0) {
-      v.time_trust = std::clamp(options_.ttft_tolerance * base_ratio_ / l.ttft_ratio, lo, 1.0);
+      v.time_trust = std::pow(
+          std::clamp(options_.ttft_tolerance * base_ratio_ / l.ttft_ratio, lo, 1.0), weight);
     }
   }
 }

@@ -13,13 +13,18 @@
 //   delivery    = Σ actual cached / Σ claimed cached (samples that claimed any), capped at 1;
 //   ttft_ratio  = the median of actual / expected time to first token (robust to a few slow
 //                 answers).
+// A request still waiting for its first token longer than its claims promised is evidence too,
+// and the earliest there is: a member that lies about its load builds a queue in the time its
+// first answers take to come back. So every forward is also registered when sent (Sent), and at
+// each Expire() an outstanding one whose wait already exceeds its expected time counts as a sample
+// with ratio elapsed / expected (a lower bound of the truth).
 // Honest members are not perfect either (a gossip view is a round old, caches evict, queues move),
 // so each is judged against the cluster's typical member: the median, over every member with at
 // least min_samples samples, of its delivery and of its ttft_ratio (the baseline; a minority of
 // liars cannot move it). Then
 //   cache_trust = clamp(delivery / (cache_tolerance × baseline delivery), floor, 1)
 //   time_trust  = clamp(ttft_tolerance × baseline ttft_ratio / ttft_ratio, floor, 1)
-// and a member with fewer than min_samples samples is trusted fully. So a member is discounted in
+// each raised to min(1, samples / full_samples). So a member is discounted in
 // proportion to how much it overclaims beyond the tolerance, and one that stops recovers as its
 // honest samples replace the old ones, or when the old ones leave the window (a discounted member
 // gets little traffic, so the window's end is what brings it back on probation).
@@ -45,12 +50,19 @@
 namespace hearsay::node {
 
 struct PeerTrustOptions {
+  // false: every member keeps full trust (the record is still kept and shown), as a policy that
+  // believes every claim would (the adversarial experiment's ablation).
+  bool enabled = true;
   // Samples older than this are forgotten.
   Duration window = std::chrono::seconds(30);
   // Samples kept per member (the newest).
   size_t max_samples = 64;
-  // Samples a member needs before it is judged (or counts in the baseline).
-  size_t min_samples = 8;
+  // Samples a member needs to count in the baseline, and to be judged in full: with n < full
+  // samples its trust t counts as t^(n / full_samples), so one late answer costs a little and
+  // a run of them costs all (in a large cluster an entry node sends each member few requests,
+  // and a liar's queue grows while the evidence comes in).
+  size_t min_samples = 3;
+  size_t full_samples = 4;
   // A member that delivers at least this fraction of the typical member's delivery of its claimed
   // cached tokens is not discounted for its cache claims.
   double cache_tolerance = 0.75;
@@ -61,12 +73,14 @@ struct PeerTrustOptions {
   double floor = 0.05;
   // Members tracked; past it, the one heard from longest ago is forgotten.
   size_t max_members = 1024;
+  // Outstanding requests remembered per member.
+  size_t max_outstanding = 256;
 };
 
 // One member's standing, as the node's metrics and /status show it.
 struct PeerTrustView {
   NodeId member;
-  // Samples in the window.
+  // Samples in the window: answers, and outstanding requests overdue at the last Expire.
   size_t samples = 0;
   // Σ actual / Σ claimed cached tokens (1 when nothing was claimed).
   double delivery = 1;
@@ -84,13 +98,22 @@ class PeerTrust {
   // One request routed to `member` reached its first token at `now`: the policy believed the
   // member held `claimed_cached` prompt tokens and the answer reported `actual_cached`; it expected
   // the first token after `expected_ttft_ms` (< 0: no expectation) and it took `actual_ttft_ms`.
+  // `request` is the id passed to Sent, if it was (0: none); it is then no longer outstanding.
   void Record(const NodeId& member, TimePoint now, uint32_t claimed_cached, uint32_t actual_cached,
-              double expected_ttft_ms, double actual_ttft_ms);
+              double expected_ttft_ms, double actual_ttft_ms, uint64_t request = 0);
 
-  // Drops samples older than the window and re-judges the members that lost any.
+  // Request `request` (a non-zero id unique among this node's requests) was sent to `member` at
+  // `now`, its claims promising a first token after `expected_ttft_ms` (< 1: nothing is learned
+  // from it while it waits). At most max_outstanding are remembered per member.
+  void Sent(const NodeId& member, uint64_t request, TimePoint now, double expected_ttft_ms);
+  // Request `request` sent to `member` ended without a first token (failed, bounced, cancelled).
+  void Abandon(const NodeId& member, uint64_t request);
+
+  // Drops samples older than the window, counts outstanding requests that are overdue at `now`,
+  // and re-judges every member.
   void Expire(TimePoint now);
 
-  // `member`'s standing as of the last Record/Expire (full trust if unknown).
+  // `member`'s standing as of the last Record/Expire (full trust if unknown or not enabled).
   PeerTrustView Of(const NodeId& member) const;
 
   // Every tracked member's standing, sorted by member id.
@@ -105,8 +128,16 @@ class PeerTrust {
     uint32_t actual = 0;
     double ratio = -1;  // actual / expected time to first token; < 0 unknown
   };
+  struct Outstanding {
+    uint64_t request = 0;
+    TimePoint at{};
+    double expected_ms = 0;
+  };
   struct Ledger {
     std::deque<Sample> samples;
+    std::deque<Outstanding> outstanding;  // in send order
+    // Outstanding requests overdue at the last Expire: elapsed / expected each.
+    std::vector<double> overdue;
     TimePoint last{};
     // The member's own figures (Judge fills trust from them and the baseline).
     double delivery = 1;

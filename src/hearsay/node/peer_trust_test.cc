@@ -69,16 +69,38 @@ TEST(PeerTrustTest, ALiarIsDiscountedInProportionToItsOverclaim) {
   EXPECT_GT(mild.Of("liar").cache_trust, liar.cache_trust);
 }
 
-TEST(PeerTrustTest, FewSamplesAreNotJudged) {
+TEST(PeerTrustTest, OneLateAnswerCostsALittleARunOfThemCostsAll) {
   PeerTrust t;
   for (int i = 0; i < 20; ++i) {
     RecordHonest(t, "self", i * 0.1, i);
     RecordHonest(t, "honest", i * 0.1, i);
   }
-  for (size_t i = 0; i + 1 < t.options().min_samples; ++i) RecordLiar(t, "liar", 2);
-  EXPECT_EQ(t.Of("liar").trust(), 1.0);
   RecordLiar(t, "liar", 2);
-  EXPECT_LT(t.Of("liar").trust(), 0.5);
+  const double after_one = t.Of("liar").trust();
+  EXPECT_GT(after_one, 0.3);
+  EXPECT_LT(after_one, 1.0);
+  for (size_t i = 1; i < t.options().full_samples; ++i) RecordLiar(t, "liar", 2);
+  EXPECT_LT(t.Of("liar").trust(), 0.05);
+}
+
+TEST(PeerTrustTest, AnOverdueForwardCountsBeforeItsAnswer) {
+  PeerTrust t;
+  for (int i = 0; i < 20; ++i) {
+    RecordHonest(t, "self", i * 0.1, i);
+    RecordHonest(t, "honest", i * 0.1, i);
+  }
+  // Four forwards promised in 20 ms; 10 ms later none is overdue, 200 ms later all are.
+  for (uint64_t r = 1; r <= 4; ++r) t.Sent("liar", r, At(2), 20);
+  t.Expire(At(2.01));
+  EXPECT_EQ(t.Of("liar").trust(), 1.0);
+  t.Expire(At(2.2));
+  EXPECT_LT(t.Of("liar").time_trust, 0.2);
+  // Answered (or abandoned), they are no longer outstanding; the answers are the evidence now.
+  for (uint64_t r = 1; r <= 3; ++r) t.Record("liar", At(2.2), 0, 0, 20, 20, r);
+  t.Abandon("liar", 4);
+  t.Expire(At(2.3));
+  EXPECT_EQ(t.Of("liar").samples, 3u);
+  EXPECT_EQ(t.Of("liar").time_trust, 1.0);
 }
 
 TEST(PeerTrustTest, AReformedLiarRecovers) {
