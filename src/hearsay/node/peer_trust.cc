@@ -124,14 +124,16 @@ void PeerTrust::Judge() {
   for (const auto& [id, l] : ledgers_) {
     if (l.view.samples >= options_.min_samples) scratch_.push_back(l.delivery);
   }
-  base_delivery_ = scratch_.size() >= 2 ? Median(scratch_) : 1.0;
+  base_delivery_ = std::clamp(scratch_.size() >= 2 ? Median(scratch_) : 1.0,
+                              std::min(options_.min_base_delivery, 1.0), 1.0);
   scratch_.clear();
   for (const auto& [id, l] : ledgers_) {
     if (l.view.samples >= options_.min_samples && l.ttft_ratio >= 0) {
       scratch_.push_back(l.ttft_ratio);
     }
   }
-  base_ratio_ = scratch_.size() >= 2 ? Median(scratch_) : 1.0;
+  base_ratio_ = std::clamp(scratch_.size() >= 2 ? Median(scratch_) : 1.0, 1.0,
+                           std::max(options_.max_base_ratio, 1.0));
 
   const double lo = std::clamp(options_.floor, 0.0, 1.0);
   for (auto& [id, l] : ledgers_) {

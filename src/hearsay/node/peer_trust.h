@@ -21,7 +21,7 @@
 // Honest members are not perfect either (a gossip view is a round old, caches evict, queues move),
 // so each is judged against the cluster's typical member: the median, over every member with at
 // least min_samples samples, of its delivery and of its ttft_ratio (the baseline; a minority of
-// liars cannot move it). Then
+// liars cannot move it, and it is bounded, so neither can a majority). Then
 //   cache_trust = clamp(delivery / (cache_tolerance × baseline delivery), floor, 1)
 //   time_trust  = clamp(ttft_tolerance × baseline ttft_ratio / ttft_ratio, floor, 1)
 // each raised to min(1, samples / full_samples). So a member is discounted in
@@ -69,6 +69,12 @@ struct PeerTrustOptions {
   // A member whose answers take at most this many times the typical member's ratio of actual to
   // expected time to first token is not discounted for its load claims.
   double ttft_tolerance = 1.5;
+  // Bounds of the baseline: however the members this node sent most to behave (when most of its
+  // traffic went to liars, they are most of its judged members), the typical member is held to
+  // deliver at least min_base_delivery of its claimed cache and to answer within max_base_ratio
+  // times its expected time.
+  double min_base_delivery = 0.5;
+  double max_base_ratio = 2.0;
   // The least trust a member keeps: a discounted member is still priced, never excluded.
   double floor = 0.05;
   // Members tracked; past it, the one heard from longest ago is forgotten.
