@@ -142,7 +142,8 @@ Status WritePlots(const Results& r) {
   gp << "# Draws the adversarial experiment's PNGs: run `gnuplot plots.gp` in this folder.\n"
         "set datafile separator ','\nset datafile columnheaders\nset grid\n"
         "set key top left font ',9'\nset xlabel 'liars (members that advertise every prefix and "
-        "an idle engine)'\nset ylabel 'mean TTFT (ms)'\nset yrange [0:*]\nset xrange [-0.5:3.5]\n"
+        "an idle engine)'\nset ylabel 'mean TTFT (ms, log scale)'\nset logscale y\n"
+        "set xrange [-0.5:3.5]\n"
         "set xtics (0, 1, 3)\n";
   for (const std::string& w : {std::string("mmlu"), std::string("trace")}) {
     for (int n : kSizes) {
@@ -165,9 +166,9 @@ Status WritePlots(const Results& r) {
       const std::string name = w + "_" + std::to_string(n);
       HEARSAY_RETURN_IF_ERROR(WriteText(r.options.out_dir + "/plot_" + name + ".csv", csv.str()));
       gp << "set terminal pngcairo size 800,480 noenhanced\nset output 'ttft_" << name
-         << ".png'\nset title '" << WorkloadTitle(w) << ", " << n
-         << " nodes: mean TTFT against the number of liars (error bars: stddev over " << r.seeds
-         << " seed" << (r.seeds == 1 ? "" : "s") << ")'\nplot ";
+         << ".png'\nset title \"" << WorkloadTitle(w) << ", " << n
+         << " nodes: mean TTFT against the number of liars\\n(error bars: stddev over " << r.seeds
+         << " seed" << (r.seeds == 1 ? "" : "s") << ")\"\nplot ";
       for (size_t a = 0; a < r.arms.size(); ++a) {
         gp << (a ? ", " : "") << "'plot_" << name << ".csv' using 1:" << 2 + 2 * a << ":"
            << 3 + 2 * a << " with yerrorlines title '" << r.arms[a].label << "'";

@@ -43,6 +43,21 @@ TEST(AdversarialExperimentTest, QuickRunWritesTheReport) {
   EXPECT_NE(ReadFile(o.out_dir + "/plot_mmlu_8.csv").find("liars,hearsay,hearsay_sd"),
             std::string::npos);
   EXPECT_NE(ReadFile(o.out_dir + "/plots.gp").find("yerrorlines"), std::string::npos);
+  // One liar in 32 nodes: judged, it costs hearsay a fraction of what it costs when believed.
+  const std::string cases = ReadFile(o.out_dir + "/cases.csv");
+  const auto mean_of = [&](const std::string& prefix) {
+    const size_t at = cases.find("\n" + prefix);
+    EXPECT_NE(at, std::string::npos) << prefix;
+    if (at == std::string::npos) return 0.0;
+    // workload,nodes,liars,arm,seeds,mean_ttft_ms,...
+    size_t k = at + 1;
+    for (int commas = 0; commas < 5; ++k) commas += cases[k] == ',' ? 1 : 0;
+    return std::stod(cases.substr(k, cases.find(',', k) - k));
+  };
+  const double judged = mean_of("mmlu,32,1,hearsay,");
+  const double believed = mean_of("mmlu,32,1,hearsay-trusting,");
+  EXPECT_GT(judged, 0);
+  EXPECT_LT(judged, 0.5 * believed);
 }
 
 TEST(AdversarialExperimentTest, BadOptionsAreRefused) {
