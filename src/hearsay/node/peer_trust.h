@@ -58,17 +58,17 @@ struct PeerTrustOptions {
   // Samples kept per member (the newest).
   size_t max_samples = 64;
   // Samples a member needs to count in the baseline, and to be judged in full: with n < full
-  // samples its trust t counts as t^(n / full_samples), so one late answer costs a little and
+  // samples its trust t counts as t^(n / full_samples), so one late answer costs part and
   // a run of them costs all (in a large cluster an entry node sends each member few requests,
   // and a liar's queue grows while the evidence comes in).
   size_t min_samples = 3;
-  size_t full_samples = 4;
+  size_t full_samples = 2;
   // A member that delivers at least this fraction of the typical member's delivery of its claimed
   // cached tokens is not discounted for its cache claims.
   double cache_tolerance = 0.75;
   // A member whose answers take at most this many times the typical member's ratio of actual to
   // expected time to first token is not discounted for its load claims.
-  double ttft_tolerance = 1.5;
+  double ttft_tolerance = 1.25;
   // Bounds of the baseline: however the members this node sent most to behave (when most of its
   // traffic went to liars, they are most of its judged members), the typical member is held to
   // deliver at least min_base_delivery of its claimed cache and to answer within max_base_ratio
