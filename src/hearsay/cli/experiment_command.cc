@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "hearsay/sim/adversarial_experiment.h"
 #include "hearsay/sim/experiment.h"
 #include "hearsay/sim/peers_experiment.h"
 #include "hearsay/sim/pool_experiment.h"
@@ -17,8 +18,8 @@ namespace hearsay::cli {
 void AddExperimentFlags(CLI::App* cmd, ExperimentCliFlags* f) {
   cmd->add_option("--experiment", f->experiment,
                   "Run a whole experiment sweep: paper (docs/paper-reproduction.md), peers "
-                  "(docs/peers.md) or pool (docs/pool.md)")
-      ->check(CLI::IsMember({"paper", "peers", "pool"}));
+                  "(docs/peers.md), pool (docs/pool.md) or adversarial (docs/adversarial.md)")
+      ->check(CLI::IsMember({"paper", "peers", "pool", "adversarial"}));
   cmd->add_option("--out", f->out_dir, "Experiment output folder (CSV, PNG, report.md)");
   cmd->add_flag("--quick", f->quick, "Experiment: a small sweep (smoke test)");
   cmd->add_option("--seeds", f->seeds, "Experiment: seeds per point (default 3, quick 1)");
@@ -90,6 +91,14 @@ int RunExperimentCli(const ExperimentCliFlags& f) {
     po.trace_path = o.trace_path;
     if (f.exp_requests > 0) po.requests_per_node = f.exp_requests;
     s = sim::RunPeersExperiment(po, sim::RunSim, progress);
+  } else if (f.experiment == "adversarial") {
+    sim::AdversarialOptions ao;
+    ao.out_dir = o.out_dir;
+    ao.quick = o.quick;
+    ao.seeds = o.seeds;
+    ao.jobs = f.jobs;
+    ao.trace_path = o.trace_path;
+    s = sim::RunAdversarialExperiment(ao, sim::RunSim, progress);
   } else if (f.experiment == "pool") {
     sim::PoolOptions po;
     po.out_dir = o.out_dir;

@@ -74,6 +74,12 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--slow-factor", c.slow_factor,
                   "Fault: --slow-node's iterations take this many times longer (2 = half speed)")
       ->capture_default_str();
+  cmd->add_option("--liars", c.liars,
+                  "Fault: nodes 0..N-1 advertise every prefix and an idle engine while serving "
+                  "normally (docs/adversarial.md)")
+      ->capture_default_str();
+  cmd->add_flag("!--no-trust", c.trust,
+                "Ablation: believe every member's claims (no discount from claims vs delivery)");
   cmd->add_flag("--cot", c.cot, "MMLU chain-of-thought outputs");
   cmd->add_option("--variants", c.variants, "MMLU prefix variants per subject")
       ->capture_default_str();

@@ -43,6 +43,14 @@ DaemonMetrics::DaemonMetrics() {
       "hearsay_service_conflicts",
       "Live peers whose tokenizer or block size for a model this node serves differs from its "
       "own; the two never route that model to each other");
+  peer_trust_min_ = &r.AddGauge(
+      "hearsay_peer_trust_min",
+      "The least trust this node has in any member's claims (1 = believed; /status members[].trust "
+      "has each member's)");
+  peers_discounted_ = &r.AddGauge(
+      "hearsay_peers_discounted",
+      "Members whose claims this node discounts in routing (trust below 0.9): their answers "
+      "delivered less cache, or took longer, than they claimed");
   client_requests_.counter = &r.AddCounter("hearsay_client_requests_total",
                                            "Completion requests accepted from clients (not peers)");
   hop_served_.counter = &r.AddCounter("hearsay_peer_requests_served_total",
@@ -200,6 +208,14 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   forwards_wrong_model_.Sync(s.forwards_wrong_model);
   service_conflicts_total_.Sync(s.service_conflicts);
   service_conflicts_->Set(static_cast<double>(node.ServiceConflicts().size()));
+  double least_trust = 1;
+  int discounted = 0;
+  for (const node::PeerTrustView& v : node.trust().All()) {
+    least_trust = std::min(least_trust, v.trust());
+    discounted += v.trust() < 0.9 ? 1 : 0;
+  }
+  peer_trust_min_->Set(least_trust);
+  peers_discounted_->Set(discounted);
   hop_served_.Sync(s.served - s.served_local);
   failed_.Sync(s.failed);
   cancelled_.Sync(s.cancelled);

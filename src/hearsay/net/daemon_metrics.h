@@ -66,6 +66,8 @@ class DaemonMetrics {
   Mirror hop_served_, failed_, cancelled_;
   Mirror models_not_found_, forwards_wrong_model_, service_conflicts_total_;
   api::Gauge* service_conflicts_ = nullptr;
+  api::Gauge* peer_trust_min_ = nullptr;
+  api::Gauge* peers_discounted_ = nullptr;
   api::Counter* rejected_ = nullptr;  // 4xx answers, counted with CountHttpError
   Mirror estimated_cached_, actual_cached_, served_prompt_tokens_, served_cached_tokens_;
   api::Histogram* ttft_ = nullptr;

@@ -563,6 +563,17 @@ std::string Daemon::RenderCluster() const {
 
 namespace {
 
+// A member's standing in this node's judgement of its claims (node/peer_trust.h).
+nlohmann::json TrustJson(const node::PeerTrustView& v) {
+  return {
+      {"trust", v.trust()},
+      {"cache_trust", v.cache_trust},
+      {"time_trust", v.time_trust},
+      {"delivery", v.delivery},
+      {"ttft_ratio", v.ttft_ratio >= 0 ? nlohmann::json(v.ttft_ratio) : nlohmann::json(nullptr)},
+      {"samples", v.samples}};
+}
+
 nlohmann::json LoadJson(uint32_t queue_depth, uint32_t running, double queue_wait_ms,
                         uint64_t kv_used, uint64_t kv_capacity, uint64_t kv_pinned,
                         double prefill_ms_per_token) {
@@ -632,6 +643,7 @@ std::string Daemon::RenderStatus() {
       {"load", LoadJson(l.waiting_requests, l.running_requests, ToMillis(l.estimated_queue_wait),
                         l.kv_used_tokens, l.kv_capacity_tokens, l.kv_pinned_tokens,
                         l.prefill_ms_per_token)},
+      {"trust", TrustJson(node_->trust().Of(node_id_))},
   });
   double view_age_ms = 0;
   int suspect = 0;
@@ -649,6 +661,7 @@ std::string Daemon::RenderStatus() {
         {"service", nullptr},
         {"cache_entries", g.PeerStore(m.id) ? g.PeerStore(m.id)->live_count() : 0},
         {"state_age_ms", ToMillis(now - m.state_since)},
+        {"trust", TrustJson(node_->trust().Of(m.id))},
     };
     if (std::optional<gossip::Service> service = node_->MemberService(m.id)) {
       j["models"] = ServiceModelsJson(*service);

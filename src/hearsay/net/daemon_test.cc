@@ -293,6 +293,11 @@ TEST(DaemonTest, StatusAndConsole) {
                           "kv_capacity_tokens", "kv_pinned_tokens", "prefill_ms_per_token"}) {
     EXPECT_TRUE(self["load"].contains(key)) << key;
   }
+  for (const char* key :
+       {"trust", "cache_trust", "time_trust", "delivery", "ttft_ratio", "samples"}) {
+    EXPECT_TRUE(self["trust"].contains(key)) << key;
+  }
+  EXPECT_EQ(self["trust"]["trust"], 1.0);
   // Both requests in the last minute's routing; the second in the decisions.
   EXPECT_EQ(s["routing"]["requests"], 2);
   EXPECT_EQ(s["routing"]["served_local"], 2);
@@ -792,8 +797,7 @@ TEST(DaemonTest, DebugFaultsNeedTheAdminToken) {
   const json block = {{"block", json::array()}};
   const gossip::ClusterKey key = *gossip::ClusterKey::Parse(kKey);
   const auto sign = [&](std::string_view receiver) {
-    return SignAdminRequest(key, "POST", "/debug/faults", block.dump(), receiver,
-                            UnixMillisNow());
+    return SignAdminRequest(key, "POST", "/debug/faults", block.dump(), receiver, UnixMillisNow());
   };
   Response r = client.Post(d->http_address(), "/debug/faults", block);
   EXPECT_EQ(r.status, 403) << r.body;

@@ -60,7 +60,8 @@ Node::Node(NodeOptions options, engine::Engine& engine, prefix::BlockKeyer keyer
       policy_(std::move(policy)),
       peer_client_(peer_client),
       forward_sink_(std::make_unique<ForwardSink>(*this)),
-      peer_index_(prefix::PeerIndexOptions{options_.max_peers, uint64_t{1} << 24, rng.NextU64()}) {}
+      peer_index_(prefix::PeerIndexOptions{options_.max_peers, uint64_t{1} << 24, rng.NextU64()}),
+      trust_(options_.trust) {}
 
 Node::~Node() {
   // Requests served here must not call back into a destroyed node.
@@ -77,8 +78,24 @@ void Node::Start(std::span<const Address> seeds) {
 void Node::PublishTick() {
   events_scratch_.clear();
   engine_.DrainCacheEvents(events_scratch_);
+  if (options_.misbehave.claim_every_prefix) {
+    // The liar's own removals would retract claims: it keeps every block it ever advertised.
+    std::erase_if(events_scratch_, [](const prefix::BlockEvent& e) {
+      return e.kind == prefix::BlockEvent::Kind::kRemoved;
+    });
+    events_scratch_.insert(events_scratch_.end(), borrowed_claims_.begin(), borrowed_claims_.end());
+    borrowed_claims_.clear();
+  }
   if (!events_scratch_.empty()) gossip_->PublishCacheEvents(events_scratch_);
-  const engine::EngineLoad l = engine_.Load();
+  trust_.Expire(scheduler_.clock().Now());
+  engine::EngineLoad l = engine_.Load();
+  if (options_.misbehave.claim_idle) {
+    l.waiting_requests = 0;
+    l.running_requests = 0;
+    l.waiting_prefill_tokens = 0;
+    l.kv_pinned_tokens = 0;
+    l.estimated_queue_wait = Duration{0};
+  }
   gossip::LoadReport r;
   r.queue_depth = l.waiting_requests;
   r.running = l.running_requests;
@@ -159,6 +176,11 @@ void Node::OnPeerCacheEvents(const NodeId& id, Generation generation,
                              std::span<const prefix::BlockEvent> events) {
   if (EnsurePeer(id, generation) == nullptr) return;
   peer_index_.ApplyEvents(id, generation, events).IgnoreError();
+  if (options_.misbehave.claim_every_prefix) {
+    for (const prefix::BlockEvent& e : events) {
+      if (e.kind == prefix::BlockEvent::Kind::kAdded) borrowed_claims_.push_back(e);
+    }
+  }
 }
 
 void Node::OnPeerStride(const NodeId& id, Generation generation, uint32_t stride) {
@@ -279,7 +301,7 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
   p.prompt_tokens = static_cast<uint32_t>(p.request.prompt.size());
   p.arrived = scheduler_.clock().Now();
   if (p.request.forwarded) {
-    if (p.request.bounce_above_ms > 0) {
+    if (p.request.bounce_above_ms > 0 && !options_.misbehave.never_bounce) {
       const double mine = OwnEstimateMs(p);
       const double limit = p.request.bounce_above_ms * (1 + options_.bounce_margin_fraction) +
                            options_.bounce_margin_ms;
@@ -310,6 +332,7 @@ bool Node::Cancel(uint64_t client_id, ResponseSink* sink) {
     if (slot == 0) {
       engine_.Cancel(token);
     } else {
+      if (slot - 1 < peers_.size()) trust_.Abandon(peers_[slot - 1].id, token);
       peer_client_.Cancel(token);
     }
     return true;
@@ -401,6 +424,9 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
       const uint64_t max_tokens = max_chain > ns_tokens ? max_chain - ns_tokens : 0;
       c.cached_tokens_max = static_cast<uint32_t>(std::min<uint64_t>(max_tokens, prompt.size()));
       c.cache_age = peer.has_load ? now - peer.load_at : Duration{0};
+      const PeerTrustView trust = trust_.Of(peer.id);
+      c.cache_trust = trust.cache_trust;
+      c.time_trust = trust.time_trust;
       if (peer.has_load) {
         c.load.queued = peer.load.queue_depth;
         c.load.running = peer.load.running;
@@ -436,6 +462,12 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
 void Node::Route(uint64_t token) {
   Pending& p = pending_.at(token);
   if (members_dirty_) RefreshMembers();
+  // Overdue forwards are the first sign of a member that lies about its load: look often.
+  const TimePoint now = scheduler_.clock().Now();
+  if (now - trust_checked_ >= kTrustCheckInterval) {
+    trust_.Expire(now);
+    trust_checked_ = now;
+  }
   BuildCandidates(p, p.request.prompt);
   route::RouteRequest rr;
   rr.request_id = token;
@@ -479,12 +511,15 @@ void Node::Route(uint64_t token) {
   policy_->OnSent(slot, rr);
   p.slot = slot;
   p.estimated_cached = d.estimated_cached_tokens;
+  p.sent_at = scheduler_.clock().Now();
+  p.claimed_ttft_ms = d.claimed_ttft_ms;
   if (slot == 0) {
     ServeHere(token);
     return;
   }
   ++p.attempts;
   ++stats_.forward_attempts;
+  trust_.Sent(peers_[slot - 1].id, token, p.sent_at, p.claimed_ttft_ms);
   PeerRequest copy;
   copy.id = token;
   copy.prompt = p.request.prompt;
@@ -580,6 +615,8 @@ void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
     o.actual_cached_tokens = InNodeTokens(first.cached_tokens, first.prompt_tokens, p);
     o.ttft = o.now - p.arrived;
     policy_->OnOutcome(o);
+    trust_.Record(options_.id, o.now, p.estimated_cached, o.actual_cached_tokens, p.claimed_ttft_ms,
+                  ToMillis(o.now - p.sent_at));
     ++stats_.served_local;
     stats_.estimated_cached_tokens += p.estimated_cached;
     stats_.actual_cached_tokens += o.actual_cached_tokens;
@@ -637,6 +674,10 @@ void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
   o.actual_cached_tokens = InNodeTokens(first.cached_tokens, first.prompt_tokens, p);
   o.ttft = o.now - p.arrived;
   policy_->OnOutcome(o);
+  if (p.slot - 1 < peers_.size() && !peers_[p.slot - 1].id.empty()) {
+    trust_.Record(peers_[p.slot - 1].id, o.now, p.estimated_cached, o.actual_cached_tokens,
+                  p.claimed_ttft_ms, ToMillis(o.now - p.sent_at), token);
+  }
   stats_.estimated_cached_tokens += p.estimated_cached;
   stats_.actual_cached_tokens += o.actual_cached_tokens;
   RecordFirstToken(p, first.served_by, o.actual_cached_tokens);
@@ -684,6 +725,7 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
       ++stats_.forward_failures;
       EndAttempt(p, "failed");
     }
+    if (p.slot - 1 < peers_.size()) trust_.Abandon(peers_[p.slot - 1].id, token);
     p.excluded.push_back(p.slot);
     // A node that does not serve the model tries every member that does before it gives up.
     if (p.attempts < options_.max_forward_attempts || !ServesHere(p)) {

@@ -76,6 +76,7 @@
 #include "hearsay/gossip/node.h"
 #include "hearsay/node/decision_record.h"
 #include "hearsay/node/model_routing.h"
+#include "hearsay/node/peer_trust.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/prefix/peer_index.h"
 #include "hearsay/route/policy.h"
@@ -93,6 +94,19 @@ class ExactClusterView {
                                                uint64_t ns) const = 0;
   // `peer`'s engine load now.
   virtual std::optional<engine::EngineLoad> Load(const NodeId& peer) const = 0;
+};
+
+// Simulator only (the adversarial experiment, sim/adversarial_experiment.h): a member that lies in
+// gossip to attract traffic while it serves what it gets normally. A real daemon never sets it.
+struct Misbehaviour {
+  // Advertise, as its own, every block any peer advertises, and never retract one (a cache
+  // summary as large as the cluster's).
+  bool claim_every_prefix = false;
+  // Advertise an idle engine: nothing queued or running, no queue wait.
+  bool claim_idle = false;
+  // Serve every forward, never bouncing one back (it wants the traffic).
+  bool never_bounce = false;
+  bool any() const { return claim_every_prefix || claim_idle || never_bounce; }
 };
 
 struct NodeOptions {
@@ -139,6 +153,10 @@ struct NodeOptions {
   // like a failed one. 0, or a policy without an estimate: the host's own limit.
   double forward_deadline_factor = 0;
   Duration forward_deadline_floor = FromMillis(1000);
+  // How this node judges its peers' claims against what they deliver (peer_trust.h).
+  PeerTrustOptions trust;
+  // Simulator only: how this node lies (Misbehaviour).
+  Misbehaviour misbehave;
 };
 
 // Counters of one node (monotone).
@@ -254,6 +272,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   const NodeStats& stats() const { return stats_; }
   const route::Policy& policy() const { return *policy_; }
   const prefix::PeerIndex& peer_index() const { return peer_index_; }
+  // How far this node believes each member's claims (self included), from what they delivered.
+  const PeerTrust& trust() const { return trust_; }
   // Estimated cached tokens of `prompt` at `peer` from the gossiped view (0 if unknown).
   uint32_t EstimatePeerCachedTokens(const NodeId& peer, std::span<const uint32_t> prompt) const;
 
@@ -306,6 +326,10 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     TimePoint arrived{};
     route::Slot slot = 0;
     uint32_t estimated_cached = 0;
+    // The current attempt: when it was sent, and the time to first token its member's claims
+    // promised (route::Decision::claimed_ttft_ms).
+    TimePoint sent_at{};
+    double claimed_ttft_ms = -1;
     int attempts = 0;
     std::vector<route::Slot> excluded;
     bool first_sent = false;
@@ -385,6 +409,11 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   std::vector<prefix::BlockKey> landmarks_;  // the prompt's chain as summary keys
   std::vector<uint32_t> match_;
   std::optional<gossip::LoadReport> last_load_;
+  PeerTrust trust_;
+  TimePoint trust_checked_{};
+  static constexpr Duration kTrustCheckInterval = std::chrono::milliseconds(10);
+  // With Misbehaviour::claim_every_prefix: the peers' advertised blocks, to advertise as our own.
+  std::vector<prefix::BlockEvent> borrowed_claims_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   NodeStats stats_;
 };

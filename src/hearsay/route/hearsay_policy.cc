@@ -39,6 +39,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
 
   prices_.resize(candidates.size());
   estimates_.resize(candidates.size());
+  believed_.resize(candidates.size());
   // NaN never compares <= anything, so a skipped candidate is never in the tie band.
   constexpr double kSkip = std::numeric_limits<double>::quiet_NaN();
   size_t priced = 0;
@@ -71,10 +72,14 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     // busy_wait_ms is on the cost model's hardware: a member k times slower drains k times slower.
     const double busy_ms = params_.busy_wait_ms * CostScale(c);
     if (wait > busy_ms) credit *= busy_ms / wait;
+    // What the member's claims promise, then what its record says they are worth.
+    believed_[i] = {wait, credit};
+    const double time_trust = c.is_self ? 1.0 : std::clamp(c.time_trust, 1e-3, 1.0);
+    if (!c.is_self) credit *= std::clamp(c.cache_trust, 0.0, 1.0);
     price.delay_ms = DelayMs(c, params_.forward_overhead_ms);
-    price.wait_ms = wait;
+    price.wait_ms = wait / time_trust;
     price.credit_tokens = credit;
-    price.prefill_ms = PrefillPartMs(cost_, c, prompt, credit);
+    price.prefill_ms = PrefillPartMs(cost_, c, prompt, credit) / time_trust;
     price.interference_ms = params_.interference_weight * double(c.load.running) * price.prefill_ms;
     ++priced;
     busy += (c.load.queued + unsent.requests > 0) ? 1 : 0;
@@ -85,8 +90,8 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   for (Price& price : prices_) {
     if (std::isnan(price.cost_ms)) continue;
     price.work_ms = params_.work_weight * pressure * (price.prefill_ms - least_prefill);
-    price.cost_ms = price.delay_ms + price.wait_ms + price.prefill_ms + price.work_ms +
-                    price.interference_ms;
+    price.cost_ms =
+        price.delay_ms + price.wait_ms + price.prefill_ms + price.work_ms + price.interference_ms;
     if (price.cost_ms < best) best = price.cost_ms;
   }
   // Only reachable if every price overflowed: nothing sensible to compare, so serve here.
@@ -99,19 +104,19 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   // node's own next requests see it exactly rather than a gossip round late. Among peers alone
   // it is drawn at random, so entry nodes sharing one view do not herd.
   const bool self_tied = self >= 0 && prices_[self].cost_ms <= band;
-  const int pick = self_tied ? self
-                             : PickUniform(
-                                   candidates,
-                                   [&](const Candidate&, size_t i) {
-                                     return prices_[i].cost_ms <= band;
-                                   },
-                                   rng);
+  const int pick =
+      self_tied ? self
+                : PickUniform(
+                      candidates,
+                      [&](const Candidate&, size_t i) { return prices_[i].cost_ms <= band; }, rng);
   const Candidate& chosen = candidates[pick];
 
   Decision d;
   d.slot = chosen.slot;
   d.expected_ttft_ms =
       prices_[pick].cost_ms - prices_[pick].work_ms - prices_[pick].interference_ms;
+  d.claimed_ttft_ms = prices_[pick].delay_ms + believed_[pick].wait_ms +
+                      PrefillPartMs(cost_, chosen, prompt, believed_[pick].credit_tokens);
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (int(i) == pick || !(prices_[i].cost_ms < std::numeric_limits<double>::infinity())) continue;
     if (d.fallback_ttft_ms < 0 || prices_[i].cost_ms < d.fallback_ttft_ms) {

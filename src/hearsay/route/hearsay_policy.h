@@ -34,6 +34,11 @@
 //   trace, whose answers run to hundreds of tokens, it took hearsay's mean TTFT from 3.7% above
 //   the oracle's to 6.6% below, and its end-to-end latency below the oracle's; docs/benchmarks.md.)
 //
+// - trust: a member whose answers have not matched its claims (node/peer_trust.h) has its credit
+//   scaled by Candidate::cache_trust and its queue wait and prefill divided by
+//   Candidate::time_trust, so a member that lies about its cache or its load is discounted in
+//   proportion to how much it overclaims. Self is never discounted (its view is exact).
+//
 // Members that advertise overload are skipped unless every usable member does. Costs within
 // max(near_tie_fraction × best, near_tie_ms) of the best are a tie: when the entry node is in it,
 // it serves the request (no forward; its own next requests then see the prefix exactly), else it
@@ -118,6 +123,12 @@ class HearsayPolicy final : public Policy {
   // and the cached tokens believed held before discounts.
   std::vector<Price> prices_;
   std::vector<double> estimates_;
+  // Per candidate, its queue wait and credited tokens before the trust discounts.
+  struct Believed {
+    double wait_ms = 0;
+    double credit_tokens = 0;
+  };
+  std::vector<Believed> believed_;
   // The last decision, so OnSent() can record the tokens expected to be computed there.
   uint64_t last_id_ = 0;
   Slot last_slot_ = kNoSlot;

@@ -99,9 +99,9 @@ TEST_F(HearsayPolicyTest, APrefillGoesWhereItHoldsUpTheFewestRunningRequests) {
   PolicyOptions ttft_only;
   ttft_only.hearsay.interference_weight = 0;
   HearsayPolicy plain(ttft_only);
-  EXPECT_EQ(plain.Choose(MakeRequest(chain_, 3), std::vector<Candidate>{self, crowded, quiet}, rng_)
-                .slot,
-            0u);
+  EXPECT_EQ(
+      plain.Choose(MakeRequest(chain_, 3), std::vector<Candidate>{self, crowded, quiet}, rng_).slot,
+      0u);
 }
 
 TEST_F(HearsayPolicyTest, UnderLoadAMissIsPricedWithTheWorkItAdds) {
@@ -308,6 +308,29 @@ TEST_F(HearsayPolicyTest, LearnsToDistrustAPeerWhoseEstimatesWereWrong) {
   // A restart wipes what was learned.
   policy_.OnMemberReset(1);
   EXPECT_DOUBLE_EQ(policy_.confidence(1), 1.0);
+}
+
+TEST_F(HearsayPolicyTest, AMemberWhoseClaimsAreNotTrustedIsDiscounted) {
+  // Believed, the peer's claimed cache wins the request.
+  Candidate peer = PeerCandidate(1, 10, 1536);
+  EXPECT_EQ(Choose({SelfCandidate(0), peer}).slot, 1u);
+  // Its answers delivered a fifth of its claimed cache: its credit shrinks and self wins.
+  peer.cache_trust = 0.2;
+  Decision d = Choose({SelfCandidate(0), peer}, 2);
+  EXPECT_EQ(d.slot, 0u);
+  // Its answers took four times longer than its claims promised: its queue and prefill are
+  // priced four times higher, and self wins too.
+  peer.cache_trust = 1;
+  peer.time_trust = 0.25;
+  d = Choose({SelfCandidate(0), peer}, 3);
+  EXPECT_EQ(d.slot, 0u);
+  // The claimed time of a chosen peer is what its claims alone promise, without the discount.
+  peer.time_trust = 0.9;
+  d = Choose({SelfCandidate(0), peer}, 4);
+  ASSERT_EQ(d.slot, 1u);
+  EXPECT_NEAR(d.claimed_ttft_ms,
+              20 + options_.hearsay.forward_overhead_ms + options_.cost.PrefillMs(512, 1536), 1e-9);
+  EXPECT_GT(d.expected_ttft_ms, d.claimed_ttft_ms);
 }
 
 TEST_F(HearsayPolicyTest, StaleCacheViewEarnsLessCredit) {

@@ -121,6 +121,12 @@ struct Candidate {
   // own hardware more than its prefill does on a memory-bound engine); <= 0: cost_scale.
   double decode_cost_scale = 0;
   LoadView load;
+  // How far the entry node believes this member's claims (node/peer_trust.h), each in (0, 1], 1 =
+  // believed: cache_trust scales the cached tokens it is credited with, and its expected queue
+  // wait and prefill are divided by time_trust (its answers took that much longer than its claims
+  // promised). Only `hearsay` reads them; the other policies take claims at face value.
+  double cache_trust = 1.0;
+  double time_trust = 1.0;
 };
 
 // Whether a policy may send to `c`: self always, peers when usable.
@@ -150,6 +156,10 @@ struct Decision {
   // any work it would add that the policy prices); < 0 if none. A node may tell a peer it
   // forwards to: "bounce it back if you would take longer than this".
   double fallback_ttft_ms = -1;
+  // The expected time to first token at the chosen member had its claims been believed (no
+  // trust discount, Candidate::cache_trust and time_trust), in ms; < 0 if the policy has none.
+  // The node compares the answer's time with it (node/peer_trust.h).
+  double claimed_ttft_ms = -1;
   // The policy's raw estimate of the tokens the chosen member holds (before any discount).
   // Pass it back in Outcome so the policy can learn how good its estimates are.
   uint32_t estimated_cached_tokens = 0;

@@ -183,6 +183,12 @@ Status SimCluster::Build(int i, Transport& transport) {
   no.publish_interval = options_.publish_interval;
   no.default_one_way_delay = FromMillis(options_.delay_ms);
   no.max_peers = static_cast<size_t>(std::max(options_.nodes, 2));
+  no.trust.enabled = options_.trust;
+  if (i < options_.liars) {
+    no.misbehave.claim_every_prefix = true;
+    no.misbehave.claim_idle = true;
+    no.misbehave.never_bounce = true;
+  }
   engine::Engine* engine = m.engine.get();
   if (options_.cache_events) {
     m.tap = std::make_unique<TapEngine>(*this, i, *m.engine);

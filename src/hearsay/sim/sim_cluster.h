@@ -53,6 +53,10 @@ struct SimClusterOptions {
   // Every node prices members by their measured prefill speed
   // (node::NodeOptions::price_by_measured_prefill).
   bool price_by_measured_prefill = false;
+  // Nodes 0 .. liars - 1 lie in gossip (node::Misbehaviour: every prefix, idle, never bounce).
+  int liars = 0;
+  // node::PeerTrustOptions::enabled of every node.
+  bool trust = true;
   uint32_t block_tokens = 16;
   Duration publish_interval = FromMillis(100);
   // Every node's decision records go here (node::Node::SetRecorder); nullptr = none. Borrowed.

@@ -85,6 +85,9 @@ Status ValidateSimConfig(const SimConfig& c) {
   if (!Finite(c.slow_factor) || c.slow_factor < 0.01 || c.slow_factor > 100) {
     return Bad("--slow-factor must be in [0.01, 100]");
   }
+  if (c.liars < 0 || c.liars >= nodes) {
+    return Bad("--liars must be in [0, " + std::to_string(nodes) + ")");
+  }
   const route::PolicyInfo* info = route::FindPolicy(c.policy);
   if (info != nullptr && info->central && c.routers == 0) {
     return Bad("--policy " + c.policy + " is a central router's policy: it needs --routers >= 1");

@@ -103,6 +103,14 @@ struct SimConfig {
   int slow_node = -1;
   double slow_at_s = 0;
   double slow_factor = 2;
+
+  // --- A fault: members that lie (node::Misbehaviour) ---
+  // Nodes 0 .. liars - 1 advertise every block any peer advertises and an idle engine, and never
+  // bounce a forward, while they serve what they get normally. 0 = none; < nodes.
+  int liars = 0;
+  // Entry nodes discount members whose answers do not match their claims (node/peer_trust.h);
+  // false = believe every claim (an ablation).
+  bool trust = true;
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its allowed range.

@@ -329,6 +329,8 @@ SimClusterOptions ClusterOptions(const SimConfig& config, const Pool& pool,
   co.policy_options.cost = node::RouterCostModel(cost.params());
   co.engine = eo;
   co.block_tokens = config.block_tokens;
+  co.liars = config.liars;
+  co.trust = config.trust;
   co.publish_interval = PublishIntervalOf(config);
   return co;
 }

@@ -1,0 +1,162 @@
+#include "hearsay/node/peer_trust.h"
+
+#include <gtest/gtest.h>
+
+namespace hearsay::node {
+namespace {
+
+TimePoint At(double seconds) { return TimePoint{} + FromSeconds(seconds); }
+
+// Honest members deliver about what they claim and answer within their expected time, with the
+// noise of a gossiped view (a few evictions, a queue that moved).
+void RecordHonest(PeerTrust& t, const NodeId& m, double at, int i) {
+  const uint32_t claimed = 512;
+  const uint32_t actual = i % 4 == 0 ? 384 : 512;
+  const double expected = 40;
+  const double actual_ms = i % 3 == 0 ? 60 : 44;
+  t.Record(m, At(at), claimed, actual, expected, actual_ms);
+}
+
+// A liar claims every prefix and an idle engine: it holds a fraction of what it claims and its
+// queue makes every answer several times slower than its claims promise.
+void RecordLiar(PeerTrust& t, const NodeId& m, double at) {
+  t.Record(m, At(at), 1024, 128, 20, 200);
+}
+
+TEST(PeerTrustTest, AnUnknownMemberIsTrusted) {
+  PeerTrust t;
+  const PeerTrustView v = t.Of("nobody");
+  EXPECT_EQ(v.trust(), 1.0);
+  EXPECT_EQ(v.samples, 0u);
+}
+
+TEST(PeerTrustTest, AnHonestMemberIsNotDiscounted) {
+  PeerTrust t;
+  for (int i = 0; i < 40; ++i) {
+    RecordHonest(t, "self", i * 0.1, i);
+    RecordHonest(t, "a", i * 0.1, i + 1);
+    RecordHonest(t, "b", i * 0.1, i + 2);
+  }
+  for (const char* m : {"self", "a", "b"}) {
+    EXPECT_EQ(t.Of(m).cache_trust, 1.0) << m;
+    EXPECT_EQ(t.Of(m).time_trust, 1.0) << m;
+  }
+}
+
+TEST(PeerTrustTest, ALiarIsDiscountedInProportionToItsOverclaim) {
+  PeerTrust t;
+  for (int i = 0; i < 40; ++i) {
+    RecordHonest(t, "self", i * 0.1, i);
+    RecordHonest(t, "honest", i * 0.1, i + 1);
+    RecordLiar(t, "liar", i * 0.1);
+  }
+  const PeerTrustView liar = t.Of("liar");
+  EXPECT_NEAR(liar.delivery, 0.125, 1e-9);
+  EXPECT_NEAR(liar.ttft_ratio, 10, 1e-9);
+  // Judged against the typical member: the median of three (the honest ones).
+  EXPECT_LT(liar.cache_trust, 0.25);
+  EXPECT_LT(liar.time_trust, 0.25);
+  EXPECT_LT(liar.trust(), 0.05);
+  EXPECT_EQ(t.Of("honest").trust(), 1.0);
+
+  // A liar that claims only twice what it delivers loses less than one that claims eight times.
+  PeerTrust mild;
+  for (int i = 0; i < 40; ++i) {
+    RecordHonest(mild, "self", i * 0.1, i);
+    RecordHonest(mild, "honest", i * 0.1, i + 1);
+    mild.Record("liar", At(i * 0.1), 1024, 512, 20, 200);
+  }
+  EXPECT_GT(mild.Of("liar").cache_trust, liar.cache_trust);
+}
+
+TEST(PeerTrustTest, OneLateAnswerCostsALittleARunOfThemCostsAll) {
+  PeerTrust t;
+  for (int i = 0; i < 20; ++i) {
+    RecordHonest(t, "self", i * 0.1, i);
+    RecordHonest(t, "honest", i * 0.1, i);
+  }
+  RecordLiar(t, "liar", 2);
+  const double after_one = t.Of("liar").trust();
+  EXPECT_GT(after_one, 0.1);
+  EXPECT_LT(after_one, 0.5);
+  for (size_t i = 1; i < t.options().full_samples; ++i) RecordLiar(t, "liar", 2);
+  EXPECT_LT(t.Of("liar").trust(), 0.05);
+}
+
+TEST(PeerTrustTest, AnOverdueForwardCountsBeforeItsAnswer) {
+  PeerTrust t;
+  for (int i = 0; i < 20; ++i) {
+    RecordHonest(t, "self", i * 0.1, i);
+    RecordHonest(t, "honest", i * 0.1, i);
+  }
+  // Four forwards promised in 20 ms; 10 ms later none is overdue, 200 ms later all are.
+  for (uint64_t r = 1; r <= 4; ++r) t.Sent("liar", r, At(2), 20);
+  t.Expire(At(2.01));
+  EXPECT_EQ(t.Of("liar").trust(), 1.0);
+  t.Expire(At(2.2));
+  EXPECT_LT(t.Of("liar").time_trust, 0.2);
+  // Answered (or abandoned), they are no longer outstanding; the answers are the evidence now.
+  for (uint64_t r = 1; r <= 3; ++r) t.Record("liar", At(2.2), 0, 0, 20, 20, r);
+  t.Abandon("liar", 4);
+  t.Expire(At(2.3));
+  EXPECT_EQ(t.Of("liar").samples, 3u);
+  EXPECT_EQ(t.Of("liar").time_trust, 1.0);
+}
+
+TEST(PeerTrustTest, AReformedLiarRecovers) {
+  PeerTrust t;
+  double now = 0;
+  for (int i = 0; i < 40; ++i, now += 0.1) {
+    RecordHonest(t, "self", now, i);
+    RecordHonest(t, "honest", now, i + 1);
+    RecordLiar(t, "liar", now);
+  }
+  ASSERT_LT(t.Of("liar").trust(), 0.1);
+  // It stops lying: its honest answers replace the lies in its window.
+  for (int i = 0; i < 80; ++i, now += 0.1) {
+    RecordHonest(t, "self", now, i);
+    RecordHonest(t, "honest", now, i + 1);
+    RecordHonest(t, "liar", now, i + 2);
+  }
+  EXPECT_EQ(t.Of("liar").trust(), 1.0);
+}
+
+TEST(PeerTrustTest, ADiscountedMemberIsForgivenWhenItsSamplesLeaveTheWindow) {
+  PeerTrust t;
+  for (int i = 0; i < 40; ++i) {
+    RecordHonest(t, "self", i * 0.1, i);
+    RecordHonest(t, "honest", i * 0.1, i + 1);
+    RecordLiar(t, "liar", i * 0.1);
+  }
+  ASSERT_LT(t.Of("liar").trust(), 0.1);
+  // Discounted, it got no traffic (so no new samples); once its lies are older than the window it
+  // is on probation again, trusted until it has been judged anew.
+  t.Expire(At(0) + t.options().window - FromSeconds(1));
+  EXPECT_LT(t.Of("liar").trust(), 0.1);
+  t.Expire(At(4) + t.options().window + FromSeconds(1));
+  EXPECT_EQ(t.Of("liar").trust(), 1.0);
+  EXPECT_EQ(t.Of("liar").samples, 0u);
+}
+
+TEST(PeerTrustTest, AMinorityOfLiarsCannotMoveTheBaseline) {
+  PeerTrust t;
+  for (int i = 0; i < 40; ++i) {
+    for (const char* m : {"self", "a", "b", "c", "d"}) RecordHonest(t, m, i * 0.1, i);
+    for (const char* m : {"x", "y", "z"}) RecordLiar(t, m, i * 0.1);
+  }
+  for (const char* m : {"self", "a", "b", "c", "d"}) EXPECT_EQ(t.Of(m).trust(), 1.0) << m;
+  for (const char* m : {"x", "y", "z"}) EXPECT_LT(t.Of(m).trust(), 0.1) << m;
+}
+
+TEST(PeerTrustTest, KeepsAtMostMaxMembers) {
+  PeerTrust t(PeerTrustOptions{.max_members = 3});
+  for (int i = 0; i < 10; ++i)
+    t.Record(std::string("m").append(std::to_string(i)), At(i), 10, 10, 10, 10);
+  const std::vector<PeerTrustView> all = t.All();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].member, "m7");
+  EXPECT_EQ(all[2].member, "m9");
+}
+
+}  // namespace
+}  // namespace hearsay::node
