@@ -15,7 +15,7 @@ TimePoint AsioClock::Now() const {
 
 AsioScheduler::AsioScheduler(boost::asio::io_context& io) : io_(io), timer_(io) {}
 
-AsioScheduler::~AsioScheduler() = default;
+AsioScheduler::~AsioScheduler() { *alive_ = false; }
 
 TimerId AsioScheduler::RunAfter(Duration delay, Task task) {
   if (delay < Duration::zero()) delay = Duration::zero();
@@ -49,8 +49,8 @@ void AsioScheduler::Arm() {
   const uint64_t generation = ++arm_generation_;
   timer_.expires_at(std::chrono::steady_clock::time_point(
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(armed_.time_since_epoch())));
-  timer_.async_wait([this, generation](const boost::system::error_code& ec) {
-    if (ec || generation != arm_generation_) return;
+  timer_.async_wait([this, alive = alive_, generation](const boost::system::error_code& ec) {
+    if (ec || !*alive || generation != arm_generation_) return;
     OnTimer();
   });
 }

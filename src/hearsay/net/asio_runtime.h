@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
@@ -64,6 +65,10 @@ class AsioScheduler final : public Scheduler {
   TimerId next_id_ = 1;
   TimePoint armed_ = TimePoint::max();
   uint64_t arm_generation_ = 0;
+  // Cleared by the destructor. A wait that completed just before destruction still has its
+  // handler queued on the io_context (destroying the timer cannot cancel it); the handler checks
+  // this before touching the scheduler.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 // 64 bits from the OS (getrandom); falls back to std::random_device.
