@@ -27,17 +27,6 @@ struct Agg {
   double p99 = 0, hit = 0, liar_share = 0, failed = 0;
 };
 
-Stat StatOf(const std::vector<double>& v) {
-  double sum = 0, sq = 0;
-  for (double x : v) {
-    sum += x;
-    sq += x * x;
-  }
-  const double n = static_cast<double>(v.size());
-  const double mean = n > 0 ? sum / n : 0;
-  return {mean, n > 0 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) : 0};
-}
-
 std::string Fmt(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), fmt, v);

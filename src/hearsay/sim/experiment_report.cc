@@ -316,6 +316,17 @@ const char* MetricName(Metric metric) {
   return "?";
 }
 
+Stat StatOf(const std::vector<double>& values) {
+  double sum = 0, sq = 0;
+  for (double x : values) {
+    sum += x;
+    sq += x * x;
+  }
+  const double n = static_cast<double>(values.size());
+  const double mean = n > 0 ? sum / n : 0;
+  return {mean, n > 0 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) : 0};
+}
+
 double MetricValue(const SimSummary& s, Metric metric) {
   switch (metric) {
     case Metric::kMeanTtft:

@@ -47,6 +47,9 @@ struct Stat {
   double sd = 0;
 };
 
+// The Stat of `values` ({0, 0} when empty).
+Stat StatOf(const std::vector<double>& values);
+
 // Invariants: mean/sd are over `seeds` runs, seeds >= 1.
 struct PointStats {
   size_t point = 0;  // Index into ExperimentResults::points.

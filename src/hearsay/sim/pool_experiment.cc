@@ -61,17 +61,6 @@ Figures FiguresOf(const PoolSection& section, const SimSummary& s, int seconds) 
   return f;
 }
 
-Stat StatOf(const std::vector<double>& v) {
-  double sum = 0, sq = 0;
-  for (double x : v) {
-    sum += x;
-    sq += x * x;
-  }
-  const double n = static_cast<double>(v.size());
-  const double mean = n > 0 ? sum / n : 0;
-  return {mean, n > 0 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) : 0};
-}
-
 Agg Aggregate(const std::vector<const Figures*>& runs) {
   Agg a;
   std::vector<double> mean, p50, p99, hit;
