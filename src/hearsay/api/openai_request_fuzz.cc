@@ -155,6 +155,16 @@ void CheckBudgetLimits(std::string_view body) {
   }
 }
 
+// Whether valid JSON `text` repeats a key in some object: the pass counts every occurrence, the
+// tree (last value wins) one.
+bool HasRepeatedKey(std::string_view text) {
+  const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return false;
+  JsonShape tree;
+  CountTree(parsed, 0, &tree);
+  return tree.members < MeasureJson(text, Budget{SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX}).members;
+}
+
 std::vector<std::string> Events(std::string_view bytes, size_t split, size_t limit, bool* ok) {
   SseParser parser(limit);
   std::vector<std::string> events;
@@ -272,7 +282,9 @@ void CheckEvent(std::string_view data) {
       !event.ok() && event.status().message().find("duplicate key") != std::string::npos;
   const bool too_deep =
       !event.ok() && event.status().message().find("nested too deep") != std::string::npos;
-  if (!duplicate && !too_deep) {
+  // The decoder may refuse a repeated key's first value (its type) before it sees the repeat;
+  // the reference, last-wins, never sees that value: such inputs are not compared either.
+  if (!duplicate && !too_deep && !HasRepeatedKey(data)) {
     const auto reference = ReferenceDecode(data);
     HEARSAY_CHECK(event.ok() == reference.has_value());
     if (event.ok()) {
