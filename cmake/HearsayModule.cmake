@@ -1,14 +1,15 @@
-# hearsay_module(<name> [DEPS <targets>...] [TEST_DEPS <targets>...])
+# hearsay_module(<name> [TOOL] [DEPS <targets>...] [TEST_DEPS <targets>...])
 #
 # Builds the module in the current folder by convention:
 #   *.cc (not *_test.cc, *_fuzz.cc)  -> static library hearsay_<name>
 #   *_test.cc                        -> test binary hearsay_<name>_test, registered with ctest
 #   *_fuzz.cc                        -> one fuzz target each (see hearsay_fuzz_target)
-# Includes are rooted at src/.
+# Includes are rooted at src/. A TOOL module (the simulator and the tools that drive processes on
+# trusted input) builds its tests only with HEARSAY_TOOL_TESTS: the sanitizer build leaves them out.
 include(GoogleTest)
 
 function(hearsay_module name)
-  cmake_parse_arguments(ARG "" "" "DEPS;TEST_DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "TOOL" "" "DEPS;TEST_DEPS" ${ARGN})
   file(GLOB all_srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
   set(lib_srcs)
   set(test_srcs)
@@ -34,6 +35,9 @@ function(hearsay_module name)
     target_link_libraries(${lib} INTERFACE ${ARG_DEPS})
   endif()
 
+  if(ARG_TOOL AND NOT HEARSAY_TOOL_TESTS)
+    set(test_srcs)
+  endif()
   if(test_srcs AND BUILD_TESTING)
     add_executable(${lib}_test ${test_srcs})
     target_link_libraries(${lib}_test PRIVATE ${lib} ${ARG_TEST_DEPS} GTest::gmock GTest::gtest_main)
@@ -73,4 +77,15 @@ endfunction()
 # engine). The target hearsay_unit_tests builds them all: a sanitizer build builds only these.
 function(hearsay_unit_test target)
   set_property(GLOBAL APPEND PROPERTY HEARSAY_UNIT_TEST_TARGETS ${target})
+  hearsay_test_code(${target})
+endfunction()
+
+# hearsay_test_code(<target>): the target's own sources are test code, compiled with
+# HEARSAY_TEST_COMPILE_OPTIONS (after the build type's flags, so they win). Tests spend their time
+# in the libraries, which keep the build's optimisation; unoptimised, a test file compiles in
+# about half the time (net/daemon_test.cc: 19.3 s at -O3 against 11.1 s with GCC, 27.0 s at -O1
+# against 13.9 s with clang and the sanitizers).
+set(HEARSAY_TEST_COMPILE_OPTIONS -O0 CACHE STRING "Compile options for test code")
+function(hearsay_test_code target)
+  target_compile_options(${target} PRIVATE ${HEARSAY_TEST_COMPILE_OPTIONS})
 endfunction()
