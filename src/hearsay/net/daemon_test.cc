@@ -297,7 +297,10 @@ TEST(DaemonTest, StatusAndConsole) {
        {"trust", "cache_trust", "time_trust", "delivery", "ttft_ratio", "samples"}) {
     EXPECT_TRUE(self["trust"].contains(key)) << key;
   }
-  EXPECT_EQ(self["trust"]["trust"], 1.0);
+  // Its value depends on the host's timing (a stalled first token is evidence too), so only its
+  // range is the shape's; PeerTrustTest holds the values.
+  EXPECT_GT(self["trust"]["trust"].get<double>(), 0.0);
+  EXPECT_LE(self["trust"]["trust"].get<double>(), 1.0);
   // Both requests in the last minute's routing; the second in the decisions.
   EXPECT_EQ(s["routing"]["requests"], 2);
   EXPECT_EQ(s["routing"]["served_local"], 2);
