@@ -48,7 +48,7 @@
 // (Decision::fallback_ttft_ms), which the node hands a peer it forwards to so that the peer can
 // bounce the request back when its exact queue makes it slower (node::NodeOptions). OnSent()
 // records the dispatch (ledger and lease); OnAbandoned() takes a dispatch the member refused or
-// bounced out of the ledger (it adds no work there: on the Mooncake trace, prompts larger than
+// failed out of the ledger (it adds no work there: on the Mooncake trace, prompts larger than
 // every cache are refused and retried elsewhere, and each refusal used to count as seconds of
 // phantom queue at the member for up to sent_horizon); OnOutcome() updates the member's
 // confidence.

@@ -228,9 +228,10 @@ class Policy {
   }
 
   // Records that the dispatch of request `request_id` to `slot` ended before the member served
-  // it: the member refused, failed or bounced it before its first token, so it does no work for
-  // it (a prompt that can never fit a member's cache is refused at once). The node calls it for
-  // each such forward. Policies that count what they sent forget that send. Default: ignored.
+  // it: the member refused or failed it before its first token, so it does no work for it (a
+  // prompt that can never fit a member's cache is refused at once). The node calls it for each
+  // such forward, not for a bounce (the member's queue was long). Policies that count what they
+  // sent forget that send. Default: ignored.
   virtual void OnAbandoned(Slot slot, uint64_t request_id) {
     (void)slot;
     (void)request_id;
