@@ -4,6 +4,10 @@
 // event loop), so a task never races with another task of the same core. A task may schedule
 // more tasks. Implementations: the simulator's deterministic event queue (sim/) and the daemon's
 // event loop (net/).
+//
+// Work that may take long (decoding a large answer) does not belong on the core thread: Offload()
+// runs it elsewhere where the implementation has somewhere else (the daemon's I/O threads), then
+// runs a continuation back on the core.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +41,16 @@ class Scheduler {
 
   // Runs `task` soon, after the task that is running now, in posting order.
   virtual void Post(Task task) = 0;
+
+  // Runs `work` off the core thread where this scheduler has another one, then `then` as a core
+  // task. `work` must touch no core state: it runs concurrently with core tasks; hand its result
+  // to `then` through what both capture. Whoever owns state `then` touches must make it a no-op
+  // once that state is gone (it may run after). The default runs both at once, in order, on the
+  // calling thread: deterministic, as the simulator and tests need.
+  virtual void Offload(Task work, Task then) {
+    work();
+    then();
+  }
 };
 
 }  // namespace hearsay

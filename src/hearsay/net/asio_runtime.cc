@@ -13,7 +13,8 @@ TimePoint AsioClock::Now() const {
       std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now().time_since_epoch()));
 }
 
-AsioScheduler::AsioScheduler(boost::asio::io_context& io) : io_(io), timer_(io) {}
+AsioScheduler::AsioScheduler(boost::asio::io_context& io, boost::asio::io_context* offload)
+    : io_(io), offload_(offload), timer_(io) {}
 
 AsioScheduler::~AsioScheduler() { *alive_ = false; }
 
@@ -37,6 +38,23 @@ bool AsioScheduler::Cancel(TimerId id) {
 }
 
 void AsioScheduler::Post(Task task) { boost::asio::post(io_, std::move(task)); }
+
+void AsioScheduler::Offload(Task work, Task then) {
+  if (offload_ == nullptr) {
+    work();
+    then();
+    return;
+  }
+  // The work touches only what it captured; `core` outlives the scheduler, `alive` is read on the
+  // core thread only.
+  boost::asio::post(*offload_, [&core = io_, alive = alive_, work = std::move(work),
+                                then = std::move(then)]() mutable {
+    work();
+    boost::asio::post(core, [alive = std::move(alive), then = std::move(then)] {
+      if (*alive) then();
+    });
+  });
+}
 
 void AsioScheduler::Arm() {
   if (queue_.empty()) {

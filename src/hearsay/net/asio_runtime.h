@@ -6,7 +6,12 @@
 // Scheduler contract; Asio's own timer heap does not promise that). Post() is asio::post, which
 // an io_context run by one thread executes in posting order.
 //
-// Ownership: the scheduler borrows the io_context, which must outlive it. Destroy the scheduler
+// Offload() posts the work to a second io_context, the daemon's I/O one, when one is given (else
+// runs it inline, as the default does), and posts the continuation back to the core io_context;
+// a continuation that arrives after the scheduler is destroyed does nothing.
+//
+// Ownership: the scheduler borrows the io_context (and the offload one), which must outlive it
+// and every offloaded work. Destroy the scheduler
 // only after the io_context has stopped running (or from a task on it); pending tasks are
 // dropped without running.
 // Thread-safety: AsioClock::Now() is safe from any thread. AsioScheduler::Post() is safe from any
@@ -35,7 +40,8 @@ class AsioClock final : public Clock {
 
 class AsioScheduler final : public Scheduler {
  public:
-  explicit AsioScheduler(boost::asio::io_context& io);
+  // `offload`: where Offload() runs work (the I/O io_context); null runs it inline.
+  explicit AsioScheduler(boost::asio::io_context& io, boost::asio::io_context* offload = nullptr);
   ~AsioScheduler() override;
   AsioScheduler(const AsioScheduler&) = delete;
   AsioScheduler& operator=(const AsioScheduler&) = delete;
@@ -44,6 +50,7 @@ class AsioScheduler final : public Scheduler {
   TimerId RunAfter(Duration delay, Task task) override;
   bool Cancel(TimerId id) override;
   void Post(Task task) override;
+  void Offload(Task work, Task then) override;
 
   // Timers scheduled and not yet run or cancelled.
   size_t pending_timers() const { return queue_.size(); }
@@ -56,6 +63,7 @@ class AsioScheduler final : public Scheduler {
   void OnTimer();
 
   boost::asio::io_context& io_;
+  boost::asio::io_context* offload_;
   AsioClock clock_;
   boost::asio::steady_timer timer_;
   // Invariants: queue_ and deadlines_ hold the same ids; armed_ is the deadline the asio timer
@@ -67,7 +75,8 @@ class AsioScheduler final : public Scheduler {
   uint64_t arm_generation_ = 0;
   // Cleared by the destructor. A wait that completed just before destruction still has its
   // handler queued on the io_context (destroying the timer cannot cancel it); the handler checks
-  // this before touching the scheduler.
+  // this before touching the scheduler, as does an offloaded work's continuation (both run on the
+  // core thread, as the destructor does).
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

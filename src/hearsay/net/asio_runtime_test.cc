@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
+#include <thread>
 #include <vector>
 
 namespace hearsay::net {
@@ -119,6 +121,62 @@ TEST(AsioSchedulerTest, PostRunsInOrderAndTasksMayReschedule) {
   s.Post([&] { order.push_back(3); });
   RunUntil(io, done);
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+TEST(AsioSchedulerTest, OffloadRunsWorkOnTheOffloadContextAndThenOnTheCore) {
+  boost::asio::io_context core;
+  boost::asio::io_context offload;
+  auto guard = boost::asio::make_work_guard(offload);
+  std::thread io_thread([&] { offload.run(); });
+  AsioScheduler s(core, &offload);
+  std::thread::id work_thread;
+  std::thread::id then_thread;
+  int result = 0;
+  int seen = 0;
+  s.Offload(
+      [&] {
+        work_thread = std::this_thread::get_id();
+        result = 42;
+      },
+      [&] {
+        then_thread = std::this_thread::get_id();
+        seen = result;
+        core.stop();
+      });
+  // The core runs until the continuation stops it (run() returns only then: nothing else is
+  // queued on it, and the work guard of the offload context is not the core's).
+  auto core_guard = boost::asio::make_work_guard(core);
+  core.run();
+  const std::thread::id io_id = io_thread.get_id();
+  guard.reset();
+  io_thread.join();
+  EXPECT_EQ(then_thread, std::this_thread::get_id());
+  EXPECT_EQ(work_thread, io_id);
+  EXPECT_EQ(seen, 42);
+}
+
+TEST(AsioSchedulerTest, OffloadWithoutAContextRunsInline) {
+  boost::asio::io_context core;
+  AsioScheduler s(core);
+  std::vector<int> order;
+  s.Offload([&] { order.push_back(1); }, [&] { order.push_back(2); });
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(AsioSchedulerTest, OffloadContinuationAfterTheSchedulerIsGoneDoesNothing) {
+  boost::asio::io_context core;
+  boost::asio::io_context offload;
+  bool worked = false;
+  bool continued = false;
+  {
+    AsioScheduler s(core, &offload);
+    s.Offload([&] { worked = true; }, [&] { continued = true; });
+  }
+  // The work runs after the scheduler is destroyed and posts its continuation to the core.
+  offload.run();
+  EXPECT_TRUE(worked);
+  EXPECT_EQ(core.poll(), 1u);  // the continuation's handler ran, and did nothing
+  EXPECT_FALSE(continued);
 }
 
 TEST(OsRandomSeedTest, Varies) {

@@ -105,7 +105,9 @@ Status Daemon::Init() {
   created_unix_ = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
-  scheduler_ = std::make_unique<AsioScheduler>(core_io_);
+  // Offloaded work (decoding an engine's /slots page) runs on the I/O threads, when there are any.
+  scheduler_ =
+      std::make_unique<AsioScheduler>(core_io_, config_.io_threads == 0 ? nullptr : &io_context_);
 
   HEARSAY_RETURN_IF_ERROR(OpenSockets());
   HEARSAY_RETURN_IF_ERROR(InitGossipSecurity());

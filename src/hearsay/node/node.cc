@@ -724,6 +724,9 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
     } else {
       ++stats_.forward_failures;
       EndAttempt(p, "failed");
+      // The peer refused or failed it: the policy stops counting it in the peer's queue. (A
+      // bounce stays counted: the peer sent it back because its queue was long.)
+      policy_->OnAbandoned(p.slot, token);
     }
     if (p.slot - 1 < peers_.size()) trust_.Abandon(peers_[p.slot - 1].id, token);
     p.excluded.push_back(p.slot);

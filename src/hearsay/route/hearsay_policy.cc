@@ -139,6 +139,8 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   last_new_tokens_ =
       request.prompt_tokens - std::min(request.prompt_tokens, d.estimated_cached_tokens);
   last_service_ms_ = prices_[pick].prefill_ms;
+  last_fits_ = chosen.load.kv_capacity_tokens == 0 ||
+               request.prompt_tokens <= chosen.load.kv_capacity_tokens;
   return d;
 }
 
@@ -160,12 +162,14 @@ double HearsayPolicy::StaleWaitMs(const Candidate& c, double drained_ms) {
 void HearsayPolicy::OnSent(Slot slot, const RouteRequest& request) {
   const bool same = last_id_ == request.request_id && last_slot_ == slot;
   if (same) {
-    ledger_.Record(slot, request.now, last_new_tokens_, last_service_ms_);
+    ledger_.Record(slot, request.now, last_new_tokens_, last_service_ms_, request.request_id);
   } else {
     ledger_.Record(slot, request.now, request.prompt_tokens,
-                   cost_.PrefillMs(request.prompt_tokens, 0));
+                   cost_.PrefillMs(request.prompt_tokens, 0), request.request_id);
   }
-  leases_.Grant(request.key_chain, slot, request.now, request.now + params_.lease_ttl);
+  if (!same || last_fits_) {
+    leases_.Grant(request.key_chain, slot, request.now, request.now + params_.lease_ttl);
+  }
 }
 
 void HearsayPolicy::OnOutcome(const Outcome& outcome) {
@@ -186,6 +190,10 @@ void HearsayPolicy::OnOutcome(const Outcome& outcome) {
   double& conf = confidence_[outcome.slot];
   conf += params_.learning_rate * (ratio - conf);
   conf = std::clamp(conf, params_.min_confidence, 1.0);
+}
+
+void HearsayPolicy::OnAbandoned(Slot slot, uint64_t request_id) {
+  ledger_.Forget(slot, request_id);
 }
 
 void HearsayPolicy::OnMemberReset(Slot slot) {

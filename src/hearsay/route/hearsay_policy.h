@@ -18,7 +18,8 @@
 //     confidence[c] (EWMA of actual/estimated cached tokens from OnOutcome)
 //       × 1 / (1 + cache_age / stale_half_life)  (gossip staleness),
 //   raised to lease_confidence × the leased depth when this node recently sent a prompt with a
-//   shared prefix to c (LeaseTable, lease_ttl), and cut by busy_wait_ms / queue_wait when the
+//   shared prefix to c (LeaseTable, lease_ttl; no lease for a prompt larger than c's whole
+//   cache, which c refuses), and cut by busy_wait_ms / queue_wait when the
 //   holder's queue wait exceeds busy_wait_ms (a busy LRU cache is likely to evict the prefix).
 //
 // - work(c): under load, the price of the extra work a miss adds, which later requests queue
@@ -46,7 +47,11 @@
 // herd. The decision also carries the best other cost
 // (Decision::fallback_ttft_ms), which the node hands a peer it forwards to so that the peer can
 // bounce the request back when its exact queue makes it slower (node::NodeOptions). OnSent()
-// records the dispatch (ledger and lease); OnOutcome() updates the member's confidence.
+// records the dispatch (ledger and lease); OnAbandoned() takes a dispatch the member refused or
+// failed out of the ledger (it adds no work there: on the Mooncake trace, prompts larger than
+// every cache are refused and retried elsewhere, and each refusal used to count as seconds of
+// phantom queue at the member for up to sent_horizon); OnOutcome() updates the member's
+// confidence.
 //
 // Cost: Choose() is O(candidates + log(chain)) and allocates only when the candidate count grows
 // past its previous maximum; OnSent() does O(log chain) lease writes (~57 for 512 blocks).
@@ -73,6 +78,7 @@ class HearsayPolicy final : public Policy {
 
   void OnSent(Slot slot, const RouteRequest& request) override;
   void OnOutcome(const Outcome& outcome) override;
+  void OnAbandoned(Slot slot, uint64_t request_id) override;
   void OnMemberReset(Slot slot) override;
   std::span<const Price> LastPrices() const override { return prices_; }
 
@@ -133,6 +139,8 @@ class HearsayPolicy final : public Policy {
   uint64_t last_id_ = 0;
   Slot last_slot_ = kNoSlot;
   uint32_t last_new_tokens_ = 0;
+  // False when the chosen member's cache cannot hold the prompt: it will refuse it, so no lease.
+  bool last_fits_ = true;
   double last_service_ms_ = 0;
 };
 

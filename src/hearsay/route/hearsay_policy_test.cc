@@ -245,6 +245,50 @@ TEST_F(HearsayPolicyTest, WithoutLeasesASiblingBurstScatters) {
   EXPECT_GT(RunSiblingBurst(policy, rng).size(), 2u);
 }
 
+TEST_F(HearsayPolicyTest, ARefusedForwardAddsNoQueueAtTheMember) {
+  // Reports 500 ms stale: only the ledger knows what this node sent since. A forward of a long
+  // prompt to peer 1 makes it look busy...
+  std::vector<Candidate> candidates = StaleCluster();
+  candidates.resize(3);
+  const auto long_chain = MakeChain(5, 0, 4 * kBlocks, 4 * kBlocks);
+  RouteRequest big = MakeRequest(long_chain, 7, At(0));
+  policy_.OnSent(1, big);
+  const Decision d = Choose(candidates, 8, 1);
+  const double busy_wait = policy_.LastPrices()[1].wait_ms;
+  EXPECT_GT(busy_wait, 100.0);
+  EXPECT_NE(d.slot, 1u);
+  // ... until the peer refuses it (its cache cannot hold the prompt): then it is idle again.
+  policy_.OnAbandoned(1, 7);
+  Choose(candidates, 9, 1);
+  EXPECT_EQ(policy_.LastPrices()[1].wait_ms, policy_.LastPrices()[2].wait_ms);
+  EXPECT_LT(policy_.LastPrices()[1].wait_ms, 1.0);
+}
+
+TEST_F(HearsayPolicyTest, NoLeaseToAMemberWhoseCacheCannotHoldThePrompt) {
+  // Peer 1 alone is idle and near; its cache holds 1024 tokens, less than the 2048-token prompt.
+  Candidate busy_self = SelfCandidate(0);
+  busy_self.load.queued = 4;
+  busy_self.load.queued_prefill_tokens = 4 * 2048;
+  Candidate small = PeerCandidate(1, 0.1);
+  small.load.kv_capacity_tokens = 1024;
+  const std::vector<Candidate> candidates = {busy_self, small};
+  const RouteRequest request = MakeRequest(chain_, 1, At(0));
+  const Decision d = policy_.Choose(request, candidates, rng_);
+  ASSERT_EQ(d.slot, 1u);
+  policy_.OnSent(d.slot, request);
+  // A sibling sees no leased prefix at peer 1 (it refuses the prompt, so it will not cache it).
+  Choose(candidates, 2, 1);
+  EXPECT_EQ(policy_.LastPrices()[1].credit_tokens, 0.0);
+  // With room for the prompt, the same send leases it.
+  HearsayPolicy roomy_policy(options_);
+  std::vector<Candidate> roomy = candidates;
+  roomy[1].load.kv_capacity_tokens = 4096;
+  ASSERT_EQ(roomy_policy.Choose(request, roomy, rng_).slot, 1u);
+  roomy_policy.OnSent(1, request);
+  roomy_policy.Choose(MakeRequest(chain_, 2, At(1)), roomy, rng_);
+  EXPECT_GT(roomy_policy.LastPrices()[1].credit_tokens, 1000.0);
+}
+
 TEST_F(HearsayPolicyTest, NearEqualPeersAreDrawnAtRandomAndATieWithSelfIsServedHere) {
   // Self busy, 8 idle peers 0.1 ms away: their costs are within 5% of each other. Many entry
   // nodes with this same view (no OnSent between them) must not all pick the same peer.

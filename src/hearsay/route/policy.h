@@ -75,8 +75,8 @@ struct LoadView {
   // Context tokens held by the running batch (0 if unknown; EngineLoad::kv_pinned_tokens is a
   // good stand-in).
   uint64_t running_context_tokens = 0;
-  // KV cache use and capacity, in tokens (capacity 0 = unknown). Informational: no policy reads
-  // them.
+  // KV cache use and capacity, in tokens (capacity 0 = unknown). `hearsay` reads the capacity
+  // only to lease no prompt to a member whose cache cannot hold it.
   uint64_t kv_used_tokens = 0;
   uint64_t kv_capacity_tokens = 0;
   // The member's own estimate of how long a request submitted when it measured this waits
@@ -223,6 +223,16 @@ class Policy {
   // error, reached the router). Only the simulator's central routers call it: the peers' routers
   // (dynamo-kv, sgl-cache-aware) count the requests they have in flight.
   virtual void OnFinished(Slot slot, uint64_t request_id) {
+    (void)slot;
+    (void)request_id;
+  }
+
+  // Records that the dispatch of request `request_id` to `slot` ended before the member served
+  // it: the member refused or failed it before its first token, so it does no work for it (a
+  // prompt that can never fit a member's cache is refused at once). The node calls it for each
+  // such forward, not for a bounce (the member's queue was long). Policies that count what they
+  // sent forget that send. Default: ignored.
+  virtual void OnAbandoned(Slot slot, uint64_t request_id) {
     (void)slot;
     (void)request_id;
   }

@@ -4,13 +4,15 @@
 
 namespace hearsay::route {
 
-void SentLedger::Record(Slot slot, TimePoint at, uint32_t prefill_tokens, double service_ms) {
+void SentLedger::Record(Slot slot, TimePoint at, uint32_t prefill_tokens, double service_ms,
+                        uint64_t request_id) {
   if (slot >= kMaxTrackedSlots) return;
   if (slot >= rings_.size()) rings_.resize(slot + 1);
   Ring& r = rings_[slot];
   // Keep the ring ordered even if a caller's clock readings arrive out of order.
   if (r.size > 0) at = std::max(at, r.entries[(r.head + kPerSlot - 1) % kPerSlot].at);
-  r.entries[r.head] = {at, prefill_tokens, static_cast<float>(std::clamp(service_ms, 0.0, 1e30))};
+  r.entries[r.head] = {at, prefill_tokens, static_cast<float>(std::clamp(service_ms, 0.0, 1e30)),
+                       request_id, false};
   r.head = (r.head + 1) % kPerSlot;
   r.size = std::min(r.size + 1, kPerSlot);
 }
@@ -27,6 +29,7 @@ SentLedger::Pending SentLedger::Unreported(Slot slot, TimePoint now, Duration re
   TimePoint clock{};
   for (size_t i = n; i-- > 0;) {
     const Entry& e = r.entries[(r.head + kPerSlot - 1 - i) % kPerSlot];
+    if (e.forgotten) continue;
     const TimePoint arrival = e.at + one_way_delay;
     if (p.requests > 0) p.backlog_ms = std::max(0.0, p.backlog_ms - ToMillis(arrival - clock));
     p.backlog_ms += e.service_ms;
@@ -38,6 +41,18 @@ SentLedger::Pending SentLedger::Unreported(Slot slot, TimePoint now, Duration re
     p.backlog_ms = std::max(0.0, p.backlog_ms - ToMillis(now + one_way_delay - clock));
   }
   return p;
+}
+
+void SentLedger::Forget(Slot slot, uint64_t request_id) {
+  if (request_id == 0 || slot >= rings_.size()) return;
+  Ring& r = rings_[slot];
+  for (size_t n = 0; n < r.size; ++n) {
+    Entry& e = r.entries[(r.head + kPerSlot - 1 - n) % kPerSlot];
+    if (e.request_id == request_id) {
+      e.forgotten = true;
+      return;
+    }
+  }
 }
 
 void SentLedger::Reset(Slot slot) {

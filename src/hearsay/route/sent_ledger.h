@@ -43,7 +43,12 @@ class SentLedger {
 
   // Records a request sent to `slot` at `at`, expected to prefill `prefill_tokens` there and to
   // keep the member busy for `service_ms` (0 if the caller does not model time).
-  void Record(Slot slot, TimePoint at, uint32_t prefill_tokens, double service_ms = 0);
+  // `request_id` (0: none) lets Forget() find it.
+  void Record(Slot slot, TimePoint at, uint32_t prefill_tokens, double service_ms = 0,
+              uint64_t request_id = 0);
+  // Forgets the send of `request_id` (not 0) to `slot`: the member never did its work (it
+  // refused or bounced it). No-op if it is not among the slot's last kPerSlot sends.
+  void Forget(Slot slot, uint64_t request_id);
 
   // The sends to `slot` after `now - report_age - one_way_delay` (not in its last report) and
   // after `now - horizon` (older sends are assumed served by now, however stale the report).
@@ -58,6 +63,8 @@ class SentLedger {
     TimePoint at;
     uint32_t tokens;
     float service_ms;
+    uint64_t request_id;
+    bool forgotten;  // by Forget(): keeps its place in the ring, counts for nothing
   };
   // Invariants: size <= kPerSlot; entries[(head + kPerSlot - 1 - i) % kPerSlot] for i < size are
   // the sends from newest to oldest, and their times never increase going back.

@@ -52,6 +52,26 @@ TEST(SentLedger, HorizonForgetsOldSendsAndResetClears) {
             0u);
 }
 
+TEST(SentLedger, AForgottenSendCountsForNothing) {
+  SentLedger ledger;
+  ledger.Record(2, At(0), 1000, 70, /*request_id=*/11);
+  ledger.Record(2, At(10), 500, 30, /*request_id=*/12);
+  auto p = ledger.Unreported(2, At(20), FromMillis(500), {}, kLongHorizon);
+  EXPECT_EQ(p.requests, 2u);
+  EXPECT_NEAR(p.backlog_ms, 80.0, 1e-6);  // 70 + 30 - 20 ms drained
+  // The member refused request 11: only 12 is left, whose 30 ms drain from its own arrival.
+  ledger.Forget(2, 11);
+  p = ledger.Unreported(2, At(20), FromMillis(500), {}, kLongHorizon);
+  EXPECT_EQ(p.requests, 1u);
+  EXPECT_EQ(p.tokens, 500u);
+  EXPECT_NEAR(p.backlog_ms, 20.0, 1e-6);
+  // Unknown ids, id 0 and other slots are no-ops.
+  ledger.Forget(2, 99);
+  ledger.Forget(2, 0);
+  ledger.Forget(7, 12);
+  EXPECT_EQ(ledger.Unreported(2, At(20), FromMillis(500), {}, kLongHorizon).requests, 1u);
+}
+
 TEST(SentLedger, BacklogDrainsAsTimePasses) {
   SentLedger ledger;
   ledger.Record(2, At(0), 1000, 70);

@@ -52,6 +52,7 @@ OpenAiEngine::OpenAiEngine(Scheduler& scheduler, UpstreamTransport& transport,
       drift_(options_.drift) {}
 
 OpenAiEngine::~OpenAiEngine() {
+  *alive_ = false;
   if (tick_timer_ != kNoTimer) scheduler_.Cancel(tick_timer_);
   for (auto& [id, r] : live_) {
     if (r->first_token_timer != kNoTimer) scheduler_.Cancel(r->first_token_timer);
@@ -563,46 +564,75 @@ void OpenAiEngine::Probe() {
 }
 
 void OpenAiEngine::ReadSlots(bool reconcile) {
-  if (slots_call_ || !healthy_) return;
+  if (slots_call_ || slots_decoding_ || !healthy_) return;
   constexpr size_t kMaxSlotsBody = 64 << 20;
   const Duration timeout = reconcile ? options_.reconcile_interval : options_.queue_poll_interval;
   Get(slots_call_, "/slots", timeout, kMaxSlotsBody, [this, reconcile](GetResult r) {
-    Result<std::vector<SlotState>> slots =
-        !r.transport.ok()      ? Result<std::vector<SlotState>>(r.transport)
-        : r.http_status != 200 ? Result<std::vector<SlotState>>(
-                                     UnavailableError("HTTP " + std::to_string(r.http_status)))
-        : r.too_long ? Result<std::vector<SlotState>>(InvalidArgumentError("answer over 64 MiB"))
-                     : ParseSlots(r.body);
-    if (!slots.ok()) {
-      slots_queue_.reset();
-      // Not a health signal: /slots may be disabled (llama-server --no-slots).
-      if (stats_.reconcile_failures++ == 0) {
-        spdlog::warn(
-            "openai engine: GET /slots failed ({}); cache reconciliation and the slot count are "
-            "off until it works (start llama-server with --slots)",
-            slots.status().message());
-      }
-      return;
-    }
-    ++stats_.slots_polls;
-    const SlotsSummary summary = SummarizeSlots(slots.value());
-    slots_queue_ = EngineQueueSample{.running = summary.busy,
-                                     .own_in_flight = static_cast<uint32_t>(live_.size()),
-                                     .at = scheduler_.clock().Now(),
-                                     .slots = summary.slots,
-                                     .busy_slots = summary.busy,
-                                     .soonest_free_tokens = summary.soonest_free_tokens};
-    if (!reconcile) return;
-    reconcile_due_ = false;
-    Reconcile(slots.value());
+    // The sample is of the moment the page was read; the page (up to 64 MiB of slot texts) is
+    // decoded off the core thread.
+    const auto own_in_flight = static_cast<uint32_t>(live_.size());
+    const TimePoint at = scheduler_.clock().Now();
+    auto got = std::make_shared<GetResult>(std::move(r));
+    auto read = std::make_shared<SlotsRead>();
+    slots_decoding_ = true;
+    scheduler_.Offload([got, read, reconcile] { *read = DecodeSlots(*got, reconcile); },
+                       [this, alive = alive_, read, reconcile, own_in_flight, at] {
+                         if (!*alive) return;
+                         slots_decoding_ = false;
+                         ApplySlots(*read, reconcile, own_in_flight, at);
+                       });
   });
 }
 
-void OpenAiEngine::Reconcile(const std::vector<SlotState>& slots) {
-  std::vector<std::string> held;
-  for (const SlotState& slot : slots) {
-    held.push_back(std::string(NormalizeSlotText(slot.prompt)) + slot.generated);
+OpenAiEngine::SlotsRead OpenAiEngine::DecodeSlots(const GetResult& r, bool reconcile) {
+  SlotsRead out;
+  out.status = OkStatus();
+  Result<std::vector<SlotState>> slots =
+      !r.transport.ok()      ? Result<std::vector<SlotState>>(r.transport)
+      : r.http_status != 200 ? Result<std::vector<SlotState>>(
+                                   UnavailableError("HTTP " + std::to_string(r.http_status)))
+      : r.too_long ? Result<std::vector<SlotState>>(InvalidArgumentError("answer over 64 MiB"))
+                   : ParseSlots(r.body);
+  if (!slots.ok()) {
+    out.status = slots.status();
+    return out;
   }
+  out.summary = SummarizeSlots(slots.value());
+  if (reconcile) {
+    out.held.reserve(slots->size());
+    for (const SlotState& slot : slots.value()) {
+      out.held.push_back(std::string(NormalizeSlotText(slot.prompt)) + slot.generated);
+    }
+  }
+  return out;
+}
+
+void OpenAiEngine::ApplySlots(const SlotsRead& read, bool reconcile, uint32_t own_in_flight,
+                              TimePoint at) {
+  if (!read.status.ok()) {
+    slots_queue_.reset();
+    // Not a health signal: /slots may be disabled (llama-server --no-slots).
+    if (stats_.reconcile_failures++ == 0) {
+      spdlog::warn(
+          "openai engine: GET /slots failed ({}); cache reconciliation and the slot count are "
+          "off until it works (start llama-server with --slots)",
+          read.status.message());
+    }
+    return;
+  }
+  ++stats_.slots_polls;
+  slots_queue_ = EngineQueueSample{.running = read.summary.busy,
+                                   .own_in_flight = own_in_flight,
+                                   .at = at,
+                                   .slots = read.summary.slots,
+                                   .busy_slots = read.summary.busy,
+                                   .soonest_free_tokens = read.summary.soonest_free_tokens};
+  if (!reconcile) return;
+  reconcile_due_ = false;
+  Reconcile(read.held);
+}
+
+void OpenAiEngine::Reconcile(const std::vector<std::string>& held) {
   auto resident = [&held](const std::string& text) {
     const std::string_view t = NormalizeSlotText(text);
     return std::any_of(held.begin(), held.end(),

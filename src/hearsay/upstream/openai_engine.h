@@ -28,6 +28,10 @@
 // request also waits for the soonest one to free: its remaining output at the measured decode
 // speed.
 //
+// The pages are decoded off the core thread (Scheduler::Offload: on the daemon's I/O threads) into
+// a plain result, which is applied on the core; at most one read of each page is out (fetched or
+// being decoded) at a time.
+//
 // Cache evidence (see cache_tracker.h): the first chunk that reports cached tokens
 // (timings.cache_n or usage.prompt_tokens_details.cached_tokens) confirms or corrects the
 // estimate; llama.cpp's /slots is polled to confirm (or, when authoritative, prune) entries.
@@ -53,7 +57,8 @@
 // 4xx is the client's fault: passed on as INVALID_ARGUMENT, not a failure of the upstream.
 //
 // Ownership: the scheduler and transport are borrowed and must outlive the engine. Destroying the
-// engine cancels its timers and calls; no callback runs afterwards.
+// engine cancels its timers and calls; no callback runs afterwards, and a decode offloaded before
+// it applies nothing.
 // Thread-safety: none; the core thread only (the transport delivers its callbacks there).
 #pragma once
 
@@ -76,6 +81,7 @@
 #include "hearsay/upstream/cache_tracker.h"
 #include "hearsay/upstream/chunk_stream_decoder.h"
 #include "hearsay/upstream/drift_detector.h"
+#include "hearsay/upstream/engine_metrics.h"
 #include "hearsay/upstream/openai_engine_options.h"
 #include "hearsay/upstream/served_models.h"
 #include "hearsay/upstream/upstream_response.h"
@@ -252,12 +258,24 @@ class OpenAiEngine final : public engine::Engine {
   // GET /slots (llama.cpp): the queue sample from the slots, and, when `reconcile`, the cache
   // estimate reconciled with what the slots hold.
   void ReadSlots(bool reconcile);
-  void Reconcile(const std::vector<SlotState>& slots);
+  // A /slots answer decoded (off the core thread): its error, else the queue it shows and, when
+  // asked, the text each slot holds (normalized, for reconciliation).
+  struct SlotsRead {
+    Status status = InternalError("not decoded");
+    SlotsSummary summary;
+    std::vector<std::string> held;
+  };
+  static SlotsRead DecodeSlots(const GetResult& r, bool reconcile);
+  // Applies a decoded /slots answer read when `own_in_flight` of the node's requests were out.
+  void ApplySlots(const SlotsRead& read, bool reconcile, uint32_t own_in_flight, TimePoint at);
+  void Reconcile(const std::vector<std::string>& held);
   // Time a request sent now waits for a slot: when every slot is busy, the soonest busy slot's
   // remaining output at the measured decode speed, less the time since the sample.
   Duration SlotWait(const engine::EngineLoad& load) const;
   // GET /metrics for the engine's queue gauges (openai_engine_queue.cc).
   void PollQueue();
+  // Applies a decoded /metrics answer read when `own_in_flight` of the node's requests were out.
+  void ApplyQueue(const Result<EngineQueue>& queue, uint32_t own_in_flight, TimePoint at);
   // GET /v1/models for what the engine serves (openai_engine_models.cc).
   void PollModels();
   // The "model" to send upstream (empty: the client's, unchanged): options_.model when set; else
@@ -284,6 +302,11 @@ class OpenAiEngine final : public engine::Engine {
   std::unique_ptr<UpstreamCall> slots_call_;
   std::unique_ptr<UpstreamCall> metrics_call_;
   std::unique_ptr<UpstreamCall> models_call_;
+  // An answer of /slots (/metrics) is being decoded off the core: no new read until it is applied.
+  bool slots_decoding_ = false;
+  bool metrics_decoding_ = false;
+  // Cleared by the destructor: an offloaded decode's continuation checks it (core thread only).
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::optional<ServedModels> served_models_;
   std::function<void(const ServedModels&)> on_served_models_;
   TimePoint next_models_poll_{};

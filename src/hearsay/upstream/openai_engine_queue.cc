@@ -11,32 +11,49 @@
 namespace hearsay::upstream {
 
 void OpenAiEngine::PollQueue() {
-  if (metrics_call_ || !healthy_) return;
+  if (metrics_call_ || metrics_decoding_ || !healthy_) return;
   Get(metrics_call_, "/metrics", options_.queue_poll_interval, kMaxMetricsBytes,
       [this](GetResult r) {
-        Result<EngineQueue> queue =
-            !r.transport.ok() ? Result<EngineQueue>(r.transport)
-            : r.http_status != 200
-                ? Result<EngineQueue>(UnavailableError("HTTP " + std::to_string(r.http_status)))
-            : r.too_long ? Result<EngineQueue>(InvalidArgumentError("page too long"))
-                         : ParseEngineQueue(options_.flavor, r.body);
-        if (!queue.ok()) {
-          engine_queue_.reset();
-          // Not a health signal: llama-server publishes /metrics only with --metrics.
-          if (stats_.queue_poll_failures++ == 0) {
-            spdlog::warn(
-                "openai engine: GET /metrics gave no queue ({}); the node counts only its own "
-                "requests to the engine until it does (llama-server needs --metrics)",
-                queue.status().message());
-          }
-          return;
-        }
-        ++stats_.queue_polls;
-        engine_queue_ = EngineQueueSample{.running = queue.value().running,
-                                          .waiting = queue.value().waiting,
-                                          .own_in_flight = static_cast<uint32_t>(live_.size()),
-                                          .at = scheduler_.clock().Now()};
+        // The sample is of the moment the page was read; the page is decoded off the core thread.
+        const auto own_in_flight = static_cast<uint32_t>(live_.size());
+        const TimePoint at = scheduler_.clock().Now();
+        auto got = std::make_shared<GetResult>(std::move(r));
+        auto queue = std::make_shared<Result<EngineQueue>>(InternalError("not decoded"));
+        metrics_decoding_ = true;
+        scheduler_.Offload(
+            [got, queue, flavor = options_.flavor] {
+              *queue = !got->transport.ok()      ? Result<EngineQueue>(got->transport)
+                       : got->http_status != 200 ? Result<EngineQueue>(UnavailableError(
+                                                       "HTTP " + std::to_string(got->http_status)))
+                       : got->too_long ? Result<EngineQueue>(InvalidArgumentError("page too long"))
+                                       : ParseEngineQueue(flavor, got->body);
+            },
+            [this, alive = alive_, queue, own_in_flight, at] {
+              if (!*alive) return;
+              metrics_decoding_ = false;
+              ApplyQueue(*queue, own_in_flight, at);
+            });
       });
+}
+
+void OpenAiEngine::ApplyQueue(const Result<EngineQueue>& queue, uint32_t own_in_flight,
+                              TimePoint at) {
+  if (!queue.ok()) {
+    engine_queue_.reset();
+    // Not a health signal: llama-server publishes /metrics only with --metrics.
+    if (stats_.queue_poll_failures++ == 0) {
+      spdlog::warn(
+          "openai engine: GET /metrics gave no queue ({}); the node counts only its own "
+          "requests to the engine until it does (llama-server needs --metrics)",
+          queue.status().message());
+    }
+    return;
+  }
+  ++stats_.queue_polls;
+  engine_queue_ = EngineQueueSample{.running = queue.value().running,
+                                    .waiting = queue.value().waiting,
+                                    .own_in_flight = own_in_flight,
+                                    .at = at};
 }
 
 std::optional<EngineQueueSample> OpenAiEngine::engine_queue() const {
