@@ -62,8 +62,18 @@ void Daemon::RespondError(const std::shared_ptr<http::Responder>& responder, con
   responder->Respond(e.http_status, std::move(h), api::RenderError(e));
 }
 
-void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> responder) {
+bool Daemon::Serves(Listener listener, std::string_view path) const {
+  if (admin_server_ == nullptr) return true;
+  const bool api = path.starts_with("/v1/");
+  if (listener == Listener::kAdmin) return !api;
+  return api || path == "/health";
+}
+
+void Daemon::Handle(Listener listener, http::Request request,
+                    std::shared_ptr<http::Responder> responder) {
   const std::string& path = request.path;
+  // With an admin listener, each port answers only its own paths: the others do not exist there.
+  if (!Serves(listener, path)) return RespondError(responder, api::NotFound(path));
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
   // Bodies are read as they are: a body in an encoding the node does not decode is refused.
