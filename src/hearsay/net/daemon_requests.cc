@@ -46,6 +46,18 @@ uint64_t ParseRequestId(std::string_view text) {
   return ec == std::errc{} && end == text.data() + text.size() ? v : 0;
 }
 
+// GET /status `tenants[]`: names and counts, never keys or key ids.
+nlohmann::json TenantsJson(const std::vector<TenantMetrics::TenantCounts>& tenants) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TenantMetrics::TenantCounts& t : tenants) {
+    out.push_back({{"name", t.tenant},
+                   {"requests", t.requests},
+                   {"rate_limited", {{"rps", t.rps_limited}, {"tpm", t.tpm_limited}}},
+                   {"tokens", t.tokens}});
+  }
+  return out;
+}
+
 }  // namespace
 
 http::Headers Daemon::OwnAnswerHeaders(http::Headers h) const {
@@ -717,7 +729,9 @@ std::string Daemon::RenderStatus() {
         {"peer_requests_bounced", s.bounced},
         {"served", s.served},
         {"failed", s.failed},
-        {"cancelled", s.cancelled}}},
+        {"cancelled", s.cancelled},
+        {"api_auth_failures", tenant_metrics_->auth_failures()}}},
+      {"tenants", TenantsJson(tenant_metrics_->Snapshot())},
   };
   if (health.contains("issues")) out["issues"] = health["issues"];
   return out.dump();
