@@ -187,6 +187,13 @@ TEST_F(TlsNodeTest, TheClisReachATlsNodeAndItsAdminListenerWithTheClusterCa) {
                      Path("status-insecure.log"), 30s),
             0)
       << ReadAll(Path("status-insecure.log"));
+  // `hearsay keys` reaches /admin/keys there too (loopback, signed with the cluster key).
+  EXPECT_EQ(RunToEnd({HEARSAY_BINARY, "keys", "list", "--node", url, "--tls-ca", Path("ca.crt"),
+                      "--auth-key-file", cluster->key_file()},
+                     Path("keys.log"), 30s),
+            0)
+      << ReadAll(Path("keys.log"));
+  EXPECT_NE(ReadAll(Path("keys.log")).find("primary"), std::string::npos);
   // A plain URL to the TLS port fails; TLS flags with a plain URL are bad usage.
   EXPECT_EQ(
       RunToEnd({HEARSAY_BINARY, "status", "--node", "http://" + admin, "--tls-ca", Path("ca.crt")},
