@@ -164,6 +164,9 @@ TEST_F(TlsNodeTest, TheClisReachATlsNodeAndItsAdminListenerWithTheClusterCa) {
   const std::string admin = cluster->admin_address(0);
   ASSERT_FALSE(admin.empty());
   EXPECT_EQ(cluster->status_address(0), admin);
+  // The launcher's faults go to the admin listener (POST /debug/faults is not on the API port).
+  Status faults = cluster->SlowEngine(0, 1.0);
+  EXPECT_TRUE(faults.ok()) << faults.ToString();
   // The API port serves no /status; the admin port does.
   Result<http::SyncResponse> r = http::GetSync(cluster->node(0).http_address, "/status",
                                                kCallTimeout, TrustingClient(dir_->path()));
