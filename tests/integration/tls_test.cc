@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -140,6 +141,78 @@ TEST_F(TlsNodeTest, CurlReachesTheApiOverHttpsWithTheClusterCa) {
                      Path("curl-plain.log"), 30s),
             0);
   EXPECT_GE(Metric(*cluster, 0, "hearsay_tls_handshake_failures_total", {{"reason", "error"}}), 1);
+}
+
+// The CLIs reach a TLS node: `hearsay status` on its admin listener (--admin-http, HTTPS with
+// the API's certificate) with the cluster CA, and `hearsay bench` on its API. The launcher itself
+// finds /cluster on the admin listener.
+TEST_F(TlsNodeTest, TheClisReachATlsNodeAndItsAdminListenerWithTheClusterCa) {
+  ASSERT_TRUE(MakeClusterPki(dir_->path(), 1));
+  ASSERT_EQ(
+      RunToEnd({HEARSAY_BINARY, "apikey", "create", "--tenant", "acme", "--file", Path("api.keys")},
+               Path("apikey.log"), 30s),
+      0);
+  std::smatch key;
+  const std::string apikey_log = ReadAll(Path("apikey.log"));
+  ASSERT_TRUE(std::regex_search(apikey_log, key, std::regex("hsk_[0-9a-f]{12}_[0-9a-f]{64}")))
+      << apikey_log;
+  LocalClusterOptions o = TlsClusterOptions(1, dir_->path(), false);
+  o.extra_flags = {"--api-keys-file", Path("api.keys")};
+  o.admin_listener = true;
+  std::unique_ptr<LocalCluster> cluster = StartCluster(o);
+  ASSERT_NE(cluster, nullptr);
+  const std::string admin = cluster->admin_address(0);
+  ASSERT_FALSE(admin.empty());
+  EXPECT_EQ(cluster->status_address(0), admin);
+  // The launcher's faults go to the admin listener (POST /debug/faults is not on the API port).
+  Status faults = cluster->SlowEngine(0, 1.0);
+  EXPECT_TRUE(faults.ok()) << faults.ToString();
+  // The API port serves no /status; the admin port does.
+  Result<http::SyncResponse> r = http::GetSync(cluster->node(0).http_address, "/status",
+                                               kCallTimeout, TrustingClient(dir_->path()));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 404);
+
+  const std::string url = "https://" + admin;
+  EXPECT_EQ(
+      RunToEnd({HEARSAY_BINARY, "status", "--node", url, "--tls-ca", Path("ca.crt"), "--json"},
+               Path("status.log"), 30s),
+      0)
+      << ReadAll(Path("status.log"));
+  EXPECT_NE(ReadAll(Path("status.log")).find("\"node\": \"node-0\""), std::string::npos)
+      << ReadAll(Path("status.log"));
+  // Without the CA the node's certificate does not verify; --tls-insecure skips the check.
+  EXPECT_EQ(
+      RunToEnd({HEARSAY_BINARY, "status", "--node", url, "--json"}, Path("status-no-ca.log"), 30s),
+      1)
+      << ReadAll(Path("status-no-ca.log"));
+  EXPECT_EQ(RunToEnd({HEARSAY_BINARY, "status", "--node", url, "--tls-insecure", "--json"},
+                     Path("status-insecure.log"), 30s),
+            0)
+      << ReadAll(Path("status-insecure.log"));
+  // `hearsay keys` reaches /admin/keys there too (loopback, signed with the cluster key).
+  EXPECT_EQ(RunToEnd({HEARSAY_BINARY, "keys", "list", "--node", url, "--tls-ca", Path("ca.crt"),
+                      "--auth-key-file", cluster->key_file()},
+                     Path("keys.log"), 30s),
+            0)
+      << ReadAll(Path("keys.log"));
+  EXPECT_NE(ReadAll(Path("keys.log")).find("primary"), std::string::npos);
+  // A plain URL to the TLS port fails; TLS flags with a plain URL are bad usage.
+  EXPECT_EQ(
+      RunToEnd({HEARSAY_BINARY, "status", "--node", "http://" + admin, "--tls-ca", Path("ca.crt")},
+               Path("status-usage.log"), 30s),
+      2);
+
+  // `hearsay bench` over HTTPS: with the tenant's key every request is served; without it none
+  // is (401), and bench exits 3.
+  const std::vector<std::string> bench = {
+      HEARSAY_BINARY, "bench",        "--target",   cluster->node(0).http_url(),
+      "--tls-ca",     Path("ca.crt"), "--requests", "4",
+      "--rate",       "20",           "--json"};
+  std::vector<std::string> with_key = bench;
+  with_key.insert(with_key.end(), {"--api-key", key.str()});
+  EXPECT_EQ(RunToEnd(with_key, Path("bench.log"), 60s), 0) << ReadAll(Path("bench.log"));
+  EXPECT_EQ(RunToEnd(bench, Path("bench-no-key.log"), 60s), 3) << ReadAll(Path("bench-no-key.log"));
 }
 
 TEST_F(TlsNodeTest, SighupReloadsTheCertificateForNewConnectionsWhileAnOpenOneCarriesOn) {

@@ -94,7 +94,10 @@ TEST(BenchCliTest, ClosedLoopTableAndBadFlags) {
   EXPECT_EQ(j["errors"]["connect"], 3);
 
   for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
-           {"bench", "--target", "https://x:1"},
+           {"bench", "--target", "ftp://x:1"},
+           {"bench", "--target", "https://x:1,http://y:1"},
+           {"bench", "--target", "a:1", "--tls-insecure"},
+           {"bench", "--target", "https://a:1", "--tls-ca", "/nonexistent/ca.crt"},
            {"bench", "--target", "a:1", "--rate", "5", "--concurrency", "2"},
            {"bench", "--target", "a:1", "--workload", "trace"},
            {"bench"}}) {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "hearsay/cli/client_tls.h"
 #include "hearsay/cli/commands.h"
 #include "hearsay/cli/interrupt_watcher.h"
 #include "hearsay/cli/progress_bar.h"
@@ -41,6 +42,8 @@ namespace {
 
 struct BenchFlags {
   std::string targets;
+  ClientTlsFlags tls;
+  std::string api_key;
   std::string workload = "mmlu";
   std::string trace_path;
   double rate = 0;
@@ -92,11 +95,18 @@ constexpr uint64_t kDefaultRequests = 100;
 constexpr uint64_t kUnboundedRequests = 1'000'000'000;
 
 int RunBench(const BenchFlags& f) {
-  Result<std::vector<std::string>> targets = loadgen::ParseTargetList(f.targets);
-  if (!targets.ok()) {
-    std::fprintf(stderr, "hearsay bench: %s\n", targets.status().message().c_str());
+  Result<std::vector<loadgen::TargetUrl>> urls = loadgen::ParseTargetUrlList(f.targets);
+  if (!urls.ok()) {
+    std::fprintf(stderr, "hearsay bench: %s\n", urls.status().message().c_str());
     return 1;
   }
+  Result<std::shared_ptr<http::TlsContext>> tls = ClientTls(f.tls, urls->front().https);
+  if (!tls.ok()) {
+    std::fprintf(stderr, "hearsay bench: %s\n", tls.status().message().c_str());
+    return 1;
+  }
+  Result<std::vector<std::string>> targets = std::vector<std::string>();
+  for (const loadgen::TargetUrl& u : *urls) targets->push_back(u.host_port);
   const bool closed = f.concurrency > 0;
   const double rate = closed ? 1.0 : (f.rate > 0 ? f.rate : kDefaultRate);
   const bool by_time = f.duration_s > 0;
@@ -138,6 +148,8 @@ int RunBench(const BenchFlags& f) {
 
   loadgen::LoadOptions options;
   options.targets = *targets;
+  options.tls = *tls;
+  options.api_key = f.api_key;
   options.mode = closed ? loadgen::LoadMode::kClosedLoop : loadgen::LoadMode::kOpenLoop;
   options.concurrency = f.concurrency;
   options.max_requests = requests;
@@ -215,8 +227,12 @@ void AddBenchCommand(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<BenchFlags>();
   auto* cmd =
       app.add_subcommand("bench", "Load-test OpenAI-compatible servers with a simulator workload");
-  cmd->add_option("--target", f->targets, "Target URL(s), comma-separated (http://host:port)")
+  cmd->add_option("--target", f->targets,
+                  "Target URL(s), comma-separated (http://host:port, or all https://)")
       ->required();
+  AddClientTlsOptions(cmd, f->tls);
+  cmd->add_option("--api-key", f->api_key,
+                  "Send 'Authorization: Bearer KEY' with every request (a node's API key)");
   cmd->add_option("--workload", f->workload, "mmlu, chat or trace")
       ->check(CLI::IsMember({"mmlu", "chat", "trace"}))
       ->capture_default_str();

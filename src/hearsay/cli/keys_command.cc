@@ -5,8 +5,10 @@
 //   hearsay keys use     [--node URL] --auth-key-file FILE (--key-file F | --id HEX)
 //   hearsay keys remove  [--node URL] --auth-key-file FILE (--key-file F | --id HEX)
 //
-// It talks to the node's /admin/keys requests (net/key_admin.h), which answer loopback clients
-// only: run it on the node's machine. The admin authenticator is made with the first key of
+// --node may be https:// (with --tls-ca FILE, or --tls-insecure), and should name the node's admin
+// listener when it has one (--admin-http). It talks to the node's /admin/keys requests
+// (net/key_admin.h), which answer loopback clients only: run it on the node's machine. The admin
+// authenticator is made with the first key of
 // --auth-key-file, which must be installed on the node (the node's key file works until its key
 // is removed). It asks GET /health for the node's id first: each admin request carries an
 // authenticator made for that request and that node (net/peer_auth.h). Keys are read from files
@@ -20,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "hearsay/cli/client_tls.h"
 #include "hearsay/cli/commands.h"
 #include "hearsay/gossip/keyring.h"
 #include "hearsay/http/sync_call.h"
@@ -37,6 +40,7 @@ struct KeysFlags {
   std::string key_file;
   std::string id;
   bool json = false;
+  ClientTlsFlags tls;
 };
 
 Result<gossip::Keyring> ReadKeys(const std::string& path) {
@@ -59,13 +63,13 @@ void PrintKeys(const nlohmann::json& body) {
 }
 
 // The node's id, which every admin authenticator names (GET /health tells it).
-Result<std::string> FetchNodeId(const std::string& address) {
+Result<std::string> FetchNodeId(const std::string& address, std::shared_ptr<http::TlsContext> tls) {
   http::ClientRequest req;
   req.method = "GET";
   req.host_port = address;
   req.target = "/health";
   req.connect_timeout = req.response_timeout = req.idle_timeout = std::chrono::seconds(10);
-  HEARSAY_ASSIGN_OR_RETURN(http::SyncResponse r, http::CallSync(std::move(req)));
+  HEARSAY_ASSIGN_OR_RETURN(http::SyncResponse r, http::CallSync(std::move(req), std::move(tls)));
   const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
   if (!j.is_object() || !j.contains("node") || !j["node"].is_string()) {
     return UnavailableError("GET /health did not name the node (HTTP " + std::to_string(r.status) +
@@ -75,17 +79,23 @@ Result<std::string> FetchNodeId(const std::string& address) {
 }
 
 int Run(const std::string& op, const KeysFlags& f) {
-  Result<std::string> address = loadgen::ParseTarget(f.node);
-  if (!address.ok()) {
-    std::fprintf(stderr, "hearsay keys: --node: %s\n", address.status().message().c_str());
+  Result<loadgen::TargetUrl> url = loadgen::ParseTargetUrl(f.node);
+  if (!url.ok()) {
+    std::fprintf(stderr, "hearsay keys: --node: %s\n", url.status().message().c_str());
     return 2;
   }
+  Result<std::shared_ptr<http::TlsContext>> tls = ClientTls(f.tls, url->https);
+  if (!tls.ok()) {
+    std::fprintf(stderr, "hearsay keys: %s\n", tls.status().message().c_str());
+    return 2;
+  }
+  const std::string* address = &url->host_port;
   Result<gossip::Keyring> auth = net::ReadKeyFile(f.auth_key_file);
   if (!auth.ok()) {
     std::fprintf(stderr, "hearsay keys: --auth-key-file: %s\n", auth.status().message().c_str());
     return 2;
   }
-  Result<std::string> node_id = FetchNodeId(*address);
+  Result<std::string> node_id = FetchNodeId(*address, *tls);
   if (!node_id.ok()) {
     std::fprintf(stderr, "hearsay keys: %s: %s\n", f.node.c_str(),
                  node_id.status().ToString().c_str());
@@ -127,7 +137,7 @@ int Run(const std::string& op, const KeysFlags& f) {
   req.headers.emplace_back(std::string(net::kAdminTokenHeader),
                            net::SignAdminRequest(*auth->primary(), req.method, req.target, req.body,
                                                  *node_id, net::UnixMillisNow()));
-  Result<http::SyncResponse> r = http::CallSync(std::move(req));
+  Result<http::SyncResponse> r = http::CallSync(std::move(req), *tls);
   if (!r.ok()) {
     std::fprintf(stderr, "hearsay keys: %s: %s\n", f.node.c_str(), r.status().ToString().c_str());
     return 1;
@@ -172,10 +182,14 @@ void AddKeysCommand(CLI::App& app, int& exit_code) {
   for (const auto& o : ops) {
     const std::string op = o.name;
     auto* cmd = keys->add_subcommand(op, o.help);
-    cmd->add_option("--node", flags->node, "the node's HTTP URL (loopback)")
+    cmd->add_option("--node", flags->node,
+                    "the node's URL (loopback; http:// or https://, its admin listener if it has "
+                    "one)")
         ->default_val(flags->node);
-    cmd->add_option("--auth-key-file", flags->auth_key_file,
-                    "a key file whose first key is installed on the node (signs the admin requests)")
+    AddClientTlsOptions(cmd, flags->tls);
+    cmd->add_option(
+           "--auth-key-file", flags->auth_key_file,
+           "a key file whose first key is installed on the node (signs the admin requests)")
         ->required();
     if (op != "list") {
       cmd->add_option("--key-file", flags->key_file, "file holding the one key (- for stdin)");

@@ -4,6 +4,7 @@
 // --config FILE loads a TOML file first, so flags override it. Once both sockets are bound it
 // prints one line to stdout, which scripts and tests read for the actual ports:
 //   listening http=127.0.0.1:40123 gossip=127.0.0.1:40124 node=host:40124 generation=...
+// (then ` admin=HOST:PORT` with --admin-http).
 // Logs go to stderr. The first SIGTERM/SIGINT drains (leave the cluster, finish in-flight
 // requests up to --drain-timeout-ms) and exits 0; a second one exits at once with status 130.
 // Exit status 2: bad configuration or key file; 1: the node could not start (a port in use).
@@ -83,10 +84,12 @@ int RunNode(CLI::App& cmd, const NodeFlags& flags) {
                ? 2
                : 1;
   }
-  std::printf("listening http=%s gossip=%s node=%s generation=%llu\n",
+  const std::string admin =
+      (*daemon)->admin_address().empty() ? "" : " admin=" + (*daemon)->admin_address();
+  std::printf("listening http=%s gossip=%s node=%s generation=%llu%s\n",
               (*daemon)->http_address().c_str(), (*daemon)->gossip_address().c_str(),
               (*daemon)->node_id().c_str(),
-              static_cast<unsigned long long>((*daemon)->generation()));
+              static_cast<unsigned long long>((*daemon)->generation()), admin.c_str());
   std::fflush(stdout);
 
   int sig = 0;

@@ -127,8 +127,10 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOpti
     return InvalidArgumentError("LocalCluster: node_hosts and node_exec_prefix need one per node");
   }
   std::vector<uint16_t> ports;
+  const size_t per_node = options.admin_listener ? 3 : 2;  // HTTP, gossip[, admin]
   if (!on_bed) {
-    HEARSAY_ASSIGN_OR_RETURN(ports, PickFreeLoopbackPorts(2 * options.nodes, /*udp_too=*/true));
+    HEARSAY_ASSIGN_OR_RETURN(ports, PickFreeLoopbackPorts(per_node * options.nodes,
+                                                          /*udp_too=*/true));
   }
   cluster->nodes_.resize(options.nodes);
   for (size_t i = 0; i < options.nodes; ++i) {
@@ -138,8 +140,13 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOpti
       info.http_address = options.node_hosts[i] + ":" + std::to_string(options.bed_http_port);
       info.gossip_address = options.node_hosts[i] + ":" + std::to_string(options.bed_gossip_port);
     } else {
-      info.http_address = "127.0.0.1:" + std::to_string(ports[2 * i]);
-      info.gossip_address = "127.0.0.1:" + std::to_string(ports[2 * i + 1]);
+      info.http_address = "127.0.0.1:" + std::to_string(ports[per_node * i]);
+      info.gossip_address = "127.0.0.1:" + std::to_string(ports[per_node * i + 1]);
+    }
+    if (options.admin_listener) {
+      info.admin_address =
+          on_bed ? options.node_hosts[i] + ":" + std::to_string(options.bed_admin_port)
+                 : "127.0.0.1:" + std::to_string(ports[per_node * i + 2]);
     }
     info.log_path = cluster->dir_->File(info.node_id + ".log");
     info.tls = options.probe_tls != nullptr;
@@ -198,6 +205,10 @@ std::vector<std::string> NodeCommandLine(const LocalClusterOptions& options,
     argv.push_back(join);
   }
   if (options.debug_faults) argv.push_back("--debug-faults");
+  if (!info.admin_address.empty()) {
+    argv.push_back("--admin-http");
+    argv.push_back(info.admin_address);
+  }
   argv.insert(argv.end(), options.extra_flags.begin(), options.extra_flags.end());
   argv.insert(argv.end(), own.begin(), own.end());
   return argv;
@@ -323,7 +334,7 @@ Status LocalCluster::SlowEngine(size_t i, double factor) {
 Status LocalCluster::PostFaults(size_t i, std::string body) {
   http::ClientRequest request;
   request.method = "POST";
-  request.host_port = nodes_.at(i).info.http_address;
+  request.host_port = nodes_.at(i).info.status_address();
   request.target = "/debug/faults";
   request.body = std::move(body);
   request.headers = {{"Content-Type", "application/json"},
@@ -340,8 +351,8 @@ Status LocalCluster::PostFaults(size_t i, std::string body) {
 }
 
 Result<ClusterView> LocalCluster::View(size_t i) const {
-  Result<http::SyncResponse> r =
-      http::GetSync(nodes_.at(i).info.http_address, "/cluster", kProbeTimeout, options_.probe_tls);
+  Result<http::SyncResponse> r = http::GetSync(nodes_.at(i).info.status_address(), "/cluster",
+                                               kProbeTimeout, options_.probe_tls);
   if (!r.ok()) return r.status();
   if (r->status != 200) {
     return UnavailableError("GET /cluster on " + nodes_[i].info.node_id + ": HTTP " +

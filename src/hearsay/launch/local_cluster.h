@@ -39,6 +39,10 @@ struct LocalClusterOptions {
   std::string engine_preset = "h100-llama3-8b";
   uint64_t capacity_tokens = 200000;
   bool debug_faults = true;  // --debug-faults, needed by Block()
+  // Each node also gets an admin listener (--admin-http on a port of its own): /status,
+  // /cluster, /metrics and /debug/faults are then served only there (NodeInfo::admin_address),
+  // and the launcher's own probes and faults go there.
+  bool admin_listener = false;
   // Appended to every node's command line.
   std::vector<std::string> extra_flags;
   // Appended to node i's command line after extra_flags, for i < per_node_flags.size() (for
@@ -52,6 +56,7 @@ struct LocalClusterOptions {
   std::vector<std::vector<std::string>> node_exec_prefix;
   uint16_t bed_http_port = 8080;
   uint16_t bed_gossip_port = 7946;
+  uint16_t bed_admin_port = 8090;  // with admin_listener
   // Bound on Start() and Restart() reaching health and full membership.
   std::chrono::milliseconds ready_timeout{30000};
   // Bound on Stop()'s graceful drain before it falls back to SIGKILL.
@@ -65,9 +70,16 @@ struct NodeInfo {
   std::string node_id;         // "node-<i>"
   std::string http_address;    // "127.0.0.1:<port>"
   std::string gossip_address;  // "127.0.0.1:<port>" (UDP and TCP)
+  std::string admin_address;   // "127.0.0.1:<port>" with admin_listener, else empty
   std::string log_path;
   bool tls = false;
   std::string http_url() const { return (tls ? "https://" : "http://") + http_address; }
+  // Where /status, /cluster, /metrics and the console are served: the admin listener when the
+  // node has one, else the API address.
+  const std::string& status_address() const {
+    return admin_address.empty() ? http_address : admin_address;
+  }
+  std::string status_url() const { return (tls ? "https://" : "http://") + status_address(); }
 };
 
 class LocalCluster {
@@ -80,6 +92,10 @@ class LocalCluster {
 
   size_t size() const { return nodes_.size(); }
   const NodeInfo& node(size_t i) const { return nodes_.at(i).info; }
+  // Node i's admin listener address (empty without admin_listener), and where its /status is
+  // served (the admin listener, else the API address).
+  const std::string& admin_address(size_t i) const { return node(i).admin_address; }
+  const std::string& status_address(size_t i) const { return node(i).status_address(); }
   const std::string& dir() const { return dir_->path(); }
   const std::string& key_file() const { return key_file_; }
   // Node i's command line (NodeCommandLine).

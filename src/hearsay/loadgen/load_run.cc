@@ -43,7 +43,14 @@ struct LoadRun::State {
     std::shared_ptr<http::RequestHandle> handle;
   };
 
-  State(const LoadOptions& o, RequestSource& s) : options(o), source(s), client(io), timer(io) {}
+  State(const LoadOptions& o, RequestSource& s)
+      : options(o), source(s), client(io, ClientOptionsOf(o)), timer(io) {}
+
+  static http::ClientOptions ClientOptionsOf(const LoadOptions& o) {
+    http::ClientOptions c;
+    c.tls = o.tls;
+    return c;
+  }
 
   Duration Now() const { return SteadyClock::now() - start; }
 
@@ -118,6 +125,9 @@ struct LoadRun::State {
     request.host_port = options.targets[r.target];
     request.target = std::move(r.path);
     request.headers = {{"Content-Type", "application/json"}, {"Accept", "text/event-stream"}};
+    if (!options.api_key.empty()) {
+      request.headers.emplace_back("Authorization", "Bearer " + options.api_key);
+    }
     request.body = std::move(r.body);
     request.connect_timeout = options.connect_timeout;
     request.response_timeout = options.response_timeout;

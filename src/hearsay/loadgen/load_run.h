@@ -66,6 +66,11 @@ struct LoadOptions {
   Duration response_timeout = 120s;
   // Longest silence inside a streamed body.
   Duration idle_timeout = 60s;
+  // Speak HTTPS to every target with this client context (http::TlsContext, kClient); null:
+  // plain HTTP.
+  std::shared_ptr<http::TlsContext> tls = nullptr;
+  // Sent as `Authorization: Bearer <api_key>` with every request when not empty.
+  std::string api_key;
   // Called on the run's thread after each request finishes, at most about 20 times a second (and
   // once at the end).
   std::function<void(const Progress&)> progress;

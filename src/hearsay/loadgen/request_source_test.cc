@@ -228,5 +228,19 @@ TEST(TargetUrlTest, RejectsWhatItCannotServe) {
   EXPECT_FALSE(ParseTargetList("a:1,,b:2").ok());
 }
 
+TEST(TargetUrlTest, HttpsIsTakenWhereTheCallerSpeaksTls) {
+  EXPECT_EQ(*ParseTargetUrl("https://node.example:8443/"), (TargetUrl{"node.example:8443", true}));
+  EXPECT_EQ(*ParseTargetUrl("http://a:1"), (TargetUrl{"a:1", false}));
+  EXPECT_EQ(*ParseTargetUrl("a:1"), (TargetUrl{"a:1", false}));
+  EXPECT_FALSE(ParseTargetUrl("ftp://a:1").ok());
+  EXPECT_FALSE(ParseTargetUrl("https://a:1/v1").ok());
+  Result<std::vector<TargetUrl>> list = ParseTargetUrlList("https://a:1,https://b:2");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 2u);
+  EXPECT_TRUE(list->back().https);
+  EXPECT_FALSE(ParseTargetUrlList("https://a:1,http://b:2").ok());
+  EXPECT_FALSE(ParseTargetList("https://a:1").ok());
+}
+
 }  // namespace
 }  // namespace hearsay::loadgen

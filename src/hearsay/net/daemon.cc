@@ -168,10 +168,23 @@ Status Daemon::OpenSockets() {
   HEARSAY_ASSIGN_OR_RETURN(
       server_,
       http::Server::Start(io_, so, [this](http::Request req, std::shared_ptr<http::Responder> r) {
-        Handle(std::move(req), std::move(r));
+        Handle(Listener::kApi, std::move(req), std::move(r));
       }));
   HEARSAY_ASSIGN_OR_RETURN(HostPort http_hp, ParseHostPort(c.http_listen));
   http_address_ = FormatHostPort(http_hp.host, server_->port());
+  if (!c.admin_listen.empty()) {
+    // The same limits and, with TLS, the same certificate (one TlsContext, reloaded once).
+    http::ServerOptions admin = so;
+    admin.listen = c.admin_listen;
+    HEARSAY_ASSIGN_OR_RETURN(
+        admin_server_,
+        http::Server::Start(io_, admin,
+                            [this](http::Request req, std::shared_ptr<http::Responder> r) {
+                              Handle(Listener::kAdmin, std::move(req), std::move(r));
+                            }));
+    HEARSAY_ASSIGN_OR_RETURN(HostPort admin_hp, ParseHostPort(c.admin_listen));
+    admin_address_ = FormatHostPort(admin_hp.host, admin_server_->port());
+  }
   if (!c.http_advertise.empty()) {
     api_address_ = c.http_advertise;
   } else if (IsUnspecified(http_hp.host)) {
@@ -460,6 +473,7 @@ bool Daemon::Shutdown() {
                config_.drain_timeout_ms);
   // Connections are still accepted: /health answers 503 and completions 503 until the end.
   if (server_) server_->Drain();
+  if (admin_server_) admin_server_->Drain();
   if (node_)
     RunOnCore([this] {
       leaving_ = true;
@@ -480,6 +494,7 @@ bool Daemon::Shutdown() {
 
 void Daemon::StopThreads() {
   if (server_) server_->Close();
+  if (admin_server_) admin_server_->Close();
   if (transport_) transport_->Close();
   if (core_thread_.joinable()) {
     RunOnCore([this] {
@@ -500,6 +515,7 @@ void Daemon::StopThreads() {
   io_threads_.clear();
   // Destroy the core objects here (the threads are gone), newest first.
   server_.reset();
+  admin_server_.reset();
   sinks_.clear();
   node_.reset();
   engine_.reset();

@@ -98,6 +98,8 @@ class Daemon {
 
   // The bound addresses (actual ports when the config asked for port 0).
   const std::string& http_address() const { return http_address_; }
+  // The admin listener's bound address (config.admin_listen); empty without one.
+  const std::string& admin_address() const { return admin_address_; }
   const std::string& gossip_address() const { return gossip_address_; }
   const std::string& node_id() const { return node_id_; }
   Generation generation() const { return generation_; }
@@ -145,8 +147,15 @@ class Daemon {
   // True when `id` is a member this node sees alive or suspect (core thread).
   bool IsLiveMember(const std::string& id) const;
 
+  // Which listener a request arrived on. With an admin listener (config.admin_listen) the API
+  // listener serves only /v1/* and /health, and the admin listener everything but /v1/*; without
+  // one, the API listener serves everything.
+  enum class Listener { kApi, kAdmin };
+  // True when `path` may be answered on `listener`.
+  bool Serves(Listener listener, std::string_view path) const;
+
   // HTTP handlers (I/O threads; daemon_requests.cc).
-  void Handle(http::Request request, std::shared_ptr<http::Responder> responder);
+  void Handle(Listener listener, http::Request request, std::shared_ptr<http::Responder> responder);
   void HandleCompletion(api::Endpoint endpoint, http::Request request,
                         std::shared_ptr<http::Responder> responder);
   // A completion request between parsing and tokenization.
@@ -205,6 +214,7 @@ class Daemon {
   std::string node_id_;
   Generation generation_ = 0;
   std::string http_address_;
+  std::string admin_address_;
   std::string gossip_address_;
   std::string api_address_;
   int64_t created_unix_ = 0;
@@ -257,6 +267,7 @@ class Daemon {
   // Mutual TLS (tls.ca): peer requests need a client certificate naming their sender.
   bool mutual_tls_ = false;
   std::unique_ptr<http::Server> server_;
+  std::unique_ptr<http::Server> admin_server_;  // with config.admin_listen only
   DaemonMetrics metrics_;
   // Keying: the prompt tokenizer (I/O threads) and its metrics; the openai engine if any.
   std::unique_ptr<PromptTokenizer> prompt_tokenizer_;

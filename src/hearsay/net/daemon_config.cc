@@ -48,6 +48,11 @@ const std::vector<Setting>& Table() {
       {{"http.advertise", "advertise-http", K::kString,
         "API address announced to peers, who forward there (default: http.listen)"},
        &C::http_advertise},
+      {{"http.admin_listen", "admin-http", K::kString,
+        "separate listener for /metrics, /cluster, /status, the console (GET /), /admin and "
+        "/debug, which the API port then refuses (404); it serves TLS when the API does, with "
+        "the same certificate (port 0: ephemeral; empty: all on http.listen)"},
+       &C::admin_listen},
       {{"gossip.listen", "gossip", K::kString,
         "gossip listen address, UDP and TCP on one port (port 0: ephemeral)"},
        &C::gossip_listen},
@@ -569,6 +574,9 @@ Status DaemonConfig::Validate() const {
   }
   HEARSAY_RETURN_IF_ERROR(CheckAddress("http.listen", http_listen, true));
   HEARSAY_RETURN_IF_ERROR(CheckAddress("gossip.listen", gossip_listen, true));
+  if (!admin_listen.empty()) {
+    HEARSAY_RETURN_IF_ERROR(CheckAddress("http.admin_listen", admin_listen, true));
+  }
   if (!http_advertise.empty()) {
     HEARSAY_RETURN_IF_ERROR(CheckAddress("http.advertise", http_advertise, false));
   }

@@ -32,8 +32,11 @@ struct EngineEntry {
 
 struct DaemonConfig {
   // --- Addresses ---
-  std::string http_listen = "127.0.0.1:8080";    // OpenAI API; port 0 = ephemeral
-  std::string http_advertise;                    // announced to peers; default http_listen
+  std::string http_listen = "127.0.0.1:8080";  // OpenAI API; port 0 = ephemeral
+  std::string http_advertise;                  // announced to peers; default http_listen
+  // Admin listener: with it /metrics, /cluster, /status, the console, /admin/* and /debug/* are
+  // served only there, and http_listen serves only /v1/* and /health. Empty: all on http_listen.
+  std::string admin_listen;
   std::string gossip_listen = "127.0.0.1:7946";  // UDP and TCP, same port; port 0 = ephemeral
   std::string gossip_advertise;                  // default gossip_listen
   std::vector<std::string> join;                 // seeds, "host:port"

@@ -46,6 +46,18 @@ uint64_t ParseRequestId(std::string_view text) {
   return ec == std::errc{} && end == text.data() + text.size() ? v : 0;
 }
 
+// GET /status `tenants[]`: names and counts, never keys or key ids.
+nlohmann::json TenantsJson(const std::vector<TenantMetrics::TenantCounts>& tenants) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TenantMetrics::TenantCounts& t : tenants) {
+    out.push_back({{"name", t.tenant},
+                   {"requests", t.requests},
+                   {"rate_limited", {{"rps", t.rps_limited}, {"tpm", t.tpm_limited}}},
+                   {"tokens", t.tokens}});
+  }
+  return out;
+}
+
 }  // namespace
 
 http::Headers Daemon::OwnAnswerHeaders(http::Headers h) const {
@@ -62,8 +74,18 @@ void Daemon::RespondError(const std::shared_ptr<http::Responder>& responder, con
   responder->Respond(e.http_status, std::move(h), api::RenderError(e));
 }
 
-void Daemon::Handle(http::Request request, std::shared_ptr<http::Responder> responder) {
+bool Daemon::Serves(Listener listener, std::string_view path) const {
+  if (admin_server_ == nullptr) return true;
+  const bool api = path.starts_with("/v1/");
+  if (listener == Listener::kAdmin) return !api;
+  return api || path == "/health";
+}
+
+void Daemon::Handle(Listener listener, http::Request request,
+                    std::shared_ptr<http::Responder> responder) {
   const std::string& path = request.path;
+  // With an admin listener, each port answers only its own paths: the others do not exist there.
+  if (!Serves(listener, path)) return RespondError(responder, api::NotFound(path));
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
   // Bodies are read as they are: a body in an encoding the node does not decode is refused.
@@ -707,7 +729,9 @@ std::string Daemon::RenderStatus() {
         {"peer_requests_bounced", s.bounced},
         {"served", s.served},
         {"failed", s.failed},
-        {"cancelled", s.cancelled}}},
+        {"cancelled", s.cancelled},
+        {"api_auth_failures", tenant_metrics_->auth_failures()}}},
+      {"tenants", TenantsJson(tenant_metrics_->Snapshot())},
   };
   if (health.contains("issues")) out["issues"] = health["issues"];
   return out.dump();

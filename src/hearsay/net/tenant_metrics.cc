@@ -45,4 +45,17 @@ void TenantMetrics::CountTokens(std::string_view tenant, uint64_t tokens) {
   For(tenant).tokens->Increment(static_cast<double>(tokens));
 }
 
+std::vector<TenantMetrics::TenantCounts> TenantMetrics::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TenantCounts> out;
+  out.reserve(series_.size());
+  for (const auto& [name, s] : series_) {
+    out.push_back({name, static_cast<uint64_t>(s.requests->Value()),
+                   static_cast<uint64_t>(s.rps_limited->Value()),
+                   static_cast<uint64_t>(s.tpm_limited->Value()),
+                   static_cast<uint64_t>(s.tokens->Value())});
+  }
+  return out;
+}
+
 }  // namespace hearsay::net

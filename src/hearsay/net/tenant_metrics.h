@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hearsay/api/metrics.h"
 
@@ -27,6 +28,18 @@ class TenantMetrics {
   // A /v1 request without a valid API key (401).
   void CountAuthFailure() { auth_failures_->Increment(); }
 
+  // One tenant's counts since the node started (GET /status `tenants[]`).
+  struct TenantCounts {
+    std::string tenant;
+    uint64_t requests = 0;
+    uint64_t rps_limited = 0;
+    uint64_t tpm_limited = 0;
+    uint64_t tokens = 0;
+  };
+  // Every tenant served so far, by name.
+  std::vector<TenantCounts> Snapshot() const;
+  uint64_t auth_failures() const { return static_cast<uint64_t>(auth_failures_->Value()); }
+
  private:
   struct Series {
     api::Counter* requests = nullptr;
@@ -38,7 +51,7 @@ class TenantMetrics {
 
   api::MetricsRegistry& registry_;
   api::Counter* auth_failures_ = nullptr;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, Series, std::less<>> series_;  // guarded by mu_
 };
 

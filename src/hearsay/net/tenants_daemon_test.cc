@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -183,6 +184,27 @@ TEST(TenantsDaemonTest, RateLimitsAnswer429WithRetryAfterPerTenant) {
   EXPECT_NE(metrics.find("hearsay_tenant_rate_limited_total{limit=\"tpm\",tenant=\"thrifty\"} 1"),
             std::string::npos)
       << metrics;
+
+  // GET /status has the same counts per tenant (names, never keys), and the 401s.
+  EXPECT_EQ(c.Complete(hp, "", "hi").status, 401);
+  const std::string status_body = c.Call("GET", hp, "/status").body;
+  EXPECT_EQ(status_body.find("hsk_"), std::string::npos);
+  const json status = json::parse(status_body);
+  EXPECT_GE(status["totals"]["api_auth_failures"].get<int>(), 1);
+  ASSERT_TRUE(status["tenants"].is_array()) << status_body;
+  std::map<std::string, json> tenants;
+  for (const json& t : status["tenants"]) tenants[t["name"].get<std::string>()] = t;
+  ASSERT_EQ(tenants.size(), 3u) << status_body;
+  EXPECT_EQ(tenants["slow"]["requests"], 5);
+  EXPECT_EQ(tenants["slow"]["rate_limited"]["rps"], limited);
+  EXPECT_EQ(tenants["slow"]["rate_limited"]["tpm"], 0);
+  EXPECT_EQ(tenants["thrifty"]["requests"], 2);
+  EXPECT_EQ(tenants["thrifty"]["rate_limited"]["tpm"], 1);
+  EXPECT_GT(tenants["thrifty"]["tokens"].get<int>(), 500);
+  EXPECT_EQ(tenants["free"]["requests"], 5);
+  EXPECT_EQ(tenants["free"]["rate_limited"]["rps"], 0);
+  // The console (which polls /status) has a table for them.
+  EXPECT_NE(c.Call("GET", hp, "/").body.find("renderTenants"), std::string::npos);
   EXPECT_TRUE(d->Shutdown());
   std::remove(file.c_str());
 }
