@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -249,6 +250,10 @@ inline std::unique_ptr<BedCluster> StartBedCluster(LocalClusterOptions options) 
     return nullptr;
   }
   out->records_dir = std::move(dir).value();
+  if (std::getenv("HEARSAY_KEEP_TEST_DIRS") != nullptr) {
+    out->records_dir->Keep();
+    std::printf("chaos: decision records kept in %s\n", out->records_dir->path().c_str());
+  }
   options.per_node_flags.resize(std::max(options.per_node_flags.size(), n));
   for (size_t i = 0; i < n; ++i) {
     options.node_hosts.push_back(out->bed->Address(i));
