@@ -731,6 +731,13 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
     if (p.attempts < options_.max_forward_attempts || !ServesHere(p)) {
       Route(token);
     } else {
+      // Out of forward attempts: served here. The record says so in an attempt of its own (else
+      // the last failed forward would be taken for the one that served).
+      route::Decision here;
+      here.slot = 0;
+      here.reason = route::Reason::kNoCandidate;
+      RecordAttempt(p, here);
+      if (p.record) p.record->attempts.back().candidates.clear();  // no new view was taken
       ServeHere(token);
     }
     return;
