@@ -63,6 +63,7 @@ class Soak {
     ++counts_[FaultName(f)];
     Window w{{}, SteadyMs(Clock::now()), 0};
     std::vector<std::vector<size_t>> sides = {AllBut(kNodes, {victim})};
+    std::string what = "node-" + std::to_string(victim);
     load_.SetPhase("during");
     switch (f) {
       case Fault::kKill:
@@ -83,6 +84,12 @@ class Soak {
         const size_t cut = 1 + rng_() % (kNodes - 1);
         sides = {{order.begin(), order.begin() + cut}, {order.begin() + cut, order.end()}};
         EXPECT_TRUE(bc_.bed->Partition(sides[0], sides[1]).ok());
+        what.clear();
+        for (const auto& side : sides) {
+          what += what.empty() ? "{" : " | {";
+          for (size_t k = 0; k < side.size(); ++k) what += (k ? "," : "") + std::to_string(side[k]);
+          what += "}";
+        }
         break;
       }
       case Fault::kOneWay:
@@ -131,8 +138,8 @@ class Soak {
     load_.Exclude(victim, false);
     w.to_ms = SteadyMs(Clock::now());
     windows_.push_back(w);
-    std::printf("chaos-soak: fault %zu %s node-%zu held %lld s, reconverged %.1f s after the heal\n",
-                windows_.size(), FaultName(f), victim, static_cast<long long>(hold.count()),
+    std::printf("chaos-soak: fault %zu %s %s held %lld s, reconverged %.1f s after the heal\n",
+                windows_.size(), FaultName(f), what.c_str(), static_cast<long long>(hold.count()),
                 reconverge_s);
     std::fflush(stdout);
     EXPECT_TRUE(converged.ok()) << FaultName(f) << ": " << converged.ToString() << "\n"
