@@ -51,10 +51,10 @@ struct Window {
   std::set<std::pair<size_t, size_t>> cut;  // (entry, serving node), both orders
 };
 
-// True if `o` had started streaming from a node its entry was cut from by `w`, and ended with an
-// error event or with the client's own timeout: the entry cannot retry a request whose tokens
-// the client has seen, and it gives up on a silent peer mid-answer only after the peer client's
-// idle timeout (30 s), later than the client's 20 s.
+// True if `o` had started streaming from a node its entry was cut from (or that was stopped) by
+// `w`, and ended with an error event or with the client's own timeout: the entry cannot retry a
+// request whose tokens the client has seen, and it gives up on a silent peer mid-answer only
+// after the peer client's idle timeout (30 s), later than the client's 20 s.
 bool CutMidAnswer(const Outcome& o, const Window& w) {
   if (!o.started || o.served_by.rfind("node-", 0) != 0) return false;
   const size_t server = std::strtoul(o.served_by.c_str() + 5, nullptr, 10);
@@ -90,6 +90,8 @@ class Soak {
           EXPECT_TRUE(detected.ok()) << detected.ToString();
         } else {
           EXPECT_TRUE(cluster_.Signal(victim, SIGSTOP).ok());
+          // A stopped node's streams fall silent, as across a partition.
+          for (size_t j : AllBut(kNodes, {victim})) w.cut.insert({j, victim});
         }
         break;
       case Fault::kHalves: {
