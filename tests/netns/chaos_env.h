@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -73,10 +73,12 @@ inline std::string Incomplete(const Result<HttpResponse>& r) {
 // tokens, then [DONE], no error event), or "" if it is; fills o's ttft, served_by and flags.
 inline std::string IncompleteStream(const Result<testkit::StreamOutcome>& r, Outcome* o) {
   if (!r.ok()) return "transport: " + r.status().ToString();
-  const std::optional<std::string_view> served = http::FindHeader(r->headers, "x-hearsay-served-by");
+  const std::optional<std::string_view> served =
+      http::FindHeader(r->headers, "x-hearsay-served-by");
   o->served_by = served ? std::string(*served) : "";
   if (r->first_event_at) {
-    o->ttft = std::chrono::duration_cast<std::chrono::milliseconds>(*r->first_event_at - r->started);
+    o->ttft =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*r->first_event_at - r->started);
   }
   if (r->status != 200) return "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 200);
   o->started = !r->events.empty();
@@ -111,9 +113,9 @@ inline std::string IncompleteStream(const Result<testkit::StreamOutcome>& r, Out
 }
 
 // An open-loop load: one streaming request every kArrivalGap, each on its own thread, to the
-// entry nodes in turn (skipping excluded ones: a node the scenario has killed or stopped), with prompts from a
-// few shared-prefix families (so requests are forwarded across the cluster) drawn from a fixed
-// seed.
+// entry nodes in turn (skipping excluded ones: a node the scenario has killed or stopped), with
+// prompts from a few shared-prefix families (so requests are forwarded across the cluster) drawn
+// from a fixed seed.
 class OpenLoopLoad {
  public:
   explicit OpenLoopLoad(std::vector<std::string> entries) : entries_(std::move(entries)) {
@@ -166,10 +168,9 @@ class OpenLoopLoad {
       }
       requests_.emplace_back([this, entry, prompt, phase] {
         const auto start = Clock::now();
-        Result<testkit::StreamOutcome> r =
-            testkit::HttpPostStream(entries_[entry], "/v1/completions",
-                                    CompletionBody(prompt, kMaxTokens, /*stream=*/true),
-                                    kCallTimeout);
+        Result<testkit::StreamOutcome> r = testkit::HttpPostStream(
+            entries_[entry], "/v1/completions", CompletionBody(prompt, kMaxTokens, /*stream=*/true),
+            kCallTimeout);
         const auto end = Clock::now();
         Outcome o;
         o.phase = phase;

@@ -33,11 +33,16 @@ long EnvOr(const char* name, long fallback) {
 enum class Fault { kKill, kStop, kHalves, kOneWay, kLoss };
 const char* FaultName(Fault f) {
   switch (f) {
-    case Fault::kKill: return "kill9";
-    case Fault::kStop: return "sigstop";
-    case Fault::kHalves: return "halves";
-    case Fault::kOneWay: return "one-way";
-    case Fault::kLoss: return "loss";
+    case Fault::kKill:
+      return "kill9";
+    case Fault::kStop:
+      return "sigstop";
+    case Fault::kHalves:
+      return "halves";
+    case Fault::kOneWay:
+      return "one-way";
+    case Fault::kLoss:
+      return "loss";
   }
   return "?";
 }
@@ -187,8 +192,8 @@ class Soak {
                       << ") had no complete answer: " << o.failure;
       }
     }
-    EXPECT_TRUE(false_deaths_.empty()) << false_deaths_.size()
-                                       << " false deaths, first: " << false_deaths_.front();
+    EXPECT_TRUE(false_deaths_.empty())
+        << false_deaths_.size() << " false deaths, first: " << false_deaths_.front();
   }
 
   std::string Figures() const {

@@ -93,8 +93,8 @@ Result<std::vector<Routing>> RoutingsOfRecordLine(std::string_view line) {
       return InvalidArgumentError("a route attempt without chosen or at_ms");
     }
     const double when = arrived->get<double>() + at->get<double>();
-    out.push_back({entry->get<std::string>(), chosen->get<std::string>(), when, when,
-                   "decision record"});
+    out.push_back(
+        {entry->get<std::string>(), chosen->get<std::string>(), when, when, "decision record"});
   }
   return out;
 }

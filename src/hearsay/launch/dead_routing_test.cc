@@ -26,15 +26,18 @@ ClusterView View(const std::string& self, std::map<std::string, std::string> sta
 // 5000-5010 ms, alive again at 6000.
 DeadRoutingChecker NodeTwoDeadFromOneToFiveSeconds(double grace_ms) {
   DeadRoutingChecker c(grace_ms);
-  c.AddSample(0, 10, {View("node-0", {{"node-1", "alive"}, {"node-2", "alive"}}),
-                      View("node-1", {{"node-0", "alive"}, {"node-2", "suspect"}}),
-                      View("node-2", {{"node-0", "alive"}, {"node-1", "alive"}})});
+  c.AddSample(0, 10,
+              {View("node-0", {{"node-1", "alive"}, {"node-2", "alive"}}),
+               View("node-1", {{"node-0", "alive"}, {"node-2", "suspect"}}),
+               View("node-2", {{"node-0", "alive"}, {"node-1", "alive"}})});
   for (double t = 1000; t <= 5000; t += 1000) {
-    c.AddSample(t, t + 10, {View("node-0", {{"node-1", "alive"}, {"node-2", "dead"}}),
-                            View("node-1", {{"node-0", "alive"}, {"node-2", "left"}})});
+    c.AddSample(t, t + 10,
+                {View("node-0", {{"node-1", "alive"}, {"node-2", "dead"}}),
+                 View("node-1", {{"node-0", "alive"}, {"node-2", "left"}})});
   }
-  c.AddSample(6000, 6010, {View("node-0", {{"node-1", "alive"}, {"node-2", "alive"}}),
-                           View("node-1", {{"node-0", "alive"}, {"node-2", "dead"}})});
+  c.AddSample(6000, 6010,
+              {View("node-0", {{"node-1", "alive"}, {"node-2", "alive"}}),
+               View("node-1", {{"node-0", "alive"}, {"node-2", "dead"}})});
   return c;
 }
 
@@ -73,9 +76,10 @@ TEST(DeadRoutingTest, OneOtherNodeSeeingItAliveKeepsItOutOfTheSpan) {
   DeadRoutingChecker c(0);
   // A partition {0, 1} | {1, 2} (node-1 reaches both): node-0 and node-2 see each other dead,
   // node-1 sees both alive.
-  c.AddSample(0, 10, {View("node-0", {{"node-1", "alive"}, {"node-2", "dead"}}),
-                      View("node-1", {{"node-0", "alive"}, {"node-2", "alive"}}),
-                      View("node-2", {{"node-0", "dead"}, {"node-1", "alive"}})});
+  c.AddSample(0, 10,
+              {View("node-0", {{"node-1", "alive"}, {"node-2", "dead"}}),
+               View("node-1", {{"node-0", "alive"}, {"node-2", "alive"}}),
+               View("node-2", {{"node-0", "dead"}, {"node-1", "alive"}})});
   // node-1 does not list node-2 at all: not a declaration of death either.
   c.AddSample(100, 110, {View("node-0", {{"node-2", "dead"}}), View("node-1", {})});
   c.AddRouting({"node-0", "node-2", 50, 50, "record"});
