@@ -2,8 +2,10 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
+# `make soak`: how long the chaos soak (tests/netns/chaos_soak_test.cc) runs its mixed faults.
+SOAK_SECONDS ?= 3600
 
-.PHONY: all deps build deb llama demo test test-release test-asan test-tsan test-tsan-integration test-llama chaos fuzz fuzz-smoke bench bench-forwarding bench-hostile soak format clean
+.PHONY: all deps build deb llama demo test test-release test-asan test-tsan test-tsan-integration test-llama chaos fuzz fuzz-smoke bench bench-forwarding bench-hostile soak chaos-soak format clean
 
 all: build
 
@@ -112,10 +114,22 @@ test-llama: build llama
 chaos: deps
 	cmake --preset release >/dev/null
 	cmake --build --preset release --target hearsay hearsay_netns_test -j $(JOBS)
-	ctest --test-dir build/release -L netns --output-on-failure
+	set -o pipefail; ctest --test-dir build/release -L netns -V 2>&1 | tee build/release/chaos.log \
+	  | grep -E 'chaos-report:|Test +#|tests passed|\(Failed\)|Failure'
+	@echo "every test's output: build/release/chaos.log"
 
+# Every test labelled soak: the simulator's long gossip fault suite and the chaos soak on the test
+# bed (SOAK_SECONDS of mixed faults, default an hour; SOAK_SEED draws another sequence).
 soak: build
-	ctest --test-dir build/release -L soak --output-on-failure
+	SOAK_SECONDS=$(SOAK_SECONDS) ctest --test-dir build/release -L soak --output-on-failure \
+	  --timeout $$(( $(SOAK_SECONDS) + 900 ))
+
+# The chaos soak alone, e.g. make chaos-soak SOAK_SECONDS=120.
+chaos-soak: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release --target hearsay hearsay_netns_soak_test -j $(JOBS)
+	SOAK_SECONDS=$(SOAK_SECONDS) ctest --test-dir build/release -R '^ChaosSoakTest' -V \
+	  --timeout $$(( $(SOAK_SECONDS) + 900 ))
 
 format:
 	find src bench tests fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i

@@ -2,7 +2,7 @@
 // under a steady open-loop load over every entry point, then uncapped. Invariants: every request
 // gets a complete answer, nobody is declared dead (a slow link is not a dead node), and the views
 // stay converged. The figures are printed in a "chaos:" line (docs/testbed.md).
-#include "chaos_env.h"
+#include "chaos_watch.h"
 
 namespace hearsay::integration {
 namespace {
@@ -29,6 +29,7 @@ TEST(ChaosBandwidthTest, OneNodeCappedAtOneMbitLosesNothingAndKillsNobody) {
     entries.push_back(cluster.node(i).http_address);
   }
   std::vector<std::string> false_deaths;
+  DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(entries);
 
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -43,10 +44,15 @@ TEST(ChaosBandwidthTest, OneNodeCappedAtOneMbitLosesNothingAndKillsNobody) {
   load.SetPhase("uncapped");
   ASSERT_TRUE(bed.CapBandwidth(kCapped, 0).ok());
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kAfterRequests; }, 60s));
+  const auto uncapped = Clock::now();
   EXPECT_TRUE(cluster.WaitForViews({}, 10s).ok());
-  const std::string figures = CheckOutcomes(load.Finish(), {"before", "capped", "uncapped"});
+  const long long reconverge = Millis(Clock::now() - uncapped);
+  const std::vector<Outcome> outcomes = load.Finish();
+  const std::string figures = CheckOutcomes(outcomes, {"before", "capped", "uncapped"});
   std::printf("chaos: node-%zu capped at %d kbit/s of %zu nodes:%s\n", kCapped, kCapKbit, kNodes,
               figures.c_str());
+  Report("cap-1mbit", outcomes, {"before", "capped", "uncapped"}, reconverge / 1000.0,
+         watch.Finish(outcomes));
   EXPECT_TRUE(false_deaths.empty()) << "false death: " << false_deaths.front();
 }
 

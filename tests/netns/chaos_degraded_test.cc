@@ -8,7 +8,7 @@
 // stalled engine is given up at its first-token deadline and retried elsewhere); no node but
 // node-7 is ever declared dead; every view lists every node alive again within a bound after the
 // fault ends. The figures are printed in "chaos:" lines, which docs/testbed.md quotes.
-#include "chaos_env.h"
+#include "chaos_watch.h"
 
 namespace hearsay::integration {
 namespace {
@@ -37,6 +37,7 @@ TEST(ChaosDegradedTest, OneNodeWithTwentyPercentLossLosesNothingAndKillsNobody) 
   const std::vector<size_t> all = AllBut(kNodes, {});
   std::vector<std::string> deaths;
   std::set<std::string> states_of_faulted;
+  DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(Entries(cluster));
 
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -56,7 +57,8 @@ TEST(ChaosDegradedTest, OneNodeWithTwentyPercentLossLosesNothingAndKillsNobody) 
   const long long reconverge = Millis(Clock::now() - healed);
   EXPECT_TRUE(converged.ok()) << converged.ToString();
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kAfterRequests; }, 60s));
-  const std::string figures = CheckOutcomes(load.Finish(), {"before", "lossy", "after"});
+  const std::vector<Outcome> outcomes = load.Finish();
+  const std::string figures = CheckOutcomes(outcomes, {"before", "lossy", "after"});
   std::string states;
   for (const std::string& s : states_of_faulted) states += " " + s;
   std::printf(
@@ -64,6 +66,8 @@ TEST(ChaosDegradedTest, OneNodeWithTwentyPercentLossLosesNothingAndKillsNobody) 
       "%lld ms after the loss ended (bound %lld ms)\n",
       kFaulted, kNodes, bc->injection(), figures.c_str(), states.c_str(), reconverge,
       Millis(kReconvergeBound));
+  Report("loss-20pct", outcomes, {"before", "lossy", "after"}, reconverge / 1000.0,
+         watch.Finish(outcomes));
   // 20% loss must not cost a death: SWIM's indirect probes and Lifeguard's refutation cover it.
   EXPECT_TRUE(deaths.empty()) << "declared dead under 20% loss: " << deaths.front();
 }
@@ -77,6 +81,7 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
   LocalCluster& cluster = *bc->cluster;
   const std::vector<size_t> all = AllBut(kNodes, {});
   std::vector<std::string> deaths;
+  DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(Entries(cluster));
 
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -91,7 +96,9 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
       120s));
   load.SetPhase("after");
   ASSERT_TRUE(cluster.SlowEngine(kFaulted, 1).ok());
+  const auto restored = Clock::now();
   Status converged = cluster.WaitForViews({}, kReconvergeBound);
+  const long long reconverge = Millis(Clock::now() - restored);
   EXPECT_TRUE(converged.ok()) << converged.ToString();
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kAfterRequests; }, 60s));
   const std::vector<Outcome> outcomes = load.Finish();
@@ -103,6 +110,8 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
       "a healthy entry while stalled %lld ms\n",
       kFaulted, kNodes, figures.c_str(),
       static_cast<long long>(Slowest(outcomes, "stalled", {kFaulted}).count()));
+  Report("engine-stall", outcomes, {"before", "stalled", "after"}, reconverge / 1000.0,
+         watch.Finish(outcomes));
   EXPECT_LT(Slowest(outcomes, "stalled", {kFaulted}), kSilentPeerBound);
   EXPECT_TRUE(deaths.empty()) << "false death: " << deaths.front();
 }

@@ -8,7 +8,7 @@
 // bound after the node is back (the measured times are printed in "chaos:" lines).
 #include <csignal>
 
-#include "chaos_env.h"
+#include "chaos_watch.h"
 
 namespace hearsay::integration {
 namespace {
@@ -38,6 +38,7 @@ TEST(ChaosNodeFailureTest, KillNineThenRestartLosesNoRequestAtHealthyEntries) {
   ASSERT_NE(bc, nullptr);
   LocalCluster& cluster = *bc->cluster;
   std::vector<std::string> false_deaths;
+  DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(Entries(cluster));
 
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -63,12 +64,14 @@ TEST(ChaosNodeFailureTest, KillNineThenRestartLosesNoRequestAtHealthyEntries) {
   load.Exclude(kVictim, false);
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kAfterRequests; }, 60s));
   EXPECT_TRUE(cluster.WaitForViews({}, 10s).ok());
-  const std::string figures =
-      CheckOutcomes(load.Finish(), {"before", "killed", "restarted"}, {kVictim});
+  const std::vector<Outcome> outcomes = load.Finish();
+  const std::string figures = CheckOutcomes(outcomes, {"before", "killed", "restarted"}, {kVictim});
   std::printf(
       "chaos: kill -9 of node-%zu of %zu:%s declared dead by all %lld ms after the kill "
       "(bound %lld ms); restarted and all alive in every view %lld ms after the restart\n",
       kVictim, kNodes, figures.c_str(), detection, Millis(kDetectionBound), rejoin);
+  Report("kill9-restart", outcomes, {"before", "killed", "restarted"}, rejoin / 1000.0,
+         watch.Finish(outcomes));
   EXPECT_TRUE(false_deaths.empty()) << "false death: " << false_deaths.front();
 }
 
@@ -81,6 +84,7 @@ TEST(ChaosNodeFailureTest, GrayFailureSigstopThenSigcont) {
   ASSERT_NE(bc, nullptr);
   LocalCluster& cluster = *bc->cluster;
   std::vector<std::string> false_deaths;
+  DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(Entries(cluster));
 
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -117,6 +121,8 @@ TEST(ChaosNodeFailureTest, GrayFailureSigstopThenSigcont) {
       "SIGCONT; views reconverged %lld ms after SIGCONT (bound %lld ms)\n",
       kVictim, kNodes, kFaultRequests, figures.c_str(), state.c_str(), reconverge,
       Millis(kReconvergeBound));
+  Report("sigstop-sigcont", outcomes, {"before", "stopped", "resumed"}, reconverge / 1000.0,
+         watch.Finish(outcomes));
   EXPECT_TRUE(false_deaths.empty()) << "false death: " << false_deaths.front();
 }
 

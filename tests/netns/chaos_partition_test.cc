@@ -9,7 +9,7 @@
 //   - the views reconverge within kReconvergeBound of the heal (the measured time is printed).
 // The figures (requests, failures, p99 latency per phase, reconvergence time) are printed in a
 // "chaos:" line, and docs/testbed.md quotes them.
-#include "chaos_env.h"
+#include "chaos_watch.h"
 
 namespace hearsay::integration {
 namespace {
@@ -45,6 +45,7 @@ TEST(ChaosPartitionTest, HalvesSplitAndHealWithoutLosingRequests) {
   for (size_t i = 0; i < kNodes; ++i) entries.push_back(cluster.node(i).http_address);
   const std::vector<size_t> a = {0, 1, 2}, b = {3, 4, 5};
   std::vector<std::string> false_deaths;
+  DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(entries);
 
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -74,11 +75,14 @@ TEST(ChaosPartitionTest, HalvesSplitAndHealWithoutLosingRequests) {
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kAfterRequests; }, 60s));
   // Still converged after the last requests: nobody was declared dead after the heal.
   EXPECT_TRUE(cluster.WaitForViews({}, 10s).ok());
-  const std::string figures = CheckOutcomes(load.Finish(), {"before", "partition", "after"});
+  const std::vector<Outcome> outcomes = load.Finish();
+  const std::string figures = CheckOutcomes(outcomes, {"before", "partition", "after"});
   std::printf(
       "chaos: partition 3|3 of %zu nodes:%s node-0 saw node-3 %s at the heal; views "
       "reconverged %lld ms after the heal (bound %lld ms)\n",
       kNodes, figures.c_str(), across.c_str(), reconverge, Millis(kReconvergeBound));
+  Report("partition-halves", outcomes, {"before", "partition", "after"}, reconverge / 1000.0,
+         watch.Finish(outcomes));
   EXPECT_TRUE(false_deaths.empty()) << "false deaths inside a half: " << false_deaths.front();
 }
 
@@ -110,6 +114,7 @@ TEST(ChaosPartitionTest, OneNodeThatCannotSendHealsWithoutLosingRequests) {
     if (i != kMute) others.push_back(i);
   }
   std::vector<std::string> false_deaths;
+  DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(entries);
 
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -142,6 +147,8 @@ TEST(ChaosPartitionTest, OneNodeThatCannotSendHealsWithoutLosingRequests) {
       "chaos: one-way partition (node-%zu sends nothing) of %zu nodes:%s node-0 saw it %s "
       "at the heal; views reconverged %lld ms after the heal (bound %lld ms)\n",
       kMute, kNodes, figures.c_str(), state.c_str(), reconverge, Millis(kReconvergeBound));
+  Report("one-way-partition", outcomes, {"before", "one-way", "after"}, reconverge / 1000.0,
+         watch.Finish(outcomes));
   EXPECT_TRUE(false_deaths.empty()) << "false death: " << false_deaths.front();
 }
 

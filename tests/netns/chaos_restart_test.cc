@@ -6,7 +6,7 @@
 // a load balancer would); no node is ever declared dead or left except the ones the scenario
 // stops; the views reconverge within a bound after each restart (the measured times are printed
 // in "chaos:" lines, which docs/testbed.md quotes).
-#include "chaos_env.h"
+#include "chaos_watch.h"
 
 namespace hearsay::integration {
 namespace {
@@ -30,6 +30,7 @@ TEST(ChaosRestartTest, TwoKilledAtOnceRestartWithNewGenerations) {
   ASSERT_NE(bc, nullptr);
   LocalCluster& cluster = *bc->cluster;
   std::vector<std::string> false_deaths;
+  DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(Entries(cluster));
 
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -64,6 +65,8 @@ TEST(ChaosRestartTest, TwoKilledAtOnceRestartWithNewGenerations) {
       "after the kill (bound %lld ms); both restarted and all alive in every view %lld ms after "
       "the first restart began\n",
       kNodes, figures.c_str(), detection, Millis(kDetectionBound), rejoin);
+  Report("kill9-two-restart", outcomes, {"before", "killed", "restarted"}, rejoin / 1000.0,
+         watch.Finish(outcomes));
   EXPECT_TRUE(false_deaths.empty()) << "false death: " << false_deaths.front();
 }
 
@@ -75,6 +78,7 @@ TEST(ChaosRestartTest, RollingRestartOfEveryNodeLosesNoRequest) {
   ASSERT_NE(bc, nullptr);
   LocalCluster& cluster = *bc->cluster;
   std::vector<std::string> false_deaths;
+  DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(Entries(cluster));
 
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -109,6 +113,8 @@ TEST(ChaosRestartTest, RollingRestartOfEveryNodeLosesNoRequest) {
       "chaos: rolling restart (SIGTERM, restart, next) of all %zu nodes:%s %lld ms in all, the "
       "slowest step (stop, restart, every view all alive) %lld ms; %d requests between steps\n",
       kNodes, figures.c_str(), total, slowest_step, kRequestsPerStep);
+  Report("rolling-restart", outcomes, {"before", "rolling", "after"}, slowest_step / 1000.0,
+         watch.Finish(outcomes));
   EXPECT_TRUE(false_deaths.empty()) << "false death: " << false_deaths.front();
 }
 

@@ -7,7 +7,7 @@
 // the nodes here set to 30 s: the client's own 20 s timeout would fail the request first.
 #include <csignal>
 
-#include "chaos_env.h"
+#include "chaos_watch.h"
 
 namespace hearsay::integration {
 namespace {
@@ -55,6 +55,7 @@ TEST(ChaosSilentPeerTest, AForwardToAStoppedHolderIsRetriedAtItsDeadline) {
   std::map<size_t, double> retried_before;
   for (size_t e : entries) retried_before[e] = Decisions(cluster.node(e).http_address, "retried");
 
+  DeadRoutingWatch watch(cluster, bc->records);
   ASSERT_TRUE(cluster.Signal(h, SIGSTOP).ok());
   std::vector<Outcome> outcomes(entries.size());
   std::vector<std::thread> clients;
@@ -65,9 +66,14 @@ TEST(ChaosSilentPeerTest, AForwardToAStoppedHolderIsRetriedAtItsDeadline) {
       Result<HttpResponse> r =
           PostCompletion(cluster.node(e).http_address,
                          CompletionBody(prefix + " sibling from " + cluster.node(e).node_id, 4));
-      outcomes[k] = Outcome{
-          "stopped", e, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start),
-          Incomplete(r)};
+      const auto end = Clock::now();
+      outcomes[k].phase = "stopped";
+      outcomes[k].entry = e;
+      outcomes[k].latency = std::chrono::duration_cast<std::chrono::milliseconds>(end - start);
+      outcomes[k].failure = Incomplete(r);
+      outcomes[k].served_by = r.ok() ? r->Header("x-hearsay-served-by").value_or("") : "";
+      outcomes[k].start_ms = SteadyMs(start);
+      outcomes[k].end_ms = SteadyMs(end);
     });
   }
   for (std::thread& t : clients) t.join();
@@ -90,6 +96,8 @@ TEST(ChaosSilentPeerTest, AForwardToAStoppedHolderIsRetriedAtItsDeadline) {
       "chaos: holder node-%zu of %zu stopped (SIGSTOP), forward timeout %s ms: %zu siblings, "
       "%.0f forwards to it given up and retried elsewhere; latency by entry:%s\n",
       h, kNodes, kLongForwardTimeoutMs, entries.size(), retried, latencies.c_str());
+  // One JSON body each (not streamed): no TTFT of their own.
+  Report("stopped-holder", outcomes, {"", "stopped", ""}, -1, watch.Finish(outcomes));
 }
 
 }  // namespace

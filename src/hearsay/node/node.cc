@@ -734,6 +734,16 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
     if (p.attempts < options_.max_forward_attempts || !ServesHere(p)) {
       Route(token);
     } else {
+      // Out of forward attempts: served here. The record says so in an attempt of its own (else
+      // the last failed forward would be taken for the one that served). No candidates: no new
+      // view was taken (candidates_ is another routing's, and may name members gone since).
+      if (p.record) {
+        RouteAttempt here;
+        here.at_ms = ToMillis(scheduler_.clock().Now() - p.arrived);
+        here.chosen = options_.id;
+        here.reason = std::string(route::ReasonName(route::Reason::kNoCandidate));
+        p.record->attempts.push_back(std::move(here));
+      }
       ServeHere(token);
     }
     return;

@@ -364,5 +364,35 @@ TEST(NodeTest, DecisionRecordsTellTheBounceThePricesAndWhatTheEngineDid) {
   EXPECT_GT(log.routes[1].cached_tokens, 1500u);
 }
 
+// Both holders of the prefix crash unseen: the entry's two forwards fail, and it serves the
+// request itself. Its route record has three attempts, the last one its own (found on the test
+// bed: the record named the last failed peer as the one that served).
+TEST(NodeTest, DecisionRecordsTellAServeHereAfterTheLastForwardFailed) {
+  auto c = MakeCluster("hearsay");
+  RecordLog log;
+  c->node(0).SetRecorder(&log);
+  Recorder rec;
+  c->node(1).Submit(Req(1, Prompt(17, 2048, 1, 40), true), &rec);
+  c->node(2).Submit(Req(2, Prompt(17, 2048, 2, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_TRUE(rec.by_id[1].complete && rec.by_id[2].complete);
+  c->Crash(1);
+  c->Crash(2);
+  c->node(0).Submit(Req(3, Prompt(17, 2048, 3, 40)), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_TRUE(rec.by_id[3].complete);
+  ASSERT_EQ(c->node(0).stats().forward_failures, 2u);
+  ASSERT_EQ(log.routes.size(), 1u);
+  const RouteRecord& r = log.routes[0];
+  ASSERT_EQ(r.attempts.size(), 3u);
+  EXPECT_EQ(r.attempts[0].result, "failed");
+  EXPECT_EQ(r.attempts[1].result, "failed");
+  EXPECT_NE(r.attempts[0].chosen, "n0");
+  EXPECT_NE(r.attempts[1].chosen, "n0");
+  EXPECT_EQ(r.attempts[2].chosen, "n0");
+  EXPECT_EQ(r.attempts[2].result, "served");
+  EXPECT_EQ(r.served_by, "n0");
+}
+
 }  // namespace
 }  // namespace hearsay::node
