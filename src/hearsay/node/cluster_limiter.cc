@@ -91,7 +91,9 @@ ClusterLimiter::Verdict ClusterLimiter::AdmitRequest(std::string_view tenant, ui
   Tenant& t = For(tenant);
   t.requests.Add(1, now, options_.window);
   if (rps == 0) return {};
-  const double share = ShareOf(t.requests.PerSecond(now, options_.window), PeerRates(t.hash).first);
+  const double own =
+      t.published_rps > 0 ? t.published_rps : t.requests.PerSecond(now, options_.window);
+  const double share = ShareOf(own, PeerRates(t.hash).first);
   const double rate = static_cast<double>(rps) * share;
   const Duration wait = t.rps.Take(1, std::max(1.0, rate), rate, now);
   if (wait == Duration{0}) return Verdict{true, Duration{0}, "", share};
@@ -105,8 +107,9 @@ ClusterLimiter::Verdict ClusterLimiter::AdmitTokens(std::string_view tenant, uin
   Tenant& t = For(tenant);
   t.tokens.Add(static_cast<double>(tokens), now, options_.window);
   if (tpm == 0) return {};
-  const double share =
-      ShareOf(t.tokens.PerSecond(now, options_.window) * 60, PeerRates(t.hash).second);
+  const double own =
+      t.published_tpm > 0 ? t.published_tpm : t.tokens.PerSecond(now, options_.window) * 60;
+  const double share = ShareOf(own, PeerRates(t.hash).second);
   const double per_minute = static_cast<double>(tpm) * share;
   const Duration wait = t.tpm.Take(static_cast<double>(tokens), per_minute, per_minute / 60.0, now);
   if (wait == Duration{0}) return Verdict{true, Duration{0}, "", share};
@@ -117,12 +120,14 @@ std::optional<std::vector<gossip::TenantUsage>> ClusterLimiter::UsageToPublish(T
   std::lock_guard<std::mutex> lock(mu_);
   if (published_ && now - last_publish_ < options_.publish_interval) return std::nullopt;
   std::vector<gossip::TenantUsage> out;
-  for (const auto& [name, t] : tenants_) {
+  for (auto& [name, t] : tenants_) {
+    t.published_rps = t.requests.PerSecond(now, options_.window);
+    t.published_tpm = t.tokens.PerSecond(now, options_.window) * 60;
     const auto clamp = [](double v) {
       return static_cast<uint64_t>(std::clamp(std::round(v), 0.0, double(gossip::kMaxUsageRate)));
     };
-    const uint64_t milli = clamp(t.requests.PerSecond(now, options_.window) * 1000);
-    const uint64_t tpm = clamp(t.tokens.PerSecond(now, options_.window) * 60);
+    const uint64_t milli = clamp(t.published_rps * 1000);
+    const uint64_t tpm = clamp(t.published_tpm);
     if (milli == 0 && tpm == 0) continue;
     out.push_back({t.hash, milli, tpm});
   }
@@ -194,10 +199,10 @@ std::vector<ClusterLimiter::TenantView> ClusterLimiter::Tenants(TimePoint now) {
     const auto [peer_rps, peer_tpm] = PeerRates(t.hash);
     v.offered_rps = t.requests.PerSecond(now, options_.window);
     v.cluster_offered_rps = v.offered_rps + peer_rps;
-    v.rps_share = ShareOf(v.offered_rps, peer_rps);
+    v.rps_share = ShareOf(t.published_rps > 0 ? t.published_rps : v.offered_rps, peer_rps);
     v.offered_tpm = t.tokens.PerSecond(now, options_.window) * 60;
     v.cluster_offered_tpm = v.offered_tpm + peer_tpm;
-    v.tpm_share = ShareOf(v.offered_tpm, peer_tpm);
+    v.tpm_share = ShareOf(t.published_tpm > 0 ? t.published_tpm : v.offered_tpm, peer_tpm);
     out.push_back(std::move(v));
   }
   return out;

@@ -8,6 +8,10 @@
 //
 //   share = own offered rate / (own offered rate + the rates live peers reported for the tenant)
 //
+// where the own rate is the one this node last published (the current one until it has
+// published one), so both sides of the ratio are about equally old: compared with peers' rates a
+// gossip round old, current own rates would add up to more than 1 whenever traffic grows.
+//
 // so the shares of all entry nodes add up to about 1, and a tenant spread over N entry nodes gets
 // about its limit in total, split in proportion to where its clients send. Each share drives a
 // token bucket (TokenBucket) of capacity max(1, rps * share) requests refilled at rps * share a
@@ -132,6 +136,10 @@ class ClusterLimiter {
     uint64_t hash = 0;
     DecayingRate requests, tokens;
     TokenBucket rps, tpm;
+    // The rates this node last published (requests per second, tokens per minute): the share
+    // compares them, not the current ones, with the peers' published rates, so that a rate
+    // rising everywhere at once does not give every node a share above its due.
+    double published_rps = 0, published_tpm = 0;
   };
   struct Sums {
     uint64_t milli_requests_ps = 0;
