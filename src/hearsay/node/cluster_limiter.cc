@@ -90,6 +90,7 @@ ClusterLimiter::Verdict ClusterLimiter::AdmitRequest(std::string_view tenant, ui
   Expire(now);
   Tenant& t = For(tenant);
   t.requests.Add(1, now, options_.window);
+  t.rps_limited = rps > 0;
   if (rps == 0) return {};
   const double own =
       t.published_rps > 0 ? t.published_rps : t.requests.PerSecond(now, options_.window);
@@ -106,6 +107,7 @@ ClusterLimiter::Verdict ClusterLimiter::AdmitTokens(std::string_view tenant, uin
   Expire(now);
   Tenant& t = For(tenant);
   t.tokens.Add(static_cast<double>(tokens), now, options_.window);
+  t.tpm_limited = tpm > 0;
   if (tpm == 0) return {};
   const double own =
       t.published_tpm > 0 ? t.published_tpm : t.tokens.PerSecond(now, options_.window) * 60;
@@ -128,7 +130,7 @@ std::optional<std::vector<gossip::TenantUsage>> ClusterLimiter::UsageToPublish(T
     };
     const uint64_t milli = clamp(t.published_rps * 1000);
     const uint64_t tpm = clamp(t.published_tpm);
-    if (milli == 0 && tpm == 0) continue;
+    if ((milli == 0 && tpm == 0) || !(t.rps_limited || t.tpm_limited)) continue;
     out.push_back({t.hash, milli, tpm});
   }
   if (out.empty() && last_published_empty_) return std::nullopt;

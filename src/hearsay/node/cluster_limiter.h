@@ -116,6 +116,7 @@ class ClusterLimiter {
 
   // The usage to publish now (gossip::Node::SetUsage), or nullopt if nothing is due: a node with
   // offered traffic publishes every publish_interval, one without publishes its empty usage once.
+  // Only tenants with a limit are published.
   std::optional<std::vector<gossip::TenantUsage>> UsageToPublish(TimePoint now);
   // A live peer's usage record arrived at `now`; it replaces the peer's earlier one (a new
   // generation replaces the old one's).
@@ -140,6 +141,9 @@ class ClusterLimiter {
     // compares them, not the current ones, with the peers' published rates, so that a rate
     // rising everywhere at once does not give every node a share above its due.
     double published_rps = 0, published_tpm = 0;
+    // Whether its last request came with an rps or tpm limit: only limited tenants are published
+    // (an unlimited busy one would take a place among the kMaxUsageTenants for nothing).
+    bool rps_limited = false, tpm_limited = false;
   };
   struct Sums {
     uint64_t milli_requests_ps = 0;

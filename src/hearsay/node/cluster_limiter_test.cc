@@ -113,8 +113,9 @@ TEST(ClusterLimiterTest, PublishesEveryIntervalWithTrafficAndOnceWhenIdle) {
   o.publish_interval = FromSeconds(1);
   ClusterLimiter l(o);
   EXPECT_FALSE(l.UsageToPublish(T(0)).has_value());  // nothing offered, nothing said yet
-  l.AdmitRequest("a", 0, T(0));
-  l.AdmitTokens("a", 0, 600, T(0));
+  l.AdmitRequest("unlimited", 0, T(0));              // never published
+  l.AdmitRequest("a", 1000, T(0));
+  l.AdmitTokens("a", 1'000'000, 600, T(0));
   auto u = l.UsageToPublish(T(0));
   ASSERT_TRUE(u.has_value());
   ASSERT_EQ(u->size(), 1u);
@@ -134,7 +135,7 @@ TEST(ClusterLimiterTest, ARecordKeepsTheBusiestTenantsSortedByHash) {
   ClusterLimiter l;
   const size_t n = gossip::kMaxUsageTenants + 20;
   for (size_t i = 0; i < n; ++i) {
-    for (size_t k = 0; k <= i; ++k) l.AdmitRequest(Name("t", i), 0, T(0));
+    for (size_t k = 0; k <= i; ++k) l.AdmitRequest(Name("t", i), 1'000'000, T(0));
   }
   const auto u = l.UsageToPublish(T(0));
   ASSERT_TRUE(u.has_value());
