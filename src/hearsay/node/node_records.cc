@@ -79,8 +79,7 @@ void Node::EmitRoute(Pending& p, std::string error) {
   if (error.empty()) {
     r.e2e_ms = ToMillis(scheduler_.clock().Now() - p.arrived);
   } else {
-    if (!r.attempts.empty() && r.attempts.back().result.empty())
-      r.attempts.back().result = "failed";
+    if (!r.attempts.empty() && r.attempts.back().result.empty()) r.attempts.back().result = "failed";
     r.served_by.clear();
     r.ttft_ms = -1;
     r.error = std::move(error);
