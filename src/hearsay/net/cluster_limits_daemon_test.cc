@@ -58,8 +58,7 @@ class Caller : public testing::BlockingClient {
  public:
   int Complete(const std::string& hp, const std::string& key) {
     const json body = {{"model", "hearsay-sim"}, {"prompt", "hi"}, {"max_tokens", 1}};
-    return Call("POST", hp, "/v1/completions", body.dump(),
-                {{"authorization", "Bearer " + key}})
+    return Call("POST", hp, "/v1/completions", body.dump(), {{"authorization", "Bearer " + key}})
         .status;
   }
 };
@@ -131,9 +130,10 @@ TEST(ClusterLimitsDaemonTest, ThreeEntryNodesTogetherAdmitAboutTheTenantsLimit) 
   int admitted = 0, limited = 0;
   const double seconds = send_for(6000ms, &admitted, &limited);
   const double rate = admitted / seconds;
-  std::printf("cluster-wide limit %llu rps over 3 entry nodes: admitted %.2f rps (%d admitted, "
-              "%d refused in %.1f s)\n",
-              static_cast<unsigned long long>(kLimit), rate, admitted, limited, seconds);
+  std::printf(
+      "cluster-wide limit %llu rps over 3 entry nodes: admitted %.2f rps (%d admitted, "
+      "%d refused in %.1f s)\n",
+      static_cast<unsigned long long>(kLimit), rate, admitted, limited, seconds);
   EXPECT_GT(limited, admitted);  // the client offered far more than the limit
   EXPECT_LT(rate, 1.6 * kLimit);
   EXPECT_GT(rate, 0.4 * kLimit);
