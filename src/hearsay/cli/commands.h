@@ -30,5 +30,7 @@ void AddCalibrateCommand(CLI::App& app, int& exit_code);
 CLI::App* AddSimDemoCommand(CLI::App& sim, int& exit_code);
 // `hearsay sim gossip`, registered under `sim`; returns the subcommand (sim_gossip_command.cc).
 CLI::App* AddSimGossipCommand(CLI::App& sim, int& exit_code);
+// `hearsay sim ratelimit` (sim_ratelimit_command.cc).
+CLI::App* AddSimRateLimitCommand(CLI::App& sim, int& exit_code);
 
 }  // namespace hearsay::cli

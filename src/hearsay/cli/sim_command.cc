@@ -107,9 +107,10 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   AddExperimentFlags(cmd, experiment.get());
   CLI::App* gossip = AddSimGossipCommand(*cmd, exit_code);
   CLI::App* demo = AddSimDemoCommand(*cmd, exit_code);
-  cmd->callback([config, json, records, experiment, gossip, demo, &exit_code] {
-    // `hearsay sim gossip` and `hearsay sim demo` ran their own callbacks.
-    if (gossip->parsed() || demo->parsed()) return;
+  CLI::App* ratelimit = AddSimRateLimitCommand(*cmd, exit_code);
+  cmd->callback([config, json, records, experiment, gossip, demo, ratelimit, &exit_code] {
+    // `hearsay sim gossip`, `demo` and `ratelimit` ran their own callbacks.
+    if (gossip->parsed() || demo->parsed() || ratelimit->parsed()) return;
     if (!experiment->experiment.empty()) {
       exit_code = RunExperimentCli(*experiment);
       return;

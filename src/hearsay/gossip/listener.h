@@ -13,6 +13,7 @@
 #include "hearsay/common/ids.h"
 #include "hearsay/gossip/service.h"
 #include "hearsay/gossip/types.h"
+#include "hearsay/gossip/usage.h"
 #include "hearsay/prefix/block_event.h"
 
 namespace hearsay::gossip {
@@ -39,6 +40,10 @@ class Listener {
   // events of the same delta; a peer that restarts reports it again for its new generation.
   virtual void OnPeerService(const NodeId& /*id*/, Generation /*generation*/,
                              const Service& /*service*/) {}
+  // A peer's usage record (its per-tenant offered traffic, usage.h) arrived or changed. Reported
+  // after OnPeerService of the same delta.
+  virtual void OnPeerUsage(const NodeId& /*id*/, Generation /*generation*/,
+                           const UsageRecord& /*usage*/) {}
 };
 
 }  // namespace hearsay::gossip

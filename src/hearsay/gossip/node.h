@@ -102,6 +102,9 @@ class Node final : public MessageSink {
   // Replaces what the node serves (service.h) and publishes it, only if it changed.
   // INVALID_ARGUMENT (nothing published) if it breaks a limit of service.h.
   Status SetService(const Service& service);
+  // Publishes the node's per-tenant usage (usage.h) as a new version of its usage record.
+  // INVALID_ARGUMENT (nothing published) if it breaks a limit of usage.h.
+  Status SetUsage(std::vector<TenantUsage> tenants);
   // Feeds the node's own cache events (from its radix tree); landmarks are published.
   void PublishCacheEvents(std::span<const prefix::BlockEvent> events);
 
@@ -181,6 +184,8 @@ class Node final : public MessageSink {
     TimePoint load_at{};
     // Version of its service record last reported to the listener (0: none).
     uint64_t service_version = 0;
+    // Version of its usage record last reported to the listener (0: none).
+    uint64_t usage_version = 0;
     // Replica of its state; null unless kAlive or kSuspect.
     std::unique_ptr<OriginStore> store;
   };
@@ -267,6 +272,7 @@ class Node final : public MessageSink {
   void NoteVersionSeen(MemberRec& m, uint64_t version);
   void NoteLoad(MemberRec& m, const LoadRecord& rec);
   void NoteService(MemberRec& m, const ServiceRecord& rec);
+  void NoteUsage(MemberRec& m, const UsageRecord& rec);
   void WriteOwnLoad();
   // Moves to the stride the cluster size calls for (landmark_stride.h), re-deriving the own
   // landmarks from held_ if it changed.

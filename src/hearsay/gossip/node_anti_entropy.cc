@@ -65,6 +65,17 @@ Status Node::SetService(const Service& service) {
   return OkStatus();
 }
 
+Status Node::SetUsage(std::vector<TenantUsage> tenants) {
+  if (!ValidUsage(tenants)) {
+    return InvalidArgumentError("usage must name at most " + std::to_string(kMaxUsageTenants) +
+                                " tenants, sorted, each once, with bounded rates");
+  }
+  const uint64_t old = self_store_->max_version();
+  self_store_->PutUsage(std::move(tenants));
+  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+  return OkStatus();
+}
+
 void Node::PublishCacheEvents(std::span<const prefix::BlockEvent> events) {
   const uint64_t old = self_store_->max_version();
   const uint32_t stride = self_store_->stride();
@@ -405,6 +416,7 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
     }
     NoteLoad(m, m.store->load());
     NoteService(m, m.store->service());
+    NoteUsage(m, m.store->usage());
   }
 }
 
@@ -440,6 +452,12 @@ void Node::NoteService(MemberRec& m, const ServiceRecord& rec) {
   if (rec.version <= m.service_version) return;
   m.service_version = rec.version;
   if (listener_ != nullptr) listener_->OnPeerService(m.id, m.generation, rec.service);
+}
+
+void Node::NoteUsage(MemberRec& m, const UsageRecord& rec) {
+  if (rec.version <= m.usage_version) return;
+  m.usage_version = rec.version;
+  if (listener_ != nullptr) listener_->OnPeerUsage(m.id, m.generation, rec);
 }
 
 void Node::NoteLoad(MemberRec& m, const LoadRecord& rec) {

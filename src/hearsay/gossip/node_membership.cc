@@ -48,6 +48,7 @@ void Node::DropStore(MemberRec& m) {
   m.store.reset();
   m.load = LoadRecord{};
   m.service_version = 0;
+  m.usage_version = 0;
 }
 
 void Node::SetState(MemberRec& m, MemberState state) {

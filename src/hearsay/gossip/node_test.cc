@@ -155,6 +155,32 @@ TEST(NodeTest, ServiceRecordsReachEveryPeerAndChangesFollow) {
   for (int i = 1; i < c.size(); ++i) EXPECT_EQ(c.listener(i).services["n0"], a) << i;
 }
 
+TEST(NodeTest, UsageRecordsReachEveryPeerAndTheLatestWins) {
+  Cluster c(4, 5);
+  c.StartAll();
+  c.Run(2s);
+  const std::vector<TenantUsage> first{{TenantHash("acme"), 3000, 6000}};
+  ASSERT_TRUE(c.node(1).SetUsage(first).ok());
+  c.Run(3s);
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == 1) continue;
+    EXPECT_EQ(c.listener(i).usages["n1"], first) << i;
+    ASSERT_NE(c.node(i).PeerStore("n1"), nullptr);
+    EXPECT_EQ(c.node(i).PeerStore("n1")->usage().tenants, first);
+  }
+  ASSERT_TRUE(c.node(1).SetUsage({}).ok());
+  c.Run(3s);
+  for (int i = 0; i < c.size(); ++i) {
+    if (i != 1) {
+      EXPECT_TRUE(c.listener(i).usages["n1"].empty()) << i;
+    }
+  }
+  // Over the bounds (unsorted): refused, and nothing is published.
+  const uint64_t version = c.node(1).own_store().max_version();
+  EXPECT_EQ(c.node(1).SetUsage({{2, 1, 1}, {1, 1, 1}}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.node(1).own_store().max_version(), version);
+}
+
 TEST(NodeTest, FreshSmallDeltasGoAsDatagramsAndABacklogOnTheStream) {
   Config config;
   config.landmark_stride = 1;

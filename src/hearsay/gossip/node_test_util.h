@@ -64,7 +64,11 @@ class RecordingListener : public Listener {
   std::map<NodeId, Generation> generations;
   std::map<NodeId, LoadReport> loads;
   std::map<NodeId, uint32_t> strides;
+  void OnPeerUsage(const NodeId& id, Generation, const UsageRecord& usage) override {
+    usages[id] = usage.tenants;
+  }
   std::map<NodeId, Service> services;
+  std::map<NodeId, std::vector<TenantUsage>> usages;
   std::map<NodeId, int> service_reports;
 };
 

@@ -29,6 +29,12 @@ uint64_t OriginStore::PutService(const Service& service) {
   return service_.version;
 }
 
+uint64_t OriginStore::PutUsage(std::vector<TenantUsage> tenants) {
+  usage_ = UsageRecord{++max_version_, std::move(tenants)};
+  if (history_ && writer_) history_->RecordLoad(usage_.version);
+  return usage_.version;
+}
+
 bool OriginStore::PutCache(BlockKey full_key, uint32_t block_index, bool live) {
   if (!Put(full_key, block_index, live)) return false;
   MaybeCollect();
@@ -94,6 +100,7 @@ void OriginStore::Write(BlockKey full_key, uint32_t block_index, bool live, uint
 void OriginStore::ApplyRecords(const OriginDelta& d) {
   if (d.load && d.load->version > load_.version) load_ = *d.load;
   if (d.service && d.service->version > service_.version) service_ = *d.service;
+  if (d.usage && d.usage->version > usage_.version) usage_ = *d.usage;
 }
 
 bool OriginStore::CrossesStrideStart(const OriginDelta& d) {
@@ -249,6 +256,7 @@ std::optional<OriginDelta> OriginStore::SnapshotShell(size_t budget_bytes) const
   d.to_version = max_version_;
   if (load_.version > 0) d.load = load_;
   if (service_.version > 0) d.service = service_;
+  if (usage_.version > 0) d.usage = usage_;
   const size_t bound =
       EncodedDeltaHeaderSize(d) + VarintSize(live_count()) + live_count() * kMaxSnapshotEntryBytes;
   if (bound > budget_bytes) return std::nullopt;
@@ -270,6 +278,7 @@ std::optional<OriginDelta> OriginStore::BuildRun(uint64_t known, size_t budget_b
   size_t used = EncodedDeltaHeaderSize(d) + 4;  // + room for the varints growing
   bool load_done = load_.version <= known;
   bool service_done = service_.version <= known;
+  bool usage_done = usage_.version <= known;
   uint64_t prev = known;
   bool cut = false;
   // The records go in version order among the entries; false if the next one does not fit.
@@ -293,14 +302,25 @@ std::optional<OriginDelta> OriginStore::BuildRun(uint64_t known, size_t budget_b
       service_done = true;
     });
   };
+  auto add_usage = [&] {
+    return add_record(EncodedSize(usage_), [&] {
+      d.usage = usage_;
+      d.to_version = std::max(d.to_version, usage_.version);
+      usage_done = true;
+    });
+  };
   // Adds every record written before `version`, oldest first; false if one does not fit.
   auto add_records_before = [&](uint64_t version) {
     for (;;) {
       const uint64_t load_v = load_done ? UINT64_MAX : load_.version;
       const uint64_t service_v = service_done ? UINT64_MAX : service_.version;
-      const uint64_t next = std::min(load_v, service_v);
+      const uint64_t usage_v = usage_done ? UINT64_MAX : usage_.version;
+      const uint64_t next = std::min({load_v, service_v, usage_v});
       if (next == UINT64_MAX || next >= version) return true;
-      if (!(next == load_v ? add_load() : add_service())) return false;
+      const bool added = next == load_v      ? add_load()
+                         : next == service_v ? add_service()
+                                             : add_usage();
+      if (!added) return false;
     }
   };
   for_each_current([&](const CacheEntry& e) {

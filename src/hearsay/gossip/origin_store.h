@@ -1,4 +1,5 @@
-// OriginStore: one origin's versioned state (its load and service records and its cache summary),
+// OriginStore: one origin's versioned state (its load, service and usage records and its cache
+// summary),
 // as the origin writes it or as a peer has replicated it. This is the unit of scuttlebutt
 // anti-entropy.
 //
@@ -64,6 +65,8 @@ class OriginStore {
   uint64_t PutLoad(const LoadReport& load, uint64_t heartbeat);
   // Writes the service record (service.h); returns its version.
   uint64_t PutService(const Service& service);
+  // Writes the usage record (usage.h; tenants within its limits); returns its version.
+  uint64_t PutUsage(std::vector<TenantUsage> tenants);
   // Writes key (as its summary key, summary_key.h) as held (live) or removed; a write that
   // changes nothing is skipped. Returns true if a version was taken.
   bool PutCache(prefix::BlockKey key, uint32_t block_index, bool live);
@@ -99,6 +102,7 @@ class OriginStore {
   uint32_t stride() const { return stride_; }
   const LoadRecord& load() const { return load_; }
   const ServiceRecord& service() const { return service_; }
+  const UsageRecord& usage() const { return usage_; }
   size_t live_count() const { return shared() ? shared_live_ : entries_.size() - tombstones_; }
   size_t tombstone_count() const { return tombstones_; }
   // True if the origin is believed to hold `key` (compared as summary keys).
@@ -126,7 +130,7 @@ class OriginStore {
   bool Put(prefix::BlockKey full_key, uint32_t block_index, bool live);
   void Write(prefix::BlockKey key, uint32_t block_index, bool live, uint64_t version,
              std::vector<prefix::BlockEvent>* events);
-  // Takes d's load and service records if they are newer than the ones held.
+  // Takes d's load, service and usage records if they are newer than the ones held.
   void ApplyRecords(const OriginDelta& d);
   // True if `d` is a run that starts below its stride start and reaches it.
   static bool CrossesStrideStart(const OriginDelta& d);
@@ -164,8 +168,8 @@ class OriginStore {
   // Invariants:
   //  - log_[head_..] is sorted by version (non-decreasing; equal only for snapshot stamps) and
   //    holds one current item per key in entries_ (plus stale items, < half after compaction).
-  //  - every entries_ version, load_.version and service_.version, is <= max_version_; gc_floor_ <=
-  //  max_version_.
+  //  - every entries_ version, load_.version, service_.version and usage_.version is <=
+  //    max_version_; gc_floor_ <= max_version_.
   //  - tombstones_ == number of entries_ with live == false.
   //  - no tombstone with version <= gc_floor_ is needed by a peer that knows >= gc_floor_.
   NodeId id_;
@@ -178,6 +182,7 @@ class OriginStore {
   uint64_t epoch_ = 0;
   LoadRecord load_;
   ServiceRecord service_;
+  UsageRecord usage_;
   KeyTable<Slot> entries_;
   size_t tombstones_ = 0;
   std::vector<LogItem> log_;

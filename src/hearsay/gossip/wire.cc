@@ -66,6 +66,12 @@ uint64_t RunTag(const CacheEntry& e, bool next) {
 constexpr uint8_t kMaxStrideCode = 21;
 constexpr uint8_t kFlagStrideStart = 0x40;
 constexpr uint8_t kFlagLoad = 0x80;
+// A delta's entry count varint: the count above kCountShift, and below it which optional parts
+// follow (bit 2, a signature, is not understood here and refused).
+constexpr int kCountShift = 3;
+constexpr uint64_t kCountService = 1;
+constexpr uint64_t kCountUsage = 2;
+constexpr uint64_t kCountSignature = 4;
 static_assert(uint32_t{1} << (kMaxStrideCode - 1) == kMaxLandmarkStride);
 
 uint8_t StrideCode(uint32_t stride) {
@@ -221,8 +227,10 @@ void PutDelta(ByteWriter& w, const OriginDelta& d) {
   if (crossing) w.PutVarint(d.stride_start - d.from_version);
   w.PutVarint(d.to_version - d.from_version);
   if (d.load) PutLoad(w, *d.load);
-  w.PutVarint(d.entries.size() << 1 | (d.service ? 1 : 0));
+  w.PutVarint(d.entries.size() << kCountShift | (d.service ? kCountService : 0) |
+              (d.usage ? kCountUsage : 0));
   if (d.service) PutServiceRecord(w, *d.service);
+  if (d.usage) PutUsageRecord(w, *d.usage);
   if (!d.snapshot) {
     uint64_t prev = d.from_version;
     for (const auto& e : d.entries) {
@@ -287,16 +295,25 @@ OriginDelta ReadDelta(ByteReader& r) {
   }
   if (!r.ok()) return d;
   const uint64_t count_code = r.ReadVarint();
-  if ((count_code & 1) != 0) {
+  if ((count_code & kCountSignature) != 0) r.Fail("delta signatures are not supported");
+  if (r.ok() && (count_code & kCountService) != 0) {
     d.service = ReadServiceRecord(r);
     if (d.service->version > d.to_version ||
         (!d.snapshot && d.service->version <= d.from_version) || d.service->version == 0) {
       r.Fail("service version outside the delta");
     }
   }
+  if (r.ok() && (count_code & kCountUsage) != 0) {
+    d.usage = ReadUsageRecord(r);
+    if (d.usage->version > d.to_version || (!d.snapshot && d.usage->version <= d.from_version) ||
+        d.usage->version == 0) {
+      r.Fail("usage version outside the delta");
+    }
+  }
   if (!r.ok()) return d;
   if (!d.snapshot) {
-    const size_t n = CheckCount(r, count_code >> 1, kMaxEntriesPerOrigin, 1 + kSummaryKeyBytes);
+    const size_t n =
+        CheckCount(r, count_code >> kCountShift, kMaxEntriesPerOrigin, 1 + kSummaryKeyBytes);
     d.entries.reserve(n);
     uint64_t prev = d.from_version;
     for (size_t i = 0; i < n && r.ok(); ++i) {
@@ -320,7 +337,7 @@ OriginDelta ReadDelta(ByteReader& r) {
       d.entries.push_back(e);
     }
   } else {
-    const size_t n = CheckCount(r, count_code >> 1, kMaxEntriesPerOrigin, 2);
+    const size_t n = CheckCount(r, count_code >> kCountShift, kMaxEntriesPerOrigin, 2);
     d.entries.reserve(n);
     prefix::BlockKey prev = 0;
     for (size_t i = 0; i < n && r.ok(); ++i) {
@@ -390,7 +407,8 @@ size_t EncodedDeltaHeaderSize(const OriginDelta& d) {
          (StrideCode(d.stride) == 0 ? VarintSize(d.stride) : 0) + VarintSize(d.from_version) +
          (d.stride_start != 0 ? VarintSize(d.stride_start - d.from_version) : 0) +
          VarintSize(d.to_version - d.from_version) + (d.load ? EncodedSize(*d.load) : 0) +
-         VarintSize((d.entries.size() + 1) << 1) + (d.service ? EncodedSize(*d.service) : 0);
+         VarintSize((d.entries.size() + 1) << kCountShift) +
+         (d.service ? EncodedSize(*d.service) : 0) + (d.usage ? EncodedSize(*d.usage) : 0);
 }
 
 size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version) {

@@ -17,7 +17,8 @@
 // clear, then the summary key (summary_key.h: its low 48 bits, 6 bytes, little-endian). A
 // removal carries no block index (it decodes as 0). A delta is: id, generation, a flags byte,
 // [stride], from version, [stride start step], to version as a step above from, [load record],
-// entry count times 2 (plus 1 if a service record follows), [service record], entries. The flags
+// entry count times 8 (plus 1 if a service record follows, plus 2 if a usage record follows, plus
+// 4 if a signature follows), [service record], [usage record], entries. The flags
 // byte holds the snapshot bit (bit 0), the landmark stride in bits 1-5 (c in 1..21 for a stride of
 // 2^(c - 1); 0: the stride follows as a varint), in bit 6 (runs only) that the run crosses its
 // origin's change of stride, so the stride start follows the from version as a step above it, and
@@ -42,10 +43,14 @@
 #include "hearsay/gossip/service.h"
 #include "hearsay/gossip/summary_key.h"
 #include "hearsay/gossip/types.h"
+#include "hearsay/gossip/usage.h"
 #include "hearsay/prefix/block_event.h"
 
 namespace hearsay::gossip {
 
+// Version 7: a delta may carry its origin's usage record (usage.h); the entry count varint is the
+// count times 8, plus 1 if a service record follows, 2 if a usage record follows it, and 4 if a
+// signature follows (refused by this decoder).
 // Version 6: the load record carries the decode time per token (a varint of microseconds).
 // Version 5: a delta may carry its origin's service record (service.h): bit 0 of the entry count
 // varint says one follows the load record. Version 4: a run that crosses its origin's change of
@@ -54,7 +59,7 @@ namespace hearsay::gossip {
 // landmark stride. Version 2: run entries with a tag varint and 48-bit keys (version 1: flag byte,
 // 64-bit key, block index varint); block indices sent as index codes. docs/gossip.md, "Wire
 // format", describes the current layout.
-inline constexpr uint8_t kWireVersion = 6;
+inline constexpr uint8_t kWireVersion = 7;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;
@@ -141,6 +146,8 @@ struct OriginDelta {
   uint64_t stride_start = 0;  // runs only: 0, or in (from_version, to_version] (see above)
   // The origin's service record, present (like `load`) if its version is in the delta's range.
   std::optional<ServiceRecord> service = std::nullopt;
+  // The origin's usage record (per-tenant offered traffic), present under the same rule.
+  std::optional<UsageRecord> usage = std::nullopt;
   friend bool operator==(const OriginDelta&, const OriginDelta&) = default;
 };
 

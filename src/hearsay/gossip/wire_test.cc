@@ -45,6 +45,7 @@ OriginDelta SampleRun() {
                                           {"sql-lora", "chat-lora"},
                                           0x0123456789abcdefULL,
                                           16}}}};
+  d.usage = UsageRecord{18, {{0x10, 2500, 60000}, {0xfedcba9876543210ULL, 1, 0}}};
   return d;
 }
 
@@ -66,6 +67,7 @@ OriginDelta SampleSnapshot() {
   d.load = LoadRecord{98, 7, LoadReport{}};
   d.service = ServiceRecord{97, Service{{{"sim", "model-a", {}, 4096, {}, 7, 16},
                                          {"llamacpp", "model-b", {"b"}, 0, {}, 0, 32}}}};
+  d.usage = UsageRecord{96, {{TenantHash("acme"), 1000, 120000}}};
   d.entries = {{1, 0, true, 99}, {1000, 16, true, 99}, {kSummaryKeyMask, 33, true, 99}};
   return d;
 }
@@ -492,6 +494,7 @@ TEST(WireTest, RunHeadersCarryTheVersionRangeAsAStep) {
   d.to_version = 20'010;
   d.load->version = 20'002;
   d.service.reset();
+  d.usage.reset();
   for (auto& e : d.entries) e.version += 20'000 - 10;
   EXPECT_EQ(EncodedDeltaHeaderSize(d), 1 + d.id.size() + VarintSize(d.generation) + 1 +
                                            VarintSize(20'000) + 1 + EncodedSize(*d.load) + 1);

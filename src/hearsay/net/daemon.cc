@@ -381,6 +381,8 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
   }
   // What the node serves: its configured model now, and what the engine lists once read.
   no.service = CurrentService().service;
+  // Tenants' rate limits hold across the cluster: the node gossips this node's usage.
+  no.limiter = &tenant_limiter_.cluster();
   HEARSAY_ASSIGN_OR_RETURN(
       node_, node::Node::Create(std::move(no), *engine_, keyer, *scheduler_, *rng_, *transport_,
                                 *logging_peer_client_, framer_.get()));
@@ -545,6 +547,9 @@ void Daemon::RefreshMetrics() {
                    server_->open_connections(), scheduler_->clock().Now());
   keying_metrics_->Refresh(prompt_tokenizer_->stats(), openai_engine_);
   isolation_metrics_->Refresh(opener_->drops(), isolation_->report());
+  const TimePoint now = scheduler_->clock().Now();
+  tenant_metrics_->RefreshShares(tenant_limiter_.cluster().Tenants(now),
+                                 tenant_limiter_.cluster().fresh_peers(now));
   if (const upstream::HostedOpenAiEngine* e = KvEventsEngine(); e && kv_events_metrics_) {
     kv_events_metrics_->Refresh(*e->kv_events(), e->kv_events_subscriber()->stats());
   }

@@ -6,6 +6,9 @@ TenantMetrics::TenantMetrics(api::MetricsRegistry& registry) : registry_(registr
   auth_failures_ = &registry_.AddCounter(
       "hearsay_api_auth_failures_total",
       "/v1 requests refused with 401: no API key, or one the API-keys file does not hold");
+  usage_peers_ = &registry_.AddGauge(
+      "hearsay_tenant_usage_peers",
+      "live peers whose fresh usage record counts in the tenants' cluster-wide rate limits");
 }
 
 TenantMetrics::Series& TenantMetrics::For(std::string_view tenant) {
@@ -26,6 +29,20 @@ TenantMetrics::Series& TenantMetrics::For(std::string_view tenant) {
       "hearsay_tenant_tokens_total",
       "tokens admitted for the tenant's client requests (prompt plus max_tokens)",
       {{"tenant", name}});
+  s.offered_rps = &registry_.AddGauge(
+      "hearsay_tenant_offered_rps",
+      "requests per second the tenant's clients offer (recent window), here or across the cluster",
+      {{"tenant", name}, {"scope", "node"}});
+  s.cluster_offered_rps = &registry_.AddGauge(
+      "hearsay_tenant_offered_rps",
+      "requests per second the tenant's clients offer (recent window), here or across the cluster",
+      {{"tenant", name}, {"scope", "cluster"}});
+  s.rps_share = &registry_.AddGauge("hearsay_tenant_limit_share",
+                                    "share of the tenant's cluster-wide limit this node enforces",
+                                    {{"tenant", name}, {"limit", "rps"}});
+  s.tpm_share = &registry_.AddGauge("hearsay_tenant_limit_share",
+                                    "share of the tenant's cluster-wide limit this node enforces",
+                                    {{"tenant", name}, {"limit", "tpm"}});
   return series_.emplace(name, s).first->second;
 }
 
@@ -56,6 +73,23 @@ std::vector<TenantMetrics::TenantCounts> TenantMetrics::Snapshot() const {
                    static_cast<uint64_t>(s.tokens->Value())});
   }
   return out;
+}
+
+}  // namespace hearsay::net
+
+namespace hearsay::net {
+
+void TenantMetrics::RefreshShares(const std::vector<node::ClusterLimiter::TenantView>& tenants,
+                                  size_t fresh_peers) {
+  usage_peers_->Set(static_cast<double>(fresh_peers));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const node::ClusterLimiter::TenantView& t : tenants) {
+    Series& s = For(t.name);
+    s.offered_rps->Set(t.offered_rps);
+    s.cluster_offered_rps->Set(t.cluster_offered_rps);
+    s.rps_share->Set(t.rps_share);
+    s.tpm_share->Set(t.tpm_share);
+  }
 }
 
 }  // namespace hearsay::net

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hearsay/api/metrics.h"
+#include "hearsay/node/cluster_limiter.h"
 
 namespace hearsay::net {
 
@@ -25,6 +26,10 @@ class TenantMetrics {
   void CountRateLimited(std::string_view tenant, std::string_view limit);
   // `tokens` (prompt plus max_tokens) admitted for `tenant`.
   void CountTokens(std::string_view tenant, uint64_t tokens);
+  // The cluster-wide limits' view (node/cluster_limiter.h): per tenant offered here, across the
+  // cluster and the share of its limits this node enforces; and how many peers' usage counts.
+  void RefreshShares(const std::vector<node::ClusterLimiter::TenantView>& tenants,
+                     size_t fresh_peers);
   // A /v1 request without a valid API key (401).
   void CountAuthFailure() { auth_failures_->Increment(); }
 
@@ -46,11 +51,16 @@ class TenantMetrics {
     api::Counter* rps_limited = nullptr;
     api::Counter* tpm_limited = nullptr;
     api::Counter* tokens = nullptr;
+    api::Gauge* offered_rps = nullptr;
+    api::Gauge* cluster_offered_rps = nullptr;
+    api::Gauge* rps_share = nullptr;
+    api::Gauge* tpm_share = nullptr;
   };
   Series& For(std::string_view tenant);
 
   api::MetricsRegistry& registry_;
   api::Counter* auth_failures_ = nullptr;
+  api::Gauge* usage_peers_ = nullptr;
   mutable std::mutex mu_;
   std::map<std::string, Series, std::less<>> series_;  // guarded by mu_
 };

@@ -115,6 +115,11 @@ void Node::PublishTick() {
     gossip_->SetLoad(r);
     last_load_ = r;
   }
+  if (options_.limiter != nullptr) {
+    if (auto usage = options_.limiter->UsageToPublish(scheduler_.clock().Now())) {
+      gossip_->SetUsage(std::move(*usage)).IgnoreError();  // the limiter keeps within usage.h
+    }
+  }
   RefreshMembers();
   std::weak_ptr<int> alive = alive_;
   scheduler_.RunAfter(options_.publish_interval, [this, alive] {
@@ -161,6 +166,11 @@ Node::Peer* Node::EnsurePeer(const NodeId& id, Generation generation) {
 
 void Node::OnMemberChanged(const NodeId& id, Generation generation, gossip::MemberState state) {
   members_dirty_ = true;
+  if (options_.limiter != nullptr) {
+    options_.limiter->OnPeerChanged(
+        id, generation,
+        state == gossip::MemberState::kAlive || state == gossip::MemberState::kSuspect);
+  }
   if (state == gossip::MemberState::kAlive || state == gossip::MemberState::kSuspect) {
     if (Peer* p = EnsurePeer(id, generation)) p->live = state == gossip::MemberState::kAlive;
     return;
@@ -170,6 +180,12 @@ void Node::OnMemberChanged(const NodeId& id, Generation generation, gossip::Memb
   peer_index_.RemovePeer(id).IgnoreError();
   policy_->OnMemberReset(*s + 1);
   if (*s < peers_.size()) peers_[*s] = Peer{};
+}
+
+void Node::OnPeerUsage(const NodeId& id, Generation generation, const gossip::UsageRecord& usage) {
+  if (options_.limiter != nullptr) {
+    options_.limiter->OnPeerUsage(id, generation, usage, scheduler_.clock().Now());
+  }
 }
 
 void Node::OnPeerCacheEvents(const NodeId& id, Generation generation,

@@ -74,6 +74,7 @@
 #include "hearsay/gossip/framer.h"
 #include "hearsay/gossip/listener.h"
 #include "hearsay/gossip/node.h"
+#include "hearsay/node/cluster_limiter.h"
 #include "hearsay/node/decision_record.h"
 #include "hearsay/node/model_routing.h"
 #include "hearsay/node/peer_trust.h"
@@ -155,6 +156,10 @@ struct NodeOptions {
   Duration forward_deadline_floor = FromMillis(1000);
   // How this node judges its peers' claims against what they deliver (peer_trust.h).
   PeerTrustOptions trust;
+  // Per-tenant usage for cluster-wide rate limits (cluster_limiter.h), or null: the node gossips
+  // its usage every publish tick it is due and feeds peers' records and membership changes into
+  // it. Borrowed; must outlive the node.
+  ClusterLimiter* limiter = nullptr;
   // Simulator only: how this node lies (Misbehaviour).
   Misbehaviour misbehave;
 };
@@ -287,6 +292,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void OnPeerLoad(const NodeId& id, Generation generation, const gossip::LoadReport& load) override;
   void OnPeerService(const NodeId& id, Generation generation,
                      const gossip::Service& service) override;
+  void OnPeerUsage(const NodeId& id, Generation generation,
+                   const gossip::UsageRecord& usage) override;
 
   // engine::EngineObserver (the node's own engine).
   void OnAdmitted(engine::RequestId id, const engine::Admission& admission) override;

@@ -107,7 +107,14 @@ void GossipCluster::Build(int i, Transport& transport) {
       options_.on_member_changed(i, id, g, st);
     };
   }
-  m.listener = std::make_unique<ModelListener>(std::move(hook), options_.model_caches);
+  ModelListener::UsageHook usage_hook;
+  if (options_.on_peer_usage) {
+    usage_hook = [this, i](const NodeId& id, Generation g, const gossip::UsageRecord& u) {
+      options_.on_peer_usage(i, id, g, u);
+    };
+  }
+  m.listener = std::make_unique<ModelListener>(std::move(hook), options_.model_caches,
+                                               std::move(usage_hook));
   gossip::Framer* framer = nullptr;
   if (options_.secure) {
     m.framer.reset();

@@ -36,15 +36,20 @@ namespace hearsay::sim {
 class ModelListener final : public gossip::Listener {
  public:
   using MemberHook = std::function<void(const NodeId&, Generation, gossip::MemberState)>;
+  using UsageHook = std::function<void(const NodeId&, Generation, const gossip::UsageRecord&)>;
   // With model_caches false, only membership changes are recorded (cache() stays empty).
-  explicit ModelListener(MemberHook hook = nullptr, bool model_caches = true)
-      : hook_(std::move(hook)), model_caches_(model_caches) {}
+  explicit ModelListener(MemberHook hook = nullptr, bool model_caches = true,
+                         UsageHook usage_hook = nullptr)
+      : hook_(std::move(hook)), usage_hook_(std::move(usage_hook)), model_caches_(model_caches) {}
 
   void OnMemberChanged(const NodeId& id, Generation g, gossip::MemberState s) override;
   void OnPeerCacheEvents(const NodeId& id, Generation g,
                          std::span<const prefix::BlockEvent> events) override;
   void OnPeerCacheSnapshot(const NodeId& id, Generation g,
                            std::span<const prefix::BlockEvent> live) override;
+  void OnPeerUsage(const NodeId& id, Generation g, const gossip::UsageRecord& usage) override {
+    if (usage_hook_) usage_hook_(id, g, usage);
+  }
 
   // The advertised cache of `id` as the events built it.
   const std::set<prefix::BlockKey>& cache(const NodeId& id) const;
@@ -60,6 +65,7 @@ class ModelListener final : public gossip::Listener {
     std::set<prefix::BlockKey> cache;
   };
   MemberHook hook_;
+  UsageHook usage_hook_;
   bool model_caches_ = true;
   std::map<NodeId, Peer> peers_;
   uint64_t inconsistent_ = 0;
@@ -77,6 +83,9 @@ class GossipCluster {
     // Called on every membership change any node reports: (observer index, member, generation,
     // state). Optional; experiments count false deaths with it.
     std::function<void(int, const NodeId&, Generation, gossip::MemberState)> on_member_changed;
+    // Called on every peer usage record any node hears of: (observer index, member, generation,
+    // record). Optional; the rate-limit experiment feeds its limiters with it.
+    std::function<void(int, const NodeId&, Generation, const gossip::UsageRecord&)> on_peer_usage;
     // Whether each node's ModelListener replays cache events into its naive model (the fault
     // suite's invariants need it). Experiments that only read replicas turn it off: the model
     // is a std::set per (node, peer), O(N^2) memory and a tenth of the CPU at N = 32.
