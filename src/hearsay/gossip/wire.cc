@@ -35,6 +35,12 @@ std::string_view MsgTypeName(MsgType type) {
 namespace {
 
 constexpr uint64_t kFlagLive = 1;
+constexpr size_t kSigningKeyBytes = 32;
+// The entry count varint: count * 8 plus these bits.
+constexpr uint64_t kCountService = 1;
+constexpr uint64_t kCountUsage = 2;  // reserved (usage records); refused
+constexpr uint64_t kCountSignature = 4;
+constexpr int kCountShift = 3;
 constexpr uint64_t kFlagNext = 2;
 // Block indices that are multiples of this (every landmark at the default stride and its
 // multiples) are sent divided by it, so landmarks up to block 240 cost no byte of their own.
@@ -153,6 +159,7 @@ void PutUpdate(ByteWriter& w, const MemberUpdate& u) {
   w.PutVarint(u.incarnation);
   w.PutString(u.accuser);
   w.PutString(u.api_address);
+  w.PutString(u.signing_key);
 }
 
 MemberUpdate ReadUpdate(ByteReader& r) {
@@ -166,6 +173,10 @@ MemberUpdate ReadUpdate(ByteReader& r) {
   u.incarnation = r.ReadVarint();
   u.accuser = r.ReadString(kMaxIdBytes);
   u.api_address = r.ReadString(kMaxAddressBytes);
+  u.signing_key = r.ReadString(kSigningKeyBytes);
+  if (!u.signing_key.empty() && u.signing_key.size() != kSigningKeyBytes) {
+    r.Fail("signing key of the wrong size");
+  }
   return u;
 }
 
@@ -174,9 +185,9 @@ void PutUpdates(ByteWriter& w, const std::vector<MemberUpdate>& us) {
   for (const auto& u : us) PutUpdate(w, u);
 }
 
-// Smallest encoding of a MemberUpdate: state, 1-byte id, 3 empty/zero fields, empty accuser and
-// api address.
-constexpr size_t kMinUpdateBytes = 1 + 2 + 1 + 1 + 1 + 1 + 1;
+// Smallest encoding of a MemberUpdate: state, 1-byte id, 3 empty/zero fields, empty accuser, api
+// address and signing key.
+constexpr size_t kMinUpdateBytes = 1 + 2 + 1 + 1 + 1 + 1 + 1 + 1;
 
 std::vector<MemberUpdate> ReadUpdates(ByteReader& r) {
   std::vector<MemberUpdate> out;
@@ -221,8 +232,10 @@ void PutDelta(ByteWriter& w, const OriginDelta& d) {
   if (crossing) w.PutVarint(d.stride_start - d.from_version);
   w.PutVarint(d.to_version - d.from_version);
   if (d.load) PutLoad(w, *d.load);
-  w.PutVarint(d.entries.size() << 1 | (d.service ? 1 : 0));
+  w.PutVarint(d.entries.size() << kCountShift | (d.service ? kCountService : 0) |
+              (d.signature ? kCountSignature : 0));
   if (d.service) PutServiceRecord(w, *d.service);
+  if (d.signature) w.PutRaw(*d.signature);
   if (!d.snapshot) {
     uint64_t prev = d.from_version;
     for (const auto& e : d.entries) {
@@ -287,7 +300,9 @@ OriginDelta ReadDelta(ByteReader& r) {
   }
   if (!r.ok()) return d;
   const uint64_t count_code = r.ReadVarint();
-  if ((count_code & 1) != 0) {
+  if ((count_code & kCountUsage) != 0) r.Fail("usage records are not supported");
+  if (!r.ok()) return d;
+  if ((count_code & kCountService) != 0) {
     d.service = ReadServiceRecord(r);
     if (d.service->version > d.to_version ||
         (!d.snapshot && d.service->version <= d.from_version) || d.service->version == 0) {
@@ -295,8 +310,15 @@ OriginDelta ReadDelta(ByteReader& r) {
     }
   }
   if (!r.ok()) return d;
+  if ((count_code & kCountSignature) != 0) {
+    const std::span<const uint8_t> sig = r.ReadRaw(64);
+    if (!r.ok()) return d;
+    d.signature.emplace();
+    std::copy(sig.begin(), sig.end(), d.signature->begin());
+  }
   if (!d.snapshot) {
-    const size_t n = CheckCount(r, count_code >> 1, kMaxEntriesPerOrigin, 1 + kSummaryKeyBytes);
+    const size_t n =
+        CheckCount(r, count_code >> kCountShift, kMaxEntriesPerOrigin, 1 + kSummaryKeyBytes);
     d.entries.reserve(n);
     uint64_t prev = d.from_version;
     for (size_t i = 0; i < n && r.ok(); ++i) {
@@ -320,7 +342,7 @@ OriginDelta ReadDelta(ByteReader& r) {
       d.entries.push_back(e);
     }
   } else {
-    const size_t n = CheckCount(r, count_code >> 1, kMaxEntriesPerOrigin, 2);
+    const size_t n = CheckCount(r, count_code >> kCountShift, kMaxEntriesPerOrigin, 2);
     d.entries.reserve(n);
     prefix::BlockKey prev = 0;
     for (size_t i = 0; i < n && r.ok(); ++i) {
@@ -357,6 +379,12 @@ std::vector<OriginDelta> ReadDeltas(ByteReader& r) {
 
 }  // namespace
 
+std::vector<uint8_t> EncodeLoadRecord(const LoadRecord& r) {
+  ByteWriter w;
+  PutLoad(w, r);
+  return w.Take();
+}
+
 size_t VarintSize(uint64_t v) {
   size_t n = 1;
   while (v >= 0x80) {
@@ -370,7 +398,8 @@ static size_t StringSize(const std::string& s) { return VarintSize(s.size()) + s
 
 size_t EncodedSize(const MemberUpdate& u) {
   return 1 + StringSize(u.id) + StringSize(u.address) + VarintSize(u.generation) +
-         VarintSize(u.incarnation) + StringSize(u.accuser) + StringSize(u.api_address);
+         VarintSize(u.incarnation) + StringSize(u.accuser) + StringSize(u.api_address) +
+         StringSize(u.signing_key);
 }
 
 size_t EncodedSize(const DigestEntry& e) {
@@ -390,7 +419,8 @@ size_t EncodedDeltaHeaderSize(const OriginDelta& d) {
          (StrideCode(d.stride) == 0 ? VarintSize(d.stride) : 0) + VarintSize(d.from_version) +
          (d.stride_start != 0 ? VarintSize(d.stride_start - d.from_version) : 0) +
          VarintSize(d.to_version - d.from_version) + (d.load ? EncodedSize(*d.load) : 0) +
-         VarintSize((d.entries.size() + 1) << 1) + (d.service ? EncodedSize(*d.service) : 0);
+         VarintSize((d.entries.size() + 1) << kCountShift) +
+         (d.service ? EncodedSize(*d.service) : 0) + (d.signature ? d.signature->size() : 0);
 }
 
 size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version) {

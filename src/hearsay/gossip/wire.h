@@ -17,7 +17,8 @@
 // clear, then the summary key (summary_key.h: its low 48 bits, 6 bytes, little-endian). A
 // removal carries no block index (it decodes as 0). A delta is: id, generation, a flags byte,
 // [stride], from version, [stride start step], to version as a step above from, [load record],
-// entry count times 2 (plus 1 if a service record follows), [service record], entries. The flags
+// entry count times 8 (plus 1 if a service record follows, plus 4 if a signature follows; 2 is
+// reserved and refused), [service record], [signature: 64 raw bytes], entries. The flags
 // byte holds the snapshot bit (bit 0), the landmark stride in bits 1-5 (c in 1..21 for a stride of
 // 2^(c - 1); 0: the stride follows as a varint), in bit 6 (runs only) that the run crosses its
 // origin's change of stride, so the stride start follows the from version as a step above it, and
@@ -29,6 +30,7 @@
 // Thread-safety: pure functions on plain values.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,6 +48,10 @@
 
 namespace hearsay::gossip {
 
+// Version 7: a delta may carry its origin's signature of its state at the delta's to version
+// (state_signing.h): the entry count varint is count * 8 plus 1 (a service record follows), 2
+// (reserved for usage records: refused) and 4 (a 64-byte signature follows the service record);
+// a member update ends with its member's public signing key (empty, or 32 bytes).
 // Version 6: the load record carries the decode time per token (a varint of microseconds).
 // Version 5: a delta may carry its origin's service record (service.h): bit 0 of the entry count
 // varint says one follows the load record. Version 4: a run that crosses its origin's change of
@@ -54,7 +60,7 @@ namespace hearsay::gossip {
 // landmark stride. Version 2: run entries with a tag varint and 48-bit keys (version 1: flag byte,
 // 64-bit key, block index varint); block indices sent as index codes. docs/gossip.md, "Wire
 // format", describes the current layout.
-inline constexpr uint8_t kWireVersion = 6;
+inline constexpr uint8_t kWireVersion = 7;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;
@@ -99,6 +105,9 @@ struct MemberUpdate {
   // Where the member accepts forwarded requests (the daemon's HTTP address); empty when requests
   // go to `address` itself (the simulator). Set by the member; travels with its address.
   Address api_address;
+  // The member's Ed25519 public key for its signed state (state_signing.h): 32 bytes, or empty
+  // (signatures off). Set by the member; a peer binds the first key it sees for (id, generation).
+  std::string signing_key = {};
   friend bool operator==(const MemberUpdate&, const MemberUpdate&) = default;
 };
 
@@ -141,6 +150,9 @@ struct OriginDelta {
   uint64_t stride_start = 0;  // runs only: 0, or in (from_version, to_version] (see above)
   // The origin's service record, present (like `load`) if its version is in the delta's range.
   std::optional<ServiceRecord> service = std::nullopt;
+  // The origin's signature of its state statement at to_version (state_signing.h); travels with
+  // the delta, whoever relays it.
+  std::optional<std::array<uint8_t, 64>> signature = std::nullopt;
   friend bool operator==(const OriginDelta&, const OriginDelta&) = default;
 };
 
@@ -175,12 +187,15 @@ std::vector<uint8_t> Encode(const Message& m);
 // unknown version or type. Never allocates more than a small multiple of body.size().
 Result<Message> Decode(std::span<const uint8_t> body);
 
+// A load record's bytes as a delta carries them (what the state commitment hashes).
+std::vector<uint8_t> EncodeLoadRecord(const LoadRecord& r);
+
 // Encoded sizes, so builders can cut to a byte budget without encoding twice.
 size_t VarintSize(uint64_t v);
 size_t EncodedSize(const MemberUpdate& u);
 size_t EncodedSize(const DigestEntry& e);
 size_t EncodedSize(const LoadRecord& r);
-// The size of a delta's fixed part (everything but its entries).
+// The size of a delta's fixed part (everything but its entries; its signature included).
 size_t EncodedDeltaHeaderSize(const OriginDelta& d);
 // The size of a run entry that follows an entry of version prev_version.
 size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version);
