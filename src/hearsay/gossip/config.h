@@ -3,9 +3,11 @@
 // docs/gossip.md.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "hearsay/env/time.h"
@@ -94,6 +96,10 @@ struct Config {
   // origin per interval at most. 1 s keeps the signatures within 10% of the bytes (figures in
   // docs/gossip-security.md).
   Duration sign_interval = 1s;
+  // The seed of this node's signing key (SigningKey::FromSeed); without it, Start derives one
+  // from the node's rng (simulations). The daemon gives it from security.signing_key_file, or
+  // draws it from the OS at every start.
+  std::optional<std::array<uint8_t, kSigningSeedBytes>> signing_seed;
   // --- Load ---
   OverloadThresholds overload;
 };

@@ -70,7 +70,11 @@ void Node::Start(std::span<const Address> seeds) {
   }
   if (signing() && !signing_key_) {
     std::array<uint8_t, kSigningSeedBytes> seed{};
-    for (auto& b : seed) b = static_cast<uint8_t>(rng_.Below(256));
+    if (config_.signing_seed) {
+      seed = *config_.signing_seed;
+    } else {
+      for (auto& b : seed) b = static_cast<uint8_t>(rng_.Below(256));
+    }
     signing_key_ = SigningKey::FromSeed(seed);
   }
   WriteOwnLoad();

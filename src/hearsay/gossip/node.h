@@ -90,7 +90,7 @@ class Node final : public MessageSink {
   Node& operator=(const Node&) = delete;
 
   // With Config::signatures, the key this node signs its state with; call before Start. Without
-  // it, Start derives one from the rng (simulations; the daemon always gives one).
+  // it, Start uses Config::signing_seed, or derives one from the rng (simulations).
   void UseSigningKey(const SigningKey& key) { signing_key_ = key; }
   // The public key announced with this node's membership (empty with signatures off).
   std::string signing_public_key() const;

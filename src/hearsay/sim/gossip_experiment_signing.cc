@@ -45,8 +45,8 @@ SigningCosts MeasureSigningCosts() {
   }
   const double digest_us =
       std::chrono::duration<double, std::micro>(Clock::now() - start).count() / kOps - c.element_us;
-  static volatile uint8_t sink = 0;
-  sink = d[0];
+  // The digests are used, so the loop is not optimized away.
+  if (d[0] == 0 && d[1] == 0 && d[2] == 0 && d[3] == 0) c.element_us += 0.0;
   c.sign_us += digest_us;
   c.verify_us += digest_us;
   return c;
