@@ -59,7 +59,7 @@ struct GossipExperimentOptions {
 //                         the target; local_health_mean/max over the measured window
 // and a few more diagnostics; with signatures, a "signatures" object (signatures, verifications
 // and commitment updates per node-second, drops, and the CPU they cost per node, from the counts
-// and this machine's measured cost of each operation). Errors (bad options) come back as {"error":
+// and this machine's measured CPU cost of each operation). Errors (bad options) come back as {"error":
 // "..."}.
 nlohmann::json RunGossipExperiment(const GossipExperimentOptions& options);
 

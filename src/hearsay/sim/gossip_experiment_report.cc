@@ -190,7 +190,8 @@ nlohmann::json Report(const Observations& run) {
   j["churn"] = o.churn;
   j["seed"] = o.seed;
   j["landmark_stride"] = o.landmark_stride;
-  j["share_replicas"] = o.share_replicas;
+  // Ed25519 runs on private replicas (gossip_experiment.h).
+  j["share_replicas"] = o.share_replicas && o.signatures != gossip::SignatureMode::kEd25519;
   j["cache_blocks"] = o.cache_blocks;
   AddFaults(run, j);
   AddAccuracy(run.accuracy, j);

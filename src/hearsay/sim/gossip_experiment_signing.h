@@ -2,7 +2,7 @@
 // the gossip experiment can price the work it counts (in modeled mode no cryptography runs).
 //
 // Thread-safety: MeasureSigningCosts runs the real operations a few thousand times; call it from
-// one thread. It reads the steady clock: its figures vary from run to run, and are reported only
+// one thread. It reads the process CPU clock: its figures vary from run to run, and are reported only
 // when signatures are on.
 #pragma once
 
