@@ -255,11 +255,15 @@ void OriginStore::CompactLog() {
 
 std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget_bytes) const {
   if (known >= max_version_) return std::nullopt;
-  if (known < gc_floor_) return BuildSnapshot(budget_bytes);
-  std::optional<OriginDelta> run = BuildAnyRun(known, budget_bytes);
-  // A run across the change of stride is whole or not at all (BuildRun); a peer it does not fit
-  // gets a snapshot at the new stride instead.
-  if (!run && (known < epoch_ || whole_runs_)) run = BuildSnapshot(budget_bytes);
+  std::optional<OriginDelta> run;
+  if (known < gc_floor_) {
+    run = BuildSnapshot(budget_bytes);
+  } else {
+    run = BuildAnyRun(known, budget_bytes);
+    // A run across the change of stride is whole or not at all (BuildRun); a peer it does not
+    // fit gets a snapshot at the new stride instead.
+    if (!run && (known < epoch_ || whole_runs_)) run = BuildSnapshot(budget_bytes);
+  }
   if (run && signature_ && run->to_version == max_version_) run->signature = signature_;
   return run;
 }
