@@ -180,6 +180,12 @@ TEST(NodeSigningTest, CommitmentsAgreeAcrossRunsAndSnapshots) {
   auto c = fresh.CommitmentAfter(*snap);
   ASSERT_TRUE(c);
   EXPECT_EQ(*c, *by_runs.commitment());
+  // What the replica serves carries the signature of its version, a snapshot for a peer behind
+  // its collection floor included.
+  ASSERT_GT(by_runs.gc_floor(), 0u);
+  auto served = by_runs.BuildDelta(0, SIZE_MAX);
+  ASSERT_TRUE(served && served->snapshot);
+  EXPECT_TRUE(served->signature.has_value());
   // A run naming one key twice has no consistent commitment.
   OriginDelta twice;
   twice.id = "o";
