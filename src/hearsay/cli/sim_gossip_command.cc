@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "hearsay/cli/commands.h"
+#include "hearsay/gossip/state_signing.h"
 #include "hearsay/sim/gossip_experiment.h"
 
 namespace hearsay::cli {
@@ -42,8 +44,17 @@ CLI::App* AddSimGossipCommand(CLI::App& sim, int& exit_code) {
                   "Probe a member out of turn once its state is silent for this many times its "
                   "usual arrival gap (0: off)")
       ->check(CLI::Range(0.0, 1000.0));
+  auto signatures = std::make_shared<std::string>("off");
+  cmd->add_option("--signatures", *signatures,
+                  "Signed origin state: off, ed25519 (real keys and verification; private "
+                  "replicas) or modeled (the bytes and counted work, no cryptography)")
+      ->check(CLI::IsMember({"off", "ed25519", "modeled"}));
+  cmd->add_option("--sign-interval", options->sign_interval_s,
+                  "Seconds between a node's signed publications of its state")
+      ->check(CLI::Range(0.01, 60.0));
   cmd->add_flag("--json", *json, "Print JSON (the default and only format)");
-  cmd->callback([options, &exit_code] {
+  cmd->callback([options, signatures, &exit_code] {
+    options->signatures = *gossip::ParseSignatureMode(*signatures);
     const nlohmann::json result = sim::RunGossipExperiment(*options);
     std::printf("%s\n", result.dump(2).c_str());
     exit_code = result.contains("error") ? 2 : 0;

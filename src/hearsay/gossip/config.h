@@ -3,12 +3,15 @@
 // docs/gossip.md.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "hearsay/env/time.h"
+#include "hearsay/gossip/state_signing.h"
 #include "hearsay/gossip/types.h"
 
 namespace hearsay::gossip {
@@ -83,6 +86,20 @@ struct Config {
   uint32_t landmark_stride = 16;
   size_t landmark_budget_members = 128;
   uint32_t max_landmark_stride = 4096;
+  // --- Signed origin state (state_signing.h, docs/gossip-security.md "Signed origin state") ---
+  // Off: state is trusted as any cluster member relays it. Ed25519: every node signs its own
+  // state and applies another origin's state only with that origin's valid signature. Modeled
+  // (simulator): the bytes and the count of verifications, without cryptography.
+  SignatureMode signatures = SignatureMode::kOff;
+  // With signatures, a node publishes its writes (signed) at most once per interval: a write
+  // reaches peers up to this much later, and each peer receives one signature (64 bytes) per
+  // origin per interval at most. 1 s keeps the signatures within 10% of the bytes (figures in
+  // docs/gossip-security.md).
+  Duration sign_interval = 1s;
+  // The seed of this node's signing key (SigningKey::FromSeed); without it, Start derives one
+  // from the node's rng (simulations). The daemon gives it from security.signing_key_file, or
+  // draws it from the OS at every start.
+  std::optional<std::array<uint8_t, kSigningSeedBytes>> signing_seed;
   // --- Load ---
   OverloadThresholds overload;
 };

@@ -43,6 +43,11 @@ Node::Node(NodeId id, Generation generation, Address self, Config config, Schedu
       std::make_unique<OriginStore>(id_, generation_, config_.min_tombstones,
                                     shared_ != nullptr ? shared_->For(id_, generation_) : nullptr,
                                     /*writer=*/true, config_.landmark_stride);
+  if (config_.signatures != SignatureMode::kOff) {
+    published_ = std::make_unique<OriginStore>(id_, generation_, config_.min_tombstones);
+    if (config_.signatures == SignatureMode::kEd25519) published_->EnableCommitment();
+    published_->set_whole_runs(true);
+  }
   self_id_hash_ = HashId(id_);
   digest_hash_ = DigestTerm(self_id_hash_, generation_, 0);
   digest_count_ = 1;
@@ -63,7 +68,17 @@ void Node::Start(std::span<const Address> seeds) {
   for (const auto& s : seeds) {
     if (s != address_) seeds_.push_back(s);
   }
+  if (signing() && !signing_key_) {
+    std::array<uint8_t, kSigningSeedBytes> seed{};
+    if (config_.signing_seed) {
+      seed = *config_.signing_seed;
+    } else {
+      for (auto& b : seed) b = static_cast<uint8_t>(rng_.Below(256));
+    }
+    signing_key_ = SigningKey::FromSeed(seed);
+  }
   WriteOwnLoad();
+  if (signing()) SignTick();
   Broadcast(SelfUpdate(MemberState::kAlive));
   JoinTick();
   // Random phases, so nodes started together do not act in lockstep.

@@ -89,6 +89,12 @@ class Node final : public MessageSink {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
+  // With Config::signatures, the key this node signs its state with; call before Start. Without
+  // it, Start uses Config::signing_seed, or derives one from the rng (simulations).
+  void UseSigningKey(const SigningKey& key) { signing_key_ = key; }
+  // The public key announced with this node's membership (empty with signatures off).
+  std::string signing_public_key() const;
+
   // Starts probing and gossip, and joins through `seeds` (addresses; its own is skipped). With no
   // seeds it starts a cluster of one. Contacts every seed not yet known as a member again, each
   // join_retry_interval until it knows a member, then with backoff (so split joins merge).
@@ -188,6 +194,9 @@ class Node final : public MessageSink {
     uint64_t usage_version = 0;
     // Replica of its state; null unless kAlive or kSuspect.
     std::unique_ptr<OriginStore> store;
+    // Its public signing key for generation key_generation (the first one seen; empty: none).
+    std::string signing_key;
+    Generation key_generation = 0;
   };
 
   enum class PendingKind { kProbe, kRetry, kRelay };
@@ -236,6 +245,9 @@ class Node final : public MessageSink {
 
   // Membership updates and member selection (node_membership.cc).
   void ApplyUpdate(const MemberUpdate& u);
+  void ApplyMembership(const MemberUpdate& u);
+  // Binds `key` to m's current generation unless one is bound already (then counts a conflict).
+  void BindKey(MemberRec& m, const std::string& key);
   void ApplyAboutSelf(const MemberUpdate& u);
   MemberUpdate SelfUpdate(MemberState state) const;
   MemberUpdate UpdateOf(const MemberRec& m) const;
@@ -267,6 +279,17 @@ class Node final : public MessageSink {
   size_t DatagramDeltaRoom() const;
   size_t StreamDeltaRoom() const;
   void ApplyDeltas(const std::vector<OriginDelta>& deltas);
+  // Signed state (node_signing.cc). True if d, which m's replica would apply, carries m's valid
+  // signature of the state it leads to (then *commitment is that state's commitment, if kept).
+  bool VerifyDelta(const MemberRec& m, const OriginDelta& d, std::optional<StateHash>* commitment);
+  // Publishes the own writes since the last signature, signed (every Config::sign_interval).
+  void SignTick();
+  bool signing() const { return config_.signatures != SignatureMode::kOff; }
+  // The own store peers are served from: the signed one with signatures, else the writer.
+  const OriginStore& served_self() const { return published_ ? *published_ : *self_store_; }
+  // The own writer's version moved from `old`: the digest follows it (unless signing, where it
+  // follows the signed store).
+  void OwnWritten(uint64_t old);
   // Records `version` of m's state as seen (delta applied or named in a digest); a version above
   // every earlier one is relayed evidence of life (last_evidence_at).
   void NoteVersionSeen(MemberRec& m, uint64_t version);
@@ -341,6 +364,9 @@ class Node final : public MessageSink {
   BroadcastQueue broadcasts_;
 
   std::unique_ptr<OriginStore> self_store_;
+  // With signatures: the own state as last signed (a private replica of self_store_).
+  std::unique_ptr<OriginStore> published_;
+  std::optional<SigningKey> signing_key_;
   // Every block this node holds (full key -> block index), from PublishCacheEvents: what a
   // change of stride re-derives the landmarks from.
   KeyTable<uint32_t> held_;

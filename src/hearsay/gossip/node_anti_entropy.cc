@@ -42,7 +42,7 @@ void Node::UpdateDigest(uint64_t id_hash, Generation g, uint64_t old_version,
 void Node::WriteOwnLoad() {
   const uint64_t old = self_store_->max_version();
   self_store_->PutLoad(load_, ++heartbeat_);
-  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+  OwnWritten(old);
   last_load_write_ = scheduler_.clock().Now();
 }
 
@@ -61,7 +61,7 @@ Status Node::SetService(const Service& service) {
   }
   const uint64_t old = self_store_->max_version();
   self_store_->PutService(service);
-  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+  OwnWritten(old);
   return OkStatus();
 }
 
@@ -88,7 +88,7 @@ void Node::PublishCacheEvents(std::span<const prefix::BlockEvent> events) {
     if (e.block_index % stride != 0) continue;
     self_store_->PutCache(e.key, e.block_index, e.kind == prefix::BlockEvent::Kind::kAdded);
   }
-  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+  OwnWritten(old);
 }
 
 void Node::MaybeRestride() {
@@ -103,7 +103,7 @@ void Node::MaybeRestride() {
   });
   const uint64_t old = self_store_->max_version();
   self_store_->Restride(next, landmarks);
-  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+  OwnWritten(old);
   ++counters_.restrides;
 }
 
@@ -173,7 +173,7 @@ void Node::ReconnectTick() {
 std::vector<DigestEntry> Node::FullDigest(size_t max_bytes) const {
   std::vector<DigestEntry> out;
   out.reserve(digest_count_);
-  out.push_back({id_, generation_, self_store_->max_version()});
+  out.push_back({id_, generation_, served_self().max_version()});
   size_t bytes = EncodedSize(out.back());
   for (const MemberRec* m : ordered_) {
     if (!m->store) continue;
@@ -186,7 +186,7 @@ std::vector<DigestEntry> Node::FullDigest(size_t max_bytes) const {
 }
 
 const OriginStore* Node::StoreFor(const NodeId& id) const {
-  if (id == id_) return self_store_.get();
+  if (id == id_) return &served_self();
   auto it = members_.find(id);
   return it == members_.end() ? nullptr : it->second.store.get();
 }
@@ -346,7 +346,7 @@ std::vector<OriginDelta> Node::BuildDeltas(const std::vector<DigestEntry>& their
       }
       if (s->max_version() > known) todo.emplace_back(s, known);
     };
-    consider(self_store_.get());
+    consider(&served_self());
     for (const MemberRec* m : ordered_) {
       if (m->store) consider(m->store.get());
     }
@@ -374,6 +374,11 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
       continue;
     }
     MemberRec& m = it->second;
+    std::optional<StateHash> commitment;
+    if (signing() && m.store->Check(d) == OriginStore::ApplyResult::kApplied &&
+        !VerifyDelta(m, d, &commitment)) {
+      continue;
+    }
     events.clear();
     const uint64_t old = m.store->max_version();
     const uint32_t old_stride = m.store->stride();
@@ -396,6 +401,7 @@ void Node::ApplyDeltas(const std::vector<OriginDelta>& deltas) {
       case OriginStore::ApplyResult::kApplied:
         break;
     }
+    if (signing()) m.store->SetSigned(commitment, *d.signature);
     if (m.store->stride() != old_stride) {
       if (!d.snapshot && old_stride != 0) ++counters_.stride_runs_applied;
       if (listener_ != nullptr) listener_->OnPeerStride(m.id, m.generation, m.store->stride());

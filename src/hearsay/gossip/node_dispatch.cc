@@ -71,7 +71,9 @@ void Node::HandleHeader(const Address& from, const Header& h) {
   if (it == members_.end() || it->second.generation != h.generation) return;
   MemberRec& m = it->second;
   m.last_heard_at = scheduler_.clock().Now();
-  if (m.store) NoteLoad(m, h.load);
+  // With signatures, only signed load records count: anyone holding the cluster key can name
+  // any sender in a header.
+  if (m.store && !signing()) NoteLoad(m, h.load);
   if (m.state != MemberState::kAlive && m.state != MemberState::kLeft &&
       h.incarnation <= m.incarnation) {
     // It talks, so it is not dead, but it has not refuted yet: tell it what we believe

@@ -15,13 +15,39 @@ using node_internal::kIdBefore;
 // Membership
 
 MemberUpdate Node::SelfUpdate(MemberState state) const {
-  return MemberUpdate{state, id_, address_, generation_, incarnation_, {}, config_.api_address};
+  MemberUpdate u{state, id_, address_, generation_, incarnation_, {}, config_.api_address};
+  // The key travels with "alive" only: it is what a peer binds (other states need no key).
+  if (state == MemberState::kAlive) u.signing_key = signing_public_key();
+  return u;
 }
 
 MemberUpdate Node::UpdateOf(const MemberRec& m) const {
   MemberUpdate u{m.state, m.id, m.address, m.generation, m.incarnation, {}, m.api_address};
   if (m.state == MemberState::kSuspect && !m.accusers.empty()) u.accuser = m.accusers.front();
+  if (m.state == MemberState::kAlive && m.key_generation == m.generation) {
+    u.signing_key = m.signing_key;
+  }
   return u;
+}
+
+void Node::ApplyUpdate(const MemberUpdate& u) {
+  ApplyMembership(u);
+  if (u.signing_key.empty() || u.id == id_ || !signing()) return;
+  auto it = members_.find(u.id);
+  if (it == members_.end() || it->second.generation != u.generation) return;
+  BindKey(it->second, u.signing_key);
+}
+
+void Node::BindKey(MemberRec& m, const std::string& key) {
+  if (m.key_generation == m.generation && !m.signing_key.empty()) {
+    if (m.signing_key != key) ++counters_.signing_key_conflicts;
+    return;
+  }
+  m.signing_key = key;
+  m.key_generation = m.generation;
+  // News to pass on: peers that first heard of the member from a message header (which carries
+  // no key) would otherwise learn its key only from a push-pull.
+  if (m.state == MemberState::kAlive) Broadcast(UpdateOf(m));
 }
 
 int Node::TransmitLimit() const {
@@ -34,6 +60,8 @@ void Node::NewStore(MemberRec& m) {
   m.store = std::make_unique<OriginStore>(
       m.id, m.generation, config_.min_tombstones,
       shared_ != nullptr ? shared_->For(m.id, m.generation) : nullptr, /*writer=*/false);
+  if (signing()) m.store->set_whole_runs(true);
+  if (config_.signatures == SignatureMode::kEd25519) m.store->EnableCommitment();
   m.pull_version = 0;
   m.pull_until = TimePoint{};
   m.seen_version = 0;
@@ -150,7 +178,7 @@ void Node::ApplyAboutSelf(const MemberUpdate& u) {
   }
 }
 
-void Node::ApplyUpdate(const MemberUpdate& u) {
+void Node::ApplyMembership(const MemberUpdate& u) {
   if (u.id == id_) {
     ApplyAboutSelf(u);
     return;

@@ -2,10 +2,30 @@
 
 #include <algorithm>
 
+#include "hearsay/common/bytes.h"
+
 namespace hearsay::gossip {
 
 using prefix::BlockEvent;
 using prefix::BlockKey;
+
+namespace {
+
+std::vector<uint8_t> LoadElement(const LoadRecord& r) {
+  ByteWriter w;
+  w.PutU8('L');
+  w.PutRaw(EncodeLoadRecord(r));
+  return w.Take();
+}
+
+std::vector<uint8_t> ServiceElement(const ServiceRecord& r) {
+  ByteWriter w;
+  w.PutU8('S');
+  PutServiceRecord(w, r);
+  return w.Take();
+}
+
+}  // namespace
 
 OriginStore::OriginStore(NodeId id, Generation generation, size_t min_tombstones,
                          std::shared_ptr<SharedHistory> history, bool writer, uint32_t stride)
@@ -107,7 +127,7 @@ bool OriginStore::CrossesStrideStart(const OriginDelta& d) {
   return !d.snapshot && d.stride_start > d.from_version && d.stride_start <= d.to_version;
 }
 
-OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<BlockEvent>* events) {
+OriginStore::ApplyResult OriginStore::Check(const OriginDelta& d) const {
   if (d.to_version <= max_version_) return ApplyResult::kStale;
   if (!d.snapshot && stride_ != 0 && d.stride != stride_) {
     if (d.from_version > max_version_) return ApplyResult::kGap;
@@ -116,6 +136,51 @@ OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<Bl
     if (!CrossesStrideStart(d)) return ApplyResult::kStrideMismatch;
   }
   if (!d.snapshot && d.from_version > max_version_) return ApplyResult::kGap;
+  return ApplyResult::kApplied;
+}
+
+std::optional<StateHash> OriginStore::CommitmentAfter(const OriginDelta& d) const {
+  if (commitment_ == nullptr || shared()) return std::nullopt;
+  StateHash c = d.snapshot ? StateHash{} : *commitment_;
+  KeyTable<bool> seen;
+  seen.Reserve(d.entries.size());
+  for (const auto& e : d.entries) {
+    if (!d.snapshot && e.version <= max_version_) continue;  // Apply skips it too
+    const BlockKey key = SummaryKey(e.key);
+    if (!seen.TryEmplace(key, true).second) return std::nullopt;
+    if (!d.snapshot) {
+      const Slot* old = entries_.Find(key);
+      if (old != nullptr && old->live) c.Remove(CacheElement(key, old->block_index));
+    }
+    if (e.live) c.Add(CacheElement(key, e.block_index));
+  }
+  // The records, as ApplyRecords takes them (a snapshot starts from nothing).
+  const LoadRecord* load = d.snapshot ? nullptr : &load_;
+  if (d.load && (load == nullptr || d.load->version > load->version)) {
+    if (load != nullptr && load->version > 0) c.Remove(LoadElement(*load));
+    c.Add(LoadElement(*d.load));
+  } else if (d.snapshot && load_.version > 0) {
+    c.Add(LoadElement(load_));
+  }
+  const ServiceRecord* service = d.snapshot ? nullptr : &service_;
+  if (d.service && (service == nullptr || d.service->version > service->version)) {
+    if (service != nullptr && service->version > 0) c.Remove(ServiceElement(*service));
+    c.Add(ServiceElement(*d.service));
+  } else if (d.snapshot && service_.version > 0) {
+    c.Add(ServiceElement(service_));
+  }
+  return c;
+}
+
+void OriginStore::SetSigned(const std::optional<StateHash>& commitment,
+                            const Signature& signature) {
+  if (commitment_ != nullptr && commitment) *commitment_ = *commitment;
+  signature_ = signature;
+}
+
+OriginStore::ApplyResult OriginStore::Apply(const OriginDelta& d, std::vector<BlockEvent>* events) {
+  if (const ApplyResult r = Check(d); r != ApplyResult::kApplied) return r;
+  signature_.reset();
   if (CrossesStrideStart(d)) epoch_ = std::max(epoch_, d.stride_start);
   if (shared()) return ApplyShared(d, events);
   stride_ = d.stride;
@@ -197,11 +262,16 @@ void OriginStore::CompactLog() {
 
 std::optional<OriginDelta> OriginStore::BuildDelta(uint64_t known, size_t budget_bytes) const {
   if (known >= max_version_) return std::nullopt;
-  if (known < gc_floor_) return BuildSnapshot(budget_bytes);
-  std::optional<OriginDelta> run = BuildAnyRun(known, budget_bytes);
-  // A run across the change of stride is whole or not at all (BuildRun); a peer it does not fit
-  // gets a snapshot at the new stride instead.
-  if (!run && known < epoch_) return BuildSnapshot(budget_bytes);
+  std::optional<OriginDelta> run;
+  if (known < gc_floor_) {
+    run = BuildSnapshot(budget_bytes);
+  } else {
+    run = BuildAnyRun(known, budget_bytes);
+    // A run across the change of stride is whole or not at all (BuildRun); a peer it does not
+    // fit gets a snapshot at the new stride instead.
+    if (!run && (known < epoch_ || whole_runs_)) run = BuildSnapshot(budget_bytes);
+  }
+  if (run && signature_ && run->to_version == max_version_) run->signature = signature_;
   return run;
 }
 
@@ -273,9 +343,10 @@ std::optional<OriginDelta> OriginStore::BuildRun(uint64_t known, size_t budget_b
   d.from_version = known;
   d.to_version = known;
   // Across the change of stride the run must hold all of it: it is sent whole, never cut.
-  const bool whole = known < epoch_;
-  if (whole) d.stride_start = epoch_;
-  size_t used = EncodedDeltaHeaderSize(d) + 4;  // + room for the varints growing
+  const bool whole = known < epoch_ || whole_runs_;
+  if (known < epoch_) d.stride_start = epoch_;
+  // + room for the varints growing, and for the signature.
+  size_t used = EncodedDeltaHeaderSize(d) + 4 + (signature_ ? kSignatureBytes : 0);
   bool load_done = load_.version <= known;
   bool service_done = service_.version <= known;
   bool usage_done = usage_.version <= known;

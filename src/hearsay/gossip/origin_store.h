@@ -24,6 +24,14 @@
 // strides. After a change the tombstone allowance doubles, so the change's removals are not
 // collected at once (a collected one would send every peer still behind the change a snapshot).
 //
+// Signed state (state_signing.h): a store with a commitment (EnableCommitment; private mode
+// only) keeps the LtHash of its live keys, load record and service record. A signing node checks
+// a delta before applying it (Check, CommitmentAfter: the commitment it would lead to, computed
+// without changing anything), verifies the origin's signature over that commitment, and only then
+// applies it (SetSigned keeps the commitment and the signature, which BuildDelta attaches to every
+// delta that ends at max_version()). A store with whole_runs never cuts a run to a budget: a cut
+// run would end at a version no signature covers.
+//
 // Ownership: plain value owned by gossip::Node, one per (origin id, generation).
 // Thread-safety: none.
 #pragma once
@@ -38,6 +46,7 @@
 #include "hearsay/common/ids.h"
 #include "hearsay/gossip/key_table.h"
 #include "hearsay/gossip/shared_history.h"
+#include "hearsay/gossip/state_signing.h"
 #include "hearsay/gossip/summary_key.h"
 #include "hearsay/gossip/wire.h"
 #include "hearsay/prefix/block_event.h"
@@ -88,6 +97,23 @@ class OriginStore {
   // lacks nothing or not even the first item fits. A snapshot if known < gc_floor(), or if
   // known < stride_start() and the (uncuttable) run does not fit.
   std::optional<OriginDelta> BuildDelta(uint64_t known, size_t budget_bytes) const;
+
+  // --- Signed state ---
+  // Keeps a commitment to the state from now on (call before the first write or apply).
+  void EnableCommitment() { commitment_ = std::make_unique<StateHash>(); }
+  // Runs are whole or not built (BuildDelta falls back to a snapshot).
+  void set_whole_runs(bool whole) { whole_runs_ = whole; }
+  // What Apply(d) would return, without applying it.
+  ApplyResult Check(const OriginDelta& d) const;
+  // The commitment to the state Apply(d) would lead to, for a d that Check() accepts; nullopt if
+  // the store keeps no commitment, or d names a key twice (no consistent delta does).
+  std::optional<StateHash> CommitmentAfter(const OriginDelta& d) const;
+  // After Apply(d) of a verified d: the commitment it led to (if kept) and the origin's signature
+  // of the state at max_version().
+  void SetSigned(const std::optional<StateHash>& commitment, const Signature& signature);
+  const StateHash* commitment() const { return commitment_.get(); }
+  // The signature of the state at max_version(), if known.
+  const std::optional<Signature>& signature() const { return signature_; }
 
   // --- Views ---
   const NodeId& id() const { return id_; }
@@ -194,6 +220,11 @@ class OriginStore {
   bool writer_ = false;
   size_t shared_live_ = 0;
   uint64_t gc_cursor_ = 0;
+  // Signed state: null unless EnableCommitment; signature_ covers max_version_ (reset by any
+  // apply, set again by SetSigned).
+  std::unique_ptr<StateHash> commitment_;
+  std::optional<Signature> signature_;
+  bool whole_runs_ = false;
 };
 
 }  // namespace hearsay::gossip

@@ -110,8 +110,8 @@ TEST(UsageTest, DecoderRefusesARecordVersionOutsideTheDelta) {
   EXPECT_TRUE(Decode(Encode(m)).ok());
 }
 
-// Bit 2 of the entry count varint announces a signature, which this decoder does not read.
-TEST(UsageTest, DecoderRefusesASignatureBit) {
+// Bit 2 of the entry count varint announces a signature: without its 64 bytes the body is refused.
+TEST(UsageTest, DecoderRefusesASignatureBitWithoutItsSignature) {
   Message m;
   m.type = MsgType::kDeltas;
   m.header.sender = "x";

@@ -35,6 +35,7 @@ std::string_view MsgTypeName(MsgType type) {
 namespace {
 
 constexpr uint64_t kFlagLive = 1;
+constexpr size_t kSigningKeyBytes = 32;
 constexpr uint64_t kFlagNext = 2;
 // Block indices that are multiples of this (every landmark at the default stride and its
 // multiples) are sent divided by it, so landmarks up to block 240 cost no byte of their own.
@@ -67,7 +68,7 @@ constexpr uint8_t kMaxStrideCode = 21;
 constexpr uint8_t kFlagStrideStart = 0x40;
 constexpr uint8_t kFlagLoad = 0x80;
 // A delta's entry count varint: the count above kCountShift, and below it which optional parts
-// follow (bit 2, a signature, is not understood here and refused).
+// follow: a service record (bit 0), a usage record (bit 1), a signature (bit 2).
 constexpr int kCountShift = 3;
 constexpr uint64_t kCountService = 1;
 constexpr uint64_t kCountUsage = 2;
@@ -159,6 +160,7 @@ void PutUpdate(ByteWriter& w, const MemberUpdate& u) {
   w.PutVarint(u.incarnation);
   w.PutString(u.accuser);
   w.PutString(u.api_address);
+  w.PutString(u.signing_key);
 }
 
 MemberUpdate ReadUpdate(ByteReader& r) {
@@ -172,6 +174,10 @@ MemberUpdate ReadUpdate(ByteReader& r) {
   u.incarnation = r.ReadVarint();
   u.accuser = r.ReadString(kMaxIdBytes);
   u.api_address = r.ReadString(kMaxAddressBytes);
+  u.signing_key = r.ReadString(kSigningKeyBytes);
+  if (!u.signing_key.empty() && u.signing_key.size() != kSigningKeyBytes) {
+    r.Fail("signing key of the wrong size");
+  }
   return u;
 }
 
@@ -180,9 +186,9 @@ void PutUpdates(ByteWriter& w, const std::vector<MemberUpdate>& us) {
   for (const auto& u : us) PutUpdate(w, u);
 }
 
-// Smallest encoding of a MemberUpdate: state, 1-byte id, 3 empty/zero fields, empty accuser and
-// api address.
-constexpr size_t kMinUpdateBytes = 1 + 2 + 1 + 1 + 1 + 1 + 1;
+// Smallest encoding of a MemberUpdate: state, 1-byte id, 3 empty/zero fields, empty accuser, api
+// address and signing key.
+constexpr size_t kMinUpdateBytes = 1 + 2 + 1 + 1 + 1 + 1 + 1 + 1;
 
 std::vector<MemberUpdate> ReadUpdates(ByteReader& r) {
   std::vector<MemberUpdate> out;
@@ -228,9 +234,10 @@ void PutDelta(ByteWriter& w, const OriginDelta& d) {
   w.PutVarint(d.to_version - d.from_version);
   if (d.load) PutLoad(w, *d.load);
   w.PutVarint(d.entries.size() << kCountShift | (d.service ? kCountService : 0) |
-              (d.usage ? kCountUsage : 0));
+               (d.usage ? kCountUsage : 0) | (d.signature ? kCountSignature : 0));
   if (d.service) PutServiceRecord(w, *d.service);
   if (d.usage) PutUsageRecord(w, *d.usage);
+  if (d.signature) w.PutRaw(*d.signature);
   if (!d.snapshot) {
     uint64_t prev = d.from_version;
     for (const auto& e : d.entries) {
@@ -295,8 +302,7 @@ OriginDelta ReadDelta(ByteReader& r) {
   }
   if (!r.ok()) return d;
   const uint64_t count_code = r.ReadVarint();
-  if ((count_code & kCountSignature) != 0) r.Fail("delta signatures are not supported");
-  if (r.ok() && (count_code & kCountService) != 0) {
+  if ((count_code & kCountService) != 0) {
     d.service = ReadServiceRecord(r);
     if (d.service->version > d.to_version ||
         (!d.snapshot && d.service->version <= d.from_version) || d.service->version == 0) {
@@ -311,6 +317,12 @@ OriginDelta ReadDelta(ByteReader& r) {
     }
   }
   if (!r.ok()) return d;
+  if ((count_code & kCountSignature) != 0) {
+    const std::span<const uint8_t> sig = r.ReadRaw(64);
+    if (!r.ok()) return d;
+    d.signature.emplace();
+    std::copy(sig.begin(), sig.end(), d.signature->begin());
+  }
   if (!d.snapshot) {
     const size_t n =
         CheckCount(r, count_code >> kCountShift, kMaxEntriesPerOrigin, 1 + kSummaryKeyBytes);
@@ -374,6 +386,12 @@ std::vector<OriginDelta> ReadDeltas(ByteReader& r) {
 
 }  // namespace
 
+std::vector<uint8_t> EncodeLoadRecord(const LoadRecord& r) {
+  ByteWriter w;
+  PutLoad(w, r);
+  return w.Take();
+}
+
 size_t VarintSize(uint64_t v) {
   size_t n = 1;
   while (v >= 0x80) {
@@ -387,7 +405,8 @@ static size_t StringSize(const std::string& s) { return VarintSize(s.size()) + s
 
 size_t EncodedSize(const MemberUpdate& u) {
   return 1 + StringSize(u.id) + StringSize(u.address) + VarintSize(u.generation) +
-         VarintSize(u.incarnation) + StringSize(u.accuser) + StringSize(u.api_address);
+         VarintSize(u.incarnation) + StringSize(u.accuser) + StringSize(u.api_address) +
+         StringSize(u.signing_key);
 }
 
 size_t EncodedSize(const DigestEntry& e) {
@@ -408,7 +427,8 @@ size_t EncodedDeltaHeaderSize(const OriginDelta& d) {
          (d.stride_start != 0 ? VarintSize(d.stride_start - d.from_version) : 0) +
          VarintSize(d.to_version - d.from_version) + (d.load ? EncodedSize(*d.load) : 0) +
          VarintSize((d.entries.size() + 1) << kCountShift) +
-         (d.service ? EncodedSize(*d.service) : 0) + (d.usage ? EncodedSize(*d.usage) : 0);
+         (d.service ? EncodedSize(*d.service) : 0) + (d.usage ? EncodedSize(*d.usage) : 0) +
+         (d.signature ? d.signature->size() : 0);
 }
 
 size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version) {

@@ -18,8 +18,8 @@
 // removal carries no block index (it decodes as 0). A delta is: id, generation, a flags byte,
 // [stride], from version, [stride start step], to version as a step above from, [load record],
 // entry count times 8 (plus 1 if a service record follows, plus 2 if a usage record follows, plus
-// 4 if a signature follows), [service record], [usage record], entries. The flags
-// byte holds the snapshot bit (bit 0), the landmark stride in bits 1-5 (c in 1..21 for a stride of
+// 4 if a signature follows), [service record], [usage record], [signature: 64 raw bytes], entries.
+// The flags byte holds the snapshot bit (bit 0), the landmark stride in bits 1-5 (c in 1..21 for a stride of
 // 2^(c - 1); 0: the stride follows as a varint), in bit 6 (runs only) that the run crosses its
 // origin's change of stride, so the stride start follows the from version as a step above it, and
 // in bit 7 that a load record follows. An index code is the index times 2, or, for a multiple of
@@ -30,6 +30,7 @@
 // Thread-safety: pure functions on plain values.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -48,9 +49,10 @@
 
 namespace hearsay::gossip {
 
-// Version 7: a delta may carry its origin's usage record (usage.h); the entry count varint is the
-// count times 8, plus 1 if a service record follows, 2 if a usage record follows it, and 4 if a
-// signature follows (refused by this decoder).
+// Version 7: a delta may carry its origin's usage record (usage.h) and its origin's signature of
+// its state at the delta's to version (state_signing.h): the entry count varint is count * 8 plus 1
+// (a service record follows), 2 (a usage record follows it) and 4 (a 64-byte signature follows
+// them); a member update ends with its member's public signing key (empty, or 32 bytes).
 // Version 6: the load record carries the decode time per token (a varint of microseconds).
 // Version 5: a delta may carry its origin's service record (service.h): bit 0 of the entry count
 // varint says one follows the load record. Version 4: a run that crosses its origin's change of
@@ -104,6 +106,9 @@ struct MemberUpdate {
   // Where the member accepts forwarded requests (the daemon's HTTP address); empty when requests
   // go to `address` itself (the simulator). Set by the member; travels with its address.
   Address api_address;
+  // The member's Ed25519 public key for its signed state (state_signing.h): 32 bytes, or empty
+  // (signatures off). Set by the member; a peer binds the first key it sees for (id, generation).
+  std::string signing_key = {};
   friend bool operator==(const MemberUpdate&, const MemberUpdate&) = default;
 };
 
@@ -148,6 +153,9 @@ struct OriginDelta {
   std::optional<ServiceRecord> service = std::nullopt;
   // The origin's usage record (per-tenant offered traffic), present under the same rule.
   std::optional<UsageRecord> usage = std::nullopt;
+  // The origin's signature of its state statement at to_version (state_signing.h); travels with
+  // the delta, whoever relays it.
+  std::optional<std::array<uint8_t, 64>> signature = std::nullopt;
   friend bool operator==(const OriginDelta&, const OriginDelta&) = default;
 };
 
@@ -182,12 +190,15 @@ std::vector<uint8_t> Encode(const Message& m);
 // unknown version or type. Never allocates more than a small multiple of body.size().
 Result<Message> Decode(std::span<const uint8_t> body);
 
+// A load record's bytes as a delta carries them (what the state commitment hashes).
+std::vector<uint8_t> EncodeLoadRecord(const LoadRecord& r);
+
 // Encoded sizes, so builders can cut to a byte budget without encoding twice.
 size_t VarintSize(uint64_t v);
 size_t EncodedSize(const MemberUpdate& u);
 size_t EncodedSize(const DigestEntry& e);
 size_t EncodedSize(const LoadRecord& r);
-// The size of a delta's fixed part (everything but its entries).
+// The size of a delta's fixed part (everything but its entries; its signature included).
 size_t EncodedDeltaHeaderSize(const OriginDelta& d);
 // The size of a run entry that follows an entry of version prev_version.
 size_t EncodedRunEntrySize(const CacheEntry& e, uint64_t prev_version);

@@ -23,6 +23,7 @@ Header SampleHeader() {
   h.load = LoadRecord{9, 3, LoadReport{4, 2, 1000, 4096, 0.125, true, 70000, 5000, 123456, 21000}};
   h.updates.push_back({MemberState::kSuspect, "gpu-02", "10.0.0.2:7946", 77, 3, "gpu-07", ""});
   h.updates.push_back({MemberState::kAlive, "gpu-03", "10.0.0.3:7946", 78, 0, "", "10.0.0.3:8080"});
+  h.updates.back().signing_key = std::string(32, '\x5a');
   return h;
 }
 
@@ -46,6 +47,8 @@ OriginDelta SampleRun() {
                                           0x0123456789abcdefULL,
                                           16}}}};
   d.usage = UsageRecord{18, {{0x10, 2500, 60000}, {0xfedcba9876543210ULL, 1, 0}}};
+  d.signature.emplace();
+  for (size_t i = 0; i < d.signature->size(); ++i) d.signature->at(i) = static_cast<uint8_t>(i);
   return d;
 }
 
@@ -495,6 +498,7 @@ TEST(WireTest, RunHeadersCarryTheVersionRangeAsAStep) {
   d.load->version = 20'002;
   d.service.reset();
   d.usage.reset();
+  d.signature.reset();
   for (auto& e : d.entries) e.version += 20'000 - 10;
   EXPECT_EQ(EncodedDeltaHeaderSize(d), 1 + d.id.size() + VarintSize(d.generation) + 1 +
                                            VarintSize(20'000) + 1 + EncodedSize(*d.load) + 1);
@@ -527,6 +531,45 @@ TEST(WireTest, RejectsAVersionRangePast2To64) {
   ASSERT_EQ(bytes[bytes.size() - 2], 1);
   bytes[bytes.size() - 2] = 2;
   EXPECT_FALSE(Decode(bytes).ok());
+}
+
+// Version 7: the signature bit (4) of a delta's entry count says 64 bytes follow; a member update's signing key is empty or 32 bytes.
+TEST(WireTest, SignaturesAndSigningKeysRoundTripAndBadOnesAreRefused) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header.sender = "s";
+  OriginDelta d;
+  d.id = "o";
+  d.generation = 1;
+  d.from_version = 0;
+  d.to_version = 1;
+  d.signature.emplace();
+  d.signature->fill(0xab);
+  m.deltas = {d};
+  std::vector<uint8_t> bytes = Encode(m);
+  ASSERT_TRUE(Decode(bytes).ok());
+  EXPECT_EQ(Decode(bytes)->deltas[0].signature, d.signature);
+  // The entry count varint is the byte just before the 64 signature bytes: 0 * 8 + 4.
+  const size_t count_at = bytes.size() - 65;
+  ASSERT_EQ(bytes[count_at], 4);
+  bytes[count_at] = 0;  // no signature bit: 64 bytes left over
+  EXPECT_FALSE(Decode(bytes).ok());
+  // A signature cut short.
+  bytes = Encode(m);
+  bytes.pop_back();
+  EXPECT_FALSE(Decode(bytes).ok());
+
+  Message p;
+  p.type = MsgType::kPushPull;
+  p.header.sender = "s";
+  p.members.push_back({MemberState::kAlive, "a", "addr", 1, 0, "", ""});
+  p.members.back().signing_key = std::string(32, 'k');
+  ASSERT_TRUE(Decode(Encode(p)).ok());
+  EXPECT_EQ(Decode(Encode(p))->members[0].signing_key, std::string(32, 'k'));
+  for (size_t size : {1u, 31u, 33u}) {
+    p.members.back().signing_key = std::string(size, 'k');
+    EXPECT_FALSE(Decode(Encode(p)).ok()) << size;
+  }
 }
 
 // The message fuzz target's seed corpus (fuzz/corpus/message_fuzz/typeN.bin: Samples(), one per

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -82,8 +83,8 @@ Status Daemon::Init() {
   if (sodium_init() < 0) return InternalError("libsodium failed to initialise");
   // Keys first: a bad key file must stop the node before anything binds.
   std::string key_source = "none (insecure)";
-  for (const std::string* file :
-       {&config_.cluster_key_file, &config_.keyring_file, &config_.block_key_secret_file}) {
+  for (const std::string* file : {&config_.cluster_key_file, &config_.keyring_file,
+                                  &config_.block_key_secret_file, &config_.signing_key_file}) {
     if (file->empty()) continue;
     if (std::optional<std::string> w = KeyFileModeWarning(*file)) {
       spdlog::warn("event=key_file_mode msg=\"{}\"", *w);
@@ -312,6 +313,29 @@ void Daemon::InitForwarding() {
   }
 }
 
+// Signed origin state: the mode, and the signing key's seed from its file or the OS.
+Status Daemon::ConfigureSigning(gossip::Config& g) const {
+  const DaemonConfig& c = config_;
+  if (c.state_signatures == "off") return OkStatus();
+  g.signatures = gossip::SignatureMode::kEd25519;
+  std::array<uint8_t, gossip::kSigningSeedBytes> seed{};
+  if (!c.signing_key_file.empty()) {
+    Result<gossip::Keyring> read = ReadKeyFile(c.signing_key_file);
+    if (!read.ok() || read->size() != 1) {
+      return InvalidArgumentError("security.signing_key_file: " +
+                                  (read.ok() ? std::string("want exactly one key (hearsay keygen)")
+                                             : read.status().message()));
+    }
+    std::copy_n(read->primary()->bytes().begin(), seed.size(), seed.begin());
+  } else {
+    randombytes_buf(seed.data(), seed.size());
+  }
+  g.signing_seed = seed;
+  spdlog::info("event=state_signing node={} mode=ed25519 key={}", node_id_,
+               c.signing_key_file.empty() ? "drawn at start" : c.signing_key_file);
+  return OkStatus();
+}
+
 Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
   const DaemonConfig& c = config_;
   EngineEnv env;
@@ -342,6 +366,7 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
   no.generation = generation_;
   no.address = gossip_address_;
   no.gossip.api_address = api_address_;
+  HEARSAY_RETURN_IF_ERROR(ConfigureSigning(no.gossip));
   no.policy = c.policy;
   no.policy_options.host = route::Host::kDaemon;
   // Gossip draws from rng_ on timers: routing draws from its own stream, so that the same seed

@@ -135,6 +135,8 @@ class Daemon {
   bool AuthenticateClient(const http::Request& request,
                           const std::shared_ptr<http::Responder>& responder, Tenant* out);
   Status InitEngineAndNode(const prefix::BlockKeyer& keyer);
+  // security.state_signatures and security.signing_key_file, into the gossip config.
+  Status ConfigureSigning(gossip::Config& g) const;
   void StartThreads();
   void LogStart(const std::string& key_source) const;
   // One thread runs the I/O context: its connections and exchanges need no strands.

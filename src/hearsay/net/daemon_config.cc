@@ -187,6 +187,16 @@ const std::vector<Setting>& Table() {
         "this node's keyring state: keys installed, used or removed at runtime (hearsay keys) are "
         "written here and read back at start; seeded from the cluster key file when missing"},
        &C::keyring_file},
+      {{"security.state_signatures", "state-signatures", K::kString,
+        "ed25519: this node signs its own gossiped state (cache summary, load, models) and "
+        "applies a member's state only with that member's signature, so a key holder cannot "
+        "forge another member's state; off: state is trusted as any member relays it. Every "
+        "node of a cluster must use the same value"},
+       &C::state_signatures},
+      {{"security.signing_key_file", "signing-key-file", K::kString,
+        "a key file (hearsay keygen) whose key seeds this node's Ed25519 signing key; without "
+        "it a new signing key is drawn at every start (peers bind a key per node generation)"},
+       &C::signing_key_file},
       {{"security.block_key_secret_file", "block-key-secret-file", K::kString,
         "a key file (hearsay keygen) whose first key keys the prefix-cache block keys, the same "
         "on every node; it never rotates, so block keys survive cluster-key rotations. Without "
@@ -550,6 +560,9 @@ Status DaemonConfig::ApplyFlag(std::string_view flag, std::string_view value) {
 }
 
 Status DaemonConfig::Validate() const {
+  if (state_signatures != "ed25519" && state_signatures != "off") {
+    return InvalidArgumentError("security.state_signatures: want ed25519 or off");
+  }
   if (gossip_inbound_frame_bytes != 0 &&
       gossip_inbound_frame_bytes < gossip::kMaxMessageBytes + 1024) {
     return InvalidArgumentError("gossip.inbound_frame_pool_bytes must hold one largest frame (" +

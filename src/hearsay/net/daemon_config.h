@@ -74,7 +74,11 @@ struct DaemonConfig {
   uint64_t upstream_answer_timeout_ms = 300000;  // a whole answer asked in one piece, from the send
   // --- Security ---
   std::string cluster_key_file;
-  std::string keyring_file;           // runtime key changes persist here (key_admin.h)
+  std::string keyring_file;  // runtime key changes persist here (key_admin.h)
+  // Signed origin state (docs/gossip-security.md): ed25519 or off; the seed of this node's
+  // signing key (hearsay keygen), else one drawn at every start.
+  std::string state_signatures = "ed25519";
+  std::string signing_key_file;
   std::string block_key_secret_file;  // keys the block keys; empty: the primary key at start
   bool admin_allow_remote = false;    // serve /admin/keys beyond loopback
   std::string api_keys_file;          // API keys and tenants (api_keys.h); empty: open API

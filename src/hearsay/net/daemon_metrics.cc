@@ -106,6 +106,14 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_gossip_dropped_total", dropped, {{"reason", "spoofed"}});
   dropped_other_.counter =
       &r.AddCounter("hearsay_gossip_dropped_total", dropped, {{"reason", "other"}});
+  const char* state = "Gossiped member state refused for want of its member's valid signature";
+  state_unverified_.counter =
+      &r.AddCounter("hearsay_gossip_state_dropped_total", state, {{"reason", "unverified"}});
+  state_forged_.counter =
+      &r.AddCounter("hearsay_gossip_state_dropped_total", state, {{"reason", "forged"}});
+  signing_key_conflicts_.counter =
+      &r.AddCounter("hearsay_gossip_signing_key_conflicts_total",
+                    "Signing keys announced for a member generation that already has another");
   send_failures_.counter = &r.AddCounter("hearsay_gossip_send_failures_total",
                                          "Gossip messages the envelope refused to seal");
   const char* channel_names[] = {"datagram", "stream"};
@@ -234,6 +242,9 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   dropped_spoofed_.Sync(g.dropped_spoofed);
   dropped_other_.Sync(g.dropped_from_self + g.dropped_wrong_target + g.dropped_after_leave);
   send_failures_.Sync(g.send_failures);
+  state_unverified_.Sync(g.deltas_unverified);
+  state_forged_.Sync(g.deltas_forged);
+  signing_key_conflicts_.Sync(g.signing_key_conflicts);
   for (int c = 0; c < 2; ++c) {
     transport_msgs_sent_[c].Sync(t.messages_sent[c]);
     transport_msgs_received_[c].Sync(t.messages_received[c]);

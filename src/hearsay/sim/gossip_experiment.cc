@@ -26,6 +26,9 @@ std::optional<std::string> Invalid(const GossipExperimentOptions& o) {
   if (!(o.duration_s > 0 && o.duration_s <= 3600)) return "duration must be in (0, 3600] seconds";
   if (!(o.churn >= 0 && o.churn <= 1e6)) return "churn must be in [0, 1e6]";
   if (o.landmark_stride == 0) return "landmark stride must be >= 1";
+  if (!(o.sign_interval_s >= 0.01 && o.sign_interval_s <= 60)) {
+    return "sign interval must be in [0.01, 60] seconds";
+  }
   return std::nullopt;
 }
 
@@ -40,7 +43,9 @@ GossipCluster::Options ClusterOptions(const GossipExperimentOptions& o, FaultDri
   co.config.landmark_budget_members = o.landmark_budget_members;
   co.config.relayed_evidence = o.relayed_evidence;
   co.config.silence_probe_mult = o.silence_probe_mult;
-  co.share_replicas = o.share_replicas;
+  co.config.signatures = o.signatures;
+  co.config.sign_interval = FromSeconds(o.sign_interval_s);
+  co.share_replicas = o.share_replicas && o.signatures != gossip::SignatureMode::kEd25519;
   co.model_caches = false;  // figures come from the replicas themselves
   co.on_member_changed = [&faults](int observer, const NodeId& id, Generation g,
                                    gossip::MemberState s) {

@@ -35,6 +35,10 @@ struct GossipExperimentOptions {
   bool share_replicas = true;
   bool relayed_evidence = true;  // gossip::Config::relayed_evidence (off: the session-3 probe)
   double silence_probe_mult = gossip::Config{}.silence_probe_mult;  // 0: off
+  // gossip::Config::signatures and sign_interval. Ed25519 runs real cryptography and needs private
+  // replicas (it turns share_replicas off); modeled charges the bytes and counts the work only.
+  gossip::SignatureMode signatures = gossip::SignatureMode::kOff;
+  double sign_interval_s = 1.0;
 };
 
 // Runs the experiment; returns one JSON object with the options and:
@@ -53,7 +57,10 @@ struct GossipExperimentOptions {
 //   summary_exact         fraction with estimate == truth
 //   probe_failure_share, probe_heard_share   probes that failed / were saved by a message from
 //                         the target; local_health_mean/max over the measured window
-// and a few more diagnostics. Errors (bad options) come back as {"error": "..."}.
+// and a few more diagnostics; with signatures, a "signatures" object (signatures, verifications
+// and commitment updates per node-second, drops, and the CPU they cost per node, from the counts
+// and this machine's measured CPU cost of each operation). Errors (bad options) come back as {"error":
+// "..."}.
 nlohmann::json RunGossipExperiment(const GossipExperimentOptions& options);
 
 }  // namespace hearsay::sim

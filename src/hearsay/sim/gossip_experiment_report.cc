@@ -7,6 +7,7 @@
 
 #include "hearsay/common/percentile.h"
 #include "hearsay/gossip/wire.h"
+#include "hearsay/sim/gossip_experiment_signing.h"
 
 namespace hearsay::sim::gossip_experiment {
 namespace {
@@ -28,6 +29,8 @@ struct CounterTotals {
   uint32_t stride_max = 0;
   int up_nodes = 0;
   BytesByType bytes_by_type{};
+  uint64_t signatures_made = 0, signatures_verified = 0, commitment_updates = 0,
+           deltas_unverified = 0, deltas_forged = 0, key_conflicts = 0;
 };
 
 CounterTotals SumCounters(const GossipCluster& c) {
@@ -52,6 +55,12 @@ CounterTotals SumCounters(const GossipCluster& c) {
     s.restrides += k.restrides;
     s.stride_mismatches += k.deltas_stride_mismatch;
     s.stride_runs += k.stride_runs_applied;
+    s.signatures_made += k.signatures_made;
+    s.signatures_verified += k.signatures_verified;
+    s.commitment_updates += k.commitment_updates;
+    s.deltas_unverified += k.deltas_unverified;
+    s.deltas_forged += k.deltas_forged;
+    s.key_conflicts += k.signing_key_conflicts;
     s.stride_sum += c.node(i).landmark_stride();
     s.stride_max = std::max(s.stride_max, c.node(i).landmark_stride());
     ++s.up_nodes;
@@ -140,6 +149,47 @@ void AddTraffic(const Observations& run, const CounterTotals& s, double node_sec
   j["window_update_bytes_per_node_s"] = (m.types_after()[0] - m.types_before()[0]) / node_seconds;
 }
 
+// The signatures' work per node-second (over the whole simulation, warm-up included, survivors
+// only) and what it costs in
+// CPU at this machine's measured cost per operation (gossip_experiment_signing.cc).
+void AddSignatures(const Observations& run, const CounterTotals& s, nlohmann::json& j) {
+  const GossipExperimentOptions& o = run.options;
+  if (o.signatures == gossip::SignatureMode::kOff) return;
+  // The counters run to the end of the simulation (which goes on past the measured window until
+  // the kill is detected), not to run.end.
+  const double node_s = std::max(1, s.up_nodes) * ToSeconds(run.cluster.Now() - TimePoint{});
+  const SigningCosts costs = MeasureSigningCosts();
+  const double signs = static_cast<double>(s.signatures_made) / node_s;
+  const double verifies = static_cast<double>(s.signatures_verified) / node_s;
+  const double updates = static_cast<double>(s.commitment_updates) / node_s;
+  // Each updated entry hashes at most two elements (the old value out, the new one in).
+  const double cpu =
+      signs * costs.sign_us + verifies * costs.verify_us + 2 * updates * costs.element_us;
+  j["signatures"] = {{"mode", std::string(gossip::SignatureModeName(o.signatures))},
+                     {"sign_interval_s", o.sign_interval_s},
+                     {"signed_per_node_s", signs},
+                     {"verified_per_node_s", verifies},
+                     {"commitment_entries_per_node_s", updates},
+                     {"deltas_unverified", s.deltas_unverified},
+                     {"deltas_forged", s.deltas_forged},
+                     {"key_conflicts", s.key_conflicts},
+                     {"sign_us", costs.sign_us},
+                     {"verify_us", costs.verify_us},
+                     {"element_us", costs.element_us},
+                     {"cpu_ms_per_node_s", cpu / 1000}};
+  // The measured window alone (the workload stops at its end, while the simulation goes on
+  // until the kill is detected): every run applied there was verified, and its entries updated
+  // the commitment; plus one signature per interval.
+  const TrafficMeter::Received& w = run.traffic.window();
+  const double window_node_s = (o.nodes - 1) * o.duration_s;
+  const double runs = static_cast<double>(w.runs + w.snapshots) / window_node_s;
+  const double entries = static_cast<double>(w.entries) / window_node_s;
+  j["signatures"]["window_cpu_ms_per_node_s"] =
+      (runs * costs.verify_us + 2 * entries * costs.element_us +
+       costs.sign_us / o.sign_interval_s) /
+      1000;
+}
+
 }  // namespace
 
 nlohmann::json Report(const Observations& run) {
@@ -154,11 +204,13 @@ nlohmann::json Report(const Observations& run) {
   j["churn"] = o.churn;
   j["seed"] = o.seed;
   j["landmark_stride"] = o.landmark_stride;
-  j["share_replicas"] = o.share_replicas;
+  // Ed25519 runs on private replicas (gossip_experiment.h).
+  j["share_replicas"] = o.share_replicas && o.signatures != gossip::SignatureMode::kEd25519;
   j["cache_blocks"] = o.cache_blocks;
   AddFaults(run, j);
   AddAccuracy(run.accuracy, j);
   AddTraffic(run, s, node_seconds, j);
+  AddSignatures(run, s, j);
   j["landmark_budget_members"] = o.landmark_budget_members;
   j["landmark_stride_mean"] = s.up_nodes ? s.stride_sum / s.up_nodes : 0.0;
   j["landmark_stride_max"] = s.stride_max;

@@ -91,6 +91,7 @@ GossipCluster::Options ClusterOptions(uint64_t seed, const GossipScenarioOptions
   co.secure = options.secure;
   co.config.landmark_stride = 4;
   co.config.min_tombstones = 32;
+  co.config.signatures = options.signatures;
   if (options.landmark_budget_members > 0) {
     co.config.landmark_budget_members = options.landmark_budget_members;
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hearsay/env/time.h"
+#include "hearsay/gossip/state_signing.h"
 
 namespace hearsay::sim {
 
@@ -39,6 +40,8 @@ struct GossipScenarioOptions {
   // gossip::Config::landmark_budget_members; 0 keeps the default (no change of stride at these
   // sizes). A small value makes every origin change its stride as membership changes.
   size_t landmark_budget_members = 0;
+  // gossip::Config::signatures: with ed25519 every replica verifies every delta it applies.
+  gossip::SignatureMode signatures = gossip::SignatureMode::kOff;
   // Bounds checked by the scenario.
   Duration converge_bound = std::chrono::seconds(20);
   Duration detect_bound = std::chrono::seconds(25);

@@ -1,0 +1,71 @@
+// Signed origin state (state_signing.h): the own state published signed once per sign interval,
+// and other origins' state applied only with their valid signature.
+#include <algorithm>
+
+#include "hearsay/gossip/node.h"
+
+namespace hearsay::gossip {
+
+std::string Node::signing_public_key() const {
+  if (!signing() || !signing_key_) return {};
+  const PublicKey& k = signing_key_->public_key();
+  return std::string(reinterpret_cast<const char*>(k.data()), k.size());
+}
+
+void Node::OwnWritten(uint64_t old) {
+  if (published_) return;  // the digest follows the signed store (SignTick)
+  UpdateDigest(self_id_hash_, generation_, old, self_store_->max_version());
+}
+
+void Node::SignTick() {
+  if (left_ || !published_) return;
+  const uint64_t old = published_->max_version();
+  if (self_store_->max_version() > old) {
+    // Everything written since the last signature, as one whole delta (a snapshot if the writer
+    // collected tombstones it needs).
+    std::optional<OriginDelta> d = self_store_->BuildDelta(old, SIZE_MAX);
+    if (d) {
+      const std::optional<StateHash> commitment = published_->CommitmentAfter(*d);
+      counters_.commitment_updates += d->entries.size();
+      published_->Apply(*d, nullptr);
+      Signature sig{};
+      if (config_.signatures == SignatureMode::kEd25519 && commitment && signing_key_) {
+        const std::string statement = StateStatement(id_, generation_, published_->max_version(),
+                                                     published_->stride(), commitment->Digest());
+        sig = signing_key_->Sign(
+            {reinterpret_cast<const uint8_t*>(statement.data()), statement.size()});
+      }
+      ++counters_.signatures_made;
+      published_->SetSigned(commitment, sig);
+      UpdateDigest(self_id_hash_, generation_, old, published_->max_version());
+    }
+  }
+  After(config_.sign_interval, &Node::SignTick);
+}
+
+bool Node::VerifyDelta(const MemberRec& m, const OriginDelta& d,
+                       std::optional<StateHash>* commitment) {
+  if (!d.signature || m.key_generation != m.generation || m.signing_key.empty()) {
+    ++counters_.deltas_unverified;
+    return false;
+  }
+  ++counters_.signatures_verified;
+  counters_.commitment_updates += d.entries.size();
+  if (config_.signatures == SignatureMode::kModeled) return true;
+  *commitment = m.store->CommitmentAfter(d);
+  if (!*commitment) {
+    ++counters_.deltas_forged;
+    return false;
+  }
+  const std::string statement =
+      StateStatement(d.id, d.generation, d.to_version, d.stride, (*commitment)->Digest());
+  if (!VerifySignature(
+          {reinterpret_cast<const uint8_t*>(m.signing_key.data()), m.signing_key.size()},
+          {reinterpret_cast<const uint8_t*>(statement.data()), statement.size()}, *d.signature)) {
+    ++counters_.deltas_forged;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace hearsay::gossip

@@ -1,0 +1,201 @@
+// Signed origin state (state_signing.h): a node's own state verifies at every peer, also when
+// relayed; a member holding the cluster key cannot forge another member's state; keys are bound
+// per (id, generation).
+#include <gtest/gtest.h>
+
+#include "hearsay/gossip/node_test_util.h"
+#include "hearsay/gossip/state_signing.h"
+
+namespace hearsay::gossip {
+namespace {
+
+Config Signed(SignatureMode mode = SignatureMode::kEd25519) {
+  Config config;
+  config.landmark_stride = 4;
+  config.signatures = mode;
+  config.sign_interval = 200ms;
+  return config;
+}
+
+// A Deltas message "from" node `from` carrying `d`, delivered to node `to`.
+void Deliver(Cluster& c, int to, int from, const OriginDelta& d) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header.sender = Cluster::Name(from);
+  m.header.generation = c.node(from).generation();
+  m.header.incarnation = c.node(from).incarnation();
+  m.deltas.push_back(d);
+  c.node(to).OnMessage(Cluster::Name(from), Channel::kDatagram, Encode(m));
+}
+
+// A run that adds `key` to `origin`'s state as node `at` holds it: what a liar relays.
+OriginDelta ForgedRun(Cluster& c, int at, const NodeId& origin, prefix::BlockKey key) {
+  const OriginStore* s = c.node(at).PeerStore(origin);
+  EXPECT_NE(s, nullptr);
+  OriginDelta d;
+  d.id = origin;
+  d.generation = s->generation();
+  d.stride = s->stride();
+  d.from_version = s->max_version();
+  d.to_version = s->max_version() + 1;
+  d.entries = {{key, 0, true, d.to_version}};
+  return d;
+}
+
+TEST(NodeSigningTest, OwnSignedStateVerifiesAtEveryPeerAlsoWhenRelayed) {
+  Cluster c(5, 21, Signed());
+  // n2 and n0 never talk directly: n0 gets n2's state only as relayed by the others.
+  c.net().Block(Cluster::Name(0), Cluster::Name(2), true);
+  c.net().Block(Cluster::Name(2), Cluster::Name(0), true);
+  c.StartAll();
+  c.Run(3s);
+  LoadReport load;
+  load.queue_depth = 7;
+  c.node(2).SetLoad(load);
+  c.node(2).PublishCacheEvents(Chain(1000, 10));  // landmarks at 0, 4, 8
+  c.Run(3s);
+  for (int i = 0; i < c.size(); ++i) {
+    if (i == 2) continue;
+    EXPECT_EQ(c.listener(i).caches["n2"], (std::set<prefix::BlockKey>{1000, 1004, 1008})) << i;
+    EXPECT_EQ(c.listener(i).loads["n2"].queue_depth, 7u) << i;
+    EXPECT_GT(c.node(i).counters().signatures_verified, 0u) << i;
+    EXPECT_EQ(c.node(i).counters().deltas_forged, 0u) << i;
+    EXPECT_EQ(c.node(i).counters().signing_key_conflicts, 0u) << i;
+  }
+  EXPECT_GT(c.node(2).counters().signatures_made, 0u);
+  // Removals and later writes verify too.
+  c.node(2).PublishCacheEvents(std::vector<BlockEvent>{{BlockEvent::Kind::kRemoved, 1008, 8}});
+  c.Run(3s);
+  EXPECT_EQ(c.listener(0).caches["n2"], (std::set<prefix::BlockKey>{1000, 1004}));
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 0u);
+}
+
+// The attack: n1 holds the cluster key and relays a run that adds a key to n2's state, unsigned,
+// with a made-up signature, and signed with its own key over the right commitment. Every one is
+// refused with signatures on; with signatures off, the same forgery is accepted.
+TEST(NodeSigningTest, ForgedDeltaForAnotherOriginIsRefused) {
+  Cluster c(3, 22, Signed());
+  c.StartAll();
+  c.Run(3s);
+  c.node(2).PublishCacheEvents(Chain(1000, 4));
+  c.Run(2s);
+  ASSERT_EQ(c.listener(0).caches["n2"], (std::set<prefix::BlockKey>{1000}));
+  const uint64_t known = c.node(0).PeerStore("n2")->max_version();
+
+  OriginDelta unsigned_run = ForgedRun(c, 0, "n2", 0xbad);
+  Deliver(c, 0, 1, unsigned_run);
+  EXPECT_EQ(c.node(0).counters().deltas_unverified, 1u);
+
+  OriginDelta made_up = ForgedRun(c, 0, "n2", 0xbad);
+  made_up.signature.emplace();
+  made_up.signature->fill(7);
+  Deliver(c, 0, 1, made_up);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 1u);
+
+  // n1 signs the exact state n0 would reach, but with its own key.
+  OriginDelta own_key = ForgedRun(c, 0, "n2", 0xbad);
+  const StateHash* held = c.node(0).PeerStore("n2")->commitment();
+  ASSERT_NE(held, nullptr);
+  StateHash after = *held;
+  after.Add(CacheElement(0xbad, 0));
+  const std::string statement =
+      StateStatement("n2", own_key.generation, own_key.to_version, own_key.stride, after.Digest());
+  std::array<uint8_t, kSigningSeedBytes> seed{};
+  seed.fill(1);
+  own_key.signature = SigningKey::FromSeed(seed).Sign(
+      {reinterpret_cast<const uint8_t*>(statement.data()), statement.size()});
+  Deliver(c, 0, 1, own_key);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 2u);
+
+  EXPECT_EQ(c.node(0).PeerStore("n2")->max_version(), known);
+  EXPECT_EQ(c.listener(0).caches["n2"], (std::set<prefix::BlockKey>{1000}));
+  // The real state keeps flowing.
+  c.node(2).PublishCacheEvents(Chain(2000, 1));
+  c.Run(2s);
+  EXPECT_EQ(c.listener(0).caches["n2"], (std::set<prefix::BlockKey>{1000, 2000}));
+
+  // Without signatures the same forgery goes through: what the feature prevents.
+  Cluster open(3, 22, Signed(SignatureMode::kOff));
+  open.StartAll();
+  open.Run(3s);
+  open.node(2).PublishCacheEvents(Chain(1000, 4));
+  open.Run(2s);
+  Deliver(open, 0, 1, ForgedRun(open, 0, "n2", 0xbad));
+  EXPECT_TRUE(open.listener(0).caches["n2"].contains(0xbad));
+}
+
+TEST(NodeSigningTest, KeysAreBoundPerGenerationFirstSeenWins) {
+  Cluster c(3, 23, Signed());
+  c.StartAll();
+  c.Run(3s);
+  const std::string key1 = c.node(2).signing_public_key();
+  ASSERT_EQ(key1.size(), kSigningPublicKeyBytes);
+  // Another key for the same (id, generation) is ignored and counted.
+  MemberUpdate liar{MemberState::kAlive, "n2", "n2", 1, c.node(2).incarnation(), "", ""};
+  liar.signing_key = std::string(32, 'x');
+  Inject(c, 0, 1, liar);
+  EXPECT_EQ(c.node(0).counters().signing_key_conflicts, 1u);
+  c.node(2).PublishCacheEvents(Chain(1000, 1));
+  c.Run(2s);
+  EXPECT_EQ(c.listener(0).caches["n2"], (std::set<prefix::BlockKey>{1000}));
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 0u);
+
+  // A new generation brings a new key, bound afresh.
+  c.Crash(2);
+  c.Run(1s);
+  c.Restart(2, 2);
+  ASSERT_NE(c.node(2).signing_public_key(), key1);
+  c.Run(3s);
+  c.node(2).PublishCacheEvents(Chain(3000, 1));
+  c.Run(3s);
+  ASSERT_TRUE(c.Sees(0, 2, MemberState::kAlive));
+  EXPECT_EQ(c.node(0).Member("n2")->generation, 2u);
+  EXPECT_EQ(c.listener(0).caches["n2"], (std::set<prefix::BlockKey>{3000}));
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 0u);
+}
+
+// A replica's commitment, kept run by run, equals the one a fresh replica computes from a
+// snapshot of the same state: the relay-independence every signature relies on.
+TEST(NodeSigningTest, CommitmentsAgreeAcrossRunsAndSnapshots) {
+  OriginStore writer("o", 1, 4, nullptr, /*writer=*/true, 1);
+  OriginStore by_runs("o", 1, 4);
+  by_runs.EnableCommitment();
+  Rng rng(5);
+  for (int step = 0; step < 200; ++step) {
+    for (int k = 0; k < 5; ++k) {
+      writer.PutCache(rng.Below(40), static_cast<uint32_t>(rng.Below(3)), rng.Bernoulli(0.6));
+    }
+    if (step % 7 == 0) writer.PutLoad(LoadReport{static_cast<uint32_t>(step)}, step);
+    auto d = writer.BuildDelta(by_runs.max_version(), SIZE_MAX);
+    if (!d) continue;
+    auto c = by_runs.CommitmentAfter(*d);
+    ASSERT_TRUE(c);
+    ASSERT_EQ(by_runs.Apply(*d, nullptr), OriginStore::ApplyResult::kApplied);
+    by_runs.SetSigned(c, Signature{});
+  }
+  OriginStore fresh("o", 1, 4);
+  fresh.EnableCommitment();
+  auto snap = writer.BuildDelta(0, SIZE_MAX);
+  ASSERT_TRUE(snap && snap->snapshot);
+  auto c = fresh.CommitmentAfter(*snap);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(*c, *by_runs.commitment());
+  // What the replica serves carries the signature of its version, a snapshot for a peer behind
+  // its collection floor included.
+  ASSERT_GT(by_runs.gc_floor(), 0u);
+  auto served = by_runs.BuildDelta(0, SIZE_MAX);
+  ASSERT_TRUE(served && served->snapshot);
+  EXPECT_TRUE(served->signature.has_value());
+  // A run naming one key twice has no consistent commitment.
+  OriginDelta twice;
+  twice.id = "o";
+  twice.generation = 1;
+  twice.from_version = by_runs.max_version();
+  twice.to_version = twice.from_version + 2;
+  twice.stride = by_runs.stride();
+  twice.entries = {{9, 0, true, twice.from_version + 1}, {9, 0, false, twice.to_version}};
+  EXPECT_FALSE(by_runs.CommitmentAfter(twice));
+}
+
+}  // namespace
+}  // namespace hearsay::gossip
