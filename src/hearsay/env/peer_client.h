@@ -137,6 +137,11 @@ class PeerClient {
   // terminal OnError for it, which the caller ignores. Default: nothing to abort (the simulator
   // lets the answer arrive and be dropped).
   virtual void Cancel(uint64_t /*id*/) {}
+  // Ends the forward of request `id` now with `status` (its peer was declared dead): the sink gets
+  // the terminal OnError(status, before_first_token as it stands), never inside Abort, which the
+  // caller handles like any forward failure. No-op for an unknown or finished id. Default:
+  // nothing (the forward ends by itself).
+  virtual void Abort(uint64_t /*id*/, const Status& /*status*/) {}
 };
 
 }  // namespace hearsay

@@ -245,16 +245,19 @@ void HttpPeerClient::Forward(const Address& to, PeerRequest request, ResponseSin
   fwd->handle = client_.Send(std::move(req), std::move(handlers));
 }
 
-void HttpPeerClient::Cancel(uint64_t id) {
+void HttpPeerClient::Cancel(uint64_t id) { Abort(id, AbortedError("forward cancelled")); }
+
+void HttpPeerClient::Abort(uint64_t id, const Status& status) {
   auto it = forwards_.find(id);
   if (it == forwards_.end()) return;
   std::shared_ptr<Forwarding> fwd = it->second;
+  // Events already posted from the I/O thread are dropped from now on (they check `finished`).
   fwd->finished = true;
   Finish(id, /*cancel_exchange=*/true);
   std::weak_ptr<bool> alive = alive_;
-  post_to_core_([alive, fwd] {
+  post_to_core_([alive, fwd, status] {
     if (!alive.lock()) return;
-    fwd->sink->OnError(fwd->id, AbortedError("forward cancelled"), !fwd->first_token_delivered);
+    fwd->sink->OnError(fwd->id, status, !fwd->first_token_delivered);
   });
 }
 

@@ -12,7 +12,7 @@
 //   an error event, or a stream broken after the headers      -> OnError(before_first_token=false)
 // The SSE stream is parsed on the I/O thread; only the decoded events cross to the core.
 //
-// Threads: Forward and Cancel are called on the core thread. Sink callbacks run on the core
+// Threads: Forward, Cancel and Abort are called on the core thread. Sink callbacks run on the core
 // thread too, delivered through `post_to_core`, never inside Forward or Cancel; exactly one
 // terminal callback (OnComplete or OnError) per forwarded request.
 // Ownership: the sink is borrowed until its terminal callback. The HttpPeerClient must outlive
@@ -71,6 +71,9 @@ class HttpPeerClient final : public PeerClient {
   // its terminal callback OnError(ABORTED, before_first_token as it stands), posted, which the
   // caller ignores. No-op for an unknown or finished id.
   void Cancel(uint64_t id) override;
+  // Ends the forward `id` with `status` (its peer was declared dead): the connection is closed
+  // and the sink gets OnError(status, before_first_token as it stands), posted.
+  void Abort(uint64_t id, const Status& status) override;
   // Forwards in flight (core thread).
   size_t in_flight() const { return forwards_.size(); }
 

@@ -467,6 +467,43 @@ TEST_F(PeerClientTest, CancelAbortsTheForwardAndClosesTheConnection) {
   EXPECT_TRUE(sink.contract_kept());
 }
 
+// A silent peer mid-stream (stopped, partitioned) is aborted with the caller's status, which
+// the core then handles as a failure (node::Node when gossip declares the member dead).
+TEST_F(PeerClientTest, AbortEndsASilentStreamWithTheGivenStatus) {
+  std::promise<void> peer_saw_close, streaming;
+  testing::ResponderKeeper keeper;
+  StartPeer([&](Request, std::shared_ptr<Responder> r) {
+    r->OnClose([&] { peer_saw_close.set_value(); });
+    r->StartStream(200, FirstTokenHeaders());
+    r->Write(api::RenderChunk(Meta(), "partial", true));
+    keeper.Keep(std::move(r));
+    streaming.set_value();
+  });
+  RecordingSink sink(core_, in_forward_);
+  Forward(sink);
+  auto s = streaming.get_future();
+  ASSERT_TRUE(Ready(s));
+  ASSERT_TRUE(Eventually([&] { return !sink.text().empty(); }));
+  OnCore([&] {
+    in_forward_ = true;  // nothing may be delivered inside Abort
+    peer_client_->Abort(sink.id, UnavailableError("member declared dead"));
+    peer_client_->Abort(sink.id, UnavailableError("again"));  // no-op
+    peer_client_->Cancel(sink.id);                            // no-op
+    in_forward_ = false;
+  });
+  ASSERT_TRUE(sink.WaitTerminal());
+  EXPECT_EQ(sink.events(), (std::vector<std::string>{"first", "output", "error"}));
+  EXPECT_EQ(sink.error().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(sink.error().message(), "member declared dead");
+  EXPECT_FALSE(sink.before_first_token());
+  auto closed = peer_saw_close.get_future();
+  EXPECT_TRUE(Ready(closed));
+  DrainLoops();
+  EXPECT_EQ(sink.terminals(), 1);
+  EXPECT_EQ(InFlight(), 0u);
+  EXPECT_TRUE(sink.contract_kept());
+}
+
 TEST_F(PeerClientTest, DuplicateIdIsRefusedWithoutDisturbingTheFirst) {
   std::promise<void> streaming;
   std::shared_ptr<Responder> held;

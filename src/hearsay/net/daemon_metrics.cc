@@ -24,6 +24,12 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_forwards_bounced_total",
                     "Forwards a busy peer sent back unserved (its queue would have made the "
                     "request slower than this node's next choice); each was routed again");
+  forwards_aborted_member_dead_.counter = &r.AddCounter(
+      "hearsay_forwards_aborted_total",
+      "Forwards ended at once because gossip declared their member dead (or it came back "
+      "with a new generation): retried elsewhere before the first token, else the client's "
+      "stream ended",
+      {{"reason", "member_dead"}});
   peer_requests_bounced_.counter =
       &r.AddCounter("hearsay_peer_requests_bounced_total",
                     "Forwarded requests from peers this node sent back unserved, because its own "
@@ -210,6 +216,7 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   decision_forwarded_.Sync(s.forwarded_out);
   decision_retried_.Sync(s.forward_failures);
   forwards_bounced_.Sync(s.forwards_bounced);
+  forwards_aborted_member_dead_.Sync(s.forwards_aborted_member_dead);
   peer_requests_bounced_.Sync(s.bounced);
   client_requests_.Sync(s.client_requests);
   models_not_found_.Sync(s.models_not_found);

@@ -31,14 +31,23 @@ void DelayedPeerClient::Forward(const Address& to, PeerRequest request, Response
 }
 
 void DelayedPeerClient::Cancel(uint64_t id) {
+  if (held_.count(id) == 0) return inner_.Cancel(id);
+  DropHeld(id, AbortedError("forward cancelled"));
+}
+
+void DelayedPeerClient::Abort(uint64_t id, const Status& status) {
+  if (held_.count(id) == 0) return inner_.Abort(id, status);
+  DropHeld(id, status);
+}
+
+void DelayedPeerClient::DropHeld(uint64_t id, const Status& status) {
   auto it = held_.find(id);
-  if (it == held_.end()) return inner_.Cancel(id);
   scheduler_.Cancel(it->second.timer);
   ResponseSink* sink = it->second.sink;
   held_.erase(it);
   std::weak_ptr<int> alive = alive_;
-  scheduler_.Post([alive, sink, id] {
-    if (!alive.expired()) sink->OnError(id, AbortedError("forward cancelled"), true);
+  scheduler_.Post([alive, sink, id, status] {
+    if (!alive.expired()) sink->OnError(id, status, true);
   });
 }
 

@@ -32,6 +32,8 @@ class DelayedPeerClient final : public PeerClient {
 
   void Forward(const Address& to, PeerRequest request, ResponseSink* sink) override;
   void Cancel(uint64_t id) override;
+  // A held forward never reaches the inner client: its sink gets OnError(status, true), posted.
+  void Abort(uint64_t id, const Status& status) override;
   // Forwards held now.
   size_t held() const { return held_.size(); }
 
@@ -40,6 +42,9 @@ class DelayedPeerClient final : public PeerClient {
     TimerId timer = kNoTimer;
     ResponseSink* sink = nullptr;
   };
+
+  // Ends held forward `id` (which exists) with OnError(status, true), posted.
+  void DropHeld(uint64_t id, const Status& status);
 
   PeerClient& inner_;
   Scheduler& scheduler_;

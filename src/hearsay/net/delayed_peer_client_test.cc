@@ -18,6 +18,7 @@ struct RecordingClient final : PeerClient {
     forwarded.push_back({to, request.id, clock.Now()});
   }
   void Cancel(uint64_t id) override { cancelled.push_back(id); }
+  void Abort(uint64_t id, const Status&) override { aborted.push_back(id); }
   struct Sent {
     Address to;
     uint64_t id;
@@ -26,6 +27,7 @@ struct RecordingClient final : PeerClient {
   const Clock& clock;
   std::vector<Sent> forwarded;
   std::vector<uint64_t> cancelled;
+  std::vector<uint64_t> aborted;
 };
 
 struct ErrorSink final : ResponseSink {
@@ -86,6 +88,26 @@ TEST(DelayedPeerClientTest, ACancelWhileHeldEndsTheForwardWithoutTheInnerClient)
   scheduler.RunFor(FromMillis(10));
   client.Cancel(8);
   EXPECT_EQ(inner.cancelled, std::vector<uint64_t>{8});
+}
+
+TEST(DelayedPeerClientTest, AnAbortEndsAHeldForwardWithItsStatusOrGoesToTheInnerClient) {
+  simenv::VirtualScheduler scheduler;
+  RecordingClient inner(scheduler.clock());
+  DelayedPeerClient client(inner, scheduler);
+  ErrorSink sink;
+  client.set_delay(FromMillis(5));
+  client.Forward("peer:1", Request(7), &sink);
+  client.Abort(7, UnavailableError("member dead"));
+  EXPECT_TRUE(sink.errors.empty());  // posted, never inside Abort
+  scheduler.RunFor(FromMillis(10));
+  EXPECT_TRUE(inner.forwarded.empty());
+  ASSERT_EQ(sink.errors.size(), 1u);
+  EXPECT_EQ(sink.errors[0].code, StatusCode::kUnavailable);
+  EXPECT_TRUE(sink.errors[0].before);
+  client.Forward("peer:1", Request(8), &sink);
+  scheduler.RunFor(FromMillis(10));
+  client.Abort(8, UnavailableError("member dead"));
+  EXPECT_EQ(inner.aborted, std::vector<uint64_t>{8});
 }
 
 TEST(DelayedPeerClientTest, ZeroDelayPassesStraightThrough) {

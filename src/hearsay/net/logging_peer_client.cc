@@ -14,6 +14,10 @@ void LoggingPeerClient::Cancel(uint64_t id) {
   if (entries_.erase(id) > 0) inner_.Cancel(id);
 }
 
+void LoggingPeerClient::Abort(uint64_t id, const Status& status) {
+  if (entries_.count(id) > 0) inner_.Abort(id, status);
+}
+
 void LoggingPeerClient::OnFirstToken(uint64_t id, const PeerFirstToken& first) {
   auto it = entries_.find(id);
   if (it != entries_.end()) it->second.sink->OnFirstToken(id, first);

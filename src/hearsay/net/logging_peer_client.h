@@ -20,6 +20,8 @@ class LoggingPeerClient final : public PeerClient, private ResponseSink {
 
   void Forward(const Address& to, PeerRequest request, ResponseSink* sink) override;
   void Cancel(uint64_t id) override;
+  // The aborted forward's error is logged and passed on like any other failure.
+  void Abort(uint64_t id, const Status& status) override;
 
  private:
   struct Entry {

@@ -171,7 +171,15 @@ void Node::OnMemberChanged(const NodeId& id, Generation generation, gossip::Memb
         id, generation,
         state == gossip::MemberState::kAlive || state == gossip::MemberState::kSuspect);
   }
-  if (state == gossip::MemberState::kAlive || state == gossip::MemberState::kSuspect) {
+  const bool present =
+      state == gossip::MemberState::kAlive || state == gossip::MemberState::kSuspect;
+  // Forwards to a dead member (or to a previous generation of it) would otherwise wait for the
+  // peer client's own timeouts, long after gossip knew. A member that left is draining: it
+  // finishes what it serves, so its forwards go on.
+  if (state != gossip::MemberState::kLeft) {
+    AbortForwards(id, generation, /*gone=*/state == gossip::MemberState::kDead);
+  }
+  if (present) {
     if (Peer* p = EnsurePeer(id, generation)) p->live = state == gossip::MemberState::kAlive;
     return;
   }
@@ -340,6 +348,7 @@ bool Node::Cancel(uint64_t client_id, ResponseSink* sink) {
     if (p.client_id != client_id || p.sink != sink) continue;
     const uint64_t token = it->first;
     const route::Slot slot = p.slot;
+    UntrackForward(token, p);
     EndAttempt(it->second, "cancelled");
     EmitRoute(it->second, "cancelled by the client");
     pending_.erase(it);
@@ -559,6 +568,7 @@ void Node::Route(uint64_t token) {
   copy.cache_namespace = p.request.cache_namespace;  // the receiver mixes the model in again
   if (p.target) copy.model = p.target->adapter.empty() ? p.target->model : p.target->adapter;
   copy.tenant = p.request.tenant;
+  TrackForward(token, p, peers_[slot - 1]);
   peer_client_.Forward(peers_[slot - 1].address, std::move(copy), forward_sink_.get());
 }
 
@@ -715,6 +725,7 @@ void Node::OnForwardOutput(uint64_t token, const PeerOutput& output) {
 void Node::OnForwardComplete(uint64_t token, const PeerUsage& usage) {
   auto it = pending_.find(token);
   if (it == pending_.end() || it->second.slot == 0) return;
+  UntrackForward(token, it->second);
   ResponseSink* sink = it->second.sink;
   const uint64_t client_id = it->second.client_id;
   EmitRoute(it->second, "");
@@ -726,6 +737,7 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
   auto it = pending_.find(token);
   if (it == pending_.end() || it->second.slot == 0) return;
   Pending& p = it->second;
+  UntrackForward(token, p);
   // A client that reads one JSON body has seen nothing until the answer is complete, so a peer
   // failing mid-answer costs a retry too: the output so far is discarded.
   const bool unseen = !p.request.stream;

@@ -175,7 +175,10 @@ struct NodeStats {
   // or at any point for a client reading one JSON body (PeerRequest::stream false).
   uint64_t forward_failures = 0;
   uint64_t forwards_bounced = 0;  // forwards a busy peer sent back unserved; each routed again
-  uint64_t served = 0;            // requests this node's engine produced a first token for
+  // Forwards ended at once because gossip declared their member dead or it came back with a new
+  // generation: each then fails as a forward does (retried, or the stream ends with an error).
+  uint64_t forwards_aborted_member_dead = 0;
+  uint64_t served = 0;  // requests this node's engine produced a first token for
   uint64_t served_prompt_tokens = 0;
   uint64_t served_cached_tokens = 0;
   uint64_t rejected = 0;   // invalid requests
@@ -338,6 +341,9 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     TimePoint sent_at{};
     double claimed_ttft_ms = -1;
     int attempts = 0;
+    // The member the forward in flight went to and its generation then (empty: none in flight).
+    NodeId forward_to;
+    Generation forward_generation = 0;
     std::vector<route::Slot> excluded;
     bool first_sent = false;
     // Served here: the engine's queue wait (engine::Admission) and when it was submitted.
@@ -359,6 +365,12 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void RefreshMembers();
   Peer* EnsurePeer(const NodeId& id, Generation generation);
   void Finish(uint64_t token);
+  // The index of forwards in flight by member (forwards_by_member_): TrackForward when one is
+  // sent, UntrackForward when it ends (any way), AbortForwards when gossip says `member` is gone
+  // (dead: forwards up to `generation`) or alive at `generation` (those to older generations).
+  void TrackForward(uint64_t token, Pending& p, const Peer& peer);
+  void UntrackForward(uint64_t token, Pending& p);
+  void AbortForwards(const NodeId& member, Generation generation, bool gone);
   // Forward events.
   void OnForwardFirst(uint64_t token, const PeerFirstToken& first);
   // This node's expected time to first token for the forwarded `request`, in ms, priced like the
@@ -406,6 +418,9 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   bool members_dirty_ = true;
   // Live requests by token; engine request ids are the tokens of requests served here.
   std::unordered_map<uint64_t, Pending> pending_;
+  // The tokens of the forwards in flight, by member (Pending::forward_to): a member's failure
+  // aborts its forwards without a scan of every request.
+  std::unordered_map<NodeId, std::vector<uint64_t>> forwards_by_member_;
   uint64_t next_token_ = 1;
   std::vector<prefix::BlockEvent> events_scratch_;
   std::vector<route::Candidate> candidates_;
