@@ -93,6 +93,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--loss", c.loss, "Gossip message loss probability")->capture_default_str();
   cmd->add_option("--landmark-stride", c.landmark_stride, "Gossip landmark stride, blocks")
       ->capture_default_str();
+  cmd->add_option("--signatures", c.signatures,
+                  "Signed origin state: off, modeled (bytes and publication, no crypto) or ed25519")
+      ->capture_default_str();
   cmd->add_option("--routers", c.routers,
                   "Run the policy in this many central router replicas behind a load balancer (0 = "
                   "on every node; -1 = 1 for the peers' central policies, else 0)")

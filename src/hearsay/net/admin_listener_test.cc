@@ -14,9 +14,12 @@
 #include "hearsay/http/sync_call.h"
 #include "hearsay/http/tls_context.h"
 #include "hearsay/net/daemon.h"
+#include "hearsay/net/daemon_test_util.h"
 
 namespace hearsay::net {
 namespace {
+
+using testing::Start;
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
@@ -31,20 +34,10 @@ std::string TestFile(const std::string& name, const std::string& text) {
 }
 
 DaemonConfig Config(bool admin) {
-  DaemonConfig c;
-  c.http_listen = "127.0.0.1:0";
-  c.gossip_listen = "127.0.0.1:0";
-  c.log_level = "warn";
+  DaemonConfig c = testing::LoopbackConfig();
   c.cluster_key_file = TestFile("cluster.key", std::string(kKey) + "\n");
   if (admin) c.admin_listen = "127.0.0.1:0";
   return c;
-}
-
-std::unique_ptr<Daemon> Start(DaemonConfig c) {
-  spdlog::set_level(spdlog::level::warn);
-  Result<std::unique_ptr<Daemon>> d = Daemon::Create(std::move(c));
-  EXPECT_TRUE(d.ok()) << d.status().ToString();
-  return d.ok() ? std::move(*d) : nullptr;
 }
 
 http::SyncResponse Call(const std::string& method, const std::string& address,

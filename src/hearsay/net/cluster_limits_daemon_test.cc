@@ -16,42 +16,23 @@
 #include "hearsay/net/api_keys.h"
 #include "hearsay/net/blocking_client_test_util.h"
 #include "hearsay/net/daemon.h"
+#include "hearsay/net/daemon_test_util.h"
 #include "hearsay/testutil/eventually.h"
 
 namespace hearsay::net {
 namespace {
 
+using testing::Metric;
+
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 using testutil::Eventually;
 
-constexpr const char* kClusterKey = "3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhs=";
-
-std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/hearsay_cluster_limits_" + std::to_string(::getpid()) + "_" +
-         name;
-}
-
 DaemonConfig Config(const std::string& keys_file) {
-  DaemonConfig c;
-  c.http_listen = "127.0.0.1:0";
-  c.gossip_listen = "127.0.0.1:0";
-  c.log_level = "warn";
-  const std::string key_file = TempPath("cluster.key");
-  std::ofstream(key_file) << kClusterKey << "\n";
-  c.cluster_key_file = key_file;
+  DaemonConfig c = testing::LoopbackConfig();
+  c.cluster_key_file = testing::ClusterKeyFile("cluster_limits");
   c.api_keys_file = keys_file;
   return c;
-}
-
-// The value of the first /metrics line that starts with `series` (exactly as printed), or -1.
-double Metric(const std::string& metrics, const std::string& series) {
-  size_t at = 0;
-  while ((at = metrics.find(series + " ", at)) != std::string::npos) {
-    if (at == 0 || metrics[at - 1] == '\n') return std::stod(metrics.substr(at + series.size()));
-    at += series.size();
-  }
-  return -1;
 }
 
 class Caller : public testing::BlockingClient {
@@ -64,7 +45,7 @@ class Caller : public testing::BlockingClient {
 };
 
 TEST(ClusterLimitsDaemonTest, ThreeEntryNodesTogetherAdmitAboutTheTenantsLimit) {
-  const std::string file = TempPath("keys");
+  const std::string file = testing::TempPath("cluster_limits", "keys");
   std::remove(file.c_str());
   constexpr uint64_t kLimit = 8;  // requests per second, for the whole cluster
   std::array<uint8_t, 38> random{};

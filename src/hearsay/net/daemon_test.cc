@@ -15,6 +15,7 @@
 #include "hearsay/http/host_port.h"
 #include "hearsay/http/test_util.h"
 #include "hearsay/net/blocking_client_test_util.h"
+#include "hearsay/net/daemon_test_util.h"
 #include "hearsay/net/key_admin.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/testutil/eventually.h"
@@ -25,6 +26,9 @@ using http::FormatHostPort;
 using http::HostPort;
 using http::ParseHostPort;
 namespace {
+
+using testing::Start;
+using testing::Words;
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
@@ -43,33 +47,13 @@ std::string KeyFile() {
 }
 
 DaemonConfig Config(bool insecure) {
-  DaemonConfig c;
-  c.http_listen = "127.0.0.1:0";
-  c.gossip_listen = "127.0.0.1:0";
-  c.log_level = "warn";
+  DaemonConfig c = testing::LoopbackConfig();
   if (insecure) {
     c.insecure = true;
   } else {
     c.cluster_key_file = KeyFile();
   }
   return c;
-}
-
-std::unique_ptr<Daemon> Start(DaemonConfig c) {
-  spdlog::set_level(spdlog::level::warn);
-  Result<std::unique_ptr<Daemon>> d = Daemon::Create(std::move(c));
-  EXPECT_TRUE(d.ok()) << d.status().ToString();
-  return d.ok() ? std::move(*d) : nullptr;
-}
-
-// "w0 w1 w2 ...": one token per word (the tokenizer keeps the space before a word).
-std::string Words(const std::string& tag, int n) {
-  std::string s;
-  for (int i = 0; i < n; ++i) {
-    if (i > 0) s += ' ';
-    s += tag + std::to_string(i);
-  }
-  return s;
 }
 
 // The sum of the samples in `metrics` (Prometheus text) whose line begins with `prefix`.

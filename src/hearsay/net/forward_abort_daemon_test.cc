@@ -14,50 +14,25 @@
 #include "hearsay/http/test_util.h"
 #include "hearsay/net/blocking_client_test_util.h"
 #include "hearsay/net/daemon.h"
+#include "hearsay/net/daemon_test_util.h"
 #include "hearsay/testutil/eventually.h"
 
 namespace hearsay::net {
 namespace {
+
+using testing::Metric;
+using testing::Start;
+using testing::Words;
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 using testutil::Eventually;
 
 DaemonConfig Config() {
-  DaemonConfig c;
-  c.http_listen = "127.0.0.1:0";
-  c.gossip_listen = "127.0.0.1:0";
-  c.log_level = "warn";
+  DaemonConfig c = testing::LoopbackConfig();
   c.insecure = true;
   c.debug_faults = true;
   return c;
-}
-
-std::unique_ptr<Daemon> Start(DaemonConfig c) {
-  spdlog::set_level(spdlog::level::warn);
-  Result<std::unique_ptr<Daemon>> d = Daemon::Create(std::move(c));
-  EXPECT_TRUE(d.ok()) << d.status().ToString();
-  return d.ok() ? std::move(*d) : nullptr;
-}
-
-// "w0 w1 w2 ...": one token per word.
-std::string Words(const std::string& tag, int n) {
-  std::string s;
-  for (int i = 0; i < n; ++i) {
-    if (i > 0) s += ' ';
-    s += tag + std::to_string(i);
-  }
-  return s;
-}
-
-// The value of the /metrics line that is exactly `series` and its value, or -1.
-double Metric(const std::string& metrics, const std::string& series) {
-  size_t at = 0;
-  while ((at = metrics.find(series + " ", at)) != std::string::npos) {
-    if (at == 0 || metrics[at - 1] == '\n') return std::stod(metrics.substr(at + series.size()));
-    at += series.size();
-  }
-  return -1;
 }
 
 // One completion request in flight, with timeouts far beyond the peer client's idle timeout:

@@ -22,17 +22,19 @@
 #include "hearsay/net/api_keys.h"
 #include "hearsay/net/blocking_client_test_util.h"
 #include "hearsay/net/daemon.h"
+#include "hearsay/net/daemon_test_util.h"
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/testutil/eventually.h"
 
 namespace hearsay::net {
 namespace {
 
+using testing::Start;
+using testing::Words;
+
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 using testutil::Eventually;
-
-constexpr const char* kClusterKey = "3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhs=";
 
 using Reply = testing::BlockingResponse;
 
@@ -52,9 +54,7 @@ int CachedTokens(const Reply& r) {
   return json::parse(r.body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
 }
 
-std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/hearsay_tenants_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string TempPath(const std::string& name) { return testing::TempPath("tenants", name); }
 
 // A key for `tenant`, its line appended to `file`.
 std::string AddKey(const std::string& file, const Tenant& tenant, uint8_t seed) {
@@ -66,32 +66,10 @@ std::string AddKey(const std::string& file, const Tenant& tenant, uint8_t seed) 
 }
 
 DaemonConfig Config(const std::string& keys_file) {
-  DaemonConfig c;
-  c.http_listen = "127.0.0.1:0";
-  c.gossip_listen = "127.0.0.1:0";
-  c.log_level = "warn";
-  const std::string key_file = TempPath("cluster.key");
-  std::ofstream(key_file) << kClusterKey << "\n";
-  c.cluster_key_file = key_file;
+  DaemonConfig c = testing::LoopbackConfig();
+  c.cluster_key_file = testing::ClusterKeyFile("tenants");
   c.api_keys_file = keys_file;
   return c;
-}
-
-std::unique_ptr<Daemon> Start(DaemonConfig c) {
-  spdlog::set_level(spdlog::level::warn);
-  Result<std::unique_ptr<Daemon>> d = Daemon::Create(std::move(c));
-  EXPECT_TRUE(d.ok()) << d.status().ToString();
-  return d.ok() ? std::move(*d) : nullptr;
-}
-
-std::string Words(const std::string& tag, int n) {
-  std::string s;
-  for (int i = 0; i < n; ++i) {
-    if (i > 0) s += ' ';
-    s += tag;
-    s += std::to_string(i);
-  }
-  return s;
 }
 
 TEST(TenantsDaemonTest, EveryV1RequestNeedsAKeyAndHealthStaysOpen) {
@@ -216,7 +194,7 @@ http::Headers HopHeaders(const std::string& body, const std::string& receiver,
       {"x-hearsay-hop", "1"},
       {"x-hearsay-origin", "tester"},
       {"x-hearsay-peer-auth",
-       SignPeerRequest(*gossip::ClusterKey::Parse(kClusterKey),
+       SignPeerRequest(*gossip::ClusterKey::Parse(testing::kTestClusterKey),
                        {"POST", "/v1/completions", body, "tester", receiver, signed_tenant},
                        UnixMillisNow())}};
   if (!tenant.empty()) h.emplace_back(std::string(http::kTenantHeader), tenant);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "hearsay/gossip/state_signing.h"
 #include "hearsay/route/registry.h"
 #include "hearsay/sim/cluster_spec.h"
 
@@ -59,6 +60,9 @@ Status ValidateSimConfig(const SimConfig& c) {
     return Bad("landmark stride must be in [1, 1024]");
   }
   if (c.block_tokens < 1 || c.block_tokens > 4096) return Bad("block tokens must be in [1, 4096]");
+  if (!gossip::ParseSignatureMode(c.signatures).ok()) {
+    return Bad("--signatures must be off, modeled or ed25519");
+  }
   if (!Finite(c.warmup_ms) || c.warmup_ms < 0 || c.warmup_ms > 3.6e6) {
     return Bad("warmup must be in [0, 3600000] ms");
   }

@@ -72,6 +72,10 @@ struct SimConfig {
   double loss = 0;
   // Gossip landmark stride (blocks), >= 1.
   uint32_t landmark_stride = 16;
+  // Signed origin state (gossip::SignatureMode by name): "off", "modeled" (the signatures' bytes
+  // and their once-a-second publication, no real crypto) or "ed25519". The daemon signs by
+  // default, so the twin runs "modeled".
+  std::string signatures = "off";
   // Tokens per block of the block key chain, >= 1.
   uint32_t block_tokens = 16;
   // Virtual time to warm up membership before the first request, in ms (>= 0).

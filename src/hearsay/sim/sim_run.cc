@@ -11,6 +11,7 @@
 
 #include "hearsay/common/percentile.h"
 #include "hearsay/engine/cost_model.h"
+#include "hearsay/gossip/state_signing.h"
 #include "hearsay/node/router_cost.h"
 #include "hearsay/sim/central_router.h"
 #include "hearsay/sim/cluster_spec.h"
@@ -391,6 +392,8 @@ gossip::Config GossipConfigOf(const SimConfig& config) {
   g.probe_interval = std::max(FromMillis(100), 5 * g.gossip_interval);
   g.probe_timeout = g.probe_interval / 2;
   g.landmark_stride = config.landmark_stride;
+  g.signatures =
+      gossip::ParseSignatureMode(config.signatures).value_or(gossip::SignatureMode::kOff);
   return g;
 }
 

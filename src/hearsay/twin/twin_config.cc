@@ -151,6 +151,8 @@ Result<sim::SimConfig> TwinSimConfig(const std::vector<net::DaemonConfig>& nodes
   const node::NodeOptions daemon_node;
   c.gossip_ms = ToMillis(daemon_node.gossip.gossip_interval);
   c.landmark_stride = daemon_node.gossip.landmark_stride;
+  // A signing node publishes its state once per sign interval: the twin models that.
+  c.signatures = node.state_signatures == "off" ? "off" : "modeled";
   // The load, as the load generator sends it.
   c.workload = workload.workload;
   c.trace_path = workload.trace_path;
@@ -177,9 +179,10 @@ std::string SimCommandLine(const sim::SimConfig& c) {
   if (!c.trace_path.empty()) out << " --trace " << c.trace_path << " --arrivals " << c.arrivals;
   out << " --nodes " << c.nodes << " --policy " << c.policy << " --engine-preset "
       << c.engine_preset << " --capacity-tokens " << c.capacity_tokens << " --gossip-ms "
-      << c.gossip_ms << " --landmark-stride " << c.landmark_stride << " --requests " << c.requests
-      << " --rate " << c.rate_per_s << " --zipf " << c.zipf << " --entry " << c.entry
-      << " --clients " << c.entry_clients << " --seed " << c.seed << " --delay-ms " << c.delay_ms;
+      << c.gossip_ms << " --landmark-stride " << c.landmark_stride << " --signatures "
+      << c.signatures << " --requests " << c.requests << " --rate " << c.rate_per_s << " --zipf "
+      << c.zipf << " --entry " << c.entry << " --clients " << c.entry_clients << " --seed "
+      << c.seed << " --delay-ms " << c.delay_ms;
   if (c.cluster_seed != 0) out << " --cluster-seed " << c.cluster_seed;
   if (c.variants != 1) out << " --variants " << c.variants;
   if (c.cot) out << " --cot";

@@ -79,6 +79,10 @@ TEST(TwinConfigTest, TheSimulatedNodesGossipAsTheDaemonDoes) {
   EXPECT_EQ(sim.landmark_stride, daemon.gossip.landmark_stride);
   EXPECT_EQ(sim.gossip_fanout, daemon.gossip.gossip_fanout);
   EXPECT_EQ(sim::PublishIntervalOf(c), daemon.publish_interval);
+  // The daemon signs its state by default (net::Daemon::ConfigureSigning): published once per
+  // sign interval, which the simulator models without the crypto.
+  EXPECT_EQ(sim.signatures, gossip::SignatureMode::kModeled);
+  EXPECT_EQ(sim.sign_interval, gossip::Config{}.sign_interval);
 }
 
 // The simulator issues exactly the requests the load generator sends: same prompts, arrival
@@ -162,8 +166,9 @@ TEST(TwinConfigTest, ParsesACommandLineAsTheNodeCommandDoes) {
 TEST(TwinConfigTest, TheSimCommandLineNamesTheTwinsSettings) {
   const sim::SimConfig c = TwinOf(DemoCluster(4, "paper"), DemoWorkload(4));
   const std::string cmd = SimCommandLine(c);
-  for (const char* part : {"--nodes 4", "--policy paper", "--engine-preset consumer",
-                           "--capacity-tokens 8192", "--rate 12.5", "--clients 64", "--seed 7"}) {
+  for (const char* part :
+       {"--nodes 4", "--policy paper", "--engine-preset consumer", "--capacity-tokens 8192",
+        "--signatures modeled", "--rate 12.5", "--clients 64", "--seed 7"}) {
     EXPECT_NE(cmd.find(part), std::string::npos) << part << " not in " << cmd;
   }
 }
