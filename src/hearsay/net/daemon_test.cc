@@ -27,34 +27,20 @@ using http::HostPort;
 using http::ParseHostPort;
 namespace {
 
+using testing::ClusterConfig;
+using testing::CompletionBody;
+using testing::kTestClusterKey;
+using testing::SignedHopHeaders;
+using testing::SseEvents;
 using testing::Start;
 using testing::Words;
+using testutil::Eventually;
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 
-// A fixed cluster key (tests only).
-constexpr const char* kKey = "3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhs=";
-
 using Response = testing::BlockingResponse;
 using TestClient = testing::BlockingClient;
-
-std::string KeyFile() {
-  const std::string path =
-      ::testing::TempDir() + "/hearsay_daemon_test_" + std::to_string(::getpid()) + ".key";
-  std::ofstream(path) << kKey << "\n";
-  return path;
-}
-
-DaemonConfig Config(bool insecure) {
-  DaemonConfig c = testing::LoopbackConfig();
-  if (insecure) {
-    c.insecure = true;
-  } else {
-    c.cluster_key_file = KeyFile();
-  }
-  return c;
-}
 
 // The sum of the samples in `metrics` (Prometheus text) whose line begins with `prefix`.
 double MetricSum(const std::string& metrics, const std::string& prefix) {
@@ -70,43 +56,8 @@ double MetricSum(const std::string& metrics, const std::string& prefix) {
   return sum;
 }
 
-json Completion(const std::string& prompt, int max_tokens, bool stream = false) {
-  json j = {{"model", "hearsay-sim"}, {"prompt", prompt}, {"max_tokens", max_tokens}};
-  if (stream) {
-    j["stream"] = true;
-    j["stream_options"] = {{"include_usage", true}};
-  }
-  return j;
-}
-
-// The headers of a hop request with `body` to node `receiver`, signed with the test key.
-http::Headers HopHeaders(const json& body, const std::string& receiver,
-                         const std::string& key = kKey) {
-  const std::string text = body.dump();
-  return {
-      {"x-hearsay-hop", "1"},
-      {"x-hearsay-origin", "tester"},
-      {"x-hearsay-peer-auth",
-       SignPeerRequest(*gossip::ClusterKey::Parse(key),
-                       {"POST", "/v1/completions", text, "tester", receiver}, UnixMillisNow())}};
-}
-
-// The data: payloads of an SSE body, [DONE] included.
-std::vector<std::string> Events(const std::string& body) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    const size_t end = body.find("\n\n", pos);
-    out.push_back(body.substr(pos + 6, end - pos - 6));
-    pos = end;
-  }
-  return out;
-}
-
-using testutil::Eventually;
-
 TEST(DaemonTest, RefusesToStartWithoutKeyOrWithABadOne) {
-  DaemonConfig c = Config(true);
+  DaemonConfig c = ClusterConfig(true);
   c.insecure = false;
   Result<std::unique_ptr<Daemon>> d = Daemon::Create(c);
   ASSERT_FALSE(d.ok());
@@ -123,7 +74,7 @@ TEST(DaemonTest, RefusesToStartWithoutKeyOrWithABadOne) {
 }
 
 TEST(DaemonTest, RefusesToStartWithABadBlockKeySecretFile) {
-  DaemonConfig c = Config(false);
+  DaemonConfig c = ClusterConfig(false);
   c.block_key_secret_file = "/nonexistent/block.key";
   Result<std::unique_ptr<Daemon>> d = Daemon::Create(c);
   ASSERT_FALSE(d.ok());
@@ -137,18 +88,18 @@ TEST(DaemonTest, RefusesToStartWithABadBlockKeySecretFile) {
   EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(d.status().message().find(bad), std::string::npos) << d.status().message();
   std::remove(bad.c_str());
-  c.block_key_secret_file = KeyFile();
+  c.block_key_secret_file = testing::ClusterKeyFile("daemon_test");
   EXPECT_TRUE(Daemon::Create(c).ok());
 }
 
 TEST(DaemonTest, PortInUseIsAnError) {
-  auto a = Start(Config(true));
+  auto a = Start(ClusterConfig(true));
   ASSERT_TRUE(a);
-  DaemonConfig c = Config(true);
+  DaemonConfig c = ClusterConfig(true);
   c.http_listen = a->http_address();
   Result<std::unique_ptr<Daemon>> d = Daemon::Create(c);
   EXPECT_EQ(d.status().code(), StatusCode::kUnavailable) << d.status().ToString();
-  c = Config(true);
+  c = ClusterConfig(true);
   c.gossip_listen = a->gossip_address();
   d = Daemon::Create(c);
   EXPECT_EQ(d.status().code(), StatusCode::kUnavailable) << d.status().ToString();
@@ -168,13 +119,13 @@ bool IsResponseId(std::string_view id, std::string_view prefix) {
 }
 
 TEST(DaemonTest, AnswersCompletionsAndChatStreamingAndNot) {
-  auto d = Start(Config(true));
+  auto d = Start(ClusterConfig(true));
   ASSERT_TRUE(d);
   TestClient client;
   const std::string hp = d->http_address();
   const std::string prompt = Words("alpha", 100);
 
-  Response r = client.Post(hp, "/v1/completions", Completion(prompt, 5));
+  Response r = client.Post(hp, "/v1/completions", CompletionBody(prompt, 5));
   ASSERT_EQ(r.status, 200) << r.body;
   json j = json::parse(r.body);
   EXPECT_EQ(j["object"], "text_completion");
@@ -188,10 +139,10 @@ TEST(DaemonTest, AnswersCompletionsAndChatStreamingAndNot) {
   EXPECT_TRUE(IsResponseId(first_id, "cmpl-")) << first_id;
 
   // The same prompt again hits the engine's prefix cache (all but the last token).
-  r = client.Post(hp, "/v1/completions", Completion(prompt, 5, /*stream=*/true));
+  r = client.Post(hp, "/v1/completions", CompletionBody(prompt, 5, /*stream=*/true));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(*http::FindHeader(r.headers, "content-type"), "text/event-stream");
-  std::vector<std::string> ev = Events(r.body);
+  std::vector<std::string> ev = SseEvents(r.body);
   ASSERT_GE(ev.size(), 4u);
   EXPECT_EQ(ev.back(), "[DONE]");
   json usage = json::parse(ev[ev.size() - 2]);
@@ -215,7 +166,7 @@ TEST(DaemonTest, AnswersCompletionsAndChatStreamingAndNot) {
   chat["stream"] = true;
   r = client.Post(hp, "/v1/chat/completions", chat);
   ASSERT_EQ(r.status, 200);
-  ev = Events(r.body);
+  ev = SseEvents(r.body);
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(ev.back(), "[DONE]");
   EXPECT_EQ(json::parse(ev[0])["object"], "chat.completion.chunk");
@@ -244,19 +195,19 @@ TEST(DaemonTest, AnswersCompletionsAndChatStreamingAndNot) {
 
 // GET /status is the documented JSON of docs/reference.md; GET / is the console that reads it.
 TEST(DaemonTest, StatusAndConsole) {
-  auto d = Start(Config(true));
+  auto d = Start(ClusterConfig(true));
   ASSERT_TRUE(d);
   TestClient client;
   const std::string hp = d->http_address();
   // Nobody reads /status yet: the request is counted, but the node records no decision.
-  Response r = client.Post(hp, "/v1/completions", Completion(Words("s", 40), 2));
+  Response r = client.Post(hp, "/v1/completions", CompletionBody(Words("s", 40), 2));
   ASSERT_EQ(r.status, 200) << r.body;
   r = client.Get(hp, "/status");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(json::parse(r.body)["routing"]["requests"], 1);
   EXPECT_TRUE(json::parse(r.body)["decisions"].empty());
   // Now that /status is read, decisions are recorded.
-  r = client.Post(hp, "/v1/completions", Completion(Words("t", 40), 2));
+  r = client.Post(hp, "/v1/completions", CompletionBody(Words("t", 40), 2));
   ASSERT_EQ(r.status, 200) << r.body;
   r = client.Get(hp, "/status");
   ASSERT_EQ(r.status, 200);
@@ -309,7 +260,7 @@ TEST(DaemonTest, StatusAndConsole) {
 }
 
 TEST(DaemonTest, BadInputGetsTheRightStatus) {
-  DaemonConfig c = Config(false);
+  DaemonConfig c = ClusterConfig(false);
   c.max_body_bytes = 4096;
   c.context_tokens = 300;
   c.max_tokens = 100;
@@ -328,8 +279,8 @@ TEST(DaemonTest, BadInputGetsTheRightStatus) {
   EXPECT_EQ(status_of(R"({"model":"hearsay-sim","prompt":""})"), 400);
   EXPECT_EQ(status_of(R"({"model":"hearsay-sim","prompt":"x","max_tokens":"5"})"), 400);
   EXPECT_EQ(status_of(R"({"model":"gpt-4","prompt":"x"})"), 404);
-  EXPECT_EQ(status_of(Completion(Words("w", 250), 100).dump()), 400);  // over the context
-  EXPECT_EQ(status_of(Completion(std::string(5000, 'a'), 1).dump()), 413);
+  EXPECT_EQ(status_of(CompletionBody(Words("w", 250), 100).dump()), 400);  // over the context
+  EXPECT_EQ(status_of(CompletionBody(std::string(5000, 'a'), 1).dump()), 413);
   Response r = client.Get(hp, "/v1/completions");
   EXPECT_EQ(r.status, 405);
   r = client.Get(hp, "/nope");
@@ -338,29 +289,29 @@ TEST(DaemonTest, BadInputGetsTheRightStatus) {
   EXPECT_EQ(r.status, 404);  // only with --debug-faults
 
   // Hop requests need a peer authenticator made for this request and this node.
-  r = client.Post(hp, "/v1/completions", Completion("hi there", 1), {{"x-hearsay-hop", "1"}});
+  r = client.Post(hp, "/v1/completions", CompletionBody("hi there", 1), {{"x-hearsay-hop", "1"}});
   EXPECT_EQ(r.status, 403);
-  r = client.Post(hp, "/v1/completions", Completion("hi there", 1),
+  r = client.Post(hp, "/v1/completions", CompletionBody("hi there", 1),
                   {{"x-hearsay-hop", "1"}, {"x-hearsay-peer-auth", std::string(64, 'a')}});
   EXPECT_EQ(r.status, 403);
-  auto key = gossip::ClusterKey::Parse(kKey);
+  auto key = gossip::ClusterKey::Parse(kTestClusterKey);
   ASSERT_TRUE(key.ok());
   // A hop signed for another node, or replayed, is refused as well.
-  r = client.Post(hp, "/v1/completions", Completion("hi there", 2),
-                  HopHeaders(Completion("hi there", 2), "another-node"));
+  r = client.Post(hp, "/v1/completions", CompletionBody("hi there", 2),
+                  SignedHopHeaders(CompletionBody("hi there", 2), "another-node"));
   EXPECT_EQ(r.status, 403);
-  const http::Headers signed_hop = HopHeaders(Completion("hi there", 2), d->node_id());
-  r = client.Post(hp, "/v1/completions", Completion("hi there", 2), signed_hop);
+  const http::Headers signed_hop = SignedHopHeaders(CompletionBody("hi there", 2), d->node_id());
+  r = client.Post(hp, "/v1/completions", CompletionBody("hi there", 2), signed_hop);
   ASSERT_EQ(r.status, 200) << r.body;
   // A hop is always answered as a stream, with the peer headers and a usage chunk.
   EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-prompt-tokens"), "2");
   EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-cached-tokens"), "0");
   EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-node"), d->node_id());
-  std::vector<std::string> ev = Events(r.body);
+  std::vector<std::string> ev = SseEvents(r.body);
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(json::parse(ev[ev.size() - 2])["usage"]["completion_tokens"], 2);
   // The same request again, byte for byte: a replay.
-  r = client.Post(hp, "/v1/completions", Completion("hi there", 2), signed_hop);
+  r = client.Post(hp, "/v1/completions", CompletionBody("hi there", 2), signed_hop);
   EXPECT_EQ(r.status, 403) << r.body;
   EXPECT_NE(r.body.find("replayed"), std::string::npos) << r.body;
 
@@ -382,7 +333,7 @@ TEST(DaemonTest, BadInputGetsTheRightStatus) {
 // SIGTERM's drain: in-flight requests finish while /health answers 503 "draining" (it is not
 // refused: a load balancer's health check sees the node go) and new completions get 503.
 TEST(DaemonTest, DrainAnswersHealthWith503WhileRequestsFinish) {
-  DaemonConfig c = Config(true);
+  DaemonConfig c = ClusterConfig(true);
   c.max_tokens = 100000;
   c.context_tokens = 110000;
   c.drain_timeout_ms = 60000;
@@ -397,7 +348,7 @@ TEST(DaemonTest, DrainAnswersHealthWith503WhileRequestsFinish) {
     // A stream that ends only when this test closes its connection keeps the drain going.
     http::testing::RawClient busy(port->port);
     ASSERT_TRUE(busy.connected());
-    const std::string body = Completion("busy now", 100000, true).dump();
+    const std::string body = CompletionBody("busy now", 100000, true).dump();
     ASSERT_TRUE(
         busy.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
                   "application/json\r\nContent-Length: " +
@@ -411,7 +362,7 @@ TEST(DaemonTest, DrainAnswersHealthWith503WhileRequestsFinish) {
     })) << health.status
         << " " << health.done.ToString();
     EXPECT_EQ(json::parse(health.body)["status"], "draining");
-    Response r = client.Post(hp, "/v1/completions", Completion("late", 1));
+    Response r = client.Post(hp, "/v1/completions", CompletionBody("late", 1));
     EXPECT_EQ(r.status, 503) << r.body;
     EXPECT_EQ(d->in_flight(), 1);  // the stream is still served
     EXPECT_EQ(drained.wait_for(0s), std::future_status::timeout);
@@ -420,7 +371,7 @@ TEST(DaemonTest, DrainAnswersHealthWith503WhileRequestsFinish) {
 }
 
 TEST(DaemonTest, OverTheConcurrencyLimitGets429WithRetryAfter) {
-  DaemonConfig c = Config(true);
+  DaemonConfig c = ClusterConfig(true);
   c.max_concurrent_requests = 1;
   c.max_tokens = 100000;  // the busy answer below would take ~10 minutes
   c.context_tokens = 110000;
@@ -436,32 +387,32 @@ TEST(DaemonTest, OverTheConcurrencyLimitGets429WithRetryAfter) {
     // second request arrives, which then got 200 instead of 429.
     http::testing::RawClient busy(port->port);
     ASSERT_TRUE(busy.connected());
-    const std::string body = Completion("busy now", 100000, true).dump();
+    const std::string body = CompletionBody("busy now", 100000, true).dump();
     ASSERT_TRUE(
         busy.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
                   "application/json\r\nContent-Length: " +
                   std::to_string(body.size()) + "\r\n\r\n" + body));
     ASSERT_TRUE(busy.ReadUntil("data: "));  // streaming: the slot is taken
     ASSERT_EQ(d->in_flight(), 1);
-    Response r = client.Post(hp, "/v1/completions", Completion("me too", 1));
+    Response r = client.Post(hp, "/v1/completions", CompletionBody("me too", 1));
     EXPECT_EQ(r.status, 429);
     EXPECT_EQ(*http::FindHeader(r.headers, "retry-after"), "1");
   }  // closing the connection cancels the busy request and frees the slot
   ASSERT_TRUE(Eventually([&] { return d->in_flight() == 0; }, 5s));
-  Response r = client.Post(hp, "/v1/completions", Completion("me too", 1));
+  Response r = client.Post(hp, "/v1/completions", CompletionBody("me too", 1));
   EXPECT_EQ(r.status, 200);
   EXPECT_TRUE(d->Shutdown());
 }
 
 TEST(DaemonTest, ClientDisconnectCancelsTheRequest) {
-  auto d = Start(Config(true));
+  auto d = Start(ClusterConfig(true));
   ASSERT_TRUE(d);
   Result<HostPort> hp = ParseHostPort(d->http_address());
   ASSERT_TRUE(hp.ok());
   {
     http::testing::RawClient raw(hp->port);
     ASSERT_TRUE(raw.connected());
-    const std::string body = Completion("long answer", 1000, true).dump();
+    const std::string body = CompletionBody("long answer", 1000, true).dump();
     ASSERT_TRUE(
         raw.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
                  "application/json\r\nContent-Length: " +
@@ -480,19 +431,19 @@ TEST(DaemonTest, ClientDisconnectCancelsTheRequest) {
 
 // --io-threads 0: the sockets share the core thread. Same answers, streams and cancellation.
 TEST(DaemonTest, IoOnTheCoreThreadServesAndCancels) {
-  DaemonConfig c = Config(true);
+  DaemonConfig c = ClusterConfig(true);
   c.io_threads = 0;
   auto d = Start(c);
   ASSERT_TRUE(d);
   TestClient client;
   const std::string hp = d->http_address();
   const std::string prompt = Words("beta", 64);
-  Response r = client.Post(hp, "/v1/completions", Completion(prompt, 4));
+  Response r = client.Post(hp, "/v1/completions", CompletionBody(prompt, 4));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["usage"]["completion_tokens"], 4);
-  r = client.Post(hp, "/v1/completions", Completion(prompt, 4, /*stream=*/true));
+  r = client.Post(hp, "/v1/completions", CompletionBody(prompt, 4, /*stream=*/true));
   ASSERT_EQ(r.status, 200) << r.body;
-  std::vector<std::string> ev = Events(r.body);
+  std::vector<std::string> ev = SseEvents(r.body);
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(ev.back(), "[DONE]");
   EXPECT_EQ(json::parse(ev[ev.size() - 2])["usage"]["prompt_tokens_details"]["cached_tokens"], 63);
@@ -502,7 +453,7 @@ TEST(DaemonTest, IoOnTheCoreThreadServesAndCancels) {
   {
     http::testing::RawClient raw(port->port);
     ASSERT_TRUE(raw.connected());
-    const std::string body = Completion("long answer", 1000, true).dump();
+    const std::string body = CompletionBody("long answer", 1000, true).dump();
     ASSERT_TRUE(
         raw.Send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
                  "application/json\r\nContent-Length: " +
@@ -518,218 +469,8 @@ TEST(DaemonTest, IoOnTheCoreThreadServesAndCancels) {
   EXPECT_TRUE(d->Shutdown());
 }
 
-class ClusterTest : public ::testing::TestWithParam<bool> {};
-
-TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
-  const bool insecure = GetParam();
-  auto a = Start(Config(insecure));
-  ASSERT_TRUE(a);
-  std::vector<std::unique_ptr<Daemon>> nodes;
-  for (int i = 0; i < 2; ++i) {
-    DaemonConfig c = Config(insecure);
-    c.join = {a->gossip_address()};
-    nodes.push_back(Start(c));
-    ASSERT_TRUE(nodes.back());
-  }
-  Daemon& b = *nodes[0];
-  TestClient client;
-  auto alive_members = [&](Daemon& d) {
-    json j = json::parse(client.Get(d.http_address(), "/cluster").body);
-    int alive = 0;
-    for (const auto& m : j["members"]) alive += m["state"] == "alive" ? 1 : 0;
-    return alive;
-  };
-  ASSERT_TRUE(Eventually([&] {
-    return alive_members(*a) == 2 && alive_members(b) == 2 && alive_members(*nodes[1]) == 2;
-  })) << client.Get(a->http_address(), "/cluster").body;
-  json cluster = json::parse(client.Get(a->http_address(), "/cluster").body);
-  EXPECT_EQ(cluster["self"]["id"], a->node_id());
-  // Generations exceed 2^53: strings, so JavaScript and jq read them exactly.
-  ASSERT_TRUE(cluster["self"]["generation"].is_string());
-  EXPECT_EQ(cluster["self"]["generation"], std::to_string(a->generation()));
-  for (const auto& m : cluster["members"]) EXPECT_TRUE(m["generation"].is_string()) << m;
-  for (const auto& m : cluster["members"]) {
-    EXPECT_FALSE(m["api_address"].get<std::string>().empty());
-  }
-
-  // B serves a long prompt itself (a hop request is served where it lands).
-  const std::string shared = Words("ctx", 2048);
-  http::Headers hop = {{"x-hearsay-hop", "1"}};
-  if (!insecure) hop = HopHeaders(Completion(shared + " first question", 2), b.node_id());
-  Response r = client.Post(b.http_address(), "/v1/completions",
-                           Completion(shared + " first question", 2), hop);
-  ASSERT_EQ(r.status, 200) << r.body;
-  // A learns through gossip that B holds it.
-  ASSERT_TRUE(Eventually([&] {
-    json j = json::parse(client.Get(a->http_address(), "/cluster").body);
-    for (const auto& m : j["members"]) {
-      if (m["id"] == b.node_id() && m["cache_entries"].get<int>() > 0) return true;
-    }
-    return false;
-  })) << client.Get(a->http_address(), "/cluster").body;
-
-  // A sibling entering at A is forwarded to B and hits B's cache; non-streaming and streaming.
-  r = client.Post(a->http_address(), "/v1/completions", Completion(shared + " second question", 4));
-  ASSERT_EQ(r.status, 200) << r.body;
-  json j = json::parse(r.body);
-  EXPECT_GE(j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 2000);
-  EXPECT_EQ(j["usage"]["completion_tokens"], 4);
-  EXPECT_EQ(j["system_fingerprint"], a->node_id());
-  // The answer names the node that served it and the one it entered at.
-  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-served-by"), b.node_id());
-  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-entry"), a->node_id());
-  r = client.Post(a->http_address(), "/v1/completions",
-                  Completion(shared + " third question", 3, /*stream=*/true));
-  ASSERT_EQ(r.status, 200);
-  std::vector<std::string> ev = Events(r.body);
-  ASSERT_GE(ev.size(), 3u);
-  EXPECT_EQ(ev.back(), "[DONE]");
-  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-served-by"), b.node_id());
-  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-entry"), a->node_id());
-  EXPECT_GE(
-      json::parse(ev[ev.size() - 2])["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
-      2000);
-  json stats = json::parse(client.Get(a->http_address(), "/cluster").body)["stats"];
-  EXPECT_EQ(stats["forwarded"], 2) << stats.dump();
-  const std::string metrics = client.Get(a->http_address(), "/metrics").body;
-  EXPECT_NE(metrics.find("hearsay_requests_total{decision=\"forwarded\"} 2"), std::string::npos)
-      << metrics;
-  EXPECT_NE(metrics.find("hearsay_peers{state=\"alive\"} 2"), std::string::npos);
-  EXPECT_EQ(metrics.find("hearsay_gossip_messages_total{direction=\"received\"} 0"),
-            std::string::npos);
-
-  // B leaves gracefully; A sees it as left.
-  EXPECT_TRUE(b.Shutdown());
-  EXPECT_TRUE(Eventually([&] {
-    json jj = json::parse(client.Get(a->http_address(), "/cluster").body);
-    for (const auto& m : jj["members"]) {
-      if (m["id"] == b.node_id()) return m["state"] == "left";
-    }
-    return false;
-  }));
-}
-
-INSTANTIATE_TEST_SUITE_P(KeyedAndInsecure, ClusterTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Insecure" : "Keyed"; });
-
-TEST(DaemonTest, APeerFailingBeforeTheFirstTokenCostsARetryNotTheRequest) {
-  // A (policy paper: always the longest match) forwards to B, which refuses with 429 because
-  // its one slot is busy: A must retry (here: serve locally), and its client gets a 200.
-  DaemonConfig ca = Config(false);
-  ca.policy = "paper";
-  auto a = Start(ca);
-  ASSERT_TRUE(a);
-  DaemonConfig cb = Config(false);
-  cb.join = {a->gossip_address()};
-  cb.max_concurrent_requests = 1;
-  auto b = Start(cb);
-  ASSERT_TRUE(b);
-  TestClient client;
-  const std::string shared = Words("doc", 1024);
-  ASSERT_EQ(client
-                .Post(b->http_address(), "/v1/completions", Completion(shared + " q1", 1),
-                      HopHeaders(Completion(shared + " q1", 1), b->node_id()))
-                .status,
-            200);
-  ASSERT_TRUE(Eventually([&] {
-    json j = json::parse(client.Get(a->http_address(), "/cluster").body);
-    for (const auto& m : j["members"]) {
-      if (m["id"] == b->node_id() && m["cache_entries"].get<int>() > 0) return true;
-    }
-    return false;
-  }));
-  // Occupy B's only slot.
-  auto busy = std::async(std::launch::async, [&] {
-    TestClient c;
-    return c.Post(b->http_address(), "/v1/completions", Completion("keep busy", 150),
-                  HopHeaders(Completion("keep busy", 150), b->node_id()));
-  });
-  ASSERT_TRUE(Eventually([&] { return b->in_flight() == 1; }, 5s));
-  Response r = client.Post(a->http_address(), "/v1/completions", Completion(shared + " q2", 2));
-  EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(json::parse(r.body)["usage"]["completion_tokens"], 2);
-  const std::string metrics = client.Get(a->http_address(), "/metrics").body;
-  EXPECT_NE(metrics.find("hearsay_requests_total{decision=\"retried\"} 1"), std::string::npos)
-      << metrics;
-  EXPECT_NE(metrics.find("hearsay_requests_total{decision=\"local\"} 1"), std::string::npos);
-  EXPECT_EQ(busy.get().status, 200);
-}
-
-TEST(DaemonTest, DebugFaultsBlockGossipTraffic) {
-  DaemonConfig ca = Config(true);
-  ca.debug_faults = true;
-  auto a = Start(ca);
-  ASSERT_TRUE(a);
-  DaemonConfig cb = Config(true);
-  cb.join = {a->gossip_address()};
-  auto b = Start(cb);
-  ASSERT_TRUE(b);
-  TestClient client;
-  Response r = client.Post(a->http_address(), "/debug/faults", json{{"block", {"x"}}});
-  EXPECT_EQ(r.status, 400);
-  r = client.Post(a->http_address(), "/debug/faults", json{{"nope", 1}});
-  EXPECT_EQ(r.status, 400);
-  r = client.Post(a->http_address(), "/debug/faults", json{{"block", {b->gossip_address()}}});
-  EXPECT_EQ(r.status, 200) << r.body;
-  auto blocked = [&] {
-    const std::string m = client.Get(a->http_address(), "/metrics").body;
-    const std::string key = "hearsay_transport_dropped_total{reason=\"blocked\"} ";
-    const size_t at = m.find(key);
-    return at == std::string::npos ? 0 : std::stoi(m.substr(at + key.size()));
-  };
-  EXPECT_TRUE(Eventually([&] { return blocked() >= 2; }));
-  // Healing: an empty list unblocks.
-  r = client.Post(a->http_address(), "/debug/faults", json{{"block", json::array()}});
-  EXPECT_EQ(r.status, 200);
-}
-
-// Delay and loss (the stand-in for netem): bad values are refused; with loss 1 every gossip
-// datagram node A sends is lost and counted; zero and zero heal.
-TEST(DaemonTest, DebugFaultsLoseAndDelayWhatTheNodeSends) {
-  DaemonConfig ca = Config(true);
-  ca.debug_faults = true;
-  auto a = Start(ca);
-  ASSERT_TRUE(a);
-  DaemonConfig cb = Config(true);
-  cb.join = {a->gossip_address()};
-  auto b = Start(cb);
-  ASSERT_TRUE(b);
-  TestClient client;
-  Response r0;
-  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", 1.5}}).status, 400);
-  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", -1}}).status, 400);
-  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", "x"}}).status, 400);
-  // A bad key applies nothing, not even the good ones beside it.
-  EXPECT_EQ(
-      client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 5}, {"loss", 2}}).status,
-      400);
-  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 0.5}}).status,
-            400);
-  r0 = client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 1}});
-  ASSERT_EQ(r0.status, 200) << r0.body;
-  EXPECT_EQ(json::parse(r0.body)["delay_ms"], 0);
-  Response r = client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 2}, {"loss", 1}});
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(json::parse(r.body)["loss"], 1);
-  EXPECT_EQ(json::parse(r.body)["delay_ms"], 2);
-  auto lost = [&] {
-    const std::string m = client.Get(a->http_address(), "/metrics").body;
-    const std::string key = "hearsay_transport_dropped_total{reason=\"fault_loss\"} ";
-    const size_t at = m.find(key);
-    return at == std::string::npos ? 0 : std::stoi(m.substr(at + key.size()));
-  };
-  EXPECT_TRUE(Eventually([&] { return lost() >= 2; }));
-  r = client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 0}, {"loss", 0}});
-  ASSERT_EQ(r.status, 200);
-  EXPECT_EQ(json::parse(r.body)["loss"], 0);
-  EXPECT_EQ(json::parse(r.body)["delay_ms"], 0);
-}
-
-// A body built to be slow (one object of many keys, near the body limit) is parsed in time
-// linear in its size, so /health of the same node answers meanwhile (with a quadratic parse, a
-// body like this held the I/O thread for about 27 s).
 TEST(DaemonTest, HostileBodyDoesNotStallHealth) {
-  DaemonConfig c = Config(true);
+  DaemonConfig c = ClusterConfig(true);
   c.max_json_members = 1 << 20;  // let the parser, not the budget, meet every key
   auto d = Start(c);
   ASSERT_TRUE(d);
@@ -752,7 +493,7 @@ TEST(DaemonTest, HostileBodyDoesNotStallHealth) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(client.Get(d->http_address(), "/health").status, 200);
   EXPECT_EQ(hostile.get().status, 200);
   // Over the default budget, the same body is refused with a clear 400.
-  auto strict = Start(Config(true));
+  auto strict = Start(ClusterConfig(true));
   ASSERT_TRUE(strict);
   const Response r = client.Call("POST", strict->http_address(), "/v1/completions", body);
   EXPECT_EQ(r.status, 400);
@@ -762,10 +503,10 @@ TEST(DaemonTest, HostileBodyDoesNotStallHealth) {
 }
 
 TEST(DaemonTest, EncodedBodiesAre415AndErrorsQuoteLittle) {
-  auto d = Start(Config(true));
+  auto d = Start(ClusterConfig(true));
   ASSERT_TRUE(d);
   TestClient client;
-  Response r = client.Post(d->http_address(), "/v1/completions", Completion("hi", 1),
+  Response r = client.Post(d->http_address(), "/v1/completions", CompletionBody("hi", 1),
                            {{"content-encoding", "gzip"}});
   EXPECT_EQ(r.status, 415);
   EXPECT_NE(r.body.find("unsupported_content_encoding"), std::string::npos) << r.body;
@@ -776,13 +517,13 @@ TEST(DaemonTest, EncodedBodiesAre415AndErrorsQuoteLittle) {
 }
 
 TEST(DaemonTest, DebugFaultsNeedTheAdminToken) {
-  DaemonConfig c = Config(false);
+  DaemonConfig c = ClusterConfig(false);
   c.debug_faults = true;
   auto d = Start(c);
   ASSERT_TRUE(d);
   TestClient client;
   const json block = {{"block", json::array()}};
-  const gossip::ClusterKey key = *gossip::ClusterKey::Parse(kKey);
+  const gossip::ClusterKey key = *gossip::ClusterKey::Parse(kTestClusterKey);
   const auto sign = [&](std::string_view receiver) {
     return SignAdminRequest(key, "POST", "/debug/faults", block.dump(), receiver, UnixMillisNow());
   };

@@ -8,9 +8,13 @@
 
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "hearsay/http/headers.h"
 #include "hearsay/net/daemon.h"
+#include "hearsay/net/peer_auth.h"
 
 namespace hearsay::net::testing {
 
@@ -64,6 +68,52 @@ inline double Metric(const std::string& metrics, const std::string& series) {
     at += series.size();
   }
   return -1;
+}
+
+// A daemon on free loopback ports keyed with kTestClusterKey, or with no key at all (`insecure`).
+inline DaemonConfig ClusterConfig(bool insecure) {
+  DaemonConfig c = LoopbackConfig();
+  if (insecure) {
+    c.insecure = true;
+  } else {
+    c.cluster_key_file = ClusterKeyFile("daemon_test");
+  }
+  return c;
+}
+
+// A /v1/completions body for the simulated engine; streamed with a usage chunk if `stream`.
+inline nlohmann::json CompletionBody(const std::string& prompt, int max_tokens,
+                                     bool stream = false) {
+  nlohmann::json j = {{"model", "hearsay-sim"}, {"prompt", prompt}, {"max_tokens", max_tokens}};
+  if (stream) {
+    j["stream"] = true;
+    j["stream_options"] = {{"include_usage", true}};
+  }
+  return j;
+}
+
+// The headers of a hop request with `body` to node `receiver`, signed with `key`.
+inline http::Headers SignedHopHeaders(const nlohmann::json& body, const std::string& receiver,
+                                      const std::string& key = kTestClusterKey) {
+  const std::string text = body.dump();
+  return {
+      {"x-hearsay-hop", "1"},
+      {"x-hearsay-origin", "tester"},
+      {"x-hearsay-peer-auth",
+       SignPeerRequest(*gossip::ClusterKey::Parse(key),
+                       {"POST", "/v1/completions", text, "tester", receiver}, UnixMillisNow())}};
+}
+
+// The data: payloads of an SSE body, [DONE] included.
+inline std::vector<std::string> SseEvents(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = body.find("\n\n", pos);
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return out;
 }
 
 }  // namespace hearsay::net::testing

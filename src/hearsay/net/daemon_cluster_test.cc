@@ -1,0 +1,258 @@
+// Daemon clusters in process on loopback: joining, converging and forwarding to the prefix
+// holder, a peer failing before the first token, and the debug faults that block, lose and
+// delay what a node sends.
+#include "hearsay/net/daemon.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "hearsay/http/client.h"
+#include "hearsay/http/host_port.h"
+#include "hearsay/http/test_util.h"
+#include "hearsay/net/blocking_client_test_util.h"
+#include "hearsay/net/daemon_test_util.h"
+#include "hearsay/net/key_admin.h"
+#include "hearsay/net/peer_auth.h"
+#include "hearsay/testutil/eventually.h"
+
+namespace hearsay::net {
+
+using http::FormatHostPort;
+using http::HostPort;
+using http::ParseHostPort;
+namespace {
+
+using testing::ClusterConfig;
+using testing::CompletionBody;
+using testing::kTestClusterKey;
+using testing::SignedHopHeaders;
+using testing::SseEvents;
+using testing::Start;
+using testing::Words;
+using testutil::Eventually;
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+using Response = testing::BlockingResponse;
+using TestClient = testing::BlockingClient;
+
+class ClusterTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
+  const bool insecure = GetParam();
+  auto a = Start(ClusterConfig(insecure));
+  ASSERT_TRUE(a);
+  std::vector<std::unique_ptr<Daemon>> nodes;
+  for (int i = 0; i < 2; ++i) {
+    DaemonConfig c = ClusterConfig(insecure);
+    c.join = {a->gossip_address()};
+    nodes.push_back(Start(c));
+    ASSERT_TRUE(nodes.back());
+  }
+  Daemon& b = *nodes[0];
+  TestClient client;
+  auto alive_members = [&](Daemon& d) {
+    json j = json::parse(client.Get(d.http_address(), "/cluster").body);
+    int alive = 0;
+    for (const auto& m : j["members"]) alive += m["state"] == "alive" ? 1 : 0;
+    return alive;
+  };
+  ASSERT_TRUE(Eventually([&] {
+    return alive_members(*a) == 2 && alive_members(b) == 2 && alive_members(*nodes[1]) == 2;
+  })) << client.Get(a->http_address(), "/cluster").body;
+  json cluster = json::parse(client.Get(a->http_address(), "/cluster").body);
+  EXPECT_EQ(cluster["self"]["id"], a->node_id());
+  // Generations exceed 2^53: strings, so JavaScript and jq read them exactly.
+  ASSERT_TRUE(cluster["self"]["generation"].is_string());
+  EXPECT_EQ(cluster["self"]["generation"], std::to_string(a->generation()));
+  for (const auto& m : cluster["members"]) EXPECT_TRUE(m["generation"].is_string()) << m;
+  for (const auto& m : cluster["members"]) {
+    EXPECT_FALSE(m["api_address"].get<std::string>().empty());
+  }
+
+  // B serves a long prompt itself (a hop request is served where it lands).
+  const std::string shared = Words("ctx", 2048);
+  http::Headers hop = {{"x-hearsay-hop", "1"}};
+  if (!insecure) hop = SignedHopHeaders(CompletionBody(shared + " first question", 2), b.node_id());
+  Response r = client.Post(b.http_address(), "/v1/completions",
+                           CompletionBody(shared + " first question", 2), hop);
+  ASSERT_EQ(r.status, 200) << r.body;
+  // A learns through gossip that B holds it.
+  ASSERT_TRUE(Eventually([&] {
+    json j = json::parse(client.Get(a->http_address(), "/cluster").body);
+    for (const auto& m : j["members"]) {
+      if (m["id"] == b.node_id() && m["cache_entries"].get<int>() > 0) return true;
+    }
+    return false;
+  })) << client.Get(a->http_address(), "/cluster").body;
+
+  // A sibling entering at A is forwarded to B and hits B's cache; non-streaming and streaming.
+  r = client.Post(a->http_address(), "/v1/completions", CompletionBody(shared + " second question", 4));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_GE(j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 2000);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(j["system_fingerprint"], a->node_id());
+  // The answer names the node that served it and the one it entered at.
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-served-by"), b.node_id());
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-entry"), a->node_id());
+  r = client.Post(a->http_address(), "/v1/completions",
+                  CompletionBody(shared + " third question", 3, /*stream=*/true));
+  ASSERT_EQ(r.status, 200);
+  std::vector<std::string> ev = SseEvents(r.body);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-served-by"), b.node_id());
+  EXPECT_EQ(*http::FindHeader(r.headers, "x-hearsay-entry"), a->node_id());
+  EXPECT_GE(
+      json::parse(ev[ev.size() - 2])["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+      2000);
+  json stats = json::parse(client.Get(a->http_address(), "/cluster").body)["stats"];
+  EXPECT_EQ(stats["forwarded"], 2) << stats.dump();
+  const std::string metrics = client.Get(a->http_address(), "/metrics").body;
+  EXPECT_NE(metrics.find("hearsay_requests_total{decision=\"forwarded\"} 2"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("hearsay_peers{state=\"alive\"} 2"), std::string::npos);
+  EXPECT_EQ(metrics.find("hearsay_gossip_messages_total{direction=\"received\"} 0"),
+            std::string::npos);
+
+  // B leaves gracefully; A sees it as left.
+  EXPECT_TRUE(b.Shutdown());
+  EXPECT_TRUE(Eventually([&] {
+    json jj = json::parse(client.Get(a->http_address(), "/cluster").body);
+    for (const auto& m : jj["members"]) {
+      if (m["id"] == b.node_id()) return m["state"] == "left";
+    }
+    return false;
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(KeyedAndInsecure, ClusterTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Insecure" : "Keyed"; });
+
+TEST(DaemonTest, APeerFailingBeforeTheFirstTokenCostsARetryNotTheRequest) {
+  // A (policy paper: always the longest match) forwards to B, which refuses with 429 because
+  // its one slot is busy: A must retry (here: serve locally), and its client gets a 200.
+  DaemonConfig ca = ClusterConfig(false);
+  ca.policy = "paper";
+  auto a = Start(ca);
+  ASSERT_TRUE(a);
+  DaemonConfig cb = ClusterConfig(false);
+  cb.join = {a->gossip_address()};
+  cb.max_concurrent_requests = 1;
+  auto b = Start(cb);
+  ASSERT_TRUE(b);
+  TestClient client;
+  const std::string shared = Words("doc", 1024);
+  ASSERT_EQ(client
+                .Post(b->http_address(), "/v1/completions", CompletionBody(shared + " q1", 1),
+                      SignedHopHeaders(CompletionBody(shared + " q1", 1), b->node_id()))
+                .status,
+            200);
+  ASSERT_TRUE(Eventually([&] {
+    json j = json::parse(client.Get(a->http_address(), "/cluster").body);
+    for (const auto& m : j["members"]) {
+      if (m["id"] == b->node_id() && m["cache_entries"].get<int>() > 0) return true;
+    }
+    return false;
+  }));
+  // Occupy B's only slot.
+  auto busy = std::async(std::launch::async, [&] {
+    TestClient c;
+    return c.Post(b->http_address(), "/v1/completions", CompletionBody("keep busy", 150),
+                  SignedHopHeaders(CompletionBody("keep busy", 150), b->node_id()));
+  });
+  ASSERT_TRUE(Eventually([&] { return b->in_flight() == 1; }, 5s));
+  Response r = client.Post(a->http_address(), "/v1/completions", CompletionBody(shared + " q2", 2));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["usage"]["completion_tokens"], 2);
+  const std::string metrics = client.Get(a->http_address(), "/metrics").body;
+  EXPECT_NE(metrics.find("hearsay_requests_total{decision=\"retried\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("hearsay_requests_total{decision=\"local\"} 1"), std::string::npos);
+  EXPECT_EQ(busy.get().status, 200);
+}
+
+TEST(DaemonTest, DebugFaultsBlockGossipTraffic) {
+  DaemonConfig ca = ClusterConfig(true);
+  ca.debug_faults = true;
+  auto a = Start(ca);
+  ASSERT_TRUE(a);
+  DaemonConfig cb = ClusterConfig(true);
+  cb.join = {a->gossip_address()};
+  auto b = Start(cb);
+  ASSERT_TRUE(b);
+  TestClient client;
+  Response r = client.Post(a->http_address(), "/debug/faults", json{{"block", {"x"}}});
+  EXPECT_EQ(r.status, 400);
+  r = client.Post(a->http_address(), "/debug/faults", json{{"nope", 1}});
+  EXPECT_EQ(r.status, 400);
+  r = client.Post(a->http_address(), "/debug/faults", json{{"block", {b->gossip_address()}}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  auto blocked = [&] {
+    const std::string m = client.Get(a->http_address(), "/metrics").body;
+    const std::string key = "hearsay_transport_dropped_total{reason=\"blocked\"} ";
+    const size_t at = m.find(key);
+    return at == std::string::npos ? 0 : std::stoi(m.substr(at + key.size()));
+  };
+  EXPECT_TRUE(Eventually([&] { return blocked() >= 2; }));
+  // Healing: an empty list unblocks.
+  r = client.Post(a->http_address(), "/debug/faults", json{{"block", json::array()}});
+  EXPECT_EQ(r.status, 200);
+}
+
+// Delay and loss (the stand-in for netem): bad values are refused; with loss 1 every gossip
+// datagram node A sends is lost and counted; zero and zero heal.
+TEST(DaemonTest, DebugFaultsLoseAndDelayWhatTheNodeSends) {
+  DaemonConfig ca = ClusterConfig(true);
+  ca.debug_faults = true;
+  auto a = Start(ca);
+  ASSERT_TRUE(a);
+  DaemonConfig cb = ClusterConfig(true);
+  cb.join = {a->gossip_address()};
+  auto b = Start(cb);
+  ASSERT_TRUE(b);
+  TestClient client;
+  Response r0;
+  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", 1.5}}).status, 400);
+  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", -1}}).status, 400);
+  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", "x"}}).status, 400);
+  // A bad key applies nothing, not even the good ones beside it.
+  EXPECT_EQ(
+      client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 5}, {"loss", 2}}).status,
+      400);
+  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 0.5}}).status,
+            400);
+  r0 = client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 1}});
+  ASSERT_EQ(r0.status, 200) << r0.body;
+  EXPECT_EQ(json::parse(r0.body)["delay_ms"], 0);
+  Response r = client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 2}, {"loss", 1}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["loss"], 1);
+  EXPECT_EQ(json::parse(r.body)["delay_ms"], 2);
+  auto lost = [&] {
+    const std::string m = client.Get(a->http_address(), "/metrics").body;
+    const std::string key = "hearsay_transport_dropped_total{reason=\"fault_loss\"} ";
+    const size_t at = m.find(key);
+    return at == std::string::npos ? 0 : std::stoi(m.substr(at + key.size()));
+  };
+  EXPECT_TRUE(Eventually([&] { return lost() >= 2; }));
+  r = client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 0}, {"loss", 0}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["loss"], 0);
+  EXPECT_EQ(json::parse(r.body)["delay_ms"], 0);
+}
+
+// A body built to be slow (one object of many keys, near the body limit) is parsed in time
+// linear in its size, so /health of the same node answers meanwhile (with a quadratic parse, a
+// body like this held the I/O thread for about 27 s).
+}  // namespace
+}  // namespace hearsay::net
