@@ -1,48 +1,30 @@
 // Daemon clusters in process on loopback: joining, converging and forwarding to the prefix
 // holder, a peer failing before the first token, and the debug faults that block, lose and
 // delay what a node sends.
-#include "hearsay/net/daemon.h"
-
 #include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cstdio>
-#include <fstream>
-#include <future>
 #include <nlohmann/json.hpp>
-#include <thread>
 
-#include "hearsay/http/client.h"
-#include "hearsay/http/host_port.h"
-#include "hearsay/http/test_util.h"
 #include "hearsay/net/blocking_client_test_util.h"
+#include "hearsay/net/daemon.h"
 #include "hearsay/net/daemon_test_util.h"
-#include "hearsay/net/key_admin.h"
-#include "hearsay/net/peer_auth.h"
 #include "hearsay/testutil/eventually.h"
 
 namespace hearsay::net {
-
-using http::FormatHostPort;
-using http::HostPort;
-using http::ParseHostPort;
 namespace {
 
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+using testing::BlockingClient;
+using testing::BlockingResponse;
 using testing::ClusterConfig;
 using testing::CompletionBody;
-using testing::kTestClusterKey;
 using testing::SignedHopHeaders;
 using testing::SseEvents;
 using testing::Start;
 using testing::Words;
 using testutil::Eventually;
-
-using namespace std::chrono_literals;
-using json = nlohmann::json;
-
-using Response = testing::BlockingResponse;
-using TestClient = testing::BlockingClient;
 
 class ClusterTest : public ::testing::TestWithParam<bool> {};
 
@@ -58,7 +40,7 @@ TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
     ASSERT_TRUE(nodes.back());
   }
   Daemon& b = *nodes[0];
-  TestClient client;
+  BlockingClient client;
   auto alive_members = [&](Daemon& d) {
     json j = json::parse(client.Get(d.http_address(), "/cluster").body);
     int alive = 0;
@@ -82,8 +64,8 @@ TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
   const std::string shared = Words("ctx", 2048);
   http::Headers hop = {{"x-hearsay-hop", "1"}};
   if (!insecure) hop = SignedHopHeaders(CompletionBody(shared + " first question", 2), b.node_id());
-  Response r = client.Post(b.http_address(), "/v1/completions",
-                           CompletionBody(shared + " first question", 2), hop);
+  BlockingResponse r = client.Post(b.http_address(), "/v1/completions",
+                                   CompletionBody(shared + " first question", 2), hop);
   ASSERT_EQ(r.status, 200) << r.body;
   // A learns through gossip that B holds it.
   ASSERT_TRUE(Eventually([&] {
@@ -95,7 +77,8 @@ TEST_P(ClusterTest, JoinsConvergesAndForwardsToThePrefixHolder) {
   })) << client.Get(a->http_address(), "/cluster").body;
 
   // A sibling entering at A is forwarded to B and hits B's cache; non-streaming and streaming.
-  r = client.Post(a->http_address(), "/v1/completions", CompletionBody(shared + " second question", 4));
+  r = client.Post(a->http_address(), "/v1/completions",
+                  CompletionBody(shared + " second question", 4));
   ASSERT_EQ(r.status, 200) << r.body;
   json j = json::parse(r.body);
   EXPECT_GE(j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 2000);
@@ -150,7 +133,7 @@ TEST(DaemonTest, APeerFailingBeforeTheFirstTokenCostsARetryNotTheRequest) {
   cb.max_concurrent_requests = 1;
   auto b = Start(cb);
   ASSERT_TRUE(b);
-  TestClient client;
+  BlockingClient client;
   const std::string shared = Words("doc", 1024);
   ASSERT_EQ(client
                 .Post(b->http_address(), "/v1/completions", CompletionBody(shared + " q1", 1),
@@ -166,12 +149,13 @@ TEST(DaemonTest, APeerFailingBeforeTheFirstTokenCostsARetryNotTheRequest) {
   }));
   // Occupy B's only slot.
   auto busy = std::async(std::launch::async, [&] {
-    TestClient c;
+    BlockingClient c;
     return c.Post(b->http_address(), "/v1/completions", CompletionBody("keep busy", 150),
                   SignedHopHeaders(CompletionBody("keep busy", 150), b->node_id()));
   });
   ASSERT_TRUE(Eventually([&] { return b->in_flight() == 1; }, 5s));
-  Response r = client.Post(a->http_address(), "/v1/completions", CompletionBody(shared + " q2", 2));
+  BlockingResponse r =
+      client.Post(a->http_address(), "/v1/completions", CompletionBody(shared + " q2", 2));
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["usage"]["completion_tokens"], 2);
   const std::string metrics = client.Get(a->http_address(), "/metrics").body;
@@ -190,8 +174,8 @@ TEST(DaemonTest, DebugFaultsBlockGossipTraffic) {
   cb.join = {a->gossip_address()};
   auto b = Start(cb);
   ASSERT_TRUE(b);
-  TestClient client;
-  Response r = client.Post(a->http_address(), "/debug/faults", json{{"block", {"x"}}});
+  BlockingClient client;
+  BlockingResponse r = client.Post(a->http_address(), "/debug/faults", json{{"block", {"x"}}});
   EXPECT_EQ(r.status, 400);
   r = client.Post(a->http_address(), "/debug/faults", json{{"nope", 1}});
   EXPECT_EQ(r.status, 400);
@@ -220,8 +204,8 @@ TEST(DaemonTest, DebugFaultsLoseAndDelayWhatTheNodeSends) {
   cb.join = {a->gossip_address()};
   auto b = Start(cb);
   ASSERT_TRUE(b);
-  TestClient client;
-  Response r0;
+  BlockingClient client;
+  BlockingResponse r0;
   EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", 1.5}}).status, 400);
   EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", -1}}).status, 400);
   EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", "x"}}).status, 400);
@@ -234,7 +218,8 @@ TEST(DaemonTest, DebugFaultsLoseAndDelayWhatTheNodeSends) {
   r0 = client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 1}});
   ASSERT_EQ(r0.status, 200) << r0.body;
   EXPECT_EQ(json::parse(r0.body)["delay_ms"], 0);
-  Response r = client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 2}, {"loss", 1}});
+  BlockingResponse r =
+      client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 2}, {"loss", 1}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["loss"], 1);
   EXPECT_EQ(json::parse(r.body)["delay_ms"], 2);

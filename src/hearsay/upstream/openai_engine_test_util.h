@@ -16,7 +16,6 @@
 
 namespace hearsay::upstream::testing {
 
-
 using engine::RequestId;
 
 struct Recorder final : engine::EngineObserver {
