@@ -165,79 +165,65 @@ TEST(DaemonTest, APeerFailingBeforeTheFirstTokenCostsARetryNotTheRequest) {
   EXPECT_EQ(busy.get().status, 200);
 }
 
-TEST(DaemonTest, DebugFaultsBlockGossipTraffic) {
-  DaemonConfig ca = ClusterConfig(true);
-  ca.debug_faults = true;
-  auto a = Start(ca);
-  ASSERT_TRUE(a);
-  DaemonConfig cb = ClusterConfig(true);
-  cb.join = {a->gossip_address()};
-  auto b = Start(cb);
-  ASSERT_TRUE(b);
-  BlockingClient client;
-  BlockingResponse r = client.Post(a->http_address(), "/debug/faults", json{{"block", {"x"}}});
-  EXPECT_EQ(r.status, 400);
-  r = client.Post(a->http_address(), "/debug/faults", json{{"nope", 1}});
-  EXPECT_EQ(r.status, 400);
-  r = client.Post(a->http_address(), "/debug/faults", json{{"block", {b->gossip_address()}}});
+// Node A, with debug faults on, and node B joined to it; both open (no cluster key).
+class DebugFaultsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DaemonConfig ca = ClusterConfig(true);
+    ca.debug_faults = true;
+    a_ = Start(ca);
+    ASSERT_TRUE(a_);
+    DaemonConfig cb = ClusterConfig(true);
+    cb.join = {a_->gossip_address()};
+    b_ = Start(cb);
+    ASSERT_TRUE(b_);
+  }
+  BlockingResponse Faults(const json& body) {
+    return client_.Post(a_->http_address(), "/debug/faults", body);
+  }
+  // A's count of gossip datagrams it dropped for `reason`.
+  double Dropped(const std::string& reason) {
+    const std::string m = client_.Get(a_->http_address(), "/metrics").body;
+    return testing::Metric(m, "hearsay_transport_dropped_total{reason=\"" + reason + "\"}");
+  }
+
+  std::unique_ptr<Daemon> a_;
+  std::unique_ptr<Daemon> b_;
+  BlockingClient client_;
+};
+
+TEST_F(DebugFaultsTest, BlockGossipTraffic) {
+  EXPECT_EQ(Faults({{"block", {"x"}}}).status, 400);
+  EXPECT_EQ(Faults({{"nope", 1}}).status, 400);
+  BlockingResponse r = Faults({{"block", {b_->gossip_address()}}});
   EXPECT_EQ(r.status, 200) << r.body;
-  auto blocked = [&] {
-    const std::string m = client.Get(a->http_address(), "/metrics").body;
-    const std::string key = "hearsay_transport_dropped_total{reason=\"blocked\"} ";
-    const size_t at = m.find(key);
-    return at == std::string::npos ? 0 : std::stoi(m.substr(at + key.size()));
-  };
-  EXPECT_TRUE(Eventually([&] { return blocked() >= 2; }));
+  EXPECT_TRUE(Eventually([&] { return Dropped("blocked") >= 2; }));
   // Healing: an empty list unblocks.
-  r = client.Post(a->http_address(), "/debug/faults", json{{"block", json::array()}});
-  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(Faults({{"block", json::array()}}).status, 200);
 }
 
 // Delay and loss (the stand-in for netem): bad values are refused; with loss 1 every gossip
 // datagram node A sends is lost and counted; zero and zero heal.
-TEST(DaemonTest, DebugFaultsLoseAndDelayWhatTheNodeSends) {
-  DaemonConfig ca = ClusterConfig(true);
-  ca.debug_faults = true;
-  auto a = Start(ca);
-  ASSERT_TRUE(a);
-  DaemonConfig cb = ClusterConfig(true);
-  cb.join = {a->gossip_address()};
-  auto b = Start(cb);
-  ASSERT_TRUE(b);
-  BlockingClient client;
-  BlockingResponse r0;
-  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", 1.5}}).status, 400);
-  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", -1}}).status, 400);
-  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"loss", "x"}}).status, 400);
+TEST_F(DebugFaultsTest, LoseAndDelayWhatTheNodeSends) {
+  EXPECT_EQ(Faults({{"loss", 1.5}}).status, 400);
+  EXPECT_EQ(Faults({{"delay_ms", -1}}).status, 400);
+  EXPECT_EQ(Faults({{"loss", "x"}}).status, 400);
   // A bad key applies nothing, not even the good ones beside it.
-  EXPECT_EQ(
-      client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 5}, {"loss", 2}}).status,
-      400);
-  EXPECT_EQ(client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 0.5}}).status,
-            400);
-  r0 = client.Post(a->http_address(), "/debug/faults", json{{"engine_slowdown", 1}});
-  ASSERT_EQ(r0.status, 200) << r0.body;
-  EXPECT_EQ(json::parse(r0.body)["delay_ms"], 0);
-  BlockingResponse r =
-      client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 2}, {"loss", 1}});
+  EXPECT_EQ(Faults({{"delay_ms", 5}, {"loss", 2}}).status, 400);
+  EXPECT_EQ(Faults({{"engine_slowdown", 0.5}}).status, 400);
+  BlockingResponse r = Faults({{"engine_slowdown", 1}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["delay_ms"], 0);
+  r = Faults({{"delay_ms", 2}, {"loss", 1}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["loss"], 1);
   EXPECT_EQ(json::parse(r.body)["delay_ms"], 2);
-  auto lost = [&] {
-    const std::string m = client.Get(a->http_address(), "/metrics").body;
-    const std::string key = "hearsay_transport_dropped_total{reason=\"fault_loss\"} ";
-    const size_t at = m.find(key);
-    return at == std::string::npos ? 0 : std::stoi(m.substr(at + key.size()));
-  };
-  EXPECT_TRUE(Eventually([&] { return lost() >= 2; }));
-  r = client.Post(a->http_address(), "/debug/faults", json{{"delay_ms", 0}, {"loss", 0}});
+  EXPECT_TRUE(Eventually([&] { return Dropped("fault_loss") >= 2; }));
+  r = Faults({{"delay_ms", 0}, {"loss", 0}});
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(json::parse(r.body)["loss"], 0);
   EXPECT_EQ(json::parse(r.body)["delay_ms"], 0);
 }
 
-// A body built to be slow (one object of many keys, near the body limit) is parsed in time
-// linear in its size, so /health of the same node answers meanwhile (with a quadratic parse, a
-// body like this held the I/O thread for about 27 s).
 }  // namespace
 }  // namespace hearsay::net
