@@ -227,6 +227,19 @@ Handler StreamingPeer(std::promise<Request>* seen = nullptr) {
   };
 }
 
+// A peer that starts a stream (with `text` as its first chunk, if any) and holds it open in
+// `keeper`; `streaming` is set once it has, `closed` when the entry hangs up.
+Handler HoldingPeer(testing::ResponderKeeper& keeper, std::promise<void>& streaming,
+                    std::promise<void>& closed, std::string text = "") {
+  return [&keeper, &streaming, &closed, text](Request, std::shared_ptr<Responder> r) {
+    r->OnClose([&closed] { closed.set_value(); });
+    r->StartStream(200, FirstTokenHeaders());
+    if (!text.empty()) r->Write(api::RenderChunk(Meta(), text, true));
+    keeper.Keep(std::move(r));
+    streaming.set_value();
+  };
+}
+
 TEST_F(PeerClientTest, RelaysFirstTokenOutputAndUsage) {
   std::promise<Request> seen;
   StartPeer(StreamingPeer(&seen));
@@ -337,12 +350,8 @@ TEST_F(PeerClientTest, UnreachablePeerFailsBeforeTheFirstToken) {
 TEST_F(PeerClientTest, SilentPeerTimesOutBeforeTheFirstToken) {
   options_.first_token_timeout = 200ms;
   OnCore([&] { MakePeerClient(); });
-  std::vector<std::shared_ptr<Responder>> held;
-  std::mutex mu;
-  StartPeer([&](Request, std::shared_ptr<Responder> r) {
-    std::lock_guard lock(mu);
-    held.push_back(std::move(r));
-  });
+  testing::ResponderKeeper keeper;
+  StartPeer([&](Request, std::shared_ptr<Responder> r) { keeper.Keep(std::move(r)); });
   RecordingSink sink(core_, in_forward_);
   Forward(sink);
   ASSERT_TRUE(sink.WaitTerminal());
@@ -356,12 +365,8 @@ TEST_F(PeerClientTest, SilentPeerTimesOutBeforeTheFirstToken) {
 TEST_F(PeerClientTest, SilentPeerTimesOutAtTheForwardsOwnDeadline) {
   options_.first_token_timeout = 60s;
   OnCore([&] { MakePeerClient(); });
-  std::vector<std::shared_ptr<Responder>> held;
-  std::mutex mu;
-  StartPeer([&](Request, std::shared_ptr<Responder> r) {
-    std::lock_guard lock(mu);
-    held.push_back(std::move(r));
-  });
+  testing::ResponderKeeper keeper;
+  StartPeer([&](Request, std::shared_ptr<Responder> r) { keeper.Keep(std::move(r)); });
   RecordingSink sink(core_, in_forward_);
   Forward(sink, "", 0, /*first_token_within_ms=*/200);
   ASSERT_TRUE(sink.WaitTerminal());  // within 5 s, where the client's own limit is 60 s
@@ -439,12 +444,7 @@ TEST_F(PeerClientTest, StreamEndingWithoutDoneIsAnError) {
 TEST_F(PeerClientTest, CancelAbortsTheForwardAndClosesTheConnection) {
   std::promise<void> peer_saw_close, streaming;
   testing::ResponderKeeper keeper;
-  StartPeer([&](Request, std::shared_ptr<Responder> r) {
-    r->OnClose([&] { peer_saw_close.set_value(); });
-    r->StartStream(200, FirstTokenHeaders());
-    keeper.Keep(std::move(r));
-    streaming.set_value();
-  });
+  StartPeer(HoldingPeer(keeper, streaming, peer_saw_close));
   RecordingSink sink(core_, in_forward_);
   Forward(sink);
   auto s = streaming.get_future();
@@ -472,13 +472,7 @@ TEST_F(PeerClientTest, CancelAbortsTheForwardAndClosesTheConnection) {
 TEST_F(PeerClientTest, AbortEndsASilentStreamWithTheGivenStatus) {
   std::promise<void> peer_saw_close, streaming;
   testing::ResponderKeeper keeper;
-  StartPeer([&](Request, std::shared_ptr<Responder> r) {
-    r->OnClose([&] { peer_saw_close.set_value(); });
-    r->StartStream(200, FirstTokenHeaders());
-    r->Write(api::RenderChunk(Meta(), "partial", true));
-    keeper.Keep(std::move(r));
-    streaming.set_value();
-  });
+  StartPeer(HoldingPeer(keeper, streaming, peer_saw_close, "partial"));
   RecordingSink sink(core_, in_forward_);
   Forward(sink);
   auto s = streaming.get_future();
