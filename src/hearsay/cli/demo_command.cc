@@ -29,6 +29,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,9 @@ struct DemoFlags {
   bool twin = false;
   double twin_delay_ms = twin::kLoopbackOneWayDelayMs;
   std::string twin_records;
+  // `hearsay node` flags every node also runs with (split at whitespace); the twin reads them
+  // from the nodes' command lines like every other setting.
+  std::string node_args;
 };
 
 struct PolicyRow {
@@ -97,6 +101,13 @@ std::vector<std::string> SplitCommas(const std::string& s) {
     if (end == std::string::npos) break;
     start = end + 1;
   }
+  return out;
+}
+
+std::vector<std::string> SplitWords(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string word; in >> word;) out.push_back(std::move(word));
   return out;
 }
 
@@ -135,7 +146,7 @@ Status EngineSetup(const DemoFlags& f, launch::LocalClusterOptions& o) {
     // Each node's --upstream is added by RunPolicy once its llama-server runs.
     o.capacity_tokens = kLlamaCapacityTokens;
     o.engine = "openai";
-    o.extra_flags = {"--upstream-flavor", "llamacpp"};
+    o.extra_flags.insert(o.extra_flags.end(), {"--upstream-flavor", "llamacpp"});
     o.extra_flags.insert(o.extra_flags.end(),
                          {"--upstream-first-token-timeout-ms", kLlamaFirstTokenTimeoutMs,
                           "--forward-timeout-ms", kLlamaForwardTimeoutMs});
@@ -243,6 +254,7 @@ Result<launch::LocalClusterOptions> ClusterOptions(const DemoFlags& f, const std
   co.nodes = f.nodes;
   co.policy = policy;
   co.debug_faults = false;
+  co.extra_flags = SplitWords(f.node_args);
   co.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout_s * 1000));
   HEARSAY_RETURN_IF_ERROR(EngineSetup(f, co));
   return co;
@@ -543,6 +555,9 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
       "--twin-records", f->twin_records,
       "--twin: write the decision records of the twin's first run of every policy to "
       "this file, as --records does for the nodes (scripts/twin-compare.py pairs them)");
+  cmd->add_option("--node-args", f->node_args,
+                  "More `hearsay node` flags for every node, e.g. \"--state-signatures off\" "
+                  "(the twin models the nodes as these flags configure them)");
   cmd->add_option("--records", f->records,
                   "Write every node's decision records (one JSON line per request routed or "
                   "served, tagged with \"run\": the policy) to this file");

@@ -93,6 +93,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--loss", c.loss, "Gossip message loss probability")->capture_default_str();
   cmd->add_option("--landmark-stride", c.landmark_stride, "Gossip landmark stride, blocks")
       ->capture_default_str();
+  cmd->add_option("--model", c.model,
+                  "The one model every node serves; its prompts are keyed in the model's cache "
+                  "namespace, as the daemon keys them (default: an unnamed model, no namespace)");
   cmd->add_option("--signatures", c.signatures,
                   "Signed origin state: off, modeled (bytes and publication, no crypto) or ed25519")
       ->capture_default_str();

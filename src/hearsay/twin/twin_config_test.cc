@@ -64,6 +64,9 @@ TEST(TwinConfigTest, TheNodesSettingsReachTheSimulator) {
   EXPECT_EQ(c.engine_preset, nodes->front().engine_preset);
   EXPECT_EQ(c.capacity_tokens, nodes->front().capacity_tokens);
   EXPECT_EQ(c.block_tokens, nodes->front().block_size);
+  // The model the nodes serve: the simulated nodes key its prompts in its cache namespace.
+  EXPECT_EQ(c.model, nodes->front().model);
+  EXPECT_FALSE(c.model.empty());
   EXPECT_EQ(c.delay_ms, kLoopbackOneWayDelayMs);
   EXPECT_EQ(c.loss, 0);
 }
@@ -168,7 +171,8 @@ TEST(TwinConfigTest, TheSimCommandLineNamesTheTwinsSettings) {
   const std::string cmd = SimCommandLine(c);
   for (const char* part :
        {"--nodes 4", "--policy paper", "--engine-preset consumer", "--capacity-tokens 8192",
-        "--signatures modeled", "--rate 12.5", "--clients 64", "--seed 7"}) {
+        "--signatures modeled", "--rate 12.5", "--clients 64", "--seed 7",
+        "--model hearsay-sim"}) {
     EXPECT_NE(cmd.find(part), std::string::npos) << part << " not in " << cmd;
   }
 }
