@@ -20,7 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr double kMeanBound = 0.10 + 0.10;  // the goal plus the measured spread
+constexpr double kMeanBound = 0.10 + 0.10;        // the goal plus the measured spread
 constexpr double kHitBound = 0.03 + 0.03 + 0.02;  // and hearsay's host-stall spread
 
 // One demo run with --twin on the bed: "" if every policy's twin is within the bounds, else what
@@ -45,11 +45,12 @@ std::string RunOnce(const std::string& delay_ms) {
     const double error = std::abs(row["twin_mean_ttft_ms"].get<double>() - mean) / mean;
     const double hit_error =
         std::abs(row["twin_hit_rate"].get<double>() - row["hit_rate"].get<double>());
-    std::printf("%s ms: %-8s mean TTFT %.1f ms, twin %.1f ms (error %.1f%%); hit rate %.3f, "
-                "twin %.3f\n",
-                delay_ms.c_str(), row["policy"].get<std::string>().c_str(), mean,
-                row["twin_mean_ttft_ms"].get<double>(), 100 * error,
-                row["hit_rate"].get<double>(), row["twin_hit_rate"].get<double>());
+    std::printf(
+        "%s ms: %-8s mean TTFT %.1f ms, twin %.1f ms (error %.1f%%); hit rate %.3f, "
+        "twin %.3f\n",
+        delay_ms.c_str(), row["policy"].get<std::string>().c_str(), mean,
+        row["twin_mean_ttft_ms"].get<double>(), 100 * error, row["hit_rate"].get<double>(),
+        row["twin_hit_rate"].get<double>());
     if (error > kMeanBound || hit_error > kHitBound) misses += row.dump() + "\n";
   }
   return misses;

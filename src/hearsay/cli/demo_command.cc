@@ -305,7 +305,8 @@ Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalCluster
 // A fresh bed of f.nodes namespaces, and `co` set to run node i in namespace i.
 Result<std::unique_ptr<launch::NetnsBed>> OnBed(const DemoFlags& f,
                                                 launch::LocalClusterOptions& co) {
-  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<launch::NetnsBed> bed, launch::NetnsBed::Create(f.nodes));
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<launch::NetnsBed> bed,
+                           launch::NetnsBed::Create(f.nodes));
   // The delay is set through POST /debug/faults, which the demo reaches over the bridge.
   co.debug_faults = true;
   co.extra_flags.push_back("--admin-allow-remote");
@@ -503,16 +504,16 @@ int RunDemo(const DemoFlags& f) {
                   " MiB prompt cache = " + std::to_string(kLlamaCapacityTokens) + " KV tokens"
             : "sim engine, preset " + f.engine_preset + ", " + std::to_string(f.capacity_tokens) +
                   " KV tokens each";
-    const std::string where =
-        f.netns ? "in network namespaces, " + std::to_string(f.link_delay_ms) +
-                      " ms one-way between nodes (injected in the nodes)"
-                : std::string("on loopback");
+    const std::string where = f.netns
+                                  ? "in network namespaces, " + std::to_string(f.link_delay_ms) +
+                                        " ms one-way between nodes (injected in the nodes)"
+                                  : std::string("on loopback");
     std::printf(
         "hearsay demo: %zu hearsay node processes %s (%s),\nMMLU-like workload (Zipf "
         "%.2f over 57 subjects), %llu requests per policy at %.1f req/s\nspread over all entry "
         "points, seed %llu; a fresh cluster per policy\n\n",
-        f.nodes, where.c_str(), engine.c_str(), f.zipf, static_cast<unsigned long long>(f.requests), f.rate,
-        static_cast<unsigned long long>(f.seed));
+        f.nodes, where.c_str(), engine.c_str(), f.zipf, static_cast<unsigned long long>(f.requests),
+        f.rate, static_cast<unsigned long long>(f.seed));
     std::fflush(stdout);
   }
 

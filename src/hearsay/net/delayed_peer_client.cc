@@ -1,7 +1,7 @@
 #include "hearsay/net/delayed_peer_client.h"
 
-#include <utility>
 #include <deque>
+#include <utility>
 
 namespace hearsay::net {
 
@@ -75,9 +75,8 @@ void DelayedPeerClient::Forward(const Address& to, PeerRequest request, Response
         held_.erase(id);
         if (answers_.count(id) != 0) {
           // The previous forward of this id has not ended here: the inner client refuses it.
-          return sink->OnError(id, InvalidArgumentError("forward id " + std::to_string(id) +
-                                                            " in flight"),
-                               true);
+          return sink->OnError(
+              id, InvalidArgumentError("forward id " + std::to_string(id) + " in flight"), true);
         }
         ResponseSink* to_inner = new DelayingSink(*this, sink, delay_);
         answers_[id].reset(static_cast<DelayingSink*>(to_inner));

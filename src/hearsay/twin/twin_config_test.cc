@@ -171,8 +171,7 @@ TEST(TwinConfigTest, TheSimCommandLineNamesTheTwinsSettings) {
   const std::string cmd = SimCommandLine(c);
   for (const char* part :
        {"--nodes 4", "--policy paper", "--engine-preset consumer", "--capacity-tokens 8192",
-        "--signatures modeled", "--rate 12.5", "--clients 64", "--seed 7",
-        "--model hearsay-sim"}) {
+        "--signatures modeled", "--rate 12.5", "--clients 64", "--seed 7", "--model hearsay-sim"}) {
     EXPECT_NE(cmd.find(part), std::string::npos) << part << " not in " << cmd;
   }
 }
