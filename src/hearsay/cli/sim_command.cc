@@ -41,6 +41,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--nodes", c.nodes, "Cluster size")->capture_default_str();
   cmd->add_option("--policy", c.policy, "Routing policy")->capture_default_str();
   cmd->add_option("--delay-ms", c.delay_ms, "One-way network delay, ms")->capture_default_str();
+  cmd->add_option("--delay-jitter", c.delay_jitter,
+                  "Relative jitter of the delay: each message takes [d, d x (1 + jitter)]")
+      ->capture_default_str();
   cmd->add_option("--zipf", c.zipf, "Zipf exponent of prefix popularity")->capture_default_str();
   cmd->add_option("--rho", c.rho, "Target utilization of cluster capacity")->capture_default_str();
   cmd->add_option("--rate", c.rate_per_s,

@@ -187,6 +187,7 @@ std::string SimCommandLine(const sim::SimConfig& c) {
       << c.signatures << " --requests " << c.requests << " --rate " << c.rate_per_s << " --zipf "
       << c.zipf << " --entry " << c.entry << " --clients " << c.entry_clients << " --seed "
       << c.seed << " --delay-ms " << c.delay_ms;
+  if (c.delay_jitter != sim::SimConfig{}.delay_jitter) out << " --delay-jitter " << c.delay_jitter;
   if (!c.model.empty()) out << " --model " << c.model;
   if (c.cluster_seed != 0) out << " --cluster-seed " << c.cluster_seed;
   if (c.variants != 1) out << " --variants " << c.variants;

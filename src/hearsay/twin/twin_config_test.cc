@@ -174,6 +174,18 @@ TEST(TwinConfigTest, TheSimCommandLineNamesTheTwinsSettings) {
         "--signatures modeled", "--rate 12.5", "--clients 64", "--seed 7", "--model hearsay-sim"}) {
     EXPECT_NE(cmd.find(part), std::string::npos) << part << " not in " << cmd;
   }
+  // The loopback's jitter is the simulator's default; another is named.
+  EXPECT_EQ(cmd.find("--delay-jitter"), std::string::npos) << cmd;
+  TwinNetwork bed;
+  bed.one_way_delay_ms = 20.1;
+  bed.jitter = 0.0005;
+  Result<std::vector<net::DaemonConfig>> nodes = LocalClusterNodeConfigs(DemoCluster(4, "paper"));
+  ASSERT_TRUE(nodes.ok());
+  Result<sim::SimConfig> on_bed = TwinSimConfig(*nodes, DemoWorkload(4), bed);
+  ASSERT_TRUE(on_bed.ok());
+  EXPECT_NE(SimCommandLine(*on_bed).find("--delay-ms 20.1 --delay-jitter 0.0005"),
+            std::string::npos)
+      << SimCommandLine(*on_bed);
 }
 
 }  // namespace
