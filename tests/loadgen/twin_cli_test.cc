@@ -33,10 +33,11 @@ constexpr double kMeanGoal = 0.10;
 constexpr double kHitGoal = 0.03;
 constexpr double kMeasuredSpread = 0.10;
 constexpr double kMeasuredHitSpread = 0.03;
-// The open difference of docs/twin.md: real hearsay nodes believe chosen peers hold more of a
-// prompt than the twin's do, and hit 0.05-0.08 below the twin (9 runs, 0.468-0.486 against
-// 0.542-0.550). Allowed for hearsay's hit rate until it is found; paper is held to the bounds.
-constexpr double kHearsayOpenHitGap = 0.05;
+// Hearsay's hit rate moves most with host stalls (a stalled node's queue makes its peers bounce
+// and re-route): with the twin keying prompts in the model's namespace as the daemon does
+// (docs/twin.md), four runs at load average 5-6 measured errors of -0.011 to +0.055 against
+// -0.008 to -0.004 for paper. Allowed for hearsay on top of the goal and the spread.
+constexpr double kHearsayHitSpread = 0.02;
 
 // One demo run with --twin: "" if every policy's twin is within the bounds, else what missed.
 std::string RunOnce() {
@@ -64,7 +65,7 @@ std::string RunOnce() {
                 row["policy"].get<std::string>().c_str(), mean, twin_mean, 100 * error,
                 row["hit_rate"].get<double>(), row["twin_hit_rate"].get<double>());
     const double hit_bound =
-        kHitGoal + kMeasuredHitSpread + (row["policy"] == "hearsay" ? kHearsayOpenHitGap : 0.0);
+        kHitGoal + kMeasuredHitSpread + (row["policy"] == "hearsay" ? kHearsayHitSpread : 0.0);
     if (error > kMeanGoal + kMeasuredSpread || hit_error > hit_bound ||
         row["twin_p99_ttft_ms"].get<double>() <= twin_mean) {
       misses += row.dump() + "\n";

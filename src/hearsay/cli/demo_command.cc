@@ -29,7 +29,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hearsay/cli/commands.h"
@@ -37,6 +39,7 @@
 #include "hearsay/cli/progress_bar.h"
 #include "hearsay/launch/llama_servers.h"
 #include "hearsay/launch/local_cluster.h"
+#include "hearsay/launch/netns_bed.h"
 #include "hearsay/launch/temp_dir.h"
 #include "hearsay/loadgen/load_run.h"
 #include "hearsay/loadgen/request_source.h"
@@ -75,8 +78,18 @@ struct DemoFlags {
   // workload (twin/twin_config.h), with this one-way delay between nodes; and the decision
   // records of its first draw, all policies, in one file as `records` (empty = none).
   bool twin = false;
-  double twin_delay_ms = twin::kLoopbackOneWayDelayMs;
+  // < 0: the loopback's (twin::kLoopbackOneWayDelayMs), or on the bed its delay plus that.
+  double twin_delay_ms = -1;
   std::string twin_records;
+  // `hearsay node` flags every node also runs with (split at whitespace); the twin reads them
+  // from the nodes' command lines like every other setting.
+  std::string node_args;
+  // Off loopback: every node in its own network namespace (launch::NetnsBed), and with
+  // link_delay_ms > 0 every message a node sends to another (gossip and forwards, and a forward's
+  // answer back) delayed that much one way, injected in the daemon (POST /debug/faults; the
+  // same link model the simulator has). The twin is given the same delay.
+  bool netns = false;
+  double link_delay_ms = 0;
 };
 
 struct PolicyRow {
@@ -97,6 +110,13 @@ std::vector<std::string> SplitCommas(const std::string& s) {
     if (end == std::string::npos) break;
     start = end + 1;
   }
+  return out;
+}
+
+std::vector<std::string> SplitWords(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string word; in >> word;) out.push_back(std::move(word));
   return out;
 }
 
@@ -135,7 +155,7 @@ Status EngineSetup(const DemoFlags& f, launch::LocalClusterOptions& o) {
     // Each node's --upstream is added by RunPolicy once its llama-server runs.
     o.capacity_tokens = kLlamaCapacityTokens;
     o.engine = "openai";
-    o.extra_flags = {"--upstream-flavor", "llamacpp"};
+    o.extra_flags.insert(o.extra_flags.end(), {"--upstream-flavor", "llamacpp"});
     o.extra_flags.insert(o.extra_flags.end(),
                          {"--upstream-first-token-timeout-ms", kLlamaFirstTokenTimeoutMs,
                           "--forward-timeout-ms", kLlamaForwardTimeoutMs});
@@ -243,6 +263,7 @@ Result<launch::LocalClusterOptions> ClusterOptions(const DemoFlags& f, const std
   co.nodes = f.nodes;
   co.policy = policy;
   co.debug_faults = false;
+  co.extra_flags = SplitWords(f.node_args);
   co.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout_s * 1000));
   HEARSAY_RETURN_IF_ERROR(EngineSetup(f, co));
   return co;
@@ -260,13 +281,72 @@ loadgen::WorkloadSpec Workload(const DemoFlags& f) {
   return spec;
 }
 
+// The network the twin assumes: --twin-delay-ms, or on the bed the injected delay plus what a
+// hop costs on loopback, with the loopback's jitter (the injected delay itself is fixed).
+twin::TwinNetwork TwinNetworkOf(const DemoFlags& f) {
+  twin::TwinNetwork network;
+  network.one_way_delay_ms = f.twin_delay_ms;
+  if (f.netns && f.twin_delay_ms < 0) {
+    network.one_way_delay_ms = f.link_delay_ms + twin::kLoopbackOneWayDelayMs;
+    network.jitter = network.jitter * twin::kLoopbackOneWayDelayMs / network.one_way_delay_ms;
+  } else if (f.twin_delay_ms < 0) {
+    network.one_way_delay_ms = twin::kLoopbackOneWayDelayMs;
+  }
+  return network;
+}
+
 // The twin's run for a cluster started with `co` under `spec`: the very options the nodes ran.
 Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalClusterOptions& co,
                                   const loadgen::WorkloadSpec& spec) {
   HEARSAY_ASSIGN_OR_RETURN(std::vector<net::DaemonConfig> nodes, twin::LocalClusterNodeConfigs(co));
-  twin::TwinNetwork network;
-  network.one_way_delay_ms = f.twin_delay_ms;
-  return twin::TwinSimConfig(nodes, spec, network);
+  return twin::TwinSimConfig(nodes, spec, TwinNetworkOf(f));
+}
+
+// A fresh bed of f.nodes namespaces, and `co` set to run node i in namespace i.
+Result<std::unique_ptr<launch::NetnsBed>> OnBed(const DemoFlags& f,
+                                                launch::LocalClusterOptions& co) {
+  HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<launch::NetnsBed> bed,
+                           launch::NetnsBed::Create(f.nodes));
+  // The delay is set through POST /debug/faults, which the demo reaches over the bridge.
+  co.debug_faults = true;
+  co.extra_flags.push_back("--admin-allow-remote");
+  for (size_t i = 0; i < f.nodes; ++i) {
+    co.node_hosts.push_back(bed->Address(i));
+    co.node_exec_prefix.push_back(bed->ExecPrefix(i));
+  }
+  return bed;
+}
+
+// Sets every node's link delay, then waits until every node's smoothed round-trip time to every
+// other is at least 1.5 x the delay (what the nodes price a forward's trip with), at most 30 s.
+Status InjectDelay(const DemoFlags& f, launch::LocalCluster& cluster, Interrupt& interrupt) {
+  if (f.link_delay_ms <= 0) return OkStatus();
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    HEARSAY_RETURN_IF_ERROR(cluster.SetLinkFaults(i, f.link_delay_ms, 0));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!interrupt.fired()) {
+    std::string short_of;  // the first pair whose round trip is short of the delay
+    for (size_t i = 0; i < cluster.size() && short_of.empty(); ++i) {
+      Result<launch::ClusterView> view = cluster.View(i);
+      if (!view.ok()) short_of = view.status().ToString();
+      for (size_t j = 0; short_of.empty() && j < cluster.size(); ++j) {
+        if (j == i) continue;
+        const launch::MemberInfo* m = view->Find(cluster.node(j).node_id);
+        if (m == nullptr || !m->rtt_ms || *m->rtt_ms < 1.5 * f.link_delay_ms) {
+          short_of = "node " + std::to_string(i) + " to node " + std::to_string(j) + ": " +
+                     (m != nullptr && m->rtt_ms ? std::to_string(*m->rtt_ms) + " ms" : "none");
+        }
+      }
+    }
+    if (short_of.empty()) return OkStatus();
+    if (std::chrono::steady_clock::now() > deadline) {
+      return DeadlineExceededError(
+          "the nodes' round-trip times did not reach the injected delay (" + short_of + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return AbortedError("interrupted");
 }
 
 // One policy: fresh cluster, the workload, the summary (and the twin's, with --twin). The cluster
@@ -301,11 +381,17 @@ Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
                                   {"--records", RecordsPath(records_dir->path(), i)});
     }
   }
+  // Declared before the cluster, so its namespaces outlive the nodes.
+  std::unique_ptr<launch::NetnsBed> bed;
+  if (f.netns) {
+    HEARSAY_ASSIGN_OR_RETURN(bed, OnBed(f, co));
+  }
   if (tty) std::fprintf(stderr, "\r  %-13s starting %zu nodes...", policy.c_str(), f.nodes);
   Result<std::unique_ptr<launch::LocalCluster>> cluster = launch::LocalCluster::Start(co);
   if (tty) std::fprintf(stderr, "\r%78s\r", "");
   if (!cluster.ok()) return cluster.status();
   if (interrupt.fired()) return AbortedError("interrupted");
+  if (f.netns) HEARSAY_RETURN_IF_ERROR(InjectDelay(f, **cluster, interrupt));
 
   const loadgen::WorkloadSpec spec = Workload(f);
   HEARSAY_ASSIGN_OR_RETURN(loadgen::RequestSource source, loadgen::RequestSource::Create(spec));
@@ -391,6 +477,10 @@ int RunDemo(const DemoFlags& f) {
   launch::LocalClusterOptions probe;
   Status valid = CheckPolicies(policies);
   if (valid.ok()) valid = EngineSetup(f, probe);
+  if (valid.ok() && f.netns) valid = launch::NetnsBed::CheckAvailable();
+  if (valid.ok() && f.link_delay_ms > 0 && !f.netns) {
+    valid = InvalidArgumentError("--link-delay-ms needs --netns");
+  }
   if (valid.ok() && !f.twin_records.empty() && !f.twin) {
     valid = InvalidArgumentError("--twin-records needs --twin");
   }
@@ -414,12 +504,16 @@ int RunDemo(const DemoFlags& f) {
                   " MiB prompt cache = " + std::to_string(kLlamaCapacityTokens) + " KV tokens"
             : "sim engine, preset " + f.engine_preset + ", " + std::to_string(f.capacity_tokens) +
                   " KV tokens each";
+    const std::string where = f.netns
+                                  ? "in network namespaces, " + std::to_string(f.link_delay_ms) +
+                                        " ms one-way between nodes (injected in the nodes)"
+                                  : std::string("on loopback");
     std::printf(
-        "hearsay demo: %zu hearsay node processes on loopback (%s),\nMMLU-like workload (Zipf "
+        "hearsay demo: %zu hearsay node processes %s (%s),\nMMLU-like workload (Zipf "
         "%.2f over 57 subjects), %llu requests per policy at %.1f req/s\nspread over all entry "
         "points, seed %llu; a fresh cluster per policy\n\n",
-        f.nodes, engine.c_str(), f.zipf, static_cast<unsigned long long>(f.requests), f.rate,
-        static_cast<unsigned long long>(f.seed));
+        f.nodes, where.c_str(), engine.c_str(), f.zipf, static_cast<unsigned long long>(f.requests),
+        f.rate, static_cast<unsigned long long>(f.seed));
     std::fflush(stdout);
   }
 
@@ -536,13 +630,24 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
                 "Beside each policy, print what the simulator predicts for the same cluster and "
                 "requests (with --json: twin_mean_ttft_ms, twin_p99_ttft_ms, twin_hit_rate)");
   cmd->add_option("--twin-delay-ms", f->twin_delay_ms,
-                  "--twin: one-way delay between nodes the simulator assumes, ms")
+                  "--twin: one-way delay between nodes the simulator assumes, ms (default: 0.1, "
+                  "the loopback's; with --netns, --link-delay-ms plus that)")
+      ->check(CLI::Range(0.0, 10'000.0));
+  cmd->add_flag("--netns", f->netns,
+                "Run every node in its own network namespace on a bridge (needs root, ip, tc, "
+                "nft; docs/testbed.md) instead of on loopback");
+  cmd->add_option("--link-delay-ms", f->link_delay_ms,
+                  "--netns: one-way delay of every message between nodes, ms, injected in the "
+                  "nodes (--debug-faults); the twin is given the same")
       ->check(CLI::Range(0.0, 10'000.0))
       ->capture_default_str();
   cmd->add_option(
       "--twin-records", f->twin_records,
       "--twin: write the decision records of the twin's first run of every policy to "
       "this file, as --records does for the nodes (scripts/twin-compare.py pairs them)");
+  cmd->add_option("--node-args", f->node_args,
+                  "More `hearsay node` flags for every node, e.g. \"--state-signatures off\" "
+                  "(the twin models the nodes as these flags configure them)");
   cmd->add_option("--records", f->records,
                   "Write every node's decision records (one JSON line per request routed or "
                   "served, tagged with \"run\": the policy) to this file");

@@ -41,6 +41,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--nodes", c.nodes, "Cluster size")->capture_default_str();
   cmd->add_option("--policy", c.policy, "Routing policy")->capture_default_str();
   cmd->add_option("--delay-ms", c.delay_ms, "One-way network delay, ms")->capture_default_str();
+  cmd->add_option("--delay-jitter", c.delay_jitter,
+                  "Relative jitter of the delay: each message takes [d, d x (1 + jitter)]")
+      ->capture_default_str();
   cmd->add_option("--zipf", c.zipf, "Zipf exponent of prefix popularity")->capture_default_str();
   cmd->add_option("--rho", c.rho, "Target utilization of cluster capacity")->capture_default_str();
   cmd->add_option("--rate", c.rate_per_s,
@@ -93,6 +96,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--loss", c.loss, "Gossip message loss probability")->capture_default_str();
   cmd->add_option("--landmark-stride", c.landmark_stride, "Gossip landmark stride, blocks")
       ->capture_default_str();
+  cmd->add_option("--model", c.model,
+                  "The one model every node serves; its prompts are keyed in the model's cache "
+                  "namespace, as the daemon keys them (default: an unnamed model, no namespace)");
   cmd->add_option("--signatures", c.signatures,
                   "Signed origin state: off, modeled (bytes and publication, no crypto) or ed25519")
       ->capture_default_str();

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "hearsay/simenv/virtual_scheduler.h"
@@ -108,6 +110,84 @@ TEST(DelayedPeerClientTest, AnAbortEndsAHeldForwardWithItsStatusOrGoesToTheInner
   scheduler.RunFor(FromMillis(10));
   client.Abort(8, UnavailableError("member dead"));
   EXPECT_EQ(inner.aborted, std::vector<uint64_t>{8});
+}
+
+// Keeps the sink of each forward, to answer it.
+struct AnsweringClient final : PeerClient {
+  void Forward(const Address&, PeerRequest request, ResponseSink* sink) override {
+    sinks.push_back({request.id, sink});
+  }
+  void Cancel(uint64_t id) override { cancelled.push_back(id); }
+  std::vector<std::pair<uint64_t, ResponseSink*>> sinks;
+  std::vector<uint64_t> cancelled;
+};
+
+// Every event with its time.
+struct EventSink final : ResponseSink {
+  explicit EventSink(const Clock& clock) : clock(clock) {}
+  void OnFirstToken(uint64_t id, const PeerFirstToken&) override { Add("first", id); }
+  void OnOutput(uint64_t id, const PeerOutput&) override { Add("output", id); }
+  void OnComplete(uint64_t id, const PeerUsage&) override { Add("complete", id); }
+  void OnError(uint64_t id, const Status&, bool) override { Add("error", id); }
+  void Add(std::string what, uint64_t id) { events.push_back({std::move(what), id, clock.Now()}); }
+  struct Event {
+    std::string what;
+    uint64_t id;
+    TimePoint at;
+  };
+  const Clock& clock;
+  std::vector<Event> events;
+};
+
+// The answer comes back as late as the forward went out (netem on the peer's egress would hold
+// it as long), in its order.
+TEST(DelayedPeerClientTest, HoldsTheAnswersEventsForTheDelayInOrder) {
+  simenv::VirtualScheduler scheduler;
+  AnsweringClient inner;
+  DelayedPeerClient client(inner, scheduler);
+  EventSink sink(scheduler.clock());
+  client.set_delay(FromMillis(5));
+  client.Forward("peer:1", Request(1), &sink);
+  scheduler.RunFor(FromMillis(5));
+  ASSERT_EQ(inner.sinks.size(), 1u);
+  EXPECT_EQ(client.answering(), 1u);
+  ResponseSink* answer = inner.sinks[0].second;
+  EXPECT_NE(answer, &sink);
+  answer->OnFirstToken(1, PeerFirstToken{});
+  scheduler.RunFor(FromMillis(1));
+  answer->OnOutput(1, PeerOutput{});
+  answer->OnComplete(1, PeerUsage{});
+  scheduler.RunFor(FromMillis(4));
+  ASSERT_EQ(sink.events.size(), 1u);
+  EXPECT_EQ(sink.events[0].what, "first");
+  EXPECT_EQ(sink.events[0].at, TimePoint{} + FromMillis(10));
+  scheduler.RunFor(FromMillis(2));
+  ASSERT_EQ(sink.events.size(), 3u);
+  EXPECT_EQ(sink.events[1].what, "output");
+  EXPECT_EQ(sink.events[2].what, "complete");
+  EXPECT_EQ(sink.events[2].at, TimePoint{} + FromMillis(11));
+  EXPECT_EQ(client.answering(), 0u);
+}
+
+// After a cancel, the events still held and the rest never reach the sink; the answer's own end
+// frees its state.
+TEST(DelayedPeerClientTest, ACancelDropsTheAnswersHeldEvents) {
+  simenv::VirtualScheduler scheduler;
+  AnsweringClient inner;
+  DelayedPeerClient client(inner, scheduler);
+  EventSink sink(scheduler.clock());
+  client.set_delay(FromMillis(5));
+  client.Forward("peer:1", Request(4), &sink);
+  scheduler.RunFor(FromMillis(5));
+  ASSERT_EQ(inner.sinks.size(), 1u);
+  ResponseSink* answer = inner.sinks[0].second;
+  answer->OnFirstToken(4, PeerFirstToken{});
+  client.Cancel(4);
+  EXPECT_EQ(inner.cancelled, std::vector<uint64_t>{4});
+  answer->OnError(4, AbortedError("cancelled"), false);
+  scheduler.RunFor(FromMillis(10));
+  EXPECT_TRUE(sink.events.empty());
+  EXPECT_EQ(client.answering(), 0u);
 }
 
 TEST(DelayedPeerClientTest, ZeroDelayPassesStraightThrough) {

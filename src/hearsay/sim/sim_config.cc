@@ -76,6 +76,13 @@ Status ValidateSimConfig(const SimConfig& c) {
       return Bad("a --cluster with models runs the policy on the nodes only (--routers 0)");
     }
   }
+  if (!c.model.empty() && !c.cluster.empty()) {
+    return Bad("--model names the one model of alike nodes; a --cluster names its own models");
+  }
+  if (c.model.size() > 256) return Bad("--model must be at most 256 characters");
+  if (!c.model.empty() && EffectiveRouters(c) > 0) {
+    return Bad("--model runs the policy on the nodes only (--routers 0)");
+  }
   if (!Finite(c.model_zipf) || c.model_zipf < 0 || c.model_zipf > 10) {
     return Bad("--model-zipf must be in [0, 10]");
   }

@@ -97,6 +97,12 @@ struct SimConfig {
   // its measured prefill speed (node::NodeOptions::price_by_measured_prefill), its own preset
   // being only the starting point.
   std::string cluster;
+  // Without `cluster`: the name of the one model every node serves, as a daemon names the model
+  // it serves (net::DaemonConfig::model). Empty: an unnamed model, whose prompts are keyed without
+  // a namespace. Named, every request asks for it, and the nodes key its prompts in the model's
+  // cache namespace (node::ModelNamespace) as the daemon does: the chain starts with the
+  // namespace's block, which takes the first landmark of every prompt (docs/twin.md).
+  std::string model;
   // Zipf exponent of model popularity when the cluster names several models (the first named
   // the most popular); >= 0.
   double model_zipf = 1.0;

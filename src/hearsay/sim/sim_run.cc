@@ -114,6 +114,18 @@ Result<Pool> ResolvePool(const SimConfig& c) {
     p.nodes = c.nodes;
     p.costs.assign(static_cast<size_t>(c.nodes), m.params());
     p.serves.resize(static_cast<size_t>(c.nodes));
+    if (!c.model.empty()) {
+      // One named model on every node, as a daemon serves its configured model.
+      p.models = {c.model};
+      gossip::EngineService e;
+      e.kind = "sim";
+      e.model = c.model;
+      e.tokenizer_fingerprint = 1;
+      e.block_tokens = c.block_tokens;
+      gossip::Service service;
+      service.engines.push_back(std::move(e));
+      p.services.assign(static_cast<size_t>(c.nodes), service);
+    }
     return p;
   }
   HEARSAY_ASSIGN_OR_RETURN(ClusterSpec spec, ParseClusterSpec(c.cluster));

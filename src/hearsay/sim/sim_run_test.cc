@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hearsay/node/decision_record.h"
 #include "hearsay/sim/sim_metrics.h"
 
 namespace hearsay::sim {
@@ -95,6 +96,50 @@ TEST(SimRunTest, RecordsMatchTheSummary) {
   EXPECT_TRUE(plain->records.empty());
   EXPECT_EQ(plain->specialist_share, 0.0);
   EXPECT_EQ(plain->mean_ttft_ms, s->mean_ttft_ms);
+}
+
+// Peer views of every routing decision, as the node recorded them.
+class PeerViews : public node::DecisionRecorder {
+ public:
+  void OnRoute(const node::RouteRecord& r) override {
+    for (const node::RouteAttempt& a : r.attempts) {
+      for (const node::CandidateRecord& c : a.candidates) {
+        if (c.is_self) continue;
+        ++peers;
+        // No prompt block proven, yet some allowed: the first landmark held is not a prompt's.
+        if (c.cached_tokens == 0 && c.cached_tokens_max > 0) ++unproven_allowed;
+      }
+    }
+  }
+  void OnServe(const node::ServeRecord&) override {}
+  uint64_t peers = 0;
+  uint64_t unproven_allowed = 0;
+};
+
+// A named model (as a daemon serves one): every request asks for it, and the nodes key its
+// prompts in the model's namespace, whose block heads every chain. That block is the first
+// landmark: a peer that has served any prompt of the model holds it, so its view allows up to a
+// landmark gap of a prompt without proving a block of it. Unnamed, the first landmark is the
+// prompt's first block, and a peer without it is known to hold nothing.
+TEST(SimRunTest, ANamedModelKeysPromptsInItsNamespace) {
+  SimConfig c = Small("hearsay");
+  c.requests = 300;
+  PeerViews unnamed;
+  auto plain = RunSimRecorded(c, {}, &unnamed);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  c.model = "m";
+  PeerViews named;
+  auto s = RunSimRecorded(c, {}, &named);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->requests, 300u);
+  EXPECT_EQ(s->failed, 0u);
+  EXPECT_EQ(s->wrong_model, 0u);
+  ASSERT_GT(named.peers, 0u);
+  ASSERT_GT(unnamed.peers, 0u);
+  EXPECT_EQ(unnamed.unproven_allowed, 0u);
+  EXPECT_GT(named.unproven_allowed, named.peers / 2);
+  c.cluster = "consumer:2";
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
 }
 
 // Each chat turn's prompt repeats the previous turn's answer; the engine is scripted to answer

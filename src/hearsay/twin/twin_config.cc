@@ -34,6 +34,7 @@ Status CheckAlike(const std::vector<net::DaemonConfig>& nodes) {
     if (n.engine_preset != first.engine_preset) return differ("engine preset");
     if (n.capacity_tokens != first.capacity_tokens) return differ("KV capacity");
     if (n.block_size != first.block_size) return differ("block size");
+    if (n.model != first.model) return differ("model");
   }
   return OkStatus();
 }
@@ -147,6 +148,9 @@ Result<sim::SimConfig> TwinSimConfig(const std::vector<net::DaemonConfig>& nodes
   c.engine_preset = node.engine_preset;
   c.capacity_tokens = node.capacity_tokens;
   c.block_tokens = static_cast<uint32_t>(node.block_size);
+  // The model the nodes serve: the daemon keys every prompt in its model's cache namespace, whose
+  // block heads the chain and takes the first landmark (docs/twin.md).
+  c.model = node.model;
   // Gossip: the daemon runs node::NodeOptions' defaults.
   const node::NodeOptions daemon_node;
   c.gossip_ms = ToMillis(daemon_node.gossip.gossip_interval);
@@ -183,6 +187,8 @@ std::string SimCommandLine(const sim::SimConfig& c) {
       << c.signatures << " --requests " << c.requests << " --rate " << c.rate_per_s << " --zipf "
       << c.zipf << " --entry " << c.entry << " --clients " << c.entry_clients << " --seed "
       << c.seed << " --delay-ms " << c.delay_ms;
+  if (c.delay_jitter != sim::SimConfig{}.delay_jitter) out << " --delay-jitter " << c.delay_jitter;
+  if (!c.model.empty()) out << " --model " << c.model;
   if (c.cluster_seed != 0) out << " --cluster-seed " << c.cluster_seed;
   if (c.variants != 1) out << " --variants " << c.variants;
   if (c.cot) out << " --cot";

@@ -64,6 +64,9 @@ TEST(TwinConfigTest, TheNodesSettingsReachTheSimulator) {
   EXPECT_EQ(c.engine_preset, nodes->front().engine_preset);
   EXPECT_EQ(c.capacity_tokens, nodes->front().capacity_tokens);
   EXPECT_EQ(c.block_tokens, nodes->front().block_size);
+  // The model the nodes serve: the simulated nodes key its prompts in its cache namespace.
+  EXPECT_EQ(c.model, nodes->front().model);
+  EXPECT_FALSE(c.model.empty());
   EXPECT_EQ(c.delay_ms, kLoopbackOneWayDelayMs);
   EXPECT_EQ(c.loss, 0);
 }
@@ -168,9 +171,21 @@ TEST(TwinConfigTest, TheSimCommandLineNamesTheTwinsSettings) {
   const std::string cmd = SimCommandLine(c);
   for (const char* part :
        {"--nodes 4", "--policy paper", "--engine-preset consumer", "--capacity-tokens 8192",
-        "--signatures modeled", "--rate 12.5", "--clients 64", "--seed 7"}) {
+        "--signatures modeled", "--rate 12.5", "--clients 64", "--seed 7", "--model hearsay-sim"}) {
     EXPECT_NE(cmd.find(part), std::string::npos) << part << " not in " << cmd;
   }
+  // The loopback's jitter is the simulator's default; another is named.
+  EXPECT_EQ(cmd.find("--delay-jitter"), std::string::npos) << cmd;
+  TwinNetwork bed;
+  bed.one_way_delay_ms = 20.1;
+  bed.jitter = 0.0005;
+  Result<std::vector<net::DaemonConfig>> nodes = LocalClusterNodeConfigs(DemoCluster(4, "paper"));
+  ASSERT_TRUE(nodes.ok());
+  Result<sim::SimConfig> on_bed = TwinSimConfig(*nodes, DemoWorkload(4), bed);
+  ASSERT_TRUE(on_bed.ok());
+  EXPECT_NE(SimCommandLine(*on_bed).find("--delay-ms 20.1 --delay-jitter 0.0005"),
+            std::string::npos)
+      << SimCommandLine(*on_bed);
 }
 
 }  // namespace
