@@ -124,6 +124,44 @@ TEST(NodeSigningTest, ForgedDeltaForAnotherOriginIsRefused) {
   EXPECT_TRUE(open.listener(0).caches["n2"].contains(0xbad));
 }
 
+// The usage record (cluster-wide rate limits) is part of the signed state: a liar that relays
+// another origin's genuine signed run with its usage record altered (to shrink or inflate that
+// origin's share of a tenant's limit) or withheld is refused, and the genuine run still applies.
+TEST(NodeSigningTest, ForgedUsageForAnotherOriginIsRefused) {
+  Cluster c(3, 24, Signed());
+  c.StartAll();
+  c.Run(3s);
+  ASSERT_TRUE(c.node(2).SetUsage({{42, 5000, 900}}).ok());
+  c.Run(2s);
+  ASSERT_EQ(c.listener(0).usages["n2"], (std::vector<TenantUsage>{{42, 5000, 900}}));
+  const uint64_t known = c.node(0).PeerStore("n2")->max_version();
+  // n0 hears nothing for a while; n2's next usage record reaches n1 only.
+  for (int i : {1, 2}) {
+    c.net().Block(Cluster::Name(i), Cluster::Name(0), true);
+    c.net().Block(Cluster::Name(0), Cluster::Name(i), true);
+  }
+  ASSERT_TRUE(c.node(2).SetUsage({{42, 8000, 1500}}).ok());
+  c.Run(2s);
+  ASSERT_EQ(c.listener(1).usages["n2"], (std::vector<TenantUsage>{{42, 8000, 1500}}));
+  std::optional<OriginDelta> genuine = c.node(1).PeerStore("n2")->BuildDelta(known, SIZE_MAX);
+  ASSERT_TRUE(genuine && genuine->signature && genuine->usage);
+
+  OriginDelta inflated = *genuine;  // n2's offered traffic made to look large: a smaller share
+  inflated.usage->tenants[0].milli_requests_ps = 900000;
+  Deliver(c, 0, 1, inflated);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 1u);
+  OriginDelta stripped = *genuine;  // the new record withheld, so the old one would stand
+  stripped.usage.reset();
+  Deliver(c, 0, 1, stripped);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 2u);
+  EXPECT_EQ(c.node(0).PeerStore("n2")->max_version(), known);
+  EXPECT_EQ(c.listener(0).usages["n2"], (std::vector<TenantUsage>{{42, 5000, 900}}));
+
+  Deliver(c, 0, 1, *genuine);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 2u);
+  EXPECT_EQ(c.listener(0).usages["n2"], (std::vector<TenantUsage>{{42, 8000, 1500}}));
+}
+
 TEST(NodeSigningTest, KeysAreBoundPerGenerationFirstSeenWins) {
   Cluster c(3, 23, Signed());
   c.StartAll();
@@ -166,6 +204,7 @@ TEST(NodeSigningTest, CommitmentsAgreeAcrossRunsAndSnapshots) {
       writer.PutCache(rng.Below(40), static_cast<uint32_t>(rng.Below(3)), rng.Bernoulli(0.6));
     }
     if (step % 7 == 0) writer.PutLoad(LoadReport{static_cast<uint32_t>(step)}, step);
+    if (step % 11 == 0) writer.PutUsage({{7, static_cast<uint64_t>(step), 3}});
     auto d = writer.BuildDelta(by_runs.max_version(), SIZE_MAX);
     if (!d) continue;
     auto c = by_runs.CommitmentAfter(*d);
