@@ -140,8 +140,7 @@ class Daemon {
   // mutual TLS, members' keys come from key_source_ (bound to their certificates).
   Status ConfigureSigning(gossip::Config& g);
   // GET /health at `api_address` over mutual TLS, the certificate naming `id` (key_source_).
-  void FetchPeerHealth(const NodeId& id, const Address& api_address,
-                       CertifiedKeySource::Done done);
+  void FetchPeerHealth(const NodeId& id, const Address& api_address, CertifiedKeySource::Done done);
   void StartThreads();
   void LogStart(const std::string& key_source) const;
   // One thread runs the I/O context: its connections and exchanges need no strands.
