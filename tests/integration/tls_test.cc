@@ -351,5 +351,43 @@ TEST_F(MutualTlsTest, ACertificateOfANodeThatIsNotAMemberIsRefused) {
   EXPECT_NE(r->body.find("not a live member"), std::string::npos) << r->body;
 }
 
+// Signed gossip state under mutual TLS: each node binds the others' signing keys as they state
+// them over a connection their certificates authenticate, never as gossip announces them.
+TEST_F(MutualTlsTest, GossipSigningKeysAreBoundToTheNodeCertificates) {
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(testutil::Eventually(
+        [&] { return Metric(*cluster_, i, "hearsay_gossip_signing_keys_confirmed_total") >= 2; },
+        30s))
+        << i << "\n"
+        << cluster_->AllLogTails(20);
+    EXPECT_EQ(Metric(*cluster_, i, "hearsay_gossip_signing_key_conflicts_total"), 0) << i;
+    EXPECT_EQ(Metric(*cluster_, i, "hearsay_gossip_state_dropped_total", {{"reason", "forged"}}), 0)
+        << i;
+  }
+}
+
+// A node whose certificate names another node (node-2 started with node-1's certificate) cannot
+// prove a signing key for its own id: its peers never bind one, and refuse its state.
+TEST_F(TlsNodeTest, ASigningKeyNotBackedByTheMembersCertificateIsNotBound) {
+  ASSERT_TRUE(MakeClusterPki(dir_->path(), 3));
+  LocalClusterOptions o = TlsClusterOptions(3, dir_->path(), true, "round-robin");
+  o.per_node_flags[2] = {"--tls-cert", Path("node-1.crt"), "--tls-key", Path("node-1.key")};
+  std::unique_ptr<LocalCluster> cluster = StartCluster(o);
+  ASSERT_NE(cluster, nullptr);
+  // node-2 reaches the others and binds their keys; node-0 binds node-1's.
+  EXPECT_TRUE(testutil::Eventually(
+      [&] {
+        return Metric(*cluster, 2, "hearsay_gossip_signing_keys_confirmed_total") >= 2 &&
+               Metric(*cluster, 0, "hearsay_gossip_signing_keys_confirmed_total") >= 1 &&
+               Metric(*cluster, 0, "hearsay_gossip_state_dropped_total",
+                      {{"reason", "unverified"}}) >= 5;
+      },
+      30s))
+      << cluster->AllLogTails(20);
+  // ... but never node-2's: its state keeps being refused.
+  EXPECT_EQ(Metric(*cluster, 0, "hearsay_gossip_signing_keys_confirmed_total"), 1);
+  EXPECT_EQ(Metric(*cluster, 1, "hearsay_gossip_signing_keys_confirmed_total"), 1);
+}
+
 }  // namespace
 }  // namespace hearsay::integration

@@ -16,6 +16,8 @@
 
 namespace hearsay::gossip {
 
+class SigningKeySource;
+
 using namespace std::chrono_literals;
 
 struct Config {
@@ -100,6 +102,10 @@ struct Config {
   // from the node's rng (simulations). The daemon gives it from security.signing_key_file, or
   // draws it from the OS at every start.
   std::optional<std::array<uint8_t, kSigningSeedBytes>> signing_seed;
+  // Where members' keys come from (not owned; outlives the node). Null: a peer binds the first
+  // key announced for each (member, generation). Set (the daemon does under mutual TLS): only the
+  // key the source confirms is bound, and an announced key that differs is counted as a conflict.
+  SigningKeySource* key_source = nullptr;
   // --- Load ---
   OverloadThresholds overload;
 };

@@ -41,12 +41,13 @@ struct Counters {
   uint64_t discovery_pulls = 0;         // push-pulls asked because a digest named an unknown member
   uint64_t syn_in_sync = 0;             // a Syn whose digest summary matched ours (no digest sent)
   // Signed state (Config::signatures).
-  uint64_t deltas_unverified = 0;      // no signature, or its origin's key is not bound: dropped
-  uint64_t deltas_forged = 0;          // the signature does not match the state: dropped
-  uint64_t signing_key_conflicts = 0;  // another key for a (member, generation) already bound
-  uint64_t signatures_made = 0;        // own state statements signed
-  uint64_t signatures_verified = 0;    // signatures checked (valid or not)
-  uint64_t commitment_updates = 0;     // elements added to or removed from state commitments
+  uint64_t deltas_unverified = 0;       // no signature, or its origin's key is not bound: dropped
+  uint64_t deltas_forged = 0;           // the signature does not match the state: dropped
+  uint64_t signing_key_conflicts = 0;   // another key for a (member, generation) already bound
+  uint64_t signing_keys_confirmed = 0;  // keys bound as Config::key_source confirmed them
+  uint64_t signatures_made = 0;         // own state statements signed
+  uint64_t signatures_verified = 0;     // signatures checked (valid or not)
+  uint64_t commitment_updates = 0;      // elements added to or removed from state commitments
   // Membership.
   uint64_t probes = 0;
   uint64_t probe_failures = 0;

@@ -281,7 +281,10 @@ class Node final : public MessageSink {
   void ApplyDeltas(const std::vector<OriginDelta>& deltas);
   // Signed state (node_signing.cc). True if d, which m's replica would apply, carries m's valid
   // signature of the state it leads to (then *commitment is that state's commitment, if kept).
-  bool VerifyDelta(const MemberRec& m, const OriginDelta& d, std::optional<StateHash>* commitment);
+  bool VerifyDelta(MemberRec& m, const OriginDelta& d, std::optional<StateHash>* commitment);
+  // With Config::key_source: binds the key the source confirms for m's generation, if any, and
+  // counts an `announced` key (may be null) that differs; true if a key is bound.
+  bool ConfirmKey(MemberRec& m, const std::string* announced);
   // Publishes the own writes since the last signature, signed (every Config::sign_interval).
   void SignTick();
   bool signing() const { return config_.signatures != SignatureMode::kOff; }

@@ -35,6 +35,10 @@ void Node::ApplyUpdate(const MemberUpdate& u) {
   if (u.signing_key.empty() || u.id == id_ || !signing()) return;
   auto it = members_.find(u.id);
   if (it == members_.end() || it->second.generation != u.generation) return;
+  if (config_.key_source != nullptr) {
+    ConfirmKey(it->second, &u.signing_key);
+    return;
+  }
   BindKey(it->second, u.signing_key);
 }
 

@@ -99,7 +99,12 @@ bool Node::HeardSince(Pending& p) {
   auto it = members_.find(p.target);
   if (it == members_.end() || it->second.generation != p.target_generation) return false;
   const bool direct = it->second.last_heard_at >= p.sent_at;
-  const bool relayed = config_.relayed_evidence && it->second.last_evidence_at >= p.sent_at;
+  // A signing origin's state moves once per sign interval: news of it that arrived up to one
+  // interval before the probe started is as recent as unsigned news arriving since it started.
+  const Duration slack = signing() ? config_.sign_interval : Duration::zero();
+  const bool relayed = config_.relayed_evidence &&
+                       it->second.last_evidence_at + slack >= p.sent_at &&
+                       it->second.last_evidence_at != TimePoint{};
   if (!direct && !relayed) return false;
   // Any authenticated message from the target since the probe started proves it alive as well
   // as an ack does. Under heavy loss this is what keeps a healthy member from being accused:

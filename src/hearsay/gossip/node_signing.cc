@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "hearsay/gossip/node.h"
+#include "hearsay/gossip/signing_key_source.h"
 
 namespace hearsay::gossip {
 
@@ -43,8 +44,21 @@ void Node::SignTick() {
   After(config_.sign_interval, &Node::SignTick);
 }
 
-bool Node::VerifyDelta(const MemberRec& m, const OriginDelta& d,
-                       std::optional<StateHash>* commitment) {
+bool Node::ConfirmKey(MemberRec& m, const std::string* announced) {
+  if (m.key_generation == m.generation && !m.signing_key.empty()) {
+    if (announced != nullptr && *announced != m.signing_key) ++counters_.signing_key_conflicts;
+    return true;
+  }
+  const std::string key = config_.key_source->ConfirmedKey(m.id, m.generation, m.api_address);
+  if (key.size() != kSigningPublicKeyBytes) return false;
+  if (announced != nullptr && *announced != key) ++counters_.signing_key_conflicts;
+  ++counters_.signing_keys_confirmed;
+  BindKey(m, key);
+  return true;
+}
+
+bool Node::VerifyDelta(MemberRec& m, const OriginDelta& d, std::optional<StateHash>* commitment) {
+  if (config_.key_source != nullptr && d.signature) ConfirmKey(m, nullptr);
   if (!d.signature || m.key_generation != m.generation || m.signing_key.empty()) {
     ++counters_.deltas_unverified;
     return false;

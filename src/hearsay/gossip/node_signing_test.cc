@@ -3,7 +3,10 @@
 // per (id, generation).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "hearsay/gossip/node_test_util.h"
+#include "hearsay/gossip/signing_key_source.h"
 #include "hearsay/gossip/state_signing.h"
 
 namespace hearsay::gossip {
@@ -124,6 +127,44 @@ TEST(NodeSigningTest, ForgedDeltaForAnotherOriginIsRefused) {
   EXPECT_TRUE(open.listener(0).caches["n2"].contains(0xbad));
 }
 
+// The usage record (cluster-wide rate limits) is part of the signed state: a liar that relays
+// another origin's genuine signed run with its usage record altered (to shrink or inflate that
+// origin's share of a tenant's limit) or withheld is refused, and the genuine run still applies.
+TEST(NodeSigningTest, ForgedUsageForAnotherOriginIsRefused) {
+  Cluster c(3, 24, Signed());
+  c.StartAll();
+  c.Run(3s);
+  ASSERT_TRUE(c.node(2).SetUsage({{42, 5000, 900}}).ok());
+  c.Run(2s);
+  ASSERT_EQ(c.listener(0).usages["n2"], (std::vector<TenantUsage>{{42, 5000, 900}}));
+  const uint64_t known = c.node(0).PeerStore("n2")->max_version();
+  // n0 hears nothing for a while; n2's next usage record reaches n1 only.
+  for (int i : {1, 2}) {
+    c.net().Block(Cluster::Name(i), Cluster::Name(0), true);
+    c.net().Block(Cluster::Name(0), Cluster::Name(i), true);
+  }
+  ASSERT_TRUE(c.node(2).SetUsage({{42, 8000, 1500}}).ok());
+  c.Run(2s);
+  ASSERT_EQ(c.listener(1).usages["n2"], (std::vector<TenantUsage>{{42, 8000, 1500}}));
+  std::optional<OriginDelta> genuine = c.node(1).PeerStore("n2")->BuildDelta(known, SIZE_MAX);
+  ASSERT_TRUE(genuine && genuine->signature && genuine->usage);
+
+  OriginDelta inflated = *genuine;  // n2's offered traffic made to look large: a smaller share
+  inflated.usage->tenants[0].milli_requests_ps = 900000;
+  Deliver(c, 0, 1, inflated);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 1u);
+  OriginDelta stripped = *genuine;  // the new record withheld, so the old one would stand
+  stripped.usage.reset();
+  Deliver(c, 0, 1, stripped);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 2u);
+  EXPECT_EQ(c.node(0).PeerStore("n2")->max_version(), known);
+  EXPECT_EQ(c.listener(0).usages["n2"], (std::vector<TenantUsage>{{42, 5000, 900}}));
+
+  Deliver(c, 0, 1, *genuine);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 2u);
+  EXPECT_EQ(c.listener(0).usages["n2"], (std::vector<TenantUsage>{{42, 8000, 1500}}));
+}
+
 TEST(NodeSigningTest, KeysAreBoundPerGenerationFirstSeenWins) {
   Cluster c(3, 23, Signed());
   c.StartAll();
@@ -154,6 +195,95 @@ TEST(NodeSigningTest, KeysAreBoundPerGenerationFirstSeenWins) {
   EXPECT_EQ(c.node(0).counters().deltas_forged, 0u);
 }
 
+// Stands for mutual TLS: every member's real key, as the member itself states it over a link its
+// certificate authenticates (net/certified_key_source.h).
+class CertifiedKeys : public SigningKeySource {
+ public:
+  std::string ConfirmedKey(const NodeId& id, Generation generation, const Address&) override {
+    ++asked;
+    auto it = keys.find({id, generation});
+    return it == keys.end() ? std::string() : it->second;
+  }
+  std::map<std::pair<NodeId, Generation>, std::string> keys;
+  int asked = 0;
+};
+
+SigningKey KeyOf(int i) {
+  std::array<uint8_t, kSigningSeedBytes> seed{};
+  seed.fill(static_cast<uint8_t>(40 + i));
+  return SigningKey::FromSeed(seed);
+}
+
+// The attack first sight allows: n1 announces its own key for n2 before n2's announcement
+// reaches n0, then forges n2's state with it. With keys bound to certificates n0 binds n2's real
+// key (the announced one differs: a conflict), refuses the forgery and applies n2's real state;
+// with first sight, n0 binds the liar's key and refuses n2's real state instead.
+TEST(NodeSigningTest, KeysBoundToCertificatesRefuseAnAnnouncedKeyThatDiffers) {
+  for (const bool certified : {true, false}) {
+    SCOPED_TRACE(certified ? "certified" : "first sight");
+    CertifiedKeys source;
+    Config config = Signed();
+    if (certified) config.key_source = &source;
+    Cluster c(3, 25, config);
+    for (int i = 0; i < 3; ++i) {
+      c.node(i).UseSigningKey(KeyOf(i));
+      const PublicKey& k = KeyOf(i).public_key();
+      source.keys[{Cluster::Name(i), 1}] = std::string(k.begin(), k.end());
+    }
+    c.StartAll();
+    const SigningKey liar_key = KeyOf(1);  // n1 claims its own key is n2's
+    const std::string liar_public(liar_key.public_key().begin(), liar_key.public_key().end());
+    MemberUpdate liar{MemberState::kAlive, "n2", "n2", 1, 0, "", ""};
+    liar.signing_key = liar_public;
+    Inject(c, 0, 1, liar);
+    c.Run(3s);
+    ASSERT_TRUE(c.Sees(0, 2, MemberState::kAlive));
+
+    // n1 forges a run of n2's state that adds 0xbad, signed with the key it announced.
+    OriginDelta forged = ForgedRun(c, 0, "n2", 0xbad);
+    forged.stride = 4;  // n0 may hold nothing of n2 yet (first sight: it refused n2's state)
+    StateHash after = *c.node(0).PeerStore("n2")->commitment();
+    after.Add(CacheElement(0xbad, 0));
+    const std::string statement =
+        StateStatement("n2", 1, forged.to_version, forged.stride, after.Digest());
+    forged.signature =
+        liar_key.Sign({reinterpret_cast<const uint8_t*>(statement.data()), statement.size()});
+    Deliver(c, 0, 1, forged);
+    c.node(2).PublishCacheEvents(Chain(1000, 1));
+    c.Run(3s);
+    if (certified) {
+      EXPECT_GE(c.node(0).counters().signing_key_conflicts, 1u);
+      EXPECT_GE(c.node(0).counters().signing_keys_confirmed, 2u);
+      EXPECT_FALSE(c.listener(0).caches["n2"].contains(0xbad));
+      EXPECT_EQ(c.listener(0).caches["n2"], (std::set<prefix::BlockKey>{1000}));
+      EXPECT_GT(source.asked, 0);
+    } else {
+      EXPECT_TRUE(c.listener(0).caches["n2"].contains(0xbad));
+      EXPECT_FALSE(c.listener(0).caches["n2"].contains(1000));
+      EXPECT_GT(c.node(0).counters().deltas_forged, 0u);
+    }
+  }
+}
+
+// Until the source confirms a member's key, none is bound (an announced one is not taken): the
+// member's deltas wait, then apply once the key is confirmed.
+TEST(NodeSigningTest, AnUnconfirmedKeyIsNotBound) {
+  CertifiedKeys source;
+  Config config = Signed();
+  config.key_source = &source;
+  Cluster c(3, 26, config);
+  c.StartAll();
+  c.node(2).PublishCacheEvents(Chain(1000, 1));
+  c.Run(3s);
+  EXPECT_TRUE(c.listener(0).caches["n2"].empty());
+  EXPECT_GT(c.node(0).counters().deltas_unverified, 0u);
+  EXPECT_EQ(c.node(0).counters().signing_keys_confirmed, 0u);
+  for (int i = 0; i < 3; ++i) source.keys[{Cluster::Name(i), 1}] = c.node(i).signing_public_key();
+  c.Run(3s);
+  EXPECT_EQ(c.listener(0).caches["n2"], (std::set<prefix::BlockKey>{1000}));
+  EXPECT_EQ(c.node(0).counters().signing_key_conflicts, 0u);
+}
+
 // A replica's commitment, kept run by run, equals the one a fresh replica computes from a
 // snapshot of the same state: the relay-independence every signature relies on.
 TEST(NodeSigningTest, CommitmentsAgreeAcrossRunsAndSnapshots) {
@@ -166,6 +296,7 @@ TEST(NodeSigningTest, CommitmentsAgreeAcrossRunsAndSnapshots) {
       writer.PutCache(rng.Below(40), static_cast<uint32_t>(rng.Below(3)), rng.Bernoulli(0.6));
     }
     if (step % 7 == 0) writer.PutLoad(LoadReport{static_cast<uint32_t>(step)}, step);
+    if (step % 11 == 0) writer.PutUsage({{7, static_cast<uint64_t>(step), 3}});
     auto d = writer.BuildDelta(by_runs.max_version(), SIZE_MAX);
     if (!d) continue;
     auto c = by_runs.CommitmentAfter(*d);

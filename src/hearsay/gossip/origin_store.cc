@@ -25,6 +25,13 @@ std::vector<uint8_t> ServiceElement(const ServiceRecord& r) {
   return w.Take();
 }
 
+std::vector<uint8_t> UsageElement(const UsageRecord& r) {
+  ByteWriter w;
+  w.PutU8('U');
+  PutUsageRecord(w, r);
+  return w.Take();
+}
+
 }  // namespace
 
 OriginStore::OriginStore(NodeId id, Generation generation, size_t min_tombstones,
@@ -168,6 +175,13 @@ std::optional<StateHash> OriginStore::CommitmentAfter(const OriginDelta& d) cons
     c.Add(ServiceElement(*d.service));
   } else if (d.snapshot && service_.version > 0) {
     c.Add(ServiceElement(service_));
+  }
+  const UsageRecord* usage = d.snapshot ? nullptr : &usage_;
+  if (d.usage && (usage == nullptr || d.usage->version > usage->version)) {
+    if (usage != nullptr && usage->version > 0) c.Remove(UsageElement(*usage));
+    c.Add(UsageElement(*d.usage));
+  } else if (d.snapshot && usage_.version > 0) {
+    c.Add(UsageElement(usage_));
   }
   return c;
 }

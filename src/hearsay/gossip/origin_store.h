@@ -25,12 +25,12 @@
 // collected at once (a collected one would send every peer still behind the change a snapshot).
 //
 // Signed state (state_signing.h): a store with a commitment (EnableCommitment; private mode
-// only) keeps the LtHash of its live keys, load record and service record. A signing node checks
-// a delta before applying it (Check, CommitmentAfter: the commitment it would lead to, computed
-// without changing anything), verifies the origin's signature over that commitment, and only then
-// applies it (SetSigned keeps the commitment and the signature, which BuildDelta attaches to every
-// delta that ends at max_version()). A store with whole_runs never cuts a run to a budget: a cut
-// run would end at a version no signature covers.
+// only) keeps the LtHash of its live keys, load record, service record and usage record. A signing
+// node checks a delta before applying it (Check, CommitmentAfter: the commitment it would lead to,
+// computed without changing anything), verifies the origin's signature over that commitment, and
+// only then applies it (SetSigned keeps the commitment and the signature, which BuildDelta attaches
+// to every delta that ends at max_version()). A store with whole_runs never cuts a run to a budget:
+// a cut run would end at a version no signature covers.
 //
 // Ownership: plain value owned by gossip::Node, one per (origin id, generation).
 // Thread-safety: none.

@@ -88,7 +88,7 @@ std::array<uint8_t, 13> CacheElement(uint64_t summary_key, uint32_t block_index)
 
 std::string StateStatement(const NodeId& id, Generation generation, uint64_t version,
                            uint32_t stride, const std::array<uint8_t, 32>& commitment) {
-  std::string s = "hearsay/gossip/state/v1";
+  std::string s = "hearsay/gossip/state/v2";
   s.push_back(static_cast<char>(id.size()));
   s += id;
   for (uint64_t v : {uint64_t{generation}, version, uint64_t{stride}}) {

@@ -1,7 +1,7 @@
-// Signed origin state: each node signs its own state (cache summary, load record, service record)
-// with its own Ed25519 key, so a member holding the cluster key can lie about itself but cannot
-// forge another member's state, not even when it relays that state (docs/gossip-security.md,
-// "Signed origin state").
+// Signed origin state: each node signs its own state (cache summary, load record, service record,
+// usage record) with its own Ed25519 key, so a member holding the cluster key can lie about itself
+// but cannot forge another member's state, not even when it relays that state
+// (docs/gossip-security.md, "Signed origin state").
 //
 // What is signed is a *state statement*: (origin id, generation, version V, landmark stride,
 // commitment to the origin's whole state at V). The commitment is a homomorphic multiset hash

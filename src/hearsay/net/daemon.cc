@@ -314,7 +314,7 @@ void Daemon::InitForwarding() {
 }
 
 // Signed origin state: the mode, and the signing key's seed from its file or the OS.
-Status Daemon::ConfigureSigning(gossip::Config& g) const {
+Status Daemon::ConfigureSigning(gossip::Config& g) {
   const DaemonConfig& c = config_;
   if (c.state_signatures == "off") return OkStatus();
   g.signatures = gossip::SignatureMode::kEd25519;
@@ -331,9 +331,53 @@ Status Daemon::ConfigureSigning(gossip::Config& g) const {
     randombytes_buf(seed.data(), seed.size());
   }
   g.signing_seed = seed;
-  spdlog::info("event=state_signing node={} mode=ed25519 key={}", node_id_,
-               c.signing_key_file.empty() ? "drawn at start" : c.signing_key_file);
+  const gossip::PublicKey pub = gossip::SigningKey::FromSeed(seed).public_key();
+  signing_public_key_.assign(pub.begin(), pub.end());
+  if (mutual_tls_) {
+    // A member's key is bound only as the member states it over a link its certificate
+    // authenticates (certified_key_source.h), never as gossip announces it.
+    key_source_ = std::make_unique<CertifiedKeySource>(
+        [this](const NodeId& id, const Address& api_address, CertifiedKeySource::Done done) {
+          FetchPeerHealth(id, api_address, std::move(done));
+        },
+        [this] { return scheduler_->clock().Now(); }, std::chrono::seconds(2));
+    g.key_source = key_source_.get();
+  }
+  spdlog::info("event=state_signing node={} mode=ed25519 key={} peer_keys={}", node_id_,
+               c.signing_key_file.empty() ? "drawn at start" : c.signing_key_file,
+               mutual_tls_ ? "certified" : "first_seen");
   return OkStatus();
+}
+
+void Daemon::FetchPeerHealth(const NodeId& id, const Address& api_address,
+                             CertifiedKeySource::Done done) {
+  http::ClientRequest r;
+  r.host_port = api_address;
+  r.target = "/health";
+  r.tls_peer_id = id;
+  r.connect_timeout = std::chrono::seconds(5);
+  r.response_timeout = std::chrono::seconds(5);
+  r.idle_timeout = std::chrono::seconds(5);
+  struct Reply {
+    int status = 0;
+    std::string body;
+  };
+  auto reply = std::make_shared<Reply>();
+  http::ResponseHandlers h;
+  h.on_headers = [reply](int status, const http::Headers&) { reply->status = status; };
+  h.on_body = [reply](std::string_view chunk) {
+    if (reply->body.size() + chunk.size() <= 64 * 1024) reply->body.append(chunk);
+  };
+  h.on_done = [reply, post = PostToCore(), done = std::move(done)](Status s) mutable {
+    Result<std::string> body = std::move(reply->body);
+    if (!s.ok()) {
+      body = Result<std::string>(std::move(s));
+    } else if (reply->status != 200 && reply->status != 503) {
+      body = UnavailableError("/health answered " + std::to_string(reply->status));
+    }
+    post([body = std::move(body), done = std::move(done)]() mutable { done(std::move(body)); });
+  };
+  http_client_->Send(std::move(r), std::move(h));
 }
 
 Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
@@ -545,6 +589,7 @@ void Daemon::StopThreads() {
   admin_server_.reset();
   sinks_.clear();
   node_.reset();
+  key_source_.reset();
   engine_.reset();
   logging_peer_client_.reset();
   delayed_peer_client_.reset();

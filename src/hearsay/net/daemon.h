@@ -43,6 +43,7 @@
 #include "hearsay/http/server.h"
 #include "hearsay/net/api_key_store.h"
 #include "hearsay/net/asio_runtime.h"
+#include "hearsay/net/certified_key_source.h"
 #include "hearsay/net/completion_sink.h"
 #include "hearsay/net/daemon_config.h"
 #include "hearsay/net/daemon_metrics.h"
@@ -135,8 +136,11 @@ class Daemon {
   bool AuthenticateClient(const http::Request& request,
                           const std::shared_ptr<http::Responder>& responder, Tenant* out);
   Status InitEngineAndNode(const prefix::BlockKeyer& keyer);
-  // security.state_signatures and security.signing_key_file, into the gossip config.
-  Status ConfigureSigning(gossip::Config& g) const;
+  // security.state_signatures and security.signing_key_file, into the gossip config; with
+  // mutual TLS, members' keys come from key_source_ (bound to their certificates).
+  Status ConfigureSigning(gossip::Config& g);
+  // GET /health at `api_address` over mutual TLS, the certificate naming `id` (key_source_).
+  void FetchPeerHealth(const NodeId& id, const Address& api_address, CertifiedKeySource::Done done);
   void StartThreads();
   void LogStart(const std::string& key_source) const;
   // One thread runs the I/O context: its connections and exchanges need no strands.
@@ -242,6 +246,10 @@ class Daemon {
   std::unique_ptr<PeerAuthenticator> auth_;
   std::unique_ptr<UdpTcpTransport> transport_;
   std::unique_ptr<http::Client> http_client_;
+  // This node's public signing key (empty: signatures off), announced in /health; and under
+  // mutual TLS where members' keys come from (core thread; outlives node_).
+  std::string signing_public_key_;
+  std::unique_ptr<CertifiedKeySource> key_source_;
   std::unique_ptr<http::HttpPeerClient> peer_client_;
   std::unique_ptr<DelayedPeerClient> delayed_peer_client_;  // POST /debug/faults "delay_ms"
   // What POST /debug/faults has set (core thread).

@@ -120,6 +120,10 @@ DaemonMetrics::DaemonMetrics() {
   signing_key_conflicts_.counter =
       &r.AddCounter("hearsay_gossip_signing_key_conflicts_total",
                     "Signing keys announced for a member generation that already has another");
+  signing_keys_confirmed_.counter = &r.AddCounter(
+      "hearsay_gossip_signing_keys_confirmed_total",
+      "Members' signing keys bound as the member stated them over mutual TLS (its certificate "
+      "naming it)");
   send_failures_.counter = &r.AddCounter("hearsay_gossip_send_failures_total",
                                          "Gossip messages the envelope refused to seal");
   const char* channel_names[] = {"datagram", "stream"};
@@ -252,6 +256,7 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   state_unverified_.Sync(g.deltas_unverified);
   state_forged_.Sync(g.deltas_forged);
   signing_key_conflicts_.Sync(g.signing_key_conflicts);
+  signing_keys_confirmed_.Sync(g.signing_keys_confirmed);
   for (int c = 0; c < 2; ++c) {
     transport_msgs_sent_[c].Sync(t.messages_sent[c]);
     transport_msgs_received_[c].Sync(t.messages_received[c]);

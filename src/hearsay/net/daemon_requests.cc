@@ -105,6 +105,11 @@ void Daemon::Handle(Listener listener, http::Request request,
     if (draining_) j["status"] = "draining";
     j["node"] = node_id_;
     j["generation"] = std::to_string(generation_);  // above 2^53: a string, exact in JSON
+    // Peers under mutual TLS bind this node's gossip signing key from here (the certificate of
+    // the connection names the node): certified_key_source.h.
+    if (!signing_public_key_.empty()) {
+      j["signing_key"] = CertifiedKeySource::EncodeKey(signing_public_key_);
+    }
     if (draining_) metrics_.CountHttpError(503);
     responder->Respond(draining_ ? 503 : 200, OwnAnswerHeaders(JsonHeaders()), j.dump());
     return;
