@@ -256,6 +256,11 @@ inline std::unique_ptr<BedCluster> StartBedCluster(LocalClusterOptions options) 
     out->records_dir->Keep();
     std::printf("chaos: decision records kept in %s\n", out->records_dir->path().c_str());
   }
+  // HEARSAY_TEST_BINARY runs another build of the daemon (an ASan one, for a crash hunt).
+  if (const char* binary = std::getenv("HEARSAY_TEST_BINARY"); binary != nullptr && *binary) {
+    options.hearsay_binary = binary;
+    std::printf("chaos: nodes run %s\n", binary);
+  }
   options.per_node_flags.resize(std::max(options.per_node_flags.size(), n));
   for (size_t i = 0; i < n; ++i) {
     options.node_hosts.push_back(out->bed->Address(i));

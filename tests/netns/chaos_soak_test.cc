@@ -58,8 +58,8 @@ struct Window {
 
 // True if `o` had started streaming from a node its entry was cut from (or that was stopped) by
 // `w`, and ended with an error event or with the client's own timeout: the entry cannot retry a
-// request whose tokens the client has seen, and it gives up on a silent peer mid-answer only
-// after the peer client's idle timeout (30 s), later than the client's 20 s.
+// request whose tokens the client has seen, and it gives up on a silent peer mid-answer only when
+// gossip declares that peer dead (its forwards are then aborted).
 bool CutMidAnswer(const Outcome& o, const Window& w) {
   if (!o.started || o.served_by.rfind("node-", 0) != 0) return false;
   const size_t server = std::strtoul(o.served_by.c_str() + 5, nullptr, 10);

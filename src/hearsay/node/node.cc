@@ -256,10 +256,19 @@ void Node::Bounce(uint64_t token) {
   const uint64_t client_id = it->second.client_id;
   pending_.erase(it);
   ++stats_.bounced;
+  PostUnserved(token, client_id, sink, UnavailableError(std::string(kBouncedMessage)));
+}
+
+void Node::PostUnserved(uint64_t token, uint64_t client_id, ResponseSink* sink, Status status) {
+  unserved_.emplace(token, Unserved{client_id, sink});
   std::weak_ptr<int> alive = alive_;
-  scheduler_.Post([alive, sink, client_id] {
+  scheduler_.Post([this, alive, token, status = std::move(status)] {
     if (alive.expired()) return;
-    sink->OnError(client_id, UnavailableError(std::string(kBouncedMessage)), true);
+    auto it = unserved_.find(token);
+    if (it == unserved_.end()) return;  // cancelled meanwhile: its sink may be gone
+    const Unserved u = it->second;
+    unserved_.erase(it);
+    u.sink->OnError(u.client_id, status, true);
   });
 }
 
@@ -282,14 +291,8 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
   if (!request.forwarded) ++stats_.client_requests;
   if (request.prompt.empty() || request.max_output_tokens == 0) {
     ++stats_.rejected;
-    const uint64_t client_id = request.id;
-    std::weak_ptr<int> alive = alive_;
-    scheduler_.Post([alive, sink, client_id] {
-      if (alive.expired()) return;
-      sink->OnError(client_id,
-                    InvalidArgumentError("a request needs a non-empty prompt and max_tokens >= 1"),
-                    true);
-    });
+    PostUnserved(token, request.id, sink,
+                 InvalidArgumentError("a request needs a non-empty prompt and max_tokens >= 1"));
     return;
   }
   Result<std::optional<ModelTarget>> target = ResolveModel(request.model);
@@ -304,15 +307,10 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
       ++stats_.models_not_found;
     }
     ++stats_.failed;
-    const uint64_t client_id = request.id;
-    const Status s = target.ok() ? NotFoundError("model '" + PrintableModelName(request.model) +
-                                                 "' is not served by this node")
-                                 : target.status();
-    std::weak_ptr<int> alive = alive_;
-    scheduler_.Post([alive, sink, client_id, s] {
-      if (alive.expired()) return;
-      sink->OnError(client_id, s, true);
-    });
+    Status s = target.ok() ? NotFoundError("model '" + PrintableModelName(request.model) +
+                                           "' is not served by this node")
+                           : target.status();
+    PostUnserved(token, request.id, sink, std::move(s));
     return;
   }
   Pending& p = pending_[token];
@@ -360,6 +358,12 @@ bool Node::Cancel(uint64_t client_id, ResponseSink* sink) {
       if (slot - 1 < peers_.size()) trust_.Abandon(peers_[slot - 1].id, token);
       peer_client_.Cancel(token);
     }
+    return true;
+  }
+  // Ended unserved, its OnError still on its way: dropped (counted already as bounced or failed).
+  for (auto it = unserved_.begin(); it != unserved_.end(); ++it) {
+    if (it->second.client_id != client_id || it->second.sink != sink) continue;
+    unserved_.erase(it);
     return true;
   }
   return false;

@@ -246,7 +246,9 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
 
   // Drops the live request that `sink` submitted with id `client_id` (its client disconnected):
   // the engine stops working on it, or the forward is abandoned; no further callback reaches
-  // `sink` for it. Returns false if no such request is live (it already ended).
+  // `sink` for it, also when its ending (a bounce, a refusal) was already posted: the host may
+  // free `sink` once this returns. Returns false if its terminal callback was delivered already
+  // (or no such request was submitted).
   bool Cancel(uint64_t client_id, ResponseSink* sink);
 
   // Leaves the cluster gracefully (gossip::Node::Leave); requests in flight continue.
@@ -380,6 +382,9 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void Bounce(uint64_t token);
   // Ends request `token` with `status` before anything was served (posted, never inside Submit).
   void FailUnserved(uint64_t token, Status status);
+  // Posts the OnError(status, before_first_token) that ends request `token` unserved, and keeps
+  // it in unserved_ until then, so that a Cancel in between finds it and drops the callback.
+  void PostUnserved(uint64_t token, uint64_t client_id, ResponseSink* sink, Status status);
   // True if this node may serve `p` (no model, or its own service serves p's target).
   bool ServesHere(const Pending& p) const;
   // Whether a peer may serve `target`: live, and its gossiped service serves it.
@@ -418,6 +423,13 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   bool members_dirty_ = true;
   // Live requests by token; engine request ids are the tokens of requests served here.
   std::unordered_map<uint64_t, Pending> pending_;
+  // Requests ended unserved (bounced, refused) whose OnError is posted and not yet delivered, by
+  // token. Invariant: a token is in at most one of pending_ and unserved_.
+  struct Unserved {
+    uint64_t client_id = 0;
+    ResponseSink* sink = nullptr;
+  };
+  std::unordered_map<uint64_t, Unserved> unserved_;
   // The tokens of the forwards in flight, by member (Pending::forward_to): a member's failure
   // aborts its forwards without a scan of every request.
   std::unordered_map<NodeId, std::vector<uint64_t>> forwards_by_member_;

@@ -83,11 +83,7 @@ void Node::FailUnserved(uint64_t token, Status status) {
   EmitRoute(it->second, status.ToString());
   pending_.erase(it);
   ++stats_.failed;
-  std::weak_ptr<int> alive = alive_;
-  scheduler_.Post([alive, sink, client_id, status] {
-    if (alive.expired()) return;
-    sink->OnError(client_id, status, true);
-  });
+  PostUnserved(token, client_id, sink, std::move(status));
 }
 
 Status Node::SetService(gossip::Service service) {
