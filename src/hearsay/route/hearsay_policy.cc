@@ -100,16 +100,18 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   const double band = best + std::max(params_.near_tie_fraction * best, params_.near_tie_ms);
   size_t ties = 0;
   for (size_t i = 0; i < candidates.size(); ++i) ties += prices_[i].cost_ms <= band ? 1 : 0;
-  // A tie goes to the prompt's home among the tied (HearsayParams::home_key_depth). Without one
-  // (no key, no names), a tie the entry node is part of is served here: no forward, and the
-  // prefix lands where this node's own next requests see it exactly rather than a gossip round
-  // late; among peers alone it is drawn at random, so entry nodes sharing one view do not herd.
+  // A tie goes to the prompt's home among the tied (HearsayParams::home_key_depth), unless the
+  // entry node is tied and the home is further than near_tie_ms. Without a home (no key, no
+  // names), a tie the entry node is part of is served here: no forward, and the prefix lands
+  // where this node's own next requests see it exactly rather than a gossip round late; among
+  // peers alone it is drawn at random, so entry nodes sharing one view do not herd.
   const auto tied = [&](const Candidate&, size_t i) { return prices_[i].cost_ms <= band; };
+  const bool self_tied = self >= 0 && prices_[self].cost_ms <= band;
   int pick = HomeAmong(request, candidates, tied);
-  if (pick < 0) {
-    const bool self_tied = self >= 0 && prices_[self].cost_ms <= band;
-    pick = self_tied ? self : PickUniform(candidates, tied, rng);
-  }
+  // The entry node keeps a tie it is part of when the home costs more network than the tie's
+  // absolute margin: its own cost is exact, the home's is a view, and a forward adds delay.
+  if (pick >= 0 && self_tied && prices_[pick].delay_ms > params_.near_tie_ms) pick = self;
+  if (pick < 0) pick = self_tied ? self : PickUniform(candidates, tied, rng);
   const Candidate& chosen = candidates[pick];
 
   Decision d;
