@@ -560,7 +560,7 @@ void Node::Route(uint64_t token) {
   copy.origin_request = p.client_id;
   // The last forward allowed must be served: a bounce then would only land here anyway.
   if (options_.bounce_margin_ms >= 0 && d.fallback_ttft_ms > 0 &&
-      p.attempts < options_.max_forward_attempts) {
+      p.bounces < options_.max_bounces && p.attempts - p.bounces < options_.max_forward_attempts) {
     copy.bounce_above_ms = d.fallback_ttft_ms;
   }
   if (options_.forward_deadline_factor > 0 && d.expected_ttft_ms > 0) {
@@ -751,6 +751,7 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
       p.sink->OnRestart(p.client_id);
     }
     if (status.message().find(kBouncedMessage) != std::string::npos) {
+      ++p.bounces;
       ++stats_.forwards_bounced;
       EndAttempt(p, "bounced");
     } else {
@@ -763,7 +764,7 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
     if (p.slot - 1 < peers_.size()) trust_.Abandon(peers_[p.slot - 1].id, token);
     p.excluded.push_back(p.slot);
     // A node that does not serve the model tries every member that does before it gives up.
-    if (p.attempts < options_.max_forward_attempts || !ServesHere(p)) {
+    if (p.attempts - p.bounces < options_.max_forward_attempts || !ServesHere(p)) {
       Route(token);
     } else {
       // Out of forward attempts: served here. The record says so in an attempt of its own (else

@@ -16,7 +16,8 @@
 //      point when the client reads one JSON body, PeerRequest::stream false: the sink then hears
 //      OnRestart), or that the peer bounces back because its queue is longer than the policy's
 //      next choice would take (NodeOptions::bounce_margin_ms), is retried on the next choice of
-//      the policy with that peer excluded (at most max_forward_attempts forwards), and then
+//      the policy with that peer excluded (at most max_forward_attempts forwards, not counting up
+//      to max_bounces bounces), and then
 //      served here: the client never loses the request. A forward failing after the client saw
 //      output ends the request with an error whose message names no peer;
 //   5. the first token's cached-token count goes back to the policy (OnOutcome).
@@ -122,8 +123,14 @@ struct NodeOptions {
   Duration publish_interval = FromMillis(100);
   // One-way delay assumed for a peer whose RTT has not been measured yet.
   Duration default_one_way_delay = FromMillis(1);
-  // Forwards tried for one request before it is served here.
+  // Forwards tried for one request before it is served here, bounces not counted.
   int max_forward_attempts = 2;
+  // Bounces (below) one request may take: a forward carries a bounce threshold while the request
+  // has been bounced fewer times than this (and it is not the last forward allowed). Each bounce
+  // costs one round trip and excludes that peer; entry nodes that chose at once on the same
+  // gossiped view (when traffic starts, every view says idle) collide on the same members, and
+  // with one bounce the second choice had to be served however busy it turned out.
+  int max_bounces = 3;
   // What this node serves (gossiped; gossip/service.h limits apply). Empty: a single-model node
   // that serves every request whatever model it names, and routes ignoring models.
   gossip::Service service;
@@ -343,6 +350,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     TimePoint sent_at{};
     double claimed_ttft_ms = -1;
     int attempts = 0;
+    int bounces = 0;  // of those attempts, forwards the peer bounced
     // The member the forward in flight went to and its generation then (empty: none in flight).
     NodeId forward_to;
     Generation forward_generation = 0;

@@ -100,15 +100,18 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   const double band = best + std::max(params_.near_tie_fraction * best, params_.near_tie_ms);
   size_t ties = 0;
   for (size_t i = 0; i < candidates.size(); ++i) ties += prices_[i].cost_ms <= band ? 1 : 0;
-  // A tie the entry node is part of is served here: no forward, and the prefix lands where this
-  // node's own next requests see it exactly rather than a gossip round late. Among peers alone
-  // it is drawn at random, so entry nodes sharing one view do not herd.
+  // A tie goes to the prompt's home among the tied (HearsayParams::home_key_depth), unless the
+  // entry node is tied and the home is further than near_tie_ms. Without a home (no key, no
+  // names), a tie the entry node is part of is served here: no forward, and the prefix lands
+  // where this node's own next requests see it exactly rather than a gossip round late; among
+  // peers alone it is drawn at random, so entry nodes sharing one view do not herd.
+  const auto tied = [&](const Candidate&, size_t i) { return prices_[i].cost_ms <= band; };
   const bool self_tied = self >= 0 && prices_[self].cost_ms <= band;
-  const int pick =
-      self_tied ? self
-                : PickUniform(
-                      candidates,
-                      [&](const Candidate&, size_t i) { return prices_[i].cost_ms <= band; }, rng);
+  int pick = HomeAmong(request, candidates, tied);
+  // The entry node keeps a tie it is part of when the home costs more network than the tie's
+  // absolute margin: its own cost is exact, the home's is a view, and a forward adds delay.
+  if (pick >= 0 && self_tied && prices_[pick].delay_ms > params_.near_tie_ms) pick = self;
+  if (pick < 0) pick = self_tied ? self : PickUniform(candidates, tied, rng);
   const Candidate& chosen = candidates[pick];
 
   Decision d;
@@ -144,6 +147,37 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   return d;
 }
 
+// SplitMix64's finalizer: every input bit moves every output bit.
+static uint64_t Mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+template <typename Pred>
+int HearsayPolicy::HomeAmong(const RouteRequest& request, std::span<const Candidate> candidates,
+                             Pred pred) const {
+  if (params_.home_key_depth == 0 || request.key_chain.empty()) return -1;
+  const size_t depth = std::min<size_t>(request.key_chain.size(), params_.home_key_depth);
+  const uint64_t key = request.key_chain[depth - 1];
+  int home = -1;
+  uint64_t home_rank = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (c.node_id.empty() || !pred(c, i)) continue;
+    uint64_t name = 0xcbf29ce484222325ULL;  // FNV-1a of the member's name
+    for (const char ch : c.node_id) name = (name ^ static_cast<uint8_t>(ch)) * 0x100000001b3ULL;
+    const uint64_t rank = Mix64(key ^ Mix64(name));
+    if (home < 0 || rank > home_rank) {
+      home = static_cast<int>(i);
+      home_rank = rank;
+    }
+  }
+  return home;
+}
+
 double HearsayPolicy::StaleWaitMs(const Candidate& c, double drained_ms) {
   if (c.slot >= waits_.size()) waits_.resize(c.slot + 1);
   WaitMemory& w = waits_[c.slot];
@@ -155,7 +189,9 @@ double HearsayPolicy::StaleWaitMs(const Candidate& c, double drained_ms) {
   }
   w.age = c.load.age;
   const double elapsed = std::max(0.0, ToMillis(c.load.age + c.one_way_delay));
-  const double keep = std::exp(-elapsed / ToMillis(params_.queue_memory));
+  const double memory = std::max(ToMillis(params_.queue_memory),
+                                 params_.queue_memory_per_wait * ReportedWaitMs(cost_, c));
+  const double keep = std::exp(-elapsed / memory);
   return w.mean_ms + (drained_ms - w.mean_ms) * keep;
 }
 

@@ -10,7 +10,8 @@
 //   (queue_memory: a queue forgets its state within a few service times), plus the backlog of what
 //   this node sent it since (SentLedger), so a stale view neither shuns a member that was briefly
 //   busy nor sends every request to the same "idle" one; queue wait is what breaks affinity
-//   hotspots.
+//   hotspots. A long queue is remembered longer (queue_memory_per_wait): it takes about its own
+//   wait to turn over.
 // - credit(c): the tokens c is believed to hold, trusted by
 //     exact (self's own radix tree, confidence 1), or, for a gossiped view that proves
 //     cached_tokens and allows up to cached_tokens_max (landmark gaps), the point fill[c] of the
@@ -41,10 +42,14 @@
 //   proportion to how much it overclaims. Self is never discounted (its view is exact).
 //
 // Members that advertise overload are skipped unless every usable member does. Costs within
-// max(near_tie_fraction × best, near_tie_ms) of the best are a tie: when the entry node is in it,
-// it serves the request (no forward; its own next requests then see the prefix exactly), else it
-// draws uniformly among the tied peers with the Rng, so many entry nodes with the same view do not
-// herd. The decision also carries the best other cost
+// max(near_tie_fraction × best, near_tie_ms) of the best are a tie, and a tie goes to the prompt's
+// home among the tied: the first of a rendezvous ranking of the members' names by one of the
+// prompt's block keys (home_key_depth), which every entry node computes alike. A central router
+// sends a prefix to one worker because it sees every request; entry nodes that share a view they
+// cannot tell members apart by (when traffic starts, every report says idle and no cache is
+// gossiped yet) agree on the home instead of each choosing its own, and a bounce walks the same
+// ranking. (Without a home, a tie the entry node is part of is served there, else drawn
+// uniformly among the tied peers.) The decision also carries the best other cost
 // (Decision::fallback_ttft_ms), which the node hands a peer it forwards to so that the peer can
 // bounce the request back when its exact queue makes it slower (node::NodeOptions). OnSent()
 // records the dispatch (ledger and lease); OnAbandoned() takes a dispatch the member refused or
@@ -122,6 +127,12 @@ class HearsayPolicy final : public Policy {
   };
   std::vector<WaitMemory> waits_;
 
+  // The index of the prompt's home among the candidates with pred(c, i) true: the first in a
+  // rendezvous ranking of their names by the prompt's key at HearsayParams::home_key_depth, the
+  // same on every entry node. -1 when there is none (depth 0, no key, no named candidate).
+  template <typename Pred>
+  int HomeAmong(const RouteRequest& request, std::span<const Candidate> candidates,
+                Pred pred) const;
   // The expected queue wait at peer `c` from a report that `drained_ms` prices as of now:
   // blended into the member's mean wait as the report ages (HearsayParams::queue_memory).
   double StaleWaitMs(const Candidate& c, double drained_ms);

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <string>
 
 #include "hearsay/route/route_test_util.h"
 
@@ -454,6 +455,64 @@ TEST_F(HearsayPolicyTest, LearnsWhereAPeersCacheEndsBetweenLandmarks) {
   EXPECT_LT(policy_.fill(2), 0.01);
   policy_.OnMemberReset(2);
   EXPECT_DOUBLE_EQ(policy_.fill(2), options_.hearsay.initial_fill);
+}
+
+// Entry nodes that cannot tell members apart (every view idle and empty, as when traffic starts)
+// agree on one member per prompt, whatever their own slot numbering and whichever of them asks:
+// the prompt's home. Other prompts have other homes.
+TEST_F(HearsayPolicyTest, NearTiesGoToThePromptsHomeOnEveryEntryNode) {
+  const std::vector<std::string> names = {"n0", "n1", "n2", "n3"};
+  // Entry node e sees itself in slot 0 and the others in slots 1..3, in its own order.
+  auto view = [&](size_t entry) {
+    std::vector<Candidate> v;
+    for (size_t k = 0; k < names.size(); ++k) {
+      const size_t member = (entry + k) % names.size();
+      Candidate c = k == 0 ? SelfCandidate(0) : PeerCandidate(Slot(k), 0.1);
+      c.node_id = names[member];
+      v.push_back(c);
+    }
+    return v;
+  };
+  std::set<std::string> homes;
+  for (uint64_t family = 1; family <= 16; ++family) {
+    const std::vector<prefix::BlockKey> chain = MakeChain(family, 0, 8, 8);
+    std::set<std::string> chosen;
+    for (size_t entry = 0; entry < names.size(); ++entry) {
+      HearsayPolicy policy(options_);
+      const std::vector<Candidate> candidates = view(entry);
+      const Decision d = policy.Choose(MakeRequest(chain, family), candidates, rng_);
+      ASSERT_NE(d.slot, kNoSlot);
+      EXPECT_EQ(d.reason, Reason::kNearTie);
+      chosen.insert(std::string(candidates[d.slot].node_id));
+    }
+    EXPECT_EQ(chosen.size(), 1u) << "family " << family;
+    homes.insert(*chosen.begin());
+  }
+  EXPECT_GE(homes.size(), 3u);
+  // Without homes (or names), the entry node serves a tie it is part of.
+  PolicyOptions no_home;
+  no_home.hearsay.home_key_depth = 0;
+  HearsayPolicy local(no_home);
+  EXPECT_EQ(local.Choose(MakeRequest(MakeChain(1, 0, 8, 8)), view(2), rng_).slot, 0u);
+}
+
+// A report of a long queue stays informative for about that queue's own wait: a 400 ms queue
+// reported 200 ms ago is priced near what is left of it, not near the member's long-run mean.
+TEST_F(HearsayPolicyTest, ALongReportedQueueIsRememberedForItsOwnWait) {
+  Candidate busy = PeerCandidate(1, 1);
+  busy.node_id = "n1";
+  busy.load.queue_wait = FromMillis(400);
+  busy.load.age = FromMillis(200);
+  auto wait_ms = [&](const PolicyOptions& o) {
+    HearsayPolicy policy(o);
+    policy.Choose(MakeRequest(chain_), std::vector{SelfCandidate(0), busy}, rng_);
+    return policy.LastPrices()[1].wait_ms;
+  };
+  // Drained: 400 - 201 = 199 ms; long-run mean after one report: 40 ms.
+  EXPECT_GT(wait_ms(options_), 130);
+  PolicyOptions short_memory;
+  short_memory.hearsay.queue_memory_per_wait = 0;
+  EXPECT_LT(wait_ms(short_memory), 45);
 }
 
 }  // namespace

@@ -18,9 +18,16 @@ enum class Host : uint8_t { kSimulator, kDaemon };
 
 // Tuning of the `hearsay` policy (see hearsay_policy.h for how each one is used).
 struct HearsayParams {
-  // Costs within max(near_tie_fraction × best, near_tie_ms) of the best are drawn at random.
+  // Costs within max(near_tie_fraction × best, near_tie_ms) of the best are a near-tie.
   double near_tie_fraction = 0.05;
   double near_tie_ms = 0.5;
+  // A near-tie goes to the prompt's home among the tied members: the one ranked first by a
+  // rendezvous hash of its name with the prompt's block key at this depth (or the last key of a
+  // shorter prompt). Entry nodes agree on it without talking, so when their views cannot tell
+  // members apart (as traffic starts, every view says idle and empty; a new prefix) they send
+  // one prefix to one member, as a central router's index would, instead of each to its own.
+  // 0 = no home: the entry node serves a tie it is part of, else draws among the tied peers.
+  uint32_t home_key_depth = 4;
   // How fast a reported queue wait is assumed to drain while the report ages and the request
   // travels, as a fraction of elapsed time: 1 = the member works it off and nobody else adds
   // to it; 0 = steady state (others refill it as fast as it drains). The true figure is 1 minus
@@ -31,6 +38,11 @@ struct HearsayParams {
   // A queue forgets its state within a few service times, so a report a gossip round old says
   // little about now, and the mean (not zero, which draining alone tends to) is the best guess.
   Duration queue_memory = FromMillis(50);
+  // ... or longer for a long queue: a queue turns over in about its own wait, so a report of a
+  // wait W stays informative for max(queue_memory, queue_memory_per_wait × W). (On the Mooncake
+  // trace, queues of seconds were otherwise forgotten within 50 ms and long prompts went to
+  // members that had reported seconds of queue.)
+  double queue_memory_per_wait = 1.0;
   // EWMA weight of one new load report in a member's long-run mean reported wait.
   double wait_mean_weight = 0.1;
   // Fixed cost of a forward on top of 2 × one-way delay (proxying, connection reuse), in ms.

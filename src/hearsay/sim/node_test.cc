@@ -141,6 +141,30 @@ TEST(NodeTest, ABusyHolderBouncesTheForwardAndTheRequestIsServedElsewhere) {
   for (uint64_t i = 0; i < 20; ++i) EXPECT_TRUE(rec.by_id[100 + i].complete);
 }
 
+// Both holders of a prefix turn busy at once, while A's view of them is still idle: A forwards to
+// one, which bounces it, then to the other, which bounces it too (NodeOptions::max_bounces; with
+// one bounce the second forward had to be served however long its queue), then to a free member.
+TEST(NodeTest, EveryBusyHolderBouncesInTurnAndAFreeMemberServes) {
+  auto c = MakeCluster("hearsay", 4);
+  Recorder rec;
+  c->node(1).Submit(Req(1, Prompt(17, 2048, 1, 40), true), &rec);
+  c->node(2).Submit(Req(2, Prompt(17, 2048, 2, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_GT(c->node(0).EstimatePeerCachedTokens("n1", Prompt(17, 2048, 3, 40)), 1500u);
+  ASSERT_GT(c->node(0).EstimatePeerCachedTokens("n2", Prompt(17, 2048, 3, 40)), 1500u);
+  for (uint64_t i = 0; i < 20; ++i) {
+    c->node(1).Submit(Req(100 + i, Prompt(1000 + uint32_t(i), 4000, 1, 10), true), &rec);
+    c->node(2).Submit(Req(200 + i, Prompt(2000 + uint32_t(i), 4000, 1, 10), true), &rec);
+  }
+  c->node(0).Submit(Req(3, Prompt(17, 2048, 3, 40)), &rec);
+  c->scheduler().RunFor(FromSeconds(20));
+  EXPECT_TRUE(rec.by_id[3].complete);
+  EXPECT_FALSE(rec.by_id[3].error);
+  EXPECT_EQ(c->node(0).stats().forwards_bounced, 2u);
+  EXPECT_EQ(c->node(1).stats().bounced + c->node(2).stats().bounced, 2u);
+  EXPECT_EQ(c->node(0).stats().forward_failures, 0u);
+}
+
 TEST(NodeTest, HopMarkerPreventsASecondForward) {
   auto c = MakeCluster("hearsay");
   Recorder rec;
