@@ -77,7 +77,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     const double time_trust = c.is_self ? 1.0 : std::clamp(c.time_trust, 1e-3, 1.0);
     if (!c.is_self) credit *= std::clamp(c.cache_trust, 0.0, 1.0);
     price.delay_ms = DelayMs(c, params_.forward_overhead_ms);
-    price.wait_ms = wait / time_trust;
+    price.wait_ms = wait;
     price.credit_tokens = credit;
     price.prefill_ms = PrefillPartMs(cost_, c, prompt, credit) / time_trust;
     price.interference_ms = params_.interference_weight * double(c.load.running) * price.prefill_ms;
@@ -85,6 +85,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     busy += (c.load.queued + unsent.requests > 0) ? 1 : 0;
     least_prefill = std::min(least_prefill, price.prefill_ms);
   }
+  ApplyTimeTrust(candidates);
   const double pressure = priced > 0 ? double(busy) / double(priced) : 0;
   double best = std::numeric_limits<double>::infinity();
   for (Price& price : prices_) {
@@ -142,6 +143,47 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   last_fits_ = chosen.load.kv_capacity_tokens == 0 ||
                request.prompt_tokens <= chosen.load.kv_capacity_tokens;
   return d;
+}
+
+void HearsayPolicy::ApplyTimeTrust(std::span<const Candidate> candidates) {
+  // The typical believed member: the median queue wait and running batch of the priced
+  // candidates whose load claims are believed in full (self's are exact).
+  typical_.clear();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (!std::isnan(prices_[i].cost_ms) && (c.is_self || c.time_trust >= 1)) {
+      typical_.push_back(prices_[i].wait_ms);
+    }
+  }
+  const auto median = [this]() {
+    if (typical_.empty()) return 0.0;
+    const auto mid = typical_.begin() + static_cast<std::ptrdiff_t>(typical_.size() / 2);
+    std::nth_element(typical_.begin(), mid, typical_.end());
+    return *mid;
+  };
+  const double typical_wait = median();
+  typical_.clear();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (!std::isnan(prices_[i].cost_ms) && (c.is_self || c.time_trust >= 1)) {
+      typical_.push_back(double(c.load.running));
+    }
+  }
+  const double typical_running = median();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    Price& price = prices_[i];
+    if (std::isnan(price.cost_ms) || c.is_self) continue;
+    const double t = std::clamp(c.time_trust, 0.0, 1.0);
+    double wait = price.wait_ms;
+    double running = double(c.load.running);
+    if (t < 1) {
+      wait = std::max(wait, t * wait + (1 - t) * std::max(typical_wait, c.hidden_wait_ms));
+      running = t * running + (1 - t) * std::max(running, typical_running);
+    }
+    price.wait_ms = std::max(wait, c.hidden_wait_ms);
+    price.interference_ms = params_.interference_weight * running * price.prefill_ms;
+  }
 }
 
 double HearsayPolicy::StaleWaitMs(const Candidate& c, double drained_ms) {

@@ -125,6 +125,11 @@ class HearsayPolicy final : public Policy {
   // The expected queue wait at peer `c` from a report that `drained_ms` prices as of now:
   // blended into the member's mean wait as the report ages (HearsayParams::queue_memory).
   double StaleWaitMs(const Candidate& c, double drained_ms);
+  // Replaces the believed queue wait and running batch in prices_ of each member whose load
+  // claims are not believed in full: time_trust of its claim, the rest from what the entry node
+  // can tell otherwise (Candidate::hidden_wait_ms, or the typical believed member's).
+  void ApplyTimeTrust(std::span<const Candidate> candidates);
+  std::vector<double> typical_;
   // Per-candidate prices of the current Choose() (cost NaN when skipped), reused across calls,
   // and the cached tokens believed held before discounts.
   std::vector<Price> prices_;

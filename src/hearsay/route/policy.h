@@ -127,6 +127,9 @@ struct Candidate {
   // promised). Only `hearsay` reads them; the other policies take claims at face value.
   double cache_trust = 1.0;
   double time_trust = 1.0;
+  // The wait the member's record says its claims hide, in ms (PeerTrustView::lag_ms): added to
+  // its expected queue wait. Only `hearsay` reads it.
+  double hidden_wait_ms = 0;
 };
 
 // Whether a policy may send to `c`: self always, peers when usable.
