@@ -173,8 +173,8 @@ void HearsayPolicy::ApplyTimeTrust(std::span<const Candidate> candidates) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
     Price& price = prices_[i];
-    if (std::isnan(price.cost_ms) || c.is_self) continue;
     const double t = std::clamp(c.time_trust, 0.0, 1.0);
+    if (std::isnan(price.cost_ms) || c.is_self || (t >= 1 && c.hidden_wait_ms <= 0)) continue;
     double wait = price.wait_ms;
     double running = double(c.load.running);
     if (t < 1) {

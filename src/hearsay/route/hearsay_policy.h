@@ -36,9 +36,14 @@
 //   the oracle's to 6.6% below, and its end-to-end latency below the oracle's; docs/benchmarks.md.)
 //
 // - trust: a member whose answers have not matched its claims (node/peer_trust.h) has its credit
-//   scaled by Candidate::cache_trust and its queue wait and prefill divided by
-//   Candidate::time_trust, so a member that lies about its cache or its load is discounted in
-//   proportion to how much it overclaims. Self is never discounted (its view is exact).
+//   scaled by Candidate::cache_trust and its prefill divided by Candidate::time_trust, so a member
+//   that lies about its cache or its speed is discounted in proportion to how much it overclaims.
+//   Its claimed queue wait and running batch count for time_trust and, for the rest, the larger
+//   of the same claim and the typical believed member's (the median over self and the members
+//   with time_trust 1): dividing a claimed wait of 0 by any discount leaves 0, and a member that
+//   claims an idle engine would keep drawing every short prompt. Candidate::hidden_wait_ms (the
+//   wait the entry node's own forwards there show) is a floor on every peer's wait. Self is never
+//   discounted (its view is exact).
 //
 // Members that advertise overload are skipped unless every usable member does. Costs within
 // max(near_tie_fraction × best, near_tie_ms) of the best are a tie: when the entry node is in it,
