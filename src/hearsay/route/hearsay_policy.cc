@@ -145,6 +145,11 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   return d;
 }
 
+namespace {
+// Below this time_trust a member's load claims are worth less than the typical member's.
+constexpr double kBlendBelow = 0.5;
+}  // namespace
+
 void HearsayPolicy::ApplyTimeTrust(std::span<const Candidate> candidates) {
   // The typical believed member: the median queue wait and running batch of the priced
   // candidates whose load claims are believed in full (self's are exact).
@@ -173,15 +178,19 @@ void HearsayPolicy::ApplyTimeTrust(std::span<const Candidate> candidates) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
     Price& price = prices_[i];
-    const double t = std::clamp(c.time_trust, 0.0, 1.0);
-    if (std::isnan(price.cost_ms) || c.is_self || (t >= 1 && c.hidden_wait_ms <= 0)) continue;
-    double wait = price.wait_ms;
-    double running = double(c.load.running);
-    if (t < 1) {
-      wait = std::max(wait, t * wait + (1 - t) * std::max(typical_wait, c.hidden_wait_ms));
-      running = t * running + (1 - t) * std::max(running, typical_running);
+    const double t = std::clamp(c.time_trust, 1e-3, 1.0);
+    if (std::isnan(price.cost_ms) || c.is_self || t >= 1) continue;
+    if (t >= kBlendBelow) {
+      // A mild discount (an honest member's answers run late now and then): its claims stand,
+      // their wait scaled up.
+      price.wait_ms /= t;
+      continue;
     }
-    price.wait_ms = std::max(wait, c.hidden_wait_ms);
+    const double running = t * double(c.load.running) +
+                           (1 - t) * std::max(double(c.load.running), typical_running);
+    const double prior = std::max(typical_wait, c.hidden_wait_ms);
+    price.wait_ms = std::max({price.wait_ms, t * price.wait_ms + (1 - t) * prior,
+                              c.hidden_wait_ms});
     price.interference_ms = params_.interference_weight * running * price.prefill_ms;
   }
 }
