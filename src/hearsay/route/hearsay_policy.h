@@ -38,12 +38,14 @@
 // - trust: a member whose answers have not matched its claims (node/peer_trust.h) has its credit
 //   scaled by Candidate::cache_trust and its prefill divided by Candidate::time_trust, so a member
 //   that lies about its cache or its speed is discounted in proportion to how much it overclaims.
-//   Its claimed queue wait and running batch count for time_trust and, for the rest, the larger
-//   of the same claim and the typical believed member's (the median over self and the members
-//   with time_trust 1): dividing a claimed wait of 0 by any discount leaves 0, and a member that
-//   claims an idle engine would keep drawing every short prompt. Candidate::hidden_wait_ms (the
-//   wait the entry node's own forwards there show) is a floor on every peer's wait. Self is never
-//   discounted (its view is exact).
+//   A mild discount (time_trust >= 0.5, which a few late answers of an honest member give)
+//   divides its claimed queue wait too. Below it, dividing is not enough: a claimed wait of 0
+//   stays 0 under any discount, and a member that claims an idle engine would keep drawing every
+//   short prompt. Its claimed wait and running batch then count for time_trust, and for the rest
+//   the larger of the claim and the typical believed member's (the median over self and the
+//   members with time_trust 1) or Candidate::hidden_wait_ms (the wait the entry node's own
+//   forwards there show), which is also a floor on its wait. Self is never discounted (its view
+//   is exact).
 //
 // Members that advertise overload are skipped unless every usable member does. Costs within
 // max(near_tie_fraction × best, near_tie_ms) of the best are a tie: when the entry node is in it,
@@ -130,9 +132,8 @@ class HearsayPolicy final : public Policy {
   // The expected queue wait at peer `c` from a report that `drained_ms` prices as of now:
   // blended into the member's mean wait as the report ages (HearsayParams::queue_memory).
   double StaleWaitMs(const Candidate& c, double drained_ms);
-  // Replaces the believed queue wait and running batch in prices_ of each member whose load
-  // claims are not believed in full: time_trust of its claim, the rest from what the entry node
-  // can tell otherwise (Candidate::hidden_wait_ms, or the typical believed member's).
+  // Applies time_trust to the queue wait and running batch in prices_ of each member whose load
+  // claims are not believed in full (see the trust paragraph above).
   void ApplyTimeTrust(std::span<const Candidate> candidates);
   std::vector<double> typical_;
   // Per-candidate prices of the current Choose() (cost NaN when skipped), reused across calls,

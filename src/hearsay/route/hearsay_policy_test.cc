@@ -404,19 +404,22 @@ TEST_F(HearsayPolicyTest, AnIdleClaimThatIsNotBelievedIsPricedAsTheTypicalMember
   EXPECT_NEAR(prices[2].interference_ms, 0.2 * 0.95 * 4 * prices[2].prefill_ms, 1e-6);
 }
 
-TEST_F(HearsayPolicyTest, TheEntryNodesOwnRecordOfAMembersQueueIsAFloorOnItsWait) {
+TEST_F(HearsayPolicyTest, TheEntryNodesOwnRecordOfADiscountedMembersQueueIsAFloorOnItsWait) {
   // A peer holding the prefix, with an idle engine: worth the forward.
   Candidate idle = PeerCandidate(1, 0.5, 1536);
   EXPECT_EQ(Choose({SelfCandidate(0), idle}).slot, 1u);
-  // Its claims are believed, but this node's own forwards there are 500 ms overdue.
+  // Believed in full, its claims stand whatever this node's record shows.
   idle.hidden_wait_ms = 500;
-  EXPECT_EQ(Choose({SelfCandidate(0), idle}, 2).slot, 0u);
+  EXPECT_EQ(Choose({SelfCandidate(0), idle}, 2).slot, 1u);
+  // Discounted (its answers ran late), the wait this node's own forwards show is a floor: they are
+  // 500 ms overdue.
+  idle.time_trust = 0.1;
+  EXPECT_EQ(Choose({SelfCandidate(0), idle}, 3).slot, 0u);
   EXPECT_NEAR(policy_.LastPrices()[1].wait_ms, 500, 1e-9);
-  // Self's view is exact: no floor applies to it.
-  Candidate self = SelfCandidate(0);
-  self.hidden_wait_ms = 500;
-  Choose({self, idle}, 3);
-  EXPECT_EQ(policy_.LastPrices()[0].wait_ms, 0);
+  // A mild discount scales its claimed wait (0 here) as a slow answer now and then would.
+  idle.time_trust = 0.8;
+  Choose({SelfCandidate(0), idle}, 4);
+  EXPECT_EQ(policy_.LastPrices()[1].wait_ms, 0);
 }
 
 TEST_F(HearsayPolicyTest, StaleCacheViewEarnsLessCredit) {
