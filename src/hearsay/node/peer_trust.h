@@ -138,7 +138,7 @@ class PeerTrust {
     TimePoint at{};
     uint32_t claimed = 0;
     uint32_t actual = 0;
-    double ratio = -1;  // actual / expected time to first token; < 0 unknown
+    double ratio = -1;     // actual / expected time to first token; < 0 unknown
     double excess_ms = 0;  // actual - expected time to first token (0 unknown)
   };
   struct Outstanding {

@@ -186,11 +186,11 @@ void HearsayPolicy::ApplyTimeTrust(std::span<const Candidate> candidates) {
       price.wait_ms /= t;
       continue;
     }
-    const double running = t * double(c.load.running) +
-                           (1 - t) * std::max(double(c.load.running), typical_running);
+    const double running =
+        t * double(c.load.running) + (1 - t) * std::max(double(c.load.running), typical_running);
     const double prior = std::max(typical_wait, c.hidden_wait_ms);
-    price.wait_ms = std::max({price.wait_ms, t * price.wait_ms + (1 - t) * prior,
-                              c.hidden_wait_ms});
+    price.wait_ms =
+        std::max({price.wait_ms, t * price.wait_ms + (1 - t) * prior, c.hidden_wait_ms});
     price.interference_ms = params_.interference_weight * running * price.prefill_ms;
   }
 }
