@@ -456,6 +456,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
       const PeerTrustView trust = trust_.Of(peer.id);
       c.cache_trust = trust.cache_trust;
       c.time_trust = trust.time_trust;
+      c.hidden_wait_ms = trust.hidden_wait_ms;
       if (peer.has_load) {
         c.load.queued = peer.load.queue_depth;
         c.load.running = peer.load.running;

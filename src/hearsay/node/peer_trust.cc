@@ -32,6 +32,8 @@ void PeerTrust::Sent(const NodeId& member, uint64_t request, TimePoint now,
   l.last = now;
   l.outstanding.push_back({request, now, expected_ttft_ms});
   while (l.outstanding.size() > options_.max_outstanding) l.outstanding.pop_front();
+  Weigh(l, now);
+  if (options_.enabled) l.view.hidden_wait_ms = HiddenWaitMs(l);
 }
 
 void PeerTrust::Abandon(const NodeId& member, uint64_t request) {
@@ -55,11 +57,15 @@ void PeerTrust::Record(const NodeId& member, TimePoint now, uint32_t claimed_cac
   s.claimed = claimed_cached;
   s.actual = actual_cached;
   // An expectation under a millisecond says nothing about a member's load.
-  if (expected_ttft_ms >= 1 && actual_ttft_ms >= 0) s.ratio = actual_ttft_ms / expected_ttft_ms;
+  if (expected_ttft_ms >= 1 && actual_ttft_ms >= 0) {
+    s.ratio = actual_ttft_ms / expected_ttft_ms;
+    s.excess_ms = actual_ttft_ms - expected_ttft_ms;
+  }
   l.samples.push_back(s);
   l.last = now;
   while (l.samples.size() > options_.max_samples) l.samples.pop_front();
   DropOld(l, now);
+  Weigh(l, now);
   Summarize(l);
   Judge();
 }
@@ -67,14 +73,33 @@ void PeerTrust::Record(const NodeId& member, TimePoint now, uint32_t claimed_cac
 void PeerTrust::Expire(TimePoint now) {
   for (auto& [id, l] : ledgers_) {
     DropOld(l, now);
-    l.overdue.clear();
-    for (const Outstanding& o : l.outstanding) {
-      const double ratio = ToMillis(now - o.at) / o.expected_ms;
-      if (ratio > 1) l.overdue.push_back(ratio);
-    }
+    Weigh(l, now);
     Summarize(l);
   }
   Judge();
+}
+
+void PeerTrust::Weigh(Ledger& l, TimePoint now) const {
+  l.overdue.clear();
+  l.overdue_ms = 0;
+  double work_ms = 0;
+  TimePoint oldest = now;
+  for (const Outstanding& o : l.outstanding) {
+    const double elapsed = ToMillis(now - o.at);
+    if (elapsed > o.expected_ms) {
+      l.overdue.push_back(elapsed / o.expected_ms);
+      l.overdue_ms = std::max(l.overdue_ms, elapsed - o.expected_ms);
+    }
+    work_ms += o.expected_ms;
+    oldest = std::min(oldest, o.at);
+  }
+  // This node's own requests there, queued ahead of the next one: at most the time since the
+  // oldest was sent has been worked off.
+  l.backlog_ms = std::max(0.0, work_ms - ToMillis(now - oldest));
+}
+
+double PeerTrust::HiddenWaitMs(const Ledger& l) {
+  return std::max({l.overdue_ms, l.backlog_ms, l.mean_excess_ms});
 }
 
 PeerTrustView PeerTrust::Of(const NodeId& member) const {
@@ -101,13 +126,18 @@ void PeerTrust::Summarize(Ledger& l) const {
   uint64_t actual = 0;
   std::vector<double> ratios;
   ratios.reserve(l.samples.size());
+  double excess_ms = 0;
   for (const Sample& s : l.samples) {
     if (s.claimed > 0) {
       claimed += s.claimed;
       actual += std::min(s.actual, s.claimed);
     }
-    if (s.ratio >= 0) ratios.push_back(s.ratio);
+    if (s.ratio >= 0) {
+      ratios.push_back(s.ratio);
+      excess_ms += s.excess_ms;
+    }
   }
+  l.mean_excess_ms = ratios.empty() ? 0 : std::max(0.0, excess_ms / double(ratios.size()));
   ratios.insert(ratios.end(), l.overdue.begin(), l.overdue.end());
   l.delivery = claimed > 0 ? double(actual) / double(claimed) : 1.0;
   l.ttft_ratio = ratios.empty() ? -1 : Median(ratios);
@@ -140,6 +170,7 @@ void PeerTrust::Judge() {
     PeerTrustView& v = l.view;
     v.cache_trust = 1;
     v.time_trust = 1;
+    v.hidden_wait_ms = options_.enabled ? HiddenWaitMs(l) : 0;
     if (!options_.enabled || l.view.samples == 0) continue;
     const double weight =
         std::min(1.0, double(l.view.samples) / double(std::max<size_t>(options_.full_samples, 1)));

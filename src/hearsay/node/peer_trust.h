@@ -54,7 +54,7 @@ struct PeerTrustOptions {
   // believes every claim would (the adversarial experiment's ablation).
   bool enabled = true;
   // Samples older than this are forgotten.
-  Duration window = std::chrono::seconds(30);
+  Duration window = std::chrono::seconds(120);
   // Samples kept per member (the newest).
   size_t max_samples = 64;
   // Samples a member needs to count in the baseline, and to be judged in full: with n < full
@@ -94,6 +94,12 @@ struct PeerTrustView {
   double ttft_ratio = -1;
   double cache_trust = 1;
   double time_trust = 1;
+  // The queue wait this node's own record shows at the member, whatever its claims say, in ms
+  // (0: none, or judgement not enabled): the largest of its answers' mean excess over their
+  // expected times, how overdue its most overdue outstanding request is, and the work of this
+  // node's outstanding requests there not yet worked off (the sum of their expected times less
+  // the time since the oldest was sent).
+  double hidden_wait_ms = 0;
   double trust() const { return cache_trust * time_trust; }
 };
 
@@ -132,7 +138,8 @@ class PeerTrust {
     TimePoint at{};
     uint32_t claimed = 0;
     uint32_t actual = 0;
-    double ratio = -1;  // actual / expected time to first token; < 0 unknown
+    double ratio = -1;     // actual / expected time to first token; < 0 unknown
+    double excess_ms = 0;  // actual - expected time to first token (0 unknown)
   };
   struct Outstanding {
     uint64_t request = 0;
@@ -144,6 +151,11 @@ class PeerTrust {
     std::deque<Outstanding> outstanding;  // in send order
     // Outstanding requests overdue at the last Expire: elapsed / expected each.
     std::vector<double> overdue;
+    // The most overdue outstanding request (elapsed - expected) and the outstanding work not
+    // yet worked off, in ms, as of the last Weigh; the mean excess of the samples (>= 0).
+    double overdue_ms = 0;
+    double backlog_ms = 0;
+    double mean_excess_ms = 0;
     TimePoint last{};
     // The member's own figures (Judge fills trust from them and the baseline).
     double delivery = 1;
@@ -152,6 +164,9 @@ class PeerTrust {
   };
 
   void DropOld(Ledger& ledger, TimePoint now) const;
+  // Counts the outstanding requests overdue at `now` and the work they leave queued.
+  void Weigh(Ledger& ledger, TimePoint now) const;
+  static double HiddenWaitMs(const Ledger& ledger);
   void Summarize(Ledger& ledger) const;
   // Recomputes the baseline over every judged member, then every member's trust.
   void Judge();

@@ -148,6 +148,40 @@ TEST(PeerTrustTest, AMinorityOfLiarsCannotMoveTheBaseline) {
   for (const char* m : {"x", "y", "z"}) EXPECT_LT(t.Of(m).trust(), 0.1) << m;
 }
 
+TEST(PeerTrustTest, TheHiddenWaitIsFirstThisNodesOwnWorkQueuedThere) {
+  // A member that claims an idle engine hides every request queued there, this node's included:
+  // three forwards expected to take 100 ms each leave 300 ms of work, worked off as time passes.
+  PeerTrust t;
+  for (uint64_t r = 1; r <= 3; ++r) t.Sent("liar", r, At(1), 100);
+  EXPECT_NEAR(t.Of("liar").hidden_wait_ms, 300, 1e-9);
+  t.Expire(At(1.1));
+  EXPECT_NEAR(t.Of("liar").hidden_wait_ms, 200, 1e-6);
+  // Answered as promised, nothing is left.
+  for (uint64_t r = 1; r <= 3; ++r) t.Record("liar", At(1.1), 0, 0, 100, 100, r);
+  EXPECT_EQ(t.Of("liar").hidden_wait_ms, 0);
+}
+
+TEST(PeerTrustTest, AnswersSlowerThanClaimedAndOverdueForwardsShowAsHiddenWait) {
+  PeerTrust t;
+  // Answers 500 and 300 ms later than their claims promised: a queue of ~400 ms nobody reported.
+  t.Record("liar", At(1), 0, 0, 20, 520);
+  t.Record("liar", At(1.1), 0, 0, 20, 320);
+  EXPECT_NEAR(t.Of("liar").hidden_wait_ms, 400, 1e-9);
+  // A forward overdue by 980 ms says the queue is at least that long now.
+  t.Sent("liar", 7, At(2), 20);
+  t.Expire(At(3));
+  EXPECT_NEAR(t.Of("liar").hidden_wait_ms, 980, 1e-6);
+  // Answers faster than expected hide nothing.
+  t.Record("honest", At(3), 0, 0, 50, 30);
+  EXPECT_EQ(t.Of("honest").hidden_wait_ms, 0);
+  // Judgement off: every claim is believed.
+  PeerTrust off(PeerTrustOptions{.enabled = false});
+  off.Record("liar", At(1), 0, 0, 20, 520);
+  off.Sent("liar", 7, At(2), 20);
+  off.Expire(At(3));
+  EXPECT_EQ(off.Of("liar").hidden_wait_ms, 0);
+}
+
 TEST(PeerTrustTest, KeepsAtMostMaxMembers) {
   PeerTrust t(PeerTrustOptions{.max_members = 3});
   for (int i = 0; i < 10; ++i)

@@ -77,7 +77,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     const double time_trust = c.is_self ? 1.0 : std::clamp(c.time_trust, 1e-3, 1.0);
     if (!c.is_self) credit *= std::clamp(c.cache_trust, 0.0, 1.0);
     price.delay_ms = DelayMs(c, params_.forward_overhead_ms);
-    price.wait_ms = wait / time_trust;
+    price.wait_ms = wait;
     price.credit_tokens = credit;
     price.prefill_ms = PrefillPartMs(cost_, c, prompt, credit) / time_trust;
     price.interference_ms = params_.interference_weight * double(c.load.running) * price.prefill_ms;
@@ -85,6 +85,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     busy += (c.load.queued + unsent.requests > 0) ? 1 : 0;
     least_prefill = std::min(least_prefill, price.prefill_ms);
   }
+  ApplyTimeTrust(candidates);
   const double pressure = priced > 0 ? double(busy) / double(priced) : 0;
   double best = std::numeric_limits<double>::infinity();
   for (Price& price : prices_) {
@@ -176,6 +177,56 @@ int HearsayPolicy::HomeAmong(const RouteRequest& request, std::span<const Candid
     }
   }
   return home;
+}
+
+namespace {
+// Below this time_trust a member's load claims are worth less than the typical member's.
+constexpr double kBlendBelow = 0.5;
+}  // namespace
+
+void HearsayPolicy::ApplyTimeTrust(std::span<const Candidate> candidates) {
+  // The typical believed member: the median queue wait and running batch of the priced
+  // candidates whose load claims are believed in full (self's are exact).
+  typical_.clear();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (!std::isnan(prices_[i].cost_ms) && (c.is_self || c.time_trust >= 1)) {
+      typical_.push_back(prices_[i].wait_ms);
+    }
+  }
+  const auto median = [this]() {
+    if (typical_.empty()) return 0.0;
+    const auto mid = typical_.begin() + static_cast<std::ptrdiff_t>(typical_.size() / 2);
+    std::nth_element(typical_.begin(), mid, typical_.end());
+    return *mid;
+  };
+  const double typical_wait = median();
+  typical_.clear();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (!std::isnan(prices_[i].cost_ms) && (c.is_self || c.time_trust >= 1)) {
+      typical_.push_back(double(c.load.running));
+    }
+  }
+  const double typical_running = median();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    Price& price = prices_[i];
+    const double t = std::clamp(c.time_trust, 1e-3, 1.0);
+    if (std::isnan(price.cost_ms) || c.is_self || t >= 1) continue;
+    if (t >= kBlendBelow) {
+      // A mild discount (an honest member's answers run late now and then): its claims stand,
+      // their wait scaled up.
+      price.wait_ms /= t;
+      continue;
+    }
+    const double running =
+        t * double(c.load.running) + (1 - t) * std::max(double(c.load.running), typical_running);
+    const double prior = std::max(typical_wait, c.hidden_wait_ms);
+    price.wait_ms =
+        std::max({price.wait_ms, t * price.wait_ms + (1 - t) * prior, c.hidden_wait_ms});
+    price.interference_ms = params_.interference_weight * running * price.prefill_ms;
+  }
 }
 
 double HearsayPolicy::StaleWaitMs(const Candidate& c, double drained_ms) {

@@ -37,9 +37,16 @@
 //   the oracle's to 6.6% below, and its end-to-end latency below the oracle's; docs/benchmarks.md.)
 //
 // - trust: a member whose answers have not matched its claims (node/peer_trust.h) has its credit
-//   scaled by Candidate::cache_trust and its queue wait and prefill divided by
-//   Candidate::time_trust, so a member that lies about its cache or its load is discounted in
-//   proportion to how much it overclaims. Self is never discounted (its view is exact).
+//   scaled by Candidate::cache_trust and its prefill divided by Candidate::time_trust, so a member
+//   that lies about its cache or its speed is discounted in proportion to how much it overclaims.
+//   A mild discount (time_trust >= 0.5, which a few late answers of an honest member give)
+//   divides its claimed queue wait too. Below it, dividing is not enough: a claimed wait of 0
+//   stays 0 under any discount, and a member that claims an idle engine would keep drawing every
+//   short prompt. Its claimed wait and running batch then count for time_trust, and for the rest
+//   the larger of the claim and the typical believed member's (the median over self and the
+//   members with time_trust 1) or Candidate::hidden_wait_ms (the wait the entry node's own
+//   forwards there show), which is also a floor on its wait. Self is never discounted (its view
+//   is exact).
 //
 // Members that advertise overload are skipped unless every usable member does. Costs within
 // max(near_tie_fraction × best, near_tie_ms) of the best are a tie, and a tie goes to the prompt's
@@ -136,6 +143,10 @@ class HearsayPolicy final : public Policy {
   // The expected queue wait at peer `c` from a report that `drained_ms` prices as of now:
   // blended into the member's mean wait as the report ages (HearsayParams::queue_memory).
   double StaleWaitMs(const Candidate& c, double drained_ms);
+  // Applies time_trust to the queue wait and running batch in prices_ of each member whose load
+  // claims are not believed in full (see the trust paragraph above).
+  void ApplyTimeTrust(std::span<const Candidate> candidates);
+  std::vector<double> typical_;
   // Per-candidate prices of the current Choose() (cost NaN when skipped), reused across calls,
   // and the cached tokens believed held before discounts.
   std::vector<Price> prices_;

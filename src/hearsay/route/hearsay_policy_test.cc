@@ -363,8 +363,8 @@ TEST_F(HearsayPolicyTest, AMemberWhoseClaimsAreNotTrustedIsDiscounted) {
   peer.cache_trust = 0.2;
   Decision d = Choose({SelfCandidate(0), peer}, 2);
   EXPECT_EQ(d.slot, 0u);
-  // Its answers took four times longer than its claims promised: its queue and prefill are
-  // priced four times higher, and self wins too.
+  // Its answers took four times longer than its claims promised: its prefill is priced four
+  // times higher (and its claimed queue blended with the typical member's), and self wins too.
   peer.cache_trust = 1;
   peer.time_trust = 0.25;
   d = Choose({SelfCandidate(0), peer}, 3);
@@ -376,6 +376,51 @@ TEST_F(HearsayPolicyTest, AMemberWhoseClaimsAreNotTrustedIsDiscounted) {
   EXPECT_NEAR(d.claimed_ttft_ms,
               20 + options_.hearsay.forward_overhead_ms + options_.cost.PrefillMs(512, 1536), 1e-9);
   EXPECT_GT(d.expected_ttft_ms, d.claimed_ttft_ms);
+}
+
+TEST_F(HearsayPolicyTest, AnIdleClaimThatIsNotBelievedIsPricedAsTheTypicalMember) {
+  // Self and one peer report a queue and a running batch; a third peer claims an idle engine.
+  Candidate self = SelfCandidate(0);
+  self.load.queued = 1;
+  self.load.queue_wait = FromMillis(80);
+  self.load.running = 4;
+  Candidate busy = PeerCandidate(1, 0.5);
+  busy.load.queued = 1;
+  busy.load.queue_wait = FromMillis(80);
+  busy.load.running = 4;
+  Candidate idle = PeerCandidate(2, 0.5);
+  // Believed, the idle claim wins.
+  EXPECT_EQ(Choose({self, busy, idle}).slot, 2u);
+  // Not believed (its answers took twenty times longer than claimed): a claimed wait of 0 divided
+  // by any discount is still 0, so its claims count for time_trust and the typical believed
+  // member's wait and batch for the rest. It no longer wins.
+  idle.time_trust = 0.05;
+  const Decision d = Choose({self, busy, idle}, 2);
+  EXPECT_NE(d.slot, 2u);
+  const std::span<const Price> prices = policy_.LastPrices();
+  ASSERT_EQ(prices.size(), 3u);
+  const double typical = std::max(prices[0].wait_ms, prices[1].wait_ms);
+  EXPECT_GT(typical, 0);
+  EXPECT_NEAR(prices[2].wait_ms, 0.95 * typical, 1e-6);
+  EXPECT_NEAR(prices[2].interference_ms, 0.2 * 0.95 * 4 * prices[2].prefill_ms, 1e-6);
+}
+
+TEST_F(HearsayPolicyTest, TheEntryNodesOwnRecordOfADiscountedMembersQueueIsAFloorOnItsWait) {
+  // A peer holding the prefix, with an idle engine: worth the forward.
+  Candidate idle = PeerCandidate(1, 0.5, 1536);
+  EXPECT_EQ(Choose({SelfCandidate(0), idle}).slot, 1u);
+  // Believed in full, its claims stand whatever this node's record shows.
+  idle.hidden_wait_ms = 500;
+  EXPECT_EQ(Choose({SelfCandidate(0), idle}, 2).slot, 1u);
+  // Discounted (its answers ran late), the wait this node's own forwards show is a floor: they are
+  // 500 ms overdue.
+  idle.time_trust = 0.1;
+  EXPECT_EQ(Choose({SelfCandidate(0), idle}, 3).slot, 0u);
+  EXPECT_NEAR(policy_.LastPrices()[1].wait_ms, 500, 1e-9);
+  // A mild discount scales its claimed wait (0 here) as a slow answer now and then would.
+  idle.time_trust = 0.8;
+  Choose({SelfCandidate(0), idle}, 4);
+  EXPECT_EQ(policy_.LastPrices()[1].wait_ms, 0);
 }
 
 TEST_F(HearsayPolicyTest, StaleCacheViewEarnsLessCredit) {

@@ -122,11 +122,16 @@ struct Candidate {
   double decode_cost_scale = 0;
   LoadView load;
   // How far the entry node believes this member's claims (node/peer_trust.h), each in (0, 1], 1 =
-  // believed: cache_trust scales the cached tokens it is credited with, and its expected queue
-  // wait and prefill are divided by time_trust (its answers took that much longer than its claims
-  // promised). Only `hearsay` reads them; the other policies take claims at face value.
+  // believed: cache_trust scales the cached tokens it is credited with, and its expected prefill
+  // is divided by time_trust (its answers took that much longer than its claims promised); how
+  // time_trust applies to its claimed queue wait is in hearsay_policy.h. Only `hearsay` reads
+  // them; the other policies take claims at face value.
   double cache_trust = 1.0;
   double time_trust = 1.0;
+  // The queue wait the entry node's own record shows at this member, whatever it claims, in ms
+  // (PeerTrustView::hidden_wait_ms): a floor on the wait of a member whose claims are discounted
+  // (hearsay_policy.h). Only `hearsay` reads it.
+  double hidden_wait_ms = 0;
 };
 
 // Whether a policy may send to `c`: self always, peers when usable.
