@@ -48,7 +48,8 @@ SimEngine::SimEngine(Scheduler& scheduler, const SimEngineOptions& options,
       cost_(options.cost),
       rng_(options.seed),
       tree_(std::move(keyer),
-            prefix::RadixTreeOptions{.capacity_tokens = options.kv_capacity_tokens}),
+            prefix::RadixTreeOptions{.capacity_tokens = options.kv_capacity_tokens,
+                                     .namespace_headers = true}),
       prefill_speed_(kSpeedWindow),
       decode_speed_(kSpeedWindow) {}
 

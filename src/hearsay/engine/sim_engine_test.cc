@@ -170,6 +170,21 @@ TEST_F(SimEngineTest, CacheNamespacesAreIsolatedAndReportedWithoutTheirBlock) {
   sched_.RunUntilIdle();
   EXPECT_EQ(rec_.at(1).usage, (Usage{500, 1, 0}));
   EXPECT_EQ(engine_->CachedPrefixTokens(prompt, 11), 500u);
+  // Its cache events and snapshot name the prompt's blocks as the node keys them (the prompt's
+  // first block at index 0), never the namespace block that heads it in the cache.
+  std::vector<prefix::BlockKey> want;
+  prefix::AppendNamespacedKeys(engine_->cache().keyer(), 11, prompt, &want);
+  ASSERT_EQ(want.size(), 500u / 16);
+  std::vector<prefix::BlockEvent> events, snapshot;
+  engine_->DrainCacheEvents(events);
+  engine_->AppendCacheSnapshot(snapshot);
+  for (const auto* list : {&events, &snapshot}) {
+    ASSERT_EQ(list->size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ((*list)[i], (prefix::BlockEvent{prefix::BlockEvent::Kind::kAdded, want[i],
+                                                static_cast<uint32_t>(i)}));
+    }
+  }
   // Another namespace, and the shared one, find nothing of it.
   EXPECT_EQ(engine_->CachedPrefixTokens(prompt, 12), 0u);
   EXPECT_EQ(engine_->CachedPrefixTokens(prompt), 0u);
