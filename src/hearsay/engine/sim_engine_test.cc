@@ -205,6 +205,24 @@ TEST_F(SimEngineTest, CacheNamespacesAreIsolatedAndReportedWithoutTheirBlock) {
             rec_.at(2).first_at - rec_.at(2).admitted_at);
 }
 
+// The namespace block is held in KV to keep namespaces apart, but it is a header, not context:
+// a namespaced prompt costs what the same prompt costs in the shared namespace.
+TEST_F(SimEngineTest, TheNamespaceBlockCostsNoCompute) {
+  Make();
+  auto in = [](EngineRequest r, uint64_t ns) {
+    r.cache_namespace = ns;
+    return r;
+  };
+  Submit(in(Req(1, Tokens(1, 100)), 11));  // caches the namespace block
+  sched_.RunUntilIdle();
+  const TimePoint before = sched_.Now();
+  Submit(in(Req(2, Tokens(2, 1000)), 11));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(2).admission.cached_tokens, 0u);
+  // As in SinglePrefillTakesOneIterationOfTheFormula: 6 + 0.03*1000 + 1.5e-6*1000*500 = 36.75 ms.
+  EXPECT_EQ(rec_.at(2).first_at - before, FromMillis(36.75));
+}
+
 TEST_F(SimEngineTest, SamePrefixInOneIterationDoesNotHitUncomputedTokens) {
   Make();
   const auto prefix = Tokens(1, 400);
