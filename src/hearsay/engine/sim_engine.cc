@@ -21,6 +21,14 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// The context a request's first `tokens` tokens give attention, without its namespace block
+// (`ns_len` tokens): the block is a header that keeps namespaces apart in the cache, and costs no
+// compute, as a real engine mixes a namespace (vLLM's cache_salt) into its block hashes instead of
+// holding tokens for it. A namespaced prompt then costs what the same prompt costs unnamespaced.
+uint64_t PastHeader(uint64_t tokens, uint32_t ns_len) {
+  return tokens > ns_len ? tokens - ns_len : 0;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SimEngine>> SimEngine::Create(Scheduler& scheduler,
@@ -48,7 +56,8 @@ SimEngine::SimEngine(Scheduler& scheduler, const SimEngineOptions& options,
       cost_(options.cost),
       rng_(options.seed),
       tree_(std::move(keyer),
-            prefix::RadixTreeOptions{.capacity_tokens = options.kv_capacity_tokens}),
+            prefix::RadixTreeOptions{.capacity_tokens = options.kv_capacity_tokens,
+                                     .namespace_headers = true}),
       prefill_speed_(kSpeedWindow),
       decode_speed_(kSpeedWindow) {}
 
@@ -99,7 +108,7 @@ Status SimEngine::Submit(EngineRequest request, EngineObserver* observer) {
   const uint32_t hit =
       std::min<uint32_t>(static_cast<uint32_t>(tree_.Peek(s.tokens)), s.prompt_len - 1);
   s.est_new = s.prompt_len - hit;
-  s.est_work_ms = cost_.PrefillWorkMs(s.est_new, hit);
+  s.est_work_ms = cost_.PrefillWorkMs(s.est_new, PastHeader(hit, s.ns_len));
   pending_tokens_ += s.est_new;
   pending_work_ms_ += s.est_work_ms;
   s.submitted = scheduler_.clock().Now();
@@ -132,7 +141,7 @@ bool SimEngine::Cancel(RequestId id) {
       if (s.computed + s.chunk < s.prompt_len) {
         const uint32_t left = s.prompt_len - s.computed - s.chunk;
         pending_tokens_ -= left;
-        pending_work_ms_ -= cost_.PrefillWorkMs(left, s.computed + s.chunk);
+        pending_work_ms_ -= cost_.PrefillWorkMs(left, PastHeader(s.computed + s.chunk, s.ns_len));
       }
       --running_live_;
       break;
@@ -288,7 +297,7 @@ void SimEngine::StartIteration() {
   for (uint32_t slot : running_) {
     Slot& s = slots_[slot];
     if (s.computed < s.prompt_len || budget == 0) continue;
-    shape_.AddDecode(uint64_t{s.prompt_len} + s.generated);
+    shape_.AddDecode(PastHeader(uint64_t{s.prompt_len} + s.generated, s.ns_len));
     s.chunk = 0;
     s.in_batch = true;
     --budget;
@@ -298,9 +307,9 @@ void SimEngine::StartIteration() {
     Slot& s = slots_[slot];
     if (s.computed >= s.prompt_len || budget == 0) continue;
     s.chunk = std::min(budget, s.prompt_len - s.computed);
-    shape_.AddPrefill(s.chunk, s.computed);
+    shape_.AddPrefill(s.chunk, PastHeader(s.computed, s.ns_len));
     pending_tokens_ -= s.chunk;
-    pending_work_ms_ -= cost_.PrefillWorkMs(s.chunk, s.computed);
+    pending_work_ms_ -= cost_.PrefillWorkMs(s.chunk, PastHeader(s.computed, s.ns_len));
     s.in_batch = true;
     budget -= s.chunk;
     batch_.push_back(slot);
@@ -359,8 +368,8 @@ bool SimEngine::TryAdmit(uint32_t slot, uint32_t& budget) {
   // Work left after this iteration's chunk stays pending.
   const uint32_t left = s.prompt_len - hit - s.chunk;
   pending_tokens_ += left;
-  pending_work_ms_ += cost_.PrefillWorkMs(left, hit + s.chunk);
-  shape_.AddPrefill(s.chunk, hit);
+  pending_work_ms_ += cost_.PrefillWorkMs(left, PastHeader(hit + s.chunk, s.ns_len));
+  shape_.AddPrefill(s.chunk, PastHeader(hit, s.ns_len));
   s.in_batch = true;
   running_.push_back(slot);
   ++running_live_;

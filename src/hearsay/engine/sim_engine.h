@@ -98,7 +98,9 @@ class SimEngine final : public Engine {
   EngineLoad Load() const override;
   size_t CachedPrefixTokens(std::span<const TokenId> prompt) const override;
   // Namespaces are isolated: a prompt of namespace ns != 0 is cached as NamespaceBlock(ns) | prompt
-  // (prefix/block_keys.h), and its reports (prompt and cached tokens) leave that block out.
+  // (prefix/block_keys.h), and its reports (prompt and cached tokens, cache events with the
+  // prompt's first block at index 0) leave that block out. The block is held in KV but costs no
+  // compute: it is not attention context (a real engine mixes the namespace into its block hashes).
   size_t CachedPrefixTokens(std::span<const TokenId> prompt, uint64_t ns) const override;
   void DrainCacheEvents(std::vector<prefix::BlockEvent>& out) override;
   void AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const override;

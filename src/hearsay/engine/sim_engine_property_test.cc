@@ -160,9 +160,9 @@ TEST(SimEnginePropertyTest, CachedTokensMatchNaiveModelWithoutEviction) {
   }
 }
 
-// Concurrency, eviction and cancellation under random load: invariants at every step, FCFS
-// admission, every surviving request served in full, and the drained events replay to exactly
-// the blocks the cache holds.
+// Concurrency, eviction and cancellation under random load, in three cache namespaces: invariants
+// at every step, FCFS admission, every surviving request served in full, and the drained events
+// replay to exactly the blocks the cache holds (namespace headers never among them).
 TEST(SimEnginePropertyTest, InvariantsUnderRandomLoadAndCancels) {
   // Coverage across seeds: the run must actually cancel, evict and complete.
   uint64_t total_cancelled = 0, total_removed = 0, total_completed = 0, total_hits = 0;
@@ -201,8 +201,13 @@ TEST(SimEnginePropertyTest, InvariantsUnderRandomLoadAndCancels) {
         auto prompt = Concat(Tokens(static_cast<uint32_t>(rng.Below(5)) + 1, rng.Below(400) + 1),
                              Tokens(static_cast<uint32_t>(next) + 100, rng.Below(300)));
         const uint32_t out = static_cast<uint32_t>(rng.Below(30)) + 1;
-        const Status st = engine->Submit(Req(next, prompt, out), &rec);
-        if (prompt.size() + out > o.kv_capacity_tokens) {
+        // Two namespaces besides the shared one: their blocks hold KV but are never reported.
+        EngineRequest r = Req(next, prompt, out);
+        r.cache_namespace = next % 3;
+        const size_t header =
+            r.cache_namespace != 0 ? engine->cache().keyer().tokens_per_block() : 0;
+        const Status st = engine->Submit(std::move(r), &rec);
+        if (prompt.size() + out + header > o.kv_capacity_tokens) {
           EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
         } else {
           ASSERT_TRUE(st.ok()) << st.ToString();

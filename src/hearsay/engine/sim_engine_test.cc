@@ -170,6 +170,21 @@ TEST_F(SimEngineTest, CacheNamespacesAreIsolatedAndReportedWithoutTheirBlock) {
   sched_.RunUntilIdle();
   EXPECT_EQ(rec_.at(1).usage, (Usage{500, 1, 0}));
   EXPECT_EQ(engine_->CachedPrefixTokens(prompt, 11), 500u);
+  // Its cache events and snapshot name the prompt's blocks as the node keys them (the prompt's
+  // first block at index 0), never the namespace block that heads it in the cache.
+  std::vector<prefix::BlockKey> want;
+  prefix::AppendNamespacedKeys(engine_->cache().keyer(), 11, prompt, &want);
+  ASSERT_EQ(want.size(), 500u / 16);
+  std::vector<prefix::BlockEvent> events, snapshot;
+  engine_->DrainCacheEvents(events);
+  engine_->AppendCacheSnapshot(snapshot);
+  for (const auto* list : {&events, &snapshot}) {
+    ASSERT_EQ(list->size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ((*list)[i], (prefix::BlockEvent{prefix::BlockEvent::Kind::kAdded, want[i],
+                                                static_cast<uint32_t>(i)}));
+    }
+  }
   // Another namespace, and the shared one, find nothing of it.
   EXPECT_EQ(engine_->CachedPrefixTokens(prompt, 12), 0u);
   EXPECT_EQ(engine_->CachedPrefixTokens(prompt), 0u);
@@ -188,6 +203,24 @@ TEST_F(SimEngineTest, CacheNamespacesAreIsolatedAndReportedWithoutTheirBlock) {
   // And its time to first token is that of a hit; the other namespaces' were those of misses.
   EXPECT_LT(rec_.at(4).first_at - rec_.at(4).admitted_at,
             rec_.at(2).first_at - rec_.at(2).admitted_at);
+}
+
+// The namespace block is held in KV to keep namespaces apart, but it is a header, not context:
+// a namespaced prompt costs what the same prompt costs in the shared namespace.
+TEST_F(SimEngineTest, TheNamespaceBlockCostsNoCompute) {
+  Make();
+  auto in = [](EngineRequest r, uint64_t ns) {
+    r.cache_namespace = ns;
+    return r;
+  };
+  Submit(in(Req(1, Tokens(1, 100)), 11));  // caches the namespace block
+  sched_.RunUntilIdle();
+  const TimePoint before = sched_.Now();
+  Submit(in(Req(2, Tokens(2, 1000)), 11));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(2).admission.cached_tokens, 0u);
+  // As in SinglePrefillTakesOneIterationOfTheFormula: 6 + 0.03*1000 + 1.5e-6*1000*500 = 36.75 ms.
+  EXPECT_EQ(rec_.at(2).first_at - before, FromMillis(36.75));
 }
 
 TEST_F(SimEngineTest, SamePrefixInOneIterationDoesNotHitUncomputedTokens) {

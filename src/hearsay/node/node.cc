@@ -402,9 +402,6 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   }
 
   const uint32_t block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
-  // A namespaced chain starts with the namespace block's key (prefix/block_keys.h): a match
-  // counts it, the prompt does not hold it.
-  const uint64_t ns_blocks = p.cache_namespace != 0 ? 1 : 0;
   if (exact_ == nullptr) {
     // Every block as a summary key; the index matches each peer at its own landmark stride.
     gossip::LandmarkQuery(p.keys, 1, &landmarks_);
@@ -438,19 +435,16 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
       }
     } else {
       const uint64_t blocks = s < match_.size() ? match_[s] : 0;
-      const uint64_t prompt_blocks = blocks > ns_blocks ? blocks - ns_blocks : 0;
       c.cached_tokens =
-          static_cast<uint32_t>(std::min<uint64_t>(prompt_blocks * block_tokens, prompt.size()));
+          static_cast<uint32_t>(std::min<uint64_t>(blocks * block_tokens, prompt.size()));
       // At the peer's own stride: m landmarks held; landmark m (the first not held) bounds the
       // run from above, and past the last landmark only the prompt does.
       const uint64_t stride = std::max<uint32_t>(peer_index_.StrideOf(static_cast<uint32_t>(s)), 1);
       const uint64_t m = blocks == 0 ? 0 : (blocks - 1) / stride + 1;
       const uint64_t marks = (landmarks_.size() + stride - 1) / stride;
-      const uint64_t ns_tokens = ns_blocks * block_tokens;
-      const uint64_t max_chain = m == 0      ? 0
-                                 : m < marks ? (m * stride + 1) * block_tokens - 1
-                                             : prompt.size() + ns_tokens;
-      const uint64_t max_tokens = max_chain > ns_tokens ? max_chain - ns_tokens : 0;
+      const uint64_t max_tokens = m == 0      ? 0
+                                  : m < marks ? (m * stride + 1) * block_tokens - 1
+                                              : prompt.size();
       c.cached_tokens_max = static_cast<uint32_t>(std::min<uint64_t>(max_tokens, prompt.size()));
       c.cache_age = peer.has_load ? now - peer.load_at : Duration{0};
       const PeerTrustView trust = trust_.Of(peer.id);
@@ -503,9 +497,7 @@ void Node::Route(uint64_t token) {
   rr.request_id = token;
   rr.now = scheduler_.clock().Now();
   rr.prompt_tokens = static_cast<uint32_t>(p.request.prompt.size());
-  // Leases and policies see the prompt's own blocks (without a namespace block's key).
-  rr.key_chain = std::span<const prefix::BlockKey>(p.keys).subspan(
-      p.cache_namespace != 0 && !p.keys.empty() ? 1 : 0);
+  rr.key_chain = p.keys;
   rr.block_tokens = static_cast<uint32_t>(keyer_.tokens_per_block());
   rr.entry_slot = 0;
   route::Decision d = policy_->Choose(rr, candidates_, rng_);

@@ -279,8 +279,9 @@ void AppendNamespacedKeys(const BlockKeyer& keyer, uint64_t ns, std::span<const 
     return;
   }
   std::vector<TokenId> all = NamespaceBlock(ns, keyer.tokens_per_block());
+  const BlockKey ns_key = keyer.Keys(all).front();  // the header: it chains the prompt's keys
   all.insert(all.end(), prompt.begin(), prompt.end());
-  keyer.AppendKeys(all, out);
+  keyer.AppendKeysFrom(all, 1, ns_key, out);
 }
 
 }  // namespace hearsay::prefix

@@ -133,16 +133,22 @@ class BlockKeyer {
 };
 
 // Cache namespaces. A request of namespace `ns` != 0 is keyed, routed and cached as if its prompt
-// began with NamespaceBlock(ns, tokens_per_block): one block of token ids at or above 2^31, which
-// no tokenizer produces and the API does not accept, derived from `ns` alone. Every block key of
-// the prompt then chains from that block, so two namespaces never share a key (up to 64-bit
-// collisions), and an engine that caches token prefixes (the simulated one) keeps them apart
-// too. Namespace 0 (the shared one) has no such block: keys are those of the prompt itself.
+// began with NamespaceBlock(ns, tokens_per_block): one block of token ids at or above 2^31
+// (IsNamespaceToken), which no tokenizer produces and the API does not accept, derived from `ns`
+// alone. Every block key of the prompt then chains from that block's key, so two namespaces never
+// share a key (up to 64-bit collisions), and an engine that caches token prefixes (the simulated
+// one) keeps them apart too. The namespace block is a header of the chain, not a block of the
+// prompt: its key is never a cache event nor routed on, and the prompt's first block has index 0
+// in every namespace, so landmarks (every stride-th block) fall on the same prompt blocks as for
+// namespace 0. Namespace 0 (the shared one) has no such block: keys are those of the prompt itself.
 std::vector<TokenId> NamespaceBlock(uint64_t ns, size_t tokens);
 
-// The keys of `prompt`'s full blocks in namespace `ns`, appended to `out`: for ns != 0 the keys of
-// NamespaceBlock(ns) | prompt, the namespace block's own key first (as the engine's cache events
-// name it, so that landmark positions agree), then one key per full block of `prompt`.
+// True for the token ids NamespaceBlock uses (bit 31 set), which no prompt holds.
+constexpr bool IsNamespaceToken(TokenId t) { return (t & 0x80000000u) != 0; }
+
+// The keys of `prompt`'s full blocks in namespace `ns`, appended to `out`, one per full block of
+// `prompt`: for ns != 0 they are the keys blocks 1.. of NamespaceBlock(ns) | prompt have (the
+// namespace block's own key, which chains them, is not appended).
 void AppendNamespacedKeys(const BlockKeyer& keyer, uint64_t ns, std::span<const TokenId> prompt,
                           std::vector<BlockKey>* out);
 

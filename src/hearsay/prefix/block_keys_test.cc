@@ -311,18 +311,26 @@ TEST(CacheNamespaceTest, NamespacesNeverShareKeysAndZeroIsThePlainChain) {
   AppendNamespacedKeys(keyer, ns_a, prompt, &a);
   AppendNamespacedKeys(keyer, ns_a, prompt, &a2);
   AppendNamespacedKeys(keyer, ns_b, prompt, &b);
-  ASSERT_EQ(a.size(), plain.size() + 1);  // the namespace block's key first
+  // One key per prompt block, so block i of the prompt has index i in every namespace.
+  ASSERT_EQ(a.size(), plain.size());
   EXPECT_EQ(a, a2);
   const std::unordered_set<BlockKey> seen(plain.begin(), plain.end());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(seen.count(a[i]), 0u);
     EXPECT_NE(a[i], b[i]);
   }
-  // The namespaced keys are the chain over the namespace block and the prompt.
+  // The namespaced keys are the chain over the namespace block and the prompt, without the
+  // namespace block's own key (a header: it chains the others, and is never routed on).
   std::vector<TokenId> all = NamespaceBlock(ns_a, keyer.tokens_per_block());
-  for (const TokenId t : all) EXPECT_GE(t, 0x80000000u);
+  for (const TokenId t : all) EXPECT_TRUE(IsNamespaceToken(t));
   all.insert(all.end(), prompt.begin(), prompt.end());
-  EXPECT_EQ(keyer.Keys(all), a);
+  const std::vector<BlockKey> chain = keyer.Keys(all);
+  ASSERT_EQ(chain.size(), a.size() + 1);
+  EXPECT_EQ(std::vector<BlockKey>(chain.begin() + 1, chain.end()), a);
+  // A prompt shorter than a block has no key in any namespace.
+  std::vector<BlockKey> none;
+  AppendNamespacedKeys(keyer, ns_a, std::span<const TokenId>(prompt).first(5), &none);
+  EXPECT_TRUE(none.empty());
 }
 
 }  // namespace

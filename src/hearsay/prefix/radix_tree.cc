@@ -20,6 +20,8 @@ struct RadixTree::Node {
   uint64_t id = 0;
   uint32_t lock = 0;
   bool in_lru = false;
+  // The root path begins with a namespace header (RadixTreeOptions::namespace_headers).
+  bool headed = false;
 
   size_t end() const { return start + tokens.size(); }
 
@@ -72,15 +74,25 @@ size_t CommonPrefix(const TokenId* a, const TokenId* b, size_t n) {
   return i;
 }
 
-void Emit(std::vector<BlockEvent>* events, BlockEvent::Kind kind, BlockKey key, size_t index) {
-  if (events != nullptr) events->push_back({kind, key, static_cast<uint32_t>(index)});
+}  // namespace
+
+bool RadixTree::EmitBlock(std::vector<BlockEvent>* events, BlockEvent::Kind kind, const Node* node,
+                          BlockKey key, size_t index) {
+  const size_t header = node->headed ? 1 : 0;
+  if (index < header) return false;
+  if (events != nullptr) events->push_back({kind, key, static_cast<uint32_t>(index - header)});
+  return true;
 }
 
-}  // namespace
+size_t RadixTree::ReportedBlocks(const Node* node, size_t first, size_t count) {
+  const size_t header = node->headed ? 1 : 0;
+  return count - (std::min(first + count, header) - std::min(first, header));
+}
 
 RadixTree::RadixTree(BlockKeyer keyer, RadixTreeOptions options)
     : keyer_(std::move(keyer)),
       capacity_(options.capacity_tokens),
+      namespace_headers_(options.namespace_headers),
       root_(std::make_unique<Node>()) {}
 
 RadixTree::~RadixTree() { DestroyIteratively(std::move(root_)); }
@@ -92,6 +104,7 @@ RadixTree& RadixTree::operator=(RadixTree&& other) noexcept {
   std::unique_ptr<Node> old = std::move(root_);
   keyer_ = std::move(other.keyer_);
   capacity_ = other.capacity_;
+  namespace_headers_ = other.namespace_headers_;
   root_ = std::move(other.root_);
   lru_ = std::move(other.lru_);
   pins_ = std::move(other.pins_);
@@ -164,6 +177,7 @@ RadixTree::Node* RadixTree::Split(Node* node, size_t k) {
   std::unique_ptr<Node> upper = NewNode(parent, node->start, node->tick);
   upper->tokens.assign(node->tokens.begin(), node->tokens.begin() + k);
   upper->lock = node->lock;
+  upper->headed = node->headed;
   const size_t b = keyer_.tokens_per_block();
   const size_t upper_keys = (node->start + k) / b - node->start / b;
   upper->keys.assign(node->keys.begin(), node->keys.begin() + upper_keys);
@@ -263,15 +277,16 @@ InsertResult RadixTree::Insert(std::span<const TokenId> tokens, uint64_t tick,
   if (take > 0) {
     std::unique_ptr<Node> leaf = NewNode(end, m, tick);
     leaf->tokens.assign(tokens.begin() + m, tokens.begin() + m + take);
+    leaf->headed = namespace_headers_ && IsNamespaceToken(tokens.front());
     const size_t b = keyer_.tokens_per_block();
     const size_t first_block = m / b;
     keyer_.AppendKeysFrom(tokens.first(m + take), first_block,
                           first_block > 0 ? LastKeyAtOrAbove(end) : 0, &leaf->keys);
     for (size_t i = 0; i < leaf->keys.size(); ++i) {
-      Emit(events, BlockEvent::Kind::kAdded, leaf->keys[i], first_block + i);
+      EmitBlock(events, BlockEvent::Kind::kAdded, leaf.get(), leaf->keys[i], first_block + i);
     }
     size_tokens_ += take;
-    held_blocks_ += leaf->keys.size();
+    held_blocks_ += ReportedBlocks(leaf.get(), first_block, leaf->keys.size());
     Node* leaf_raw = leaf.get();
     end->AddChild(std::move(leaf));
     RefreshLru(end);
@@ -298,9 +313,10 @@ size_t RadixTree::EvictInternal(size_t tokens, std::vector<BlockEvent>* events) 
     // Blocks that end past the new end are broken; deepest first.
     const size_t keep = new_end / b - leaf->start / b;
     for (size_t i = leaf->keys.size(); i > keep; --i) {
-      Emit(events, BlockEvent::Kind::kRemoved, leaf->keys[i - 1], leaf->start / b + i - 1);
+      EmitBlock(events, BlockEvent::Kind::kRemoved, leaf, leaf->keys[i - 1],
+                leaf->start / b + i - 1);
     }
-    held_blocks_ -= leaf->keys.size() - keep;
+    held_blocks_ -= ReportedBlocks(leaf, leaf->start / b + keep, leaf->keys.size() - keep);
     leaf->keys.resize(keep);
     size_tokens_ -= cut;
     evicted += cut;
@@ -326,8 +342,7 @@ void RadixTree::AppendHeldBlocks(std::vector<BlockEvent>* out) const {
     const Node* node = stack.back();
     stack.pop_back();
     for (size_t i = 0; i < node->keys.size(); ++i) {
-      out->push_back(
-          {BlockEvent::Kind::kAdded, node->keys[i], static_cast<uint32_t>(node->start / b + i)});
+      EmitBlock(out, BlockEvent::Kind::kAdded, node, node->keys[i], node->start / b + i);
     }
     for (auto it = node->children.rbegin(); it != node->children.rend(); ++it) {
       stack.push_back(it->second.get());
@@ -394,6 +409,9 @@ Status RadixTree::CheckInvariants() const {
       path.insert(path.begin(), n->tokens.begin(), n->tokens.end());
     }
     if (node->keys.size() != node->end() / b - node->start / b) return fail(where + "key count");
+    if (node != root && node->headed != (namespace_headers_ && IsNamespaceToken(path.front()))) {
+      return fail(where + "namespace header flag");
+    }
     if (!node->keys.empty()) {
       // Chained from the ancestors' keys, which are checked the same way: by induction from the
       // root, every stored key equals the key recomputed from scratch.
@@ -404,7 +422,7 @@ Status RadixTree::CheckInvariants() const {
     }
     size += node->tokens.size();
     if (node->lock > 0) pinned += node->tokens.size();
-    held += node->keys.size();
+    held += ReportedBlocks(node, node->start / b, node->keys.size());
   }
   if (in_lru != lru_.size()) return fail("LRU has extra entries");
   if (size != size_tokens_) return fail("size_tokens");

@@ -27,8 +27,15 @@
 // tokens are in the tree. Every mutating call appends a kAdded event for each block it completes
 // and a kRemoved event for each block it breaks to a caller-provided vector (nullptr discards
 // them); replaying all events in order yields exactly the held set. Keys of held blocks are
-// stored in the nodes, computed once when their block is completed. A tree has one key namespace
-// (its BlockKeyer): for several tenants with separate namespaces, use one tree per namespace.
+// stored in the nodes, computed once when their block is completed.
+//
+// Namespaces. A tree has one keyer. With RadixTreeOptions::namespace_headers, it also holds the
+// cache namespaces of block_keys.h: a sequence NamespaceBlock(ns) | prompt is a prompt of
+// namespace ns, and its first block is a header, not a block of the prompt. The header is cached
+// (it takes its tokens of capacity and chains the prompt's keys, as AppendNamespacedKeys does),
+// but it is never reported: no event, no snapshot entry, not counted in held_blocks(), and the
+// prompt's blocks are indexed from 0 (block_index of the block after the header is 0). A root path
+// is namespaced when its first token is a namespace token (IsNamespaceToken).
 //
 // Side effects: Peek and the accessors never change anything. Match and Pin refresh recency and
 // may split a node at the match end (no events: the set of cached prefixes is unchanged).
@@ -58,6 +65,9 @@ namespace hearsay::prefix {
 struct RadixTreeOptions {
   // Most tokens the tree holds; 0 means the tree caches nothing.
   uint64_t capacity_tokens = 262144;
+  // Whether a root path that begins with a namespace token begins with a namespace block that is
+  // a header, never reported (see "Namespaces" above).
+  bool namespace_headers = false;
 };
 
 // Names one pin. Value 0 is never issued.
@@ -134,7 +144,7 @@ class RadixTree {
   uint64_t evictable_tokens() const { return size_tokens_ - pinned_tokens_; }
   // Room left without evicting.
   uint64_t free_tokens() const { return capacity_ - size_tokens_; }
-  // Full blocks held now.
+  // Full blocks held now, as the events report them (namespace headers left out).
   uint64_t held_blocks() const { return held_blocks_; }
   // Live pin handles.
   size_t pin_count() const { return pins_.size(); }
@@ -176,6 +186,12 @@ class RadixTree {
   size_t EvictInternal(size_t tokens, std::vector<BlockEvent>* events);
   // The key of the last full block that ends at or above `node`'s end (ancestors included).
   BlockKey LastKeyAtOrAbove(const Node* node) const;
+  // Appends an event for block `index` of `node`'s root path (counted from the root), unless it is
+  // a namespace header; returns whether it did (see "Namespaces").
+  static bool EmitBlock(std::vector<BlockEvent>* events, BlockEvent::Kind kind, const Node* node,
+                        BlockKey key, size_t index);
+  // Of the blocks first .. first + count - 1 of `node`'s root path, those reported (not headers).
+  static size_t ReportedBlocks(const Node* node, size_t first, size_t count);
   PinHandle AddPin(Node* node);
   std::unique_ptr<Node> NewNode(Node* parent, size_t start, uint64_t tick);
 
@@ -183,12 +199,15 @@ class RadixTree {
   //  - root_ has no tokens, no keys, start 0; every other node has >= 1 token, and its start is
   //    its parent's start + parent's edge length; children are sorted by first token, distinct.
   //  - a node's keys are exactly the keys of the blocks whose last token lies on its edge.
+  //  - a node is `headed` exactly when namespace_headers_ and its root path's first token is a
+  //    namespace token.
   //  - a node's lock = pins ending at it + sum of its children's locks.
   //  - lru_ holds exactly the non-root leaves with lock 0, keyed by their (tick, id).
-  //  - size_tokens_, pinned_tokens_ (edges with lock > 0), held_blocks_, node_count_ are the
-  //    sums over nodes; size_tokens_ <= capacity_.
+  //  - size_tokens_, pinned_tokens_ (edges with lock > 0), held_blocks_ (reported blocks),
+  //    node_count_ are the sums over nodes; size_tokens_ <= capacity_.
   BlockKeyer keyer_;
   uint64_t capacity_;
+  bool namespace_headers_;
   std::unique_ptr<Node> root_;
   std::set<LruKey> lru_;
   std::unordered_map<uint64_t, Node*> pins_;

@@ -373,6 +373,50 @@ TEST(RadixTreeTest, SnapshotListsHeldBlocksParentsFirst) {
   }
 }
 
+// A namespaced prompt is cached behind its namespace block, which no event names: the events
+// carry the keys the node routes with (AppendNamespacedKeys), the prompt's first block at index 0.
+TEST(RadixTreeTest, NamespaceHeaderIsNeverReported) {
+  const BlockKeyer keyer = Keyer(4);
+  RadixTree tree(keyer, {.capacity_tokens = 1000, .namespace_headers = true});
+  const Tokens prompt = Range(0, 20);  // 5 blocks
+  const uint64_t ns = 77;
+  std::vector<BlockKey> want;
+  AppendNamespacedKeys(keyer, ns, prompt, &want);
+  ASSERT_EQ(want.size(), 5u);
+  const BlockKey header_key = keyer.Keys(NamespaceBlock(ns, 4)).front();
+
+  // Cached in two steps, so the header and the prompt's first block are split across nodes.
+  std::vector<BlockEvent> events;
+  (void)tree.Insert(Concat(NamespaceBlock(ns, 4), Range(0, 6)), 1, &events);
+  (void)tree.Insert(Concat(NamespaceBlock(ns, 4), prompt), 2, &events);
+  ASSERT_TRUE(tree.CheckInvariants().ok());
+  ASSERT_EQ(events.size(), want.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i], (BlockEvent{BlockEvent::Kind::kAdded, want[i], uint32_t(i)}));
+  }
+  EXPECT_EQ(tree.held_blocks(), 5u);
+  // The same prompt in namespace 0 is another chain, reported from index 0 as well.
+  events.clear();
+  (void)tree.Insert(prompt, 3, &events);
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[0], (BlockEvent{BlockEvent::Kind::kAdded, keyer.Keys(prompt)[0], 0}));
+  EXPECT_EQ(tree.held_blocks(), 10u);
+  std::vector<BlockEvent> snap;
+  tree.AppendHeldBlocks(&snap);
+  EXPECT_EQ(snap.size(), 10u);
+  for (const BlockEvent& e : snap) EXPECT_NE(e.key, header_key);
+  // Evicting everything removes exactly what was added, the header silently.
+  events.clear();
+  EXPECT_EQ(tree.Evict(1000, &events), 44u);
+  EXPECT_EQ(events.size(), 10u);
+  for (const BlockEvent& e : events) {
+    EXPECT_EQ(e.kind, BlockEvent::Kind::kRemoved);
+    EXPECT_NE(e.key, header_key);
+  }
+  EXPECT_EQ(tree.held_blocks(), 0u);
+  ASSERT_TRUE(tree.CheckInvariants().ok());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Property test: the tree against a naive token-level model.
 //
@@ -380,10 +424,13 @@ TEST(RadixTreeTest, SnapshotListsHeldBlocksParentsFirst) {
 // one token at a time: the unpinned, unprotected cached prefix with no cached extension and the
 // smallest tick. The tree's contract (LRU by tick, token-granular tail trimming) must produce the
 // very same set of cached prefixes. Ticks strictly increase per operation, which makes the
-// least-recent leaf unique (the model asserts it).
+// least-recent leaf unique (the model asserts it). With `headers` the model reports blocks as a
+// tree with RadixTreeOptions::namespace_headers must: a prefix that starts with a namespace token
+// has its first block as a header, never held, and its other blocks indexed from the next one.
 class NaiveCache {
  public:
-  explicit NaiveCache(size_t capacity) : capacity_(capacity) {}
+  explicit NaiveCache(size_t capacity, bool headers = false)
+      : capacity_(capacity), headers_(headers) {}
 
   size_t Longest(const Tokens& t) const {
     size_t n = 0;
@@ -465,9 +512,11 @@ class NaiveCache {
     const size_t b = keyer.tokens_per_block();
     for (const auto& [p, tick] : prefixes_) {
       if (p.size() % b != 0) continue;
+      const size_t header = headers_ && IsNamespaceToken(p.front()) ? 1 : 0;
+      if (p.size() / b <= header) continue;
       auto [it, added] = key_memo_.try_emplace(p, 0);
       if (added) it->second = keyer.Keys(p).back();  // a prefix's key never changes
-      held[it->second] = static_cast<uint32_t>(p.size() / b - 1);
+      held[it->second] = static_cast<uint32_t>(p.size() / b - 1 - header);
     }
     return held;
   }
@@ -484,6 +533,7 @@ class NaiveCache {
   }
 
   size_t capacity_;
+  bool headers_;
   std::map<Tokens, uint64_t> prefixes_;
   std::map<uint64_t, Tokens> pins_;
   std::map<Tokens, BlockKey> key_memo_;
@@ -503,16 +553,19 @@ struct Coverage {
   size_t pins = 0;
   size_t refused_unpins = 0;
   size_t removed_events = 0;
+  size_t namespaced_inserts = 0;
 };
 
-void RunRandomOps(uint64_t seed, int ops, Coverage* cov) {
+// With `namespaces`, the tree has namespace headers and half the fresh prompts begin with one of
+// two namespace blocks.
+void RunRandomOps(uint64_t seed, int ops, Coverage* cov, bool namespaces) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   Rng rng(seed);
   const size_t block = 1 + rng.Below(4);
   const size_t capacity = rng.Bernoulli(0.05) ? 0 : rng.Below(80) + 1;
   const uint64_t alphabet = 2 + rng.Below(3);
-  RadixTree tree(Keyer(block), {.capacity_tokens = capacity});
-  NaiveCache model(capacity);
+  RadixTree tree(Keyer(block), {.capacity_tokens = capacity, .namespace_headers = namespaces});
+  NaiveCache model(capacity, namespaces);
   std::vector<Tokens> pool;
   std::vector<PinHandle> live;
   std::vector<PinHandle> dead;
@@ -525,6 +578,7 @@ void RunRandomOps(uint64_t seed, int ops, Coverage* cov) {
       const Tokens& base = pool[rng.Below(pool.size())];
       t.assign(base.begin(), base.begin() + static_cast<ptrdiff_t>(rng.Below(base.size() + 1)));
     }
+    if (namespaces && t.empty() && rng.Bernoulli(0.5)) t = NamespaceBlock(1 + rng.Below(2), block);
     const size_t extra = rng.Below(25);
     for (size_t i = 0; i < extra; ++i) t.push_back(static_cast<TokenId>(rng.Below(alphabet)));
     return t;
@@ -542,6 +596,7 @@ void RunRandomOps(uint64_t seed, int ops, Coverage* cov) {
       cov->evicted_tokens += got.evicted_tokens;
       cov->truncated_inserts += got.cached_tokens < t.size();
       cov->pins += pin;
+      cov->namespaced_inserts += !t.empty() && IsNamespaceToken(t.front());
       EXPECT_EQ(got.pin.valid(), pin);
       if (pin) live.push_back(got.pin);
       pool.push_back(t);
@@ -610,10 +665,10 @@ void RunRandomOps(uint64_t seed, int ops, Coverage* cov) {
 }
 
 // 200 seeds x 200 operations, in four shards so ctest can spread them.
-void RunSeeds(uint64_t first, uint64_t last) {
+void RunSeeds(uint64_t first, uint64_t last, bool namespaces = false) {
   Coverage cov;
   for (uint64_t seed = first; seed <= last; ++seed) {
-    RunRandomOps(seed, 200, &cov);
+    RunRandomOps(seed, 200, &cov, namespaces);
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GT(cov.evicted_tokens, 1000u);
@@ -621,11 +676,15 @@ void RunSeeds(uint64_t first, uint64_t last) {
   EXPECT_GT(cov.pins, 1000u);
   EXPECT_GT(cov.refused_unpins, 100u);
   EXPECT_GT(cov.removed_events, 500u);
+  if (namespaces) {
+    EXPECT_GT(cov.namespaced_inserts, 1000u);
+  }
 }
 TEST(RadixTreePropertyTest, MatchesNaiveModelSeeds1To50) { RunSeeds(1, 50); }
 TEST(RadixTreePropertyTest, MatchesNaiveModelSeeds51To100) { RunSeeds(51, 100); }
 TEST(RadixTreePropertyTest, MatchesNaiveModelSeeds101To150) { RunSeeds(101, 150); }
 TEST(RadixTreePropertyTest, MatchesNaiveModelSeeds151To200) { RunSeeds(151, 200); }
+TEST(RadixTreePropertyTest, NamespaceHeadersMatchNaiveModelSeeds1To50) { RunSeeds(1, 50, true); }
 
 }  // namespace
 }  // namespace hearsay::prefix

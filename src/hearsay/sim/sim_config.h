@@ -100,8 +100,8 @@ struct SimConfig {
   // Without `cluster`: the name of the one model every node serves, as a daemon names the model
   // it serves (net::DaemonConfig::model). Empty: an unnamed model, whose prompts are keyed without
   // a namespace. Named, every request asks for it, and the nodes key its prompts in the model's
-  // cache namespace (node::ModelNamespace) as the daemon does: the chain starts with the
-  // namespace's block, which takes the first landmark of every prompt (docs/twin.md).
+  // cache namespace (node::ModelNamespace) as the daemon does: every key chains from the
+  // namespace's header block (prefix/block_keys.h), which is never gossiped.
   std::string model;
   // Zipf exponent of model popularity when the cluster names several models (the first named
   // the most popular); >= 0.

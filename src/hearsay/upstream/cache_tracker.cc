@@ -16,7 +16,6 @@ size_t CacheTracker::Predict(uint64_t request, std::span<const prefix::TokenId> 
                              std::string text, TimePoint now, uint64_t ns) {
   Pending p;
   p.keys = Keys(prompt, ns);
-  p.ns_blocks = ns != 0 && !p.keys.empty() ? 1 : 0;
   p.text = std::move(text);
   p.estimate_blocks = held_.PrefixBlocks(p.keys);
   if (!p.keys.empty() && !evidence_only_) {
@@ -25,7 +24,7 @@ size_t CacheTracker::Predict(uint64_t request, std::span<const prefix::TokenId> 
     ++e.inflight;
     if (!e.confirmed) e.lease_end = std::max(e.lease_end, now + options_.prediction_lease);
   }
-  const size_t estimate = PromptTokens(p.estimate_blocks, p.ns_blocks);
+  const size_t estimate = p.estimate_blocks * block_tokens_;
   pending_[request] = std::move(p);
   return estimate;
 }
@@ -40,8 +39,8 @@ EvidenceOutcome CacheTracker::ApplyEvidence(uint64_t request, size_t reported_to
   Release(p);
   if (p.keys.empty()) return out;
 
-  const size_t reported_blocks = std::min(
-      p.ns_blocks + (reported_tokens + tolerance_tokens) / block_tokens_, p.keys.size());
+  const size_t reported_blocks =
+      std::min((reported_tokens + tolerance_tokens) / block_tokens_, p.keys.size());
   if (reported_blocks < p.estimate_blocks) {
     out.overestimated = true;
     // The engine lacked block j (and so every block after it): every tracked chain through
@@ -56,9 +55,8 @@ EvidenceOutcome CacheTracker::ApplyEvidence(uint64_t request, size_t reported_to
   if (evidence_only_) {
     // Hold only what the engine itself reported (no tolerance credit): the estimates built on
     // more have failed.
-    const size_t held_blocks =
-        std::min(p.ns_blocks + reported_tokens / block_tokens_, p.keys.size());
-    if (held_blocks > p.ns_blocks) {
+    const size_t held_blocks = std::min(reported_tokens / block_tokens_, p.keys.size());
+    if (held_blocks > 0) {
       const std::vector<BlockKey> held(p.keys.begin(), p.keys.begin() + held_blocks);
       entries_.at(Upsert(held, held_blocks == p.keys.size() ? p.text : "")).confirmed = true;
     }
@@ -139,7 +137,7 @@ size_t CacheTracker::CachedPrefixTokens(std::span<const prefix::TokenId> prompt,
                                         uint64_t ns) const {
   if (held_.empty()) return 0;
   const std::vector<BlockKey> keys = Keys(prompt, ns);
-  return PromptTokens(held_.PrefixBlocks(keys), ns != 0 && !keys.empty() ? 1 : 0);
+  return held_.PrefixBlocks(keys) * block_tokens_;
 }
 
 std::vector<BlockKey> CacheTracker::Keys(std::span<const prefix::TokenId> prompt,

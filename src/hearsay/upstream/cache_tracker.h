@@ -74,8 +74,8 @@ class CacheTracker {
   // `request` at `now`. Returns the tokens the tracker believed cached before this send (the
   // estimate the evidence is later compared with). `request` must not be pending already.
   // `ns` is the request's cache namespace (engine::EngineRequest::cache_namespace): its keys are
-  // those the node routes and gossips with (prefix::AppendNamespacedKeys), the namespace block
-  // first; token counts in and out are of the prompt alone.
+  // those the node routes and gossips with (prefix::AppendNamespacedKeys: one per prompt block,
+  // chained from the namespace's header block, which is never held).
   size_t Predict(uint64_t request, std::span<const prefix::TokenId> prompt, std::string text,
                  TimePoint now, uint64_t ns = 0);
 
@@ -145,15 +145,10 @@ class CacheTracker {
     std::vector<prefix::BlockKey> keys;
     std::string text;
     size_t estimate_blocks = 0;
-    size_t ns_blocks = 0;  // 1 if keys begin with a namespace block, which holds no prompt tokens
   };
 
   // The keys of `prompt` in namespace `ns`.
   std::vector<prefix::BlockKey> Keys(std::span<const prefix::TokenId> prompt, uint64_t ns) const;
-  // Leading blocks of keys held, as prompt tokens (the namespace block counts none).
-  size_t PromptTokens(size_t blocks, size_t ns_blocks) const {
-    return blocks > ns_blocks ? (blocks - ns_blocks) * block_tokens_ : 0;
-  }
 
   // The entry holding exactly `keys` (created if needed), touched.
   uint64_t Upsert(const std::vector<prefix::BlockKey>& keys, const std::string& text);

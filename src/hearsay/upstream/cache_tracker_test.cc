@@ -52,8 +52,9 @@ void ExpectEventsMatchSnapshot(CacheTracker& t, std::set<prefix::BlockKey>& held
 }
 
 TEST(CacheTrackerTest, ANamespacedRequestIsKeyedAsTheNodeKeysIt) {
-  // The node routes and gossips a namespaced request (a model, a tenant) with the namespace
-  // block's key first; the tracker must hold and report those keys, and count prompt tokens only.
+  // The node routes and gossips a namespaced request (a model, a tenant) with keys chained from
+  // the namespace's header block, one per prompt block; the tracker must hold and report exactly
+  // those keys, the prompt's first block at index 0 (never the header's key).
   CacheTracker t(Keyer(), {.capacity_tokens = 1000, .prediction_lease = 5s});
   const uint64_t ns = 0x5eed;
   auto p = Prompt(16, 0, 1);
@@ -67,7 +68,12 @@ TEST(CacheTrackerTest, ANamespacedRequestIsKeyedAsTheNodeKeysIt) {
   std::vector<BlockEvent> ev;
   t.DrainEvents(ev);
   std::set<prefix::BlockKey> held;
-  for (const BlockEvent& e : ev) held.insert(e.key);
+  for (const BlockEvent& e : ev) {
+    held.insert(e.key);
+    const auto at = std::find(node_keys.begin(), node_keys.end(), e.key);
+    ASSERT_NE(at, node_keys.end());
+    EXPECT_EQ(e.block_index, uint32_t(at - node_keys.begin()));
+  }
   EXPECT_EQ(held, std::set<prefix::BlockKey>(node_keys.begin(), node_keys.end()));
   // Evidence counts prompt tokens: a repeat reported 8 cached keeps 8 (2 blocks) of the 16.
   EXPECT_EQ(t.Predict(2, p, "", At(1s), ns), 16u);
