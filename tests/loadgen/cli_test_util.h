@@ -22,6 +22,21 @@
 
 namespace hearsay::clitest {
 
+// True in an ASan or TSan build, whose timing says nothing about a release node's.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define HEARSAY_CLITEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define HEARSAY_CLITEST_SANITIZED 1
+#endif
+#ifdef HEARSAY_CLITEST_SANITIZED
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 // The whole file, or "" if it cannot be read.
 inline std::string ReadFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

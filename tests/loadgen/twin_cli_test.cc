@@ -20,15 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define HEARSAY_TWIN_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define HEARSAY_TWIN_TEST_SANITIZED 1
-#endif
-
 constexpr double kMeanGoal = 0.10;
 constexpr double kHitGoal = 0.03;
 constexpr double kMeasuredSpread = 0.10;
@@ -77,10 +68,10 @@ std::string RunOnce() {
 // A measured run is one draw, and a host stall can throw one far (docs/twin.md): the twin
 // misses only if a second run misses too.
 TEST(TwinCliTest, TheTwinPredictsTheLoopbackDemo) {
-#ifdef HEARSAY_TWIN_TEST_SANITIZED
-  // A sanitized node is several times slower per request than the one the twin models.
-  GTEST_SKIP() << "\n\n*** SKIPPED: a sanitizer build's timing says nothing about the twin ***\n";
-#endif
+  if (clitest::kSanitizedBuild) {
+    // A sanitized node is several times slower per request than the one the twin models.
+    GTEST_SKIP() << "\n\n*** SKIPPED: a sanitizer build's timing says nothing about the twin ***\n";
+  }
   const std::string first = RunOnce();
   if (first.empty()) return;
   std::printf("first run missed, running again:\n%s", first.c_str());

@@ -20,15 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define HEARSAY_TWIN_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define HEARSAY_TWIN_TEST_SANITIZED 1
-#endif
-
 constexpr double kMeanBound = 0.10 + 0.10;        // the goal plus the measured spread
 constexpr double kHitBound = 0.03 + 0.03 + 0.02;  // and hearsay's host-stall spread
 
@@ -68,10 +59,10 @@ std::string RunOnce(const std::string& delay_ms) {
 class TwinBedTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TwinBedTest, TheTwinPredictsTheDemoWithTheSameDelay) {
-#ifdef HEARSAY_TWIN_TEST_SANITIZED
-  // A sanitized node is several times slower per request than the one the twin models.
-  GTEST_SKIP() << "\n\n*** SKIPPED: a sanitizer build's timing says nothing about the twin ***\n";
-#endif
+  if (clitest::kSanitizedBuild) {
+    // A sanitized node is several times slower per request than the one the twin models.
+    GTEST_SKIP() << "\n\n*** SKIPPED: a sanitizer build's timing says nothing about the twin ***\n";
+  }
   if (Status s = launch::NetnsBed::CheckAvailable(); !s.ok()) {
     GTEST_SKIP() << "\n\n*** SKIPPED: no test bed here: " << s.ToString() << " ***\n";
   }
