@@ -227,7 +227,7 @@ TEST(NodeSigningTest, KeysBoundToCertificatesRefuseAnAnnouncedKeyThatDiffers) {
     Cluster c(3, 25, config);
     for (int i = 0; i < 3; ++i) {
       c.node(i).UseSigningKey(KeyOf(i));
-      const PublicKey& k = KeyOf(i).public_key();
+      const PublicKey k = KeyOf(i).public_key();  // a copy: KeyOf returns a temporary
       source.keys[{Cluster::Name(i), 1}] = std::string(k.begin(), k.end());
     }
     c.StartAll();

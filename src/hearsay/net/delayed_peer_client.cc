@@ -1,7 +1,9 @@
 #include "hearsay/net/delayed_peer_client.h"
 
 #include <deque>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace hearsay::net {
 
@@ -18,7 +20,12 @@ class DelayedPeerClient::DelayingSink final : public ResponseSink {
     Later(id, false, [first](ResponseSink* s, uint64_t i) { s->OnFirstToken(i, first); });
   }
   void OnOutput(uint64_t id, const PeerOutput& output) override {
-    Later(id, false, [output](ResponseSink* s, uint64_t i) { s->OnOutput(i, output); });
+    // PeerOutput views the inner client's buffer, which is gone by the time this fires: copy.
+    Later(id, false,
+          [tokens = std::vector<uint32_t>(output.tokens.begin(), output.tokens.end()),
+           text = std::string(output.text)](ResponseSink* s, uint64_t i) {
+            s->OnOutput(i, PeerOutput{tokens, text});
+          });
   }
   void OnComplete(uint64_t id, const PeerUsage& usage) override {
     Later(id, true, [usage](ResponseSink* s, uint64_t i) { s->OnComplete(i, usage); });

@@ -126,7 +126,10 @@ struct AnsweringClient final : PeerClient {
 struct EventSink final : ResponseSink {
   explicit EventSink(const Clock& clock) : clock(clock) {}
   void OnFirstToken(uint64_t id, const PeerFirstToken&) override { Add("first", id); }
-  void OnOutput(uint64_t id, const PeerOutput&) override { Add("output", id); }
+  void OnOutput(uint64_t id, const PeerOutput& output) override {
+    Add("output", id);
+    texts.emplace_back(output.text);
+  }
   void OnComplete(uint64_t id, const PeerUsage&) override { Add("complete", id); }
   void OnError(uint64_t id, const Status&, bool) override { Add("error", id); }
   void Add(std::string what, uint64_t id) { events.push_back({std::move(what), id, clock.Now()}); }
@@ -137,6 +140,7 @@ struct EventSink final : ResponseSink {
   };
   const Clock& clock;
   std::vector<Event> events;
+  std::vector<std::string> texts;
 };
 
 // The answer comes back as late as the forward went out (netem on the peer's egress would hold
@@ -155,7 +159,12 @@ TEST(DelayedPeerClientTest, HoldsTheAnswersEventsForTheDelayInOrder) {
   EXPECT_NE(answer, &sink);
   answer->OnFirstToken(1, PeerFirstToken{});
   scheduler.RunFor(FromMillis(1));
-  answer->OnOutput(1, PeerOutput{});
+  {
+    // The inner client's buffer is reused at once: the held output is a copy.
+    std::string buffer = "Hello";
+    answer->OnOutput(1, PeerOutput{{}, buffer});
+    buffer.assign("XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX");
+  }
   answer->OnComplete(1, PeerUsage{});
   scheduler.RunFor(FromMillis(4));
   ASSERT_EQ(sink.events.size(), 1u);
@@ -164,6 +173,7 @@ TEST(DelayedPeerClientTest, HoldsTheAnswersEventsForTheDelayInOrder) {
   scheduler.RunFor(FromMillis(2));
   ASSERT_EQ(sink.events.size(), 3u);
   EXPECT_EQ(sink.events[1].what, "output");
+  EXPECT_EQ(sink.texts, std::vector<std::string>{"Hello"});
   EXPECT_EQ(sink.events[2].what, "complete");
   EXPECT_EQ(sink.events[2].at, TimePoint{} + FromMillis(11));
   EXPECT_EQ(client.answering(), 0u);
