@@ -10,10 +10,9 @@
 // that, so the check can fail.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
+#include "twin_check_util.h"
 
 namespace hearsay {
 namespace {
@@ -32,37 +31,11 @@ constexpr double kHearsayHitSpread = 0.02;
 
 // One demo run with --twin: "" if every policy's twin is within the bounds, else what missed.
 std::string RunOnce() {
-  clitest::HearsayRun run(
-      {"demo", "--twin", "--json", "--policies", "hearsay,paper", "--requests", "160"});
-  if (!run.started()) return "the demo did not start";
-  if (!run.process().Wait(110s).ok()) return "the demo did not finish: " + run.output();
-  if (run.process().exit_code() != 0) return "the demo failed: " + run.output();
-  if (!run.Children().empty()) return "hearsay node processes left behind";
-  const nlohmann::json j =
-      nlohmann::json::parse(clitest::JsonTail(run.output(), '['), nullptr, false);
-  if (!j.is_array() || j.size() != 2) return "not two policies: " + run.output();
-  std::string misses;
-  for (const nlohmann::json& row : j) {
-    if (!row.contains("twin_mean_ttft_ms") || !row.contains("twin_p99_ttft_ms") ||
-        !row.contains("twin_hit_rate") || row["failed"] != 0) {
-      return "a row without the twin's figures or with failures: " + row.dump();
-    }
-    const double mean = row["mean_ttft_ms"].get<double>();
-    const double twin_mean = row["twin_mean_ttft_ms"].get<double>();
-    const double error = std::abs(twin_mean - mean) / mean;
-    const double hit_error =
-        std::abs(row["twin_hit_rate"].get<double>() - row["hit_rate"].get<double>());
-    std::printf("%-8s mean TTFT %.1f ms, twin %.1f ms (error %.1f%%); hit rate %.3f, twin %.3f\n",
-                row["policy"].get<std::string>().c_str(), mean, twin_mean, 100 * error,
-                row["hit_rate"].get<double>(), row["twin_hit_rate"].get<double>());
-    const double hit_bound =
-        kHitGoal + kMeasuredHitSpread + (row["policy"] == "hearsay" ? kHearsayHitSpread : 0.0);
-    if (error > kMeanGoal + kMeasuredSpread || hit_error > hit_bound ||
-        row["twin_p99_ttft_ms"].get<double>() <= twin_mean) {
-      misses += row.dump() + "\n";
-    }
-  }
-  return misses;
+  return clitest::TwinMisses(
+      {"demo", "--twin", "--json", "--policies", "hearsay,paper", "--requests", "160"}, 110s, 2,
+      kMeanGoal + kMeasuredSpread, [](const std::string& policy) {
+        return kHitGoal + kMeasuredHitSpread + (policy == "hearsay" ? kHearsayHitSpread : 0.0);
+      });
 }
 
 // A measured run is one draw, and a host stall can throw one far (docs/twin.md): the twin

@@ -9,11 +9,10 @@
 // by name (about 2 minutes), run by `make chaos`.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
 #include "hearsay/launch/netns_bed.h"
+#include "twin_check_util.h"
 
 namespace hearsay {
 namespace {
@@ -26,34 +25,10 @@ constexpr double kHitBound = 0.03 + 0.03 + 0.02;  // and hearsay's host-stall sp
 // One demo run with --twin on the bed: "" if every policy's twin is within the bounds, else what
 // missed.
 std::string RunOnce(const std::string& delay_ms) {
-  clitest::HearsayRun run({"demo", "--twin", "--json", "--netns", "--link-delay-ms", delay_ms,
-                           "--policies", "hearsay,paper", "--requests", "160"});
-  if (!run.started()) return "the demo did not start";
-  if (!run.process().Wait(200s).ok()) return "the demo did not finish: " + run.output();
-  if (run.process().exit_code() != 0) return "the demo failed: " + run.output();
-  if (!run.Children().empty()) return "hearsay node processes left behind";
-  const nlohmann::json j =
-      nlohmann::json::parse(clitest::JsonTail(run.output(), '['), nullptr, false);
-  if (!j.is_array() || j.size() != 2) return "not two policies: " + run.output();
-  std::string misses;
-  for (const nlohmann::json& row : j) {
-    if (!row.contains("twin_mean_ttft_ms") || !row.contains("twin_hit_rate") ||
-        row["failed"] != 0) {
-      return "a row without the twin's figures or with failures: " + row.dump();
-    }
-    const double mean = row["mean_ttft_ms"].get<double>();
-    const double error = std::abs(row["twin_mean_ttft_ms"].get<double>() - mean) / mean;
-    const double hit_error =
-        std::abs(row["twin_hit_rate"].get<double>() - row["hit_rate"].get<double>());
-    std::printf(
-        "%s ms: %-8s mean TTFT %.1f ms, twin %.1f ms (error %.1f%%); hit rate %.3f, "
-        "twin %.3f\n",
-        delay_ms.c_str(), row["policy"].get<std::string>().c_str(), mean,
-        row["twin_mean_ttft_ms"].get<double>(), 100 * error, row["hit_rate"].get<double>(),
-        row["twin_hit_rate"].get<double>());
-    if (error > kMeanBound || hit_error > kHitBound) misses += row.dump() + "\n";
-  }
-  return misses;
+  return clitest::TwinMisses(
+      {"demo", "--twin", "--json", "--netns", "--link-delay-ms", delay_ms, "--policies",
+       "hearsay,paper", "--requests", "160"},
+      200s, 2, kMeanBound, [](const std::string&) { return kHitBound; }, delay_ms + " ms: ");
 }
 
 class TwinBedTest : public ::testing::TestWithParam<const char*> {};
