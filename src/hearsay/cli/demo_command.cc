@@ -19,6 +19,7 @@
 // parent-death signal for the case where the demo itself is killed with SIGKILL.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -84,6 +85,9 @@ struct DemoFlags {
   // --engine llama: the cost model the twin's engines run in place of llama-server (a preset or
   // the coefficients `hearsay calibrate` prints); empty = twin::kLlamaTwinCostModel.
   std::string twin_engine_preset;
+  // --engine llama: the cores the twin's engines share, as the llama-servers share this machine's;
+  // < 0 = this machine's (std::thread::hardware_concurrency), 0 = a machine each.
+  double twin_host_cores = -1;
   // `hearsay node` flags every node also runs with (split at whitespace); the twin reads them
   // from the nodes' command lines like every other setting.
   std::string node_args;
@@ -294,7 +298,13 @@ Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalCluster
   }
   HEARSAY_ASSIGN_OR_RETURN(std::vector<net::DaemonConfig> nodes, twin::LocalClusterNodeConfigs(co));
   std::optional<twin::TwinUpstream> upstream;
-  if (f.engine == "llama") upstream = twin::LlamaDemoUpstream(f.twin_engine_preset);
+  if (f.engine == "llama") {
+    const double cores =
+        f.twin_host_cores >= 0
+            ? f.twin_host_cores
+            : static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+    upstream = twin::LlamaDemoUpstream(f.twin_engine_preset, cores);
+  }
   return twin::TwinSimConfig(nodes, spec, TwinNetworkOf(f), upstream);
 }
 
@@ -631,6 +641,10 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--twin-engine-preset", f->twin_engine_preset,
                   "--twin with --engine llama: the cost model the twin's engines run, a preset or "
                   "the coefficients `hearsay calibrate` prints (default: llama-tiny-cpu)");
+  cmd->add_option("--twin-host-cores", f->twin_host_cores,
+                  "--twin with --engine llama: the cores the twin's engines share, as the "
+                  "llama-servers share this machine's (default: this machine's; 0: one each)")
+      ->check(CLI::Range(0.0, 4096.0));
   cmd->add_flag("--netns", f->netns,
                 "Run every node in its own network namespace on a bridge (needs root, ip, tc, "
                 "nft; docs/testbed.md) instead of on loopback");

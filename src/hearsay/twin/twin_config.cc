@@ -66,6 +66,9 @@ Status CheckSimulable(const net::DaemonConfig& node, const std::optional<TwinUps
       upstream->engine_tokens_per_node_token <= 0) {
     return InvalidArgumentError("the twin's engine tokens per node token must be finite and > 0");
   }
+  if (!std::isfinite(upstream->host_cores) || upstream->host_cores < 0) {
+    return InvalidArgumentError("the twin's host cores must be finite and >= 0");
+  }
   Result<engine::CostModel> cost = engine::CostModel::FromPreset(upstream->cost_model);
   if (!cost.ok())
     return InvalidArgumentError("the twin's upstream engine: " + cost.status().message());
@@ -90,8 +93,9 @@ Status CheckWorkload(const loadgen::WorkloadSpec& w) {
 
 }  // namespace
 
-TwinUpstream LlamaDemoUpstream(const std::string& cost_model) {
+TwinUpstream LlamaDemoUpstream(const std::string& cost_model, double host_cores) {
   TwinUpstream u;
+  u.host_cores = host_cores;
   u.cost_model = cost_model.empty() ? kLlamaTwinCostModel : cost_model;
   u.engine_tokens_per_node_token = kLlamaTokensPerNodeToken;
   u.max_running = launch::kLlamaDemoSlots;
@@ -187,6 +191,7 @@ Result<sim::SimConfig> TwinSimConfig(const std::vector<net::DaemonConfig>& nodes
         1, static_cast<uint64_t>(std::llround(static_cast<double>(node.capacity_tokens) /
                                               upstream->engine_tokens_per_node_token)));
     c.max_running = upstream->max_running;
+    c.host_cores = upstream->host_cores;
   }
   // The model the nodes serve: the daemon keys every prompt in its model's cache namespace, whose
   // block heads the chain and takes the first landmark (docs/twin.md).
@@ -228,6 +233,7 @@ std::string SimCommandLine(const sim::SimConfig& c) {
       << c.zipf << " --entry " << c.entry << " --clients " << c.entry_clients << " --seed "
       << c.seed << " --delay-ms " << c.delay_ms;
   if (c.max_running != 0) out << " --max-running " << c.max_running;
+  if (c.host_cores != 0) out << " --host-cores " << c.host_cores;
   if (c.delay_jitter != sim::SimConfig{}.delay_jitter) out << " --delay-jitter " << c.delay_jitter;
   if (!c.model.empty()) out << " --model " << c.model;
   if (c.cluster_seed != 0) out << " --cluster-seed " << c.cluster_seed;

@@ -56,6 +56,9 @@ struct TwinUpstream {
   double engine_tokens_per_node_token = 1;
   // Requests the engine runs at once (llama-server's slots); 0 = the simulated engine's default.
   uint32_t max_running = 0;
+  // Cores of the one host all the engines share (CPU engines on the demo's machine); 0 = a
+  // machine each (sim::SimConfig::host_cores).
+  double host_cores = 0;
 };
 
 // The llama demo's servers (`hearsay demo --engine llama`, launch::LlamaDemoServerOptions) for the
@@ -64,10 +67,11 @@ struct TwinUpstream {
 // node tokens), so the 16,384 llama tokens of a server's cache hold 7,282 node tokens; the cost
 // model is the one fitted to the demo's own measured prefill times, per node token
 // (engine/cost_model.cc), unless `cost_model` names another (say what `hearsay calibrate`
-// printed for one of the servers).
+// printed for one of the servers). The servers run on one host of `host_cores` cores (the
+// demo's machine; 0 = a machine each), one thread each.
 inline constexpr double kLlamaTokensPerNodeToken = 2.25;
 inline constexpr const char* kLlamaTwinCostModel = "llama-tiny-cpu";
-TwinUpstream LlamaDemoUpstream(const std::string& cost_model = "");
+TwinUpstream LlamaDemoUpstream(const std::string& cost_model = "", double host_cores = 0);
 
 // The configuration a `hearsay node` command line gives its node: everything before the `node`
 // word is skipped (an exec prefix, the binary), `--config FILE` is loaded first and every other
