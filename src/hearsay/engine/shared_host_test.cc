@@ -27,7 +27,8 @@ struct Host {
   // Prefills 1,000 tokens on engine i at `at_ms`.
   void Prefill(size_t i, double at_ms) {
     sched.RunAfter(FromMillis(at_ms), [this, i] {
-      ASSERT_TRUE(engines_[i]->Submit(Req(i + 1, Tokens(static_cast<uint32_t>(i), 1000)), &rec).ok());
+      ASSERT_TRUE(
+          engines_[i]->Submit(Req(i + 1, Tokens(static_cast<uint32_t>(i), 1000)), &rec).ok());
     });
   }
   double FirstMs(size_t i) const { return ToMillis(rec.at(i + 1).first_at - TimePoint{}); }
@@ -70,9 +71,8 @@ TEST(SharedHostTest, AnIterationSpeedsUpWhenAnotherEnds) {
   EXPECT_NEAR(h.FirstMs(0), 10 + 2 * (kAloneMs - 10), 1e-6);
   EXPECT_NEAR(h.FirstMs(1), 10 + 2 * (kAloneMs - 10) + 10, 1e-6);
   // The engines measure the speed they got: engine 1's prefill took 63.5 ms for 36.75 ms of work.
-  EXPECT_GT(h.engines_[1]->Load().prefill_ms_per_token, CostModel(SimEngineOptions{}.cost)
-                                                            .params()
-                                                            .a_ms_per_token);
+  EXPECT_GT(h.engines_[1]->Load().prefill_ms_per_token,
+            CostModel(SimEngineOptions{}.cost).params().a_ms_per_token);
 }
 
 TEST(SharedHostTest, AnEngineGoneMidIterationLeavesTheHost) {

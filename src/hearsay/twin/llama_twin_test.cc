@@ -63,7 +63,8 @@ TEST(LlamaTwinTest, TheServersAreModelledInNodeTokensWithTheirSlots) {
     EXPECT_EQ(n.tokenizer, "bytes");
   }
 
-  Result<sim::SimConfig> c = LlamaTwin(cluster, LlamaDemoUpstream());
+  // The four servers share the demo machine's cores (say two).
+  Result<sim::SimConfig> c = LlamaTwin(cluster, LlamaDemoUpstream("", 2));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->nodes, 4);
   EXPECT_EQ(c->policy, "paper");
@@ -71,6 +72,7 @@ TEST(LlamaTwinTest, TheServersAreModelledInNodeTokensWithTheirSlots) {
   // 16,384 llama tokens hold 7,282 node tokens (2.25 llama tokens per node token).
   EXPECT_EQ(c->capacity_tokens, 7282u);
   EXPECT_EQ(c->max_running, static_cast<uint32_t>(servers.slots));
+  EXPECT_EQ(c->host_cores, 2.0);
   EXPECT_EQ(c->block_tokens, nodes->front().block_size);
   EXPECT_EQ(c->model, nodes->front().model);
   EXPECT_EQ(c->requests, 120u);
@@ -81,8 +83,9 @@ TEST(LlamaTwinTest, TheServersAreModelledInNodeTokensWithTheirSlots) {
 
   // The printed command reproduces it, slots included.
   const std::string cmd = SimCommandLine(*c);
-  for (const char* part : {"--engine-preset llama-tiny-cpu", "--capacity-tokens 7282",
-                           "--max-running 4", "--rate 2", "--requests 120", "--seed 3"}) {
+  for (const char* part :
+       {"--engine-preset llama-tiny-cpu", "--capacity-tokens 7282", "--max-running 4",
+        "--host-cores 2", "--rate 2", "--requests 120", "--seed 3"}) {
     EXPECT_NE(cmd.find(part), std::string::npos) << part << " not in " << cmd;
   }
 }
@@ -120,6 +123,9 @@ TEST(LlamaTwinTest, WhatTheTwinCannotKnowOfAnUpstreamIsRefused) {
             StatusCode::kUnimplemented);
   TwinUpstream bad = LlamaDemoUpstream();
   bad.engine_tokens_per_node_token = 0;
+  EXPECT_EQ(LlamaTwin(LlamaDemoCluster(4, "hearsay"), bad).status().code(),
+            StatusCode::kInvalidArgument);
+  bad = LlamaDemoUpstream("", -1);
   EXPECT_EQ(LlamaTwin(LlamaDemoCluster(4, "hearsay"), bad).status().code(),
             StatusCode::kInvalidArgument);
 }
