@@ -292,9 +292,10 @@ twin::TwinNetwork TwinNetworkOf(const DemoFlags& f) {
 // and for llama-servers what the demo knows of them.
 Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalClusterOptions& co,
                                   const loadgen::WorkloadSpec& spec) {
-  if (f.engine != "llama" && !f.twin_engine_preset.empty()) {
+  if (f.engine != "llama" && (!f.twin_engine_preset.empty() || f.twin_host_cores >= 0)) {
     return InvalidArgumentError(
-        "--twin-engine-preset is for --engine llama (the sim engine's preset is the nodes')");
+        "--twin-engine-preset and --twin-host-cores are for --engine llama (the sim engines' "
+        "speed is the nodes' preset, each on a machine of its own)");
   }
   HEARSAY_ASSIGN_OR_RETURN(std::vector<net::DaemonConfig> nodes, twin::LocalClusterNodeConfigs(co));
   std::optional<twin::TwinUpstream> upstream;
