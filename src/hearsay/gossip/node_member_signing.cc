@@ -81,6 +81,9 @@ bool Node::VerifySelfStatement(MemberRec* m, const MemberUpdate& u) {
   } else if (config_.key_source != nullptr) {
     // A member's new life: only the key it states over a link its certificate authenticates.
     if (!same_life) key = config_.key_source->ConfirmedKey(u.id, u.generation, u.api_address);
+    if (key.size() == kSigningPublicKeyBytes && !u.signing_key.empty() && u.signing_key != key) {
+      ++counters_.signing_key_conflicts;
+    }
   } else {
     key = u.signing_key;  // first sight of this life: the key it announces is bound
   }

@@ -34,7 +34,9 @@ std::unique_ptr<Cluster> Settled(int n, uint64_t seed, SignatureMode mode) {
   c->Run(4s);
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
-      if (i != j) EXPECT_TRUE(c->Sees(i, j, MemberState::kAlive)) << i << " sees " << j;
+      if (i != j) {
+        EXPECT_TRUE(c->Sees(i, j, MemberState::kAlive)) << i << " sees " << j;
+      }
     }
   }
   return c;
