@@ -89,8 +89,9 @@ endfunction()
 # A test binary of several files is also a unity build: its files are compiled
 # HEARSAY_TEST_UNITY_BATCH_SIZE at a time as one translation unit, so gtest and the project's
 # headers are parsed once per batch, not once per file. The files of one test binary therefore
-# share one namespace: helpers in their anonymous namespaces need distinct names (a clash is a
-# compile error, never a silent change). HEARSAY_UNITY_TESTS=OFF compiles each file on its own.
+# share one namespace: helpers in their anonymous namespaces need distinct names, or the file
+# keeps them in a namespace named after it (docs/architecture.md#build-layout).
+# HEARSAY_UNITY_TESTS=OFF compiles each file on its own.
 set(HEARSAY_TEST_COMPILE_OPTIONS -O0 CACHE STRING "Compile options for test code")
 option(HEARSAY_UNITY_TESTS "Compile the files of each test binary in unity batches" ON)
 set(HEARSAY_TEST_UNITY_BATCH_SIZE 8 CACHE STRING "Test files per unity translation unit")
