@@ -10,7 +10,7 @@
 #include "hearsay/gossip/node_test_util.h"
 #include "hearsay/gossip/state_signing.h"
 
-namespace hearsay::gossip {
+namespace hearsay::gossip::node_member_signing_test {
 namespace {
 
 Config WithSignatures(SignatureMode mode) {
@@ -273,4 +273,4 @@ TEST(NodeMemberSigningTest, UnsignedModeTakesHeadersAsBeforeAndSignedModeDoesNot
 }
 
 }  // namespace
-}  // namespace hearsay::gossip
+}  // namespace hearsay::gossip::node_member_signing_test
