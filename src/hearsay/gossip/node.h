@@ -344,6 +344,9 @@ class Node final : public MessageSink {
   void OnSyn(const Address& from, const Message& m);
   void HandleHeader(const Address& from, const Header& h);
   void Send(const Address& to, Message m, const NodeId& prefer_update = {});
+  // Asks `from` for its member list (a push-pull with our own "alive"), at most once per
+  // join_retry_interval: for members we learned of only by name.
+  void PullMemberList(const Address& from, TimePoint now);
   Message NewMessage(MsgType type) const;
   std::vector<MemberRec*> RandomLive(size_t k, const NodeId& exclude);
   // Live members (kAlive or kSuspect) in id order, rebuilt only after liveness changed.

@@ -76,15 +76,7 @@ void Node::HandleHeader(const Address& from, const Header& h) {
     // for its member list (its own statement first), as for a member named only in a digest
     // (rate-limited): at N = 100 and 50% loss, learning members from the piggybacked signed
     // statements alone made the join take over 5 s.
-    const TimePoint now = scheduler_.clock().Now();
-    if (now - last_discovery_pull_ >= config_.join_retry_interval) {
-      last_discovery_pull_ = now;
-      ++counters_.discovery_pulls;
-      Message m = NewMessage(MsgType::kPushPull);
-      m.reply_wanted = true;
-      m.members.push_back(SelfUpdate(MemberState::kAlive));
-      Send(from, std::move(m));
-    }
+    PullMemberList(from, scheduler_.clock().Now());
     return;
   }
   if (it == members_.end() || it->second.generation != h.generation) return;
