@@ -141,6 +141,13 @@ const std::vector<Setting>& Table() {
         "llama.cpp: when /slots shows every slot busy, add the soonest slot's remaining decode "
         "to the queue wait the node reports and prices"},
        &C::upstream_slot_wait},
+      {{"engine.upstream_prefix_hold_tokens", "upstream-prefix-hold-tokens", K::kUInt,
+        "llama.cpp: hold a request sharing at least this many prompt tokens with one in flight "
+        "there until that one ends, so it reuses the prefix instead of computing it beside it "
+        "(at most the prefix's prefill time); 0: never hold"},
+       &C::upstream_prefix_hold_tokens,
+       0,
+       uint64_t{1} << 24},
       {{"engine.upstream_queue_poll_ms", "upstream-queue-poll-ms", K::kUInt,
         "period of GET /metrics (llamacpp with --metrics, vllm, sglang) and llama.cpp's "
         "GET /slots for the engine's own queue; 0: count only the node's own requests"},

@@ -63,6 +63,9 @@ struct DaemonConfig {
   std::string upstream_model;                 // model name sent upstream (default: the client's)
   bool upstream_slots_authoritative = false;  // llama.cpp /slots lists the whole cache
   bool upstream_slot_wait = false;  // price the wait for a slot when llama.cpp's are all busy
+  // llama.cpp: hold a request sharing this many tokens with one in flight until that one ends
+  // (upstream::OpenAiEngineOptions::prefix_hold_tokens); 0 off.
+  uint64_t upstream_prefix_hold_tokens = 256;
   uint64_t upstream_queue_poll_ms = 1000;  // period of GET /metrics for the engine's queue; 0 off
   // Period of GET /v1/models for what the engine serves; 0: only until the first good read.
   uint64_t upstream_models_poll_ms = 10000;

@@ -22,6 +22,7 @@ constexpr EngineEntryKey kEntryKeys[] = {
     {"upstream_slots_authoritative", "upstream-slots-authoritative"},
     {"upstream_queue_poll_ms", "upstream-queue-poll-ms"},
     {"upstream_slot_wait", "upstream-slot-wait"},
+    {"upstream_prefix_hold_tokens", "upstream-prefix-hold-tokens"},
     {"upstream_models_poll_ms", "upstream-models-poll-ms"},
     {"upstream_first_token_timeout_ms", "upstream-first-token-timeout-ms"},
     {"upstream_answer_timeout_ms", "upstream-answer-timeout-ms"},

@@ -40,6 +40,7 @@ Result<std::unique_ptr<engine::Engine>> MakeOneEngine(const DaemonConfig& config
     o.slots_authoritative = config.upstream_slots_authoritative;
     o.queue_poll_interval = std::chrono::milliseconds(config.upstream_queue_poll_ms);
     o.price_slot_wait = config.upstream_slot_wait;
+    o.prefix_hold_tokens = static_cast<uint32_t>(config.upstream_prefix_hold_tokens);
     o.models_poll_interval = std::chrono::milliseconds(config.upstream_models_poll_ms);
     o.keying = KeyingDescription(config);
     o.first_token_timeout = std::chrono::milliseconds(config.upstream_first_token_timeout_ms);

@@ -60,6 +60,12 @@ KeyingMetrics::KeyingMetrics(api::MetricsRegistry& r) {
   models_changes_.counter =
       &r.AddCounter("hearsay_upstream_models_changes_total",
                     "Reads of /v1/models that changed what the engine serves (the first included)");
+  const char* holds =
+      "Requests held until one in flight with their prefix ended (llama.cpp), by how they left";
+  prefix_holds_released_.counter =
+      &r.AddCounter("hearsay_upstream_prefix_holds_total", holds, {{"sent", "after_prefix"}});
+  prefix_holds_at_bound_.counter =
+      &r.AddCounter("hearsay_upstream_prefix_holds_total", holds, {{"sent", "at_bound"}});
   const char* queue =
       "Requests the engine reports on its /metrics page, else its busy /slots (0 without a fresh "
       "sample)";
@@ -99,6 +105,9 @@ void KeyingMetrics::Refresh(const PromptTokenizerStats& t, const upstream::OpenA
   models_polls_ok_.Sync(s.models_polls);
   models_polls_failed_.Sync(s.models_poll_failures);
   models_changes_.Sync(s.models_changes);
+  // Holds still out count in neither until they leave.
+  prefix_holds_at_bound_.Sync(s.prefix_holds_at_bound);
+  prefix_holds_released_.Sync(s.prefix_holds_released);
   const std::optional<upstream::EngineQueueSample> q = engine->engine_queue();
   engine_running_->Set(q ? q->running : 0);
   engine_waiting_->Set(q ? q->waiting : 0);

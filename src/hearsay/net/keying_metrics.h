@@ -39,6 +39,7 @@ class KeyingMetrics {
   Mirror overestimates_, underestimates_, stale_cut_, drift_alarms_;
   Mirror queue_polls_ok_, queue_polls_failed_;
   Mirror models_polls_ok_, models_polls_failed_, models_changes_;
+  Mirror prefix_holds_released_, prefix_holds_at_bound_;
   api::Gauge* drift_ratio_ = nullptr;
   api::Gauge* unreliable_ = nullptr;
   api::Gauge* window_estimated_over_ = nullptr;

@@ -129,6 +129,8 @@ class CacheTracker {
   size_t entries() const { return entries_.size(); }
   size_t pending_requests() const { return pending_.size(); }
   size_t block_tokens() const { return block_tokens_; }
+  // The keys of `prompt` in namespace `ns`, as Predict() keys it.
+  std::vector<prefix::BlockKey> Keys(std::span<const prefix::TokenId> prompt, uint64_t ns) const;
 
  private:
   struct Entry {
@@ -147,8 +149,6 @@ class CacheTracker {
     size_t estimate_blocks = 0;
   };
 
-  // The keys of `prompt` in namespace `ns`.
-  std::vector<prefix::BlockKey> Keys(std::span<const prefix::TokenId> prompt, uint64_t ns) const;
 
   // The entry holding exactly `keys` (created if needed), touched.
   uint64_t Upsert(const std::vector<prefix::BlockKey>& keys, const std::string& text);

@@ -56,6 +56,7 @@ OpenAiEngine::~OpenAiEngine() {
   if (tick_timer_ != kNoTimer) scheduler_.Cancel(tick_timer_);
   for (auto& [id, r] : live_) {
     if (r->first_token_timer != kNoTimer) scheduler_.Cancel(r->first_token_timer);
+    if (r->hold_timer != kNoTimer) scheduler_.Cancel(r->hold_timer);
     if (r->call) r->call->Cancel();
   }
   if (probe_call_) probe_call_->Cancel();
@@ -107,11 +108,12 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   r->prompt_len = static_cast<uint32_t>(request.prompt.size());
   r->submitted = scheduler_.clock().Now();
   r->streamed = stream;
+  r->order = next_order_++;
   Live& live = *r;
   live_.emplace(id, std::move(r));
   ++stats_.requests;
 
-  UpstreamHttpRequest http;
+  UpstreamHttpRequest& http = live.http;
   http.method = "POST";
   http.target = request.api_path;
   http.body = std::move(body).value();
@@ -121,20 +123,16 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
   const Duration deadline = stream ? options_.first_token_timeout : options_.answer_timeout;
   http.response_timeout = deadline + std::chrono::seconds(1);
   http.idle_timeout = options_.idle_timeout;
-  UpstreamCallbacks cb;
+  UpstreamCallbacks& cb = live.callbacks;
   cb.on_headers = [this, id](int status) { OnHeaders(id, status); };
   cb.on_body = [this, id](std::string_view chunk) { OnBody(id, chunk); };
   cb.on_done = [this, id](Status s) { OnDone(id, std::move(s)); };
-  // Sent first: what follows is needed only once the upstream answers (the transport never calls
-  // back inside Send), so it runs while the upstream works instead of before it starts.
-  live.call = transport_.Send(std::move(http), std::move(cb));
   // The prompt text only serves /slots reconciliation (llama.cpp); other upstreams skip the parse.
   const bool llamacpp = options_.flavor == UpstreamFlavor::kLlamaCpp;
-  live.estimate =
-      tracker_.Predict(id, request.prompt, llamacpp ? PromptText(request.api_body) : std::string(),
-                       live.submitted, request.cache_namespace);
-  uncached_per_request_.Add(
-      static_cast<double>(live.prompt_len - std::min<size_t>(live.estimate, live.prompt_len)));
+  if (llamacpp) live.prompt_text = PromptText(request.api_body);
+  live.prompt = std::move(request.prompt);
+  live.cache_namespace = request.cache_namespace;
+  // The deadline runs from here: a held request's wait counts against it.
   live.first_token_timer = scheduler_.RunAfter(deadline, [this, id, stream, deadline] {
     auto it = live_.find(id);
     if (it == live_.end()) return;
@@ -146,7 +144,21 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
                                std::to_string(static_cast<int64_t>(ToMillis(deadline))) + " ms"),
          true);
   });
+  if (!HoldIfShared(id, live)) Send(id);
   return OkStatus();
+}
+
+void OpenAiEngine::Send(RequestId id) {
+  Live& live = *live_.at(id);
+  live.held = false;
+  // Sent first: what follows is needed only once the upstream answers (the transport never calls
+  // back inside Send), so it runs while the upstream works instead of before it starts.
+  live.call = transport_.Send(std::move(live.http), std::move(live.callbacks));
+  live.estimate = tracker_.Predict(id, live.prompt, std::move(live.prompt_text),
+                                   scheduler_.clock().Now(), live.cache_namespace);
+  live.prompt = {};
+  uncached_per_request_.Add(
+      static_cast<double>(live.prompt_len - std::min<size_t>(live.estimate, live.prompt_len)));
 }
 
 bool OpenAiEngine::Cancel(RequestId id) {
@@ -163,11 +175,15 @@ void OpenAiEngine::Erase(RequestId id) {
   std::unique_ptr<Live> r = std::move(it->second);
   live_.erase(it);
   if (r->first_token_timer != kNoTimer) scheduler_.Cancel(r->first_token_timer);
+  if (r->hold_timer != kNoTimer) scheduler_.Cancel(r->hold_timer);
+  if (r->held) std::erase(held_, id);
   if (r->call) {
     r->call->Cancel();
     // We may be inside one of this call's callbacks: destroy it once that has returned.
     scheduler_.Post([call = std::shared_ptr<UpstreamCall>(std::move(r->call))] {});
   }
+  // It may have been what a held request waited for.
+  if (!held_.empty()) ReleaseHeld();
 }
 
 void OpenAiEngine::OnHeaders(RequestId id, int status) {

@@ -127,6 +127,10 @@ struct OpenAiEngineStats {
   uint64_t models_polls = 0;          // /v1/models pages read
   uint64_t models_poll_failures = 0;  // /v1/models unreachable, refused or unreadable
   uint64_t models_changes = 0;        // reads that changed what the engine serves
+  // Prefix holding (OpenAiEngineOptions::prefix_hold_tokens).
+  uint64_t prefix_holds = 0;           // requests held behind one in flight with their prefix
+  uint64_t prefix_holds_released = 0;  // ... sent once no earlier one in flight shared it
+  uint64_t prefix_holds_at_bound = 0;  // ... sent at the hold's bound, that one still in flight
 };
 
 // The engine's queue by its own count, as last read from its /metrics page (or its /slots page).
@@ -216,6 +220,17 @@ class OpenAiEngine final : public engine::Engine {
     bool done_seen = false;
     engine::Usage usage;  // upstream's counts as they arrive
     bool have_usage_prompt = false;
+    // Prefix holding (openai_engine_hold.cc): the order of submission, the prompt's block keys,
+    // and, while held, everything the send needs.
+    uint64_t order = 0;
+    std::vector<prefix::BlockKey> keys;
+    bool held = false;
+    TimerId hold_timer = kNoTimer;
+    UpstreamHttpRequest http;
+    UpstreamCallbacks callbacks;
+    std::vector<engine::TokenId> prompt;
+    std::string prompt_text;
+    uint64_t cache_namespace = 0;
   };
 
   OpenAiEngine(Scheduler& scheduler, UpstreamTransport& transport, prefix::BlockKeyer keyer,
@@ -237,6 +252,16 @@ class OpenAiEngine final : public engine::Engine {
   void Fail(engine::RequestId id, Status status, bool upstream_fault);
   void Finish(engine::RequestId id);
   void Erase(engine::RequestId id);
+  // Sends request `id` (held or new) upstream and records its cache prediction.
+  void Send(engine::RequestId id);
+
+  // Prefix holding (openai_engine_hold.cc; OpenAiEngineOptions::prefix_hold_tokens).
+  // True when `r` is held behind an earlier request in flight with its prefix (its timer set).
+  bool HoldIfShared(engine::RequestId id, Live& r);
+  // The most leading blocks `r` shares with a request submitted before it and still in flight.
+  size_t SharedWithEarlier(const Live& r) const;
+  // Sends every held request that no earlier request in flight shares a prefix with any more.
+  void ReleaseHeld();
 
   void RecordFailure(const std::string& reason);
   void RecordSuccess();
@@ -295,6 +320,9 @@ class OpenAiEngine final : public engine::Engine {
   OpenAiEngineOptions options_;
   CacheTracker tracker_;
   std::unordered_map<engine::RequestId, std::unique_ptr<Live>> live_;
+  uint64_t next_order_ = 0;
+  // Held requests, in the order they were submitted.
+  std::vector<engine::RequestId> held_;
   bool healthy_ = true;
   std::string unhealthy_reason_;
   uint32_t consecutive_failures_ = 0;

@@ -53,6 +53,9 @@ Status ValidateOpenAiEngineOptions(const OpenAiEngineOptions& o) {
       (o.reconcile_interval > Duration::zero() && o.reconcile_interval < milliseconds(10))) {
     return InvalidArgumentError("reconcile_interval must be 0 (off) or >= 10 ms");
   }
+  if (o.prefix_hold_max < Duration::zero()) {
+    return InvalidArgumentError("prefix_hold_max must be >= 0");
+  }
   if (Status s = ValidateDriftOptions(o.drift); !s.ok()) return s;
   if (o.max_error_body_bytes == 0) {
     return InvalidArgumentError("max_error_body_bytes must be >= 1");

@@ -65,6 +65,14 @@ struct OpenAiEngineOptions {
   // queue wait the node reports and prices. Off until measured on an idle machine (see
   // docs/engines.md).
   bool price_slot_wait = false;
+  // llama.cpp computes each slot's prompt on its own: a request sent while another with the same
+  // prefix is in flight there computes that prefix again, in another slot, beside it. A request
+  // sharing at least prefix_hold_tokens node tokens with one sent before it and still in flight
+  // is held until that one ends (its slot then holds the prefix and takes the request), for at
+  // most the shared prefix's prefill time at the measured speed (prefix_hold_max before the speed
+  // is measured, and never longer). 0 = never hold. llama.cpp only.
+  uint32_t prefix_hold_tokens = 0;
+  Duration prefix_hold_max = std::chrono::seconds(10);
   // Period of GET /v1/models, which says what the engine serves (served_models.h): read at start
   // and then periodically, so an engine restarted with another model or a newly loaded adapter
   // changes what the node advertises. 0 reads it only at start.
