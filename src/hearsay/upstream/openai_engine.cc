@@ -157,6 +157,7 @@ void OpenAiEngine::Send(RequestId id) {
   live.estimate = tracker_.Predict(id, live.prompt, std::move(live.prompt_text),
                                    scheduler_.clock().Now(), live.cache_namespace);
   live.prompt = {};
+  if (!live.inherits_base) live.base_tokens = live.estimate;
   uncached_per_request_.Add(
       static_cast<double>(live.prompt_len - std::min<size_t>(live.estimate, live.prompt_len)));
 }

@@ -221,9 +221,12 @@ class OpenAiEngine final : public engine::Engine {
     engine::Usage usage;  // upstream's counts as they arrive
     bool have_usage_prompt = false;
     // Prefix holding (openai_engine_hold.cc): the order of submission, the prompt's block keys,
-    // and, while held, everything the send needs.
+    // the leading tokens the engine held before this request (or the earlier one it waits for)
+    // started computing the rest, and, while held, everything the send needs.
     uint64_t order = 0;
     std::vector<prefix::BlockKey> keys;
+    size_t base_tokens = 0;
+    bool inherits_base = false;
     bool held = false;
     TimerId hold_timer = kNoTimer;
     UpstreamHttpRequest http;
@@ -258,8 +261,14 @@ class OpenAiEngine final : public engine::Engine {
   // Prefix holding (openai_engine_hold.cc; OpenAiEngineOptions::prefix_hold_tokens).
   // True when `r` is held behind an earlier request in flight with its prefix (its timer set).
   bool HoldIfShared(engine::RequestId id, Live& r);
-  // The most leading blocks `r` shares with a request submitted before it and still in flight.
-  size_t SharedWithEarlier(const Live& r) const;
+  // What `r` would reuse by waiting: the most leading tokens it shares with a request submitted
+  // before it and still in flight, beyond what the engine held before that one started
+  // computing; and that request's base_tokens.
+  struct Sharing {
+    size_t tokens = 0;
+    size_t base_tokens = 0;
+  };
+  Sharing SharedWithEarlier(const Live& r) const;
   // Sends every held request that no earlier request in flight shares a prefix with any more.
   void ReleaseHeld();
 

@@ -13,15 +13,19 @@ namespace hearsay::upstream {
 
 using engine::RequestId;
 
-size_t OpenAiEngine::SharedWithEarlier(const Live& r) const {
-  size_t most = 0;
+OpenAiEngine::Sharing OpenAiEngine::SharedWithEarlier(const Live& r) const {
+  Sharing best;
   for (const auto& [other_id, other] : live_) {
     if (other->order >= r.order || other->keys.empty()) continue;
-    const auto mismatch = std::mismatch(r.keys.begin(), r.keys.end(), other->keys.begin(),
-                                        other->keys.end());
-    most = std::max(most, static_cast<size_t>(mismatch.first - r.keys.begin()));
+    const auto mismatch =
+        std::mismatch(r.keys.begin(), r.keys.end(), other->keys.begin(), other->keys.end());
+    const size_t common =
+        static_cast<size_t>(mismatch.first - r.keys.begin()) * tracker_.block_tokens();
+    // A prefix the engine held before `other` came is in an idle slot (or its RAM cache) too.
+    const size_t reused = common > other->base_tokens ? common - other->base_tokens : 0;
+    if (reused > best.tokens) best = {reused, other->base_tokens};
   }
-  return most;
+  return best;
 }
 
 bool OpenAiEngine::HoldIfShared(RequestId id, Live& r) {
@@ -29,17 +33,20 @@ bool OpenAiEngine::HoldIfShared(RequestId id, Live& r) {
     return false;
   }
   r.keys = tracker_.Keys(r.prompt, r.cache_namespace);
-  const size_t shared_tokens = SharedWithEarlier(r) * tracker_.block_tokens();
-  if (shared_tokens == 0 || shared_tokens < options_.prefix_hold_tokens) return false;
+  const Sharing sharing = SharedWithEarlier(r);
+  if (sharing.tokens == 0 || sharing.tokens < options_.prefix_hold_tokens) return false;
   const double ms_per_token = prefill_speed_.value();
   const Duration bound =
-      ms_per_token > 0
-          ? std::min(options_.prefix_hold_max,
-                     FromMillis(ms_per_token * static_cast<double>(shared_tokens)))
-          : options_.prefix_hold_max;
+      ms_per_token > 0 ? std::min(options_.prefix_hold_max,
+                                  FromMillis(ms_per_token * static_cast<double>(sharing.tokens)))
+                       : options_.prefix_hold_max;
   r.held = true;
+  // The prefix past the base is computed by the request it waits for: the next one to share it
+  // waits for this one in turn.
+  r.base_tokens = sharing.base_tokens;
+  r.inherits_base = true;
   // What it expects once sent: Load() counts only the rest as prefill still to come.
-  r.estimate = shared_tokens;
+  r.estimate = sharing.base_tokens + sharing.tokens;
   held_.push_back(id);
   ++stats_.prefix_holds;
   r.hold_timer = scheduler_.RunAfter(bound, [this, id] {
@@ -60,7 +67,7 @@ void OpenAiEngine::ReleaseHeld() {
     auto it = live_.find(id);
     if (it == live_.end() || !it->second->held) continue;
     Live& r = *it->second;
-    if (SharedWithEarlier(r) * tracker_.block_tokens() >= options_.prefix_hold_tokens) continue;
+    if (SharedWithEarlier(r).tokens >= options_.prefix_hold_tokens) continue;
     if (r.hold_timer != kNoTimer) scheduler_.Cancel(r.hold_timer);
     r.hold_timer = kNoTimer;
     std::erase(held_, id);

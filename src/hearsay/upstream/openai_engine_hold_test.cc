@@ -105,6 +105,19 @@ TEST_F(PrefixHoldTest, TheBoundIsTheSharedPrefixsPrefillTimeOnceMeasured) {
   EXPECT_EQ(engine_->stats().prefix_holds_at_bound, 1u);
 }
 
+TEST_F(PrefixHoldTest, APrefixTheEngineHeldBeforeIsNoReasonToWait) {
+  MakeHolding();
+  ASSERT_TRUE(engine_->Submit(Req(1, 64), &rec_).ok());
+  Answer(0, 64, 0);  // the engine holds these 64 tokens now
+  ASSERT_TRUE(engine_->Submit(Req(2, 80), &rec_).ok());  // reuses the 64, computes 16
+  ASSERT_TRUE(engine_->Submit(Req(3, 80), &rec_).ok());  // would reuse 16 more by waiting
+  EXPECT_EQ(Sent(), 2u);
+  ASSERT_TRUE(engine_->Submit(Req(4, 120), &rec_).ok());  // 40 new past 2's
+  ASSERT_TRUE(engine_->Submit(Req(5, 120), &rec_).ok());  // would reuse 40 by waiting for 4
+  EXPECT_EQ(Sent(), 3u);
+  EXPECT_EQ(engine_->stats().prefix_holds, 1u);
+}
+
 TEST_F(PrefixHoldTest, NoHoldBelowTheThresholdForOtherFlavorsOrWhenOff) {
   MakeHolding(UpstreamFlavor::kLlamaCpp, /*hold_tokens=*/64);
   ASSERT_TRUE(engine_->Submit(Req(1, 64), &rec_).ok());

@@ -67,10 +67,11 @@ struct OpenAiEngineOptions {
   bool price_slot_wait = false;
   // llama.cpp computes each slot's prompt on its own: a request sent while another with the same
   // prefix is in flight there computes that prefix again, in another slot, beside it. A request
-  // sharing at least prefix_hold_tokens node tokens with one sent before it and still in flight
-  // is held until that one ends (its slot then holds the prefix and takes the request), for at
-  // most the shared prefix's prefill time at the measured speed (prefix_hold_max before the speed
-  // is measured, and never longer). 0 = never hold. llama.cpp only.
+  // sharing at least prefix_hold_tokens node tokens with one sent before it and still in flight,
+  // beyond what the engine held before that one came (a prefix cached before is in an idle slot
+  // too), is held until that one ends (its slot then holds the prefix and takes the request), for
+  // at most the shared part's prefill time at the measured speed (prefix_hold_max before the
+  // speed is measured, and never longer). 0 = never hold. llama.cpp only.
   uint32_t prefix_hold_tokens = 0;
   Duration prefix_hold_max = std::chrono::seconds(10);
   // Period of GET /v1/models, which says what the engine serves (served_models.h): read at start
