@@ -181,10 +181,12 @@ std::vector<std::string> NodeCommandLine(const LocalClusterOptions& options,
       i < options.node_exec_prefix.size() ? options.node_exec_prefix[i] : no_flags;
   argv.insert(argv.end(), {options.hearsay_binary, "node", "--http", info.http_address, "--gossip",
                            info.gossip_address, "--node-id", info.node_id});
-  // A common setting the node's own flags give again is left to them (the CLI refuses a flag
-  // given twice).
+  // A common setting the node's own flags or the extra flags give again is left to them (the CLI
+  // refuses a flag given twice).
   const auto common = [&](const char* flag, std::string value) {
     if (std::find(own.begin(), own.end(), flag) != own.end()) return;
+    const std::vector<std::string>& extra = options.extra_flags;
+    if (std::find(extra.begin(), extra.end(), flag) != extra.end()) return;
     argv.push_back(flag);
     argv.push_back(std::move(value));
   };
