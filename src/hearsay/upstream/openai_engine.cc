@@ -294,6 +294,7 @@ bool OpenAiEngine::EnsureFirstToken(RequestId id) {
     r.first_token_timer = kNoTimer;
   }
   RecordSuccess();
+  if (!held_.empty()) BoundHolds();
   const uint32_t prompt = r.have_usage_prompt ? r.usage.prompt_tokens : r.prompt_len;
   const uint32_t cached =
       r.evidence_applied ? r.usage.cached_tokens : static_cast<uint32_t>(r.estimate);

@@ -229,6 +229,8 @@ class OpenAiEngine final : public engine::Engine {
     bool inherits_base = false;
     bool held = false;
     TimerId hold_timer = kNoTimer;
+    // The hold's timer is the shared part's prefill time (the one ahead has its first token).
+    bool hold_bounded = false;
     UpstreamHttpRequest http;
     UpstreamCallbacks callbacks;
     std::vector<engine::TokenId> prompt;
@@ -267,10 +269,16 @@ class OpenAiEngine final : public engine::Engine {
   struct Sharing {
     size_t tokens = 0;
     size_t base_tokens = 0;
+    // That request has its first token: the prefix is computed, its slot still busy.
+    bool computed = false;
   };
   Sharing SharedWithEarlier(const Live& r) const;
   // Sends every held request that no earlier request in flight shares a prefix with any more.
   void ReleaseHeld();
+  // Bounds the holds of the held requests whose request ahead now has its first token.
+  void BoundHolds();
+  // (Re)sets held request `id`'s timer to send it `after` from now.
+  void SetHoldTimer(engine::RequestId id, Live& r, Duration after);
 
   void RecordFailure(const std::string& reason);
   void RecordSuccess();

@@ -3,8 +3,11 @@
 // llama.cpp gives each request a slot of its own and skips busy slots when it looks for the one
 // holding the longest prefix of a prompt, so two requests for one new prefix sent together both
 // compute it, side by side, each slowing the other. Held until the first ends, the second takes
-// its freed slot and computes only its own suffix. The bound keeps a hold from costing more than
-// it can save: past the shared prefix's prefill time, computing it again is faster than waiting.
+// its freed slot and computes only its own suffix. While the first computes the prefix, waiting
+// for it costs less than computing it beside it, so the hold lasts until the first has its first
+// token (prefix_hold_max at most: an engine that never answers). The slot stays busy after that
+// for the first's output, and waiting for it is worth no more than computing the prefix again:
+// from then on the hold lasts at most the shared part's prefill time at the measured speed.
 #include <algorithm>
 
 #include "hearsay/upstream/openai_engine.h"
@@ -23,7 +26,9 @@ OpenAiEngine::Sharing OpenAiEngine::SharedWithEarlier(const Live& r) const {
         static_cast<size_t>(mismatch.first - r.keys.begin()) * tracker_.block_tokens();
     // A prefix the engine held before `other` came is in an idle slot (or its RAM cache) too.
     const size_t reused = common > other->base_tokens ? common - other->base_tokens : 0;
-    if (reused > best.tokens) best = {reused, other->base_tokens};
+    if (reused > best.tokens) {
+      best = {reused, other->base_tokens, !other->held && other->first_sent};
+    }
   }
   return best;
 }
@@ -35,11 +40,6 @@ bool OpenAiEngine::HoldIfShared(RequestId id, Live& r) {
   r.keys = tracker_.Keys(r.prompt, r.cache_namespace);
   const Sharing sharing = SharedWithEarlier(r);
   if (sharing.tokens == 0 || sharing.tokens < options_.prefix_hold_tokens) return false;
-  const double ms_per_token = prefill_speed_.value();
-  const Duration bound =
-      ms_per_token > 0 ? std::min(options_.prefix_hold_max,
-                                  FromMillis(ms_per_token * static_cast<double>(sharing.tokens)))
-                       : options_.prefix_hold_max;
   r.held = true;
   // The prefix past the base is computed by the request it waits for: the next one to share it
   // waits for this one in turn.
@@ -49,7 +49,16 @@ bool OpenAiEngine::HoldIfShared(RequestId id, Live& r) {
   r.estimate = sharing.base_tokens + sharing.tokens;
   held_.push_back(id);
   ++stats_.prefix_holds;
-  r.hold_timer = scheduler_.RunAfter(bound, [this, id] {
+  SetHoldTimer(id, r, options_.prefix_hold_max);
+  // While the one ahead computes the prefix, waiting for it beats computing it beside it;
+  // once it has, the wait is for its slot, and worth no more than computing the prefix again.
+  if (sharing.computed) BoundHolds();
+  return true;
+}
+
+void OpenAiEngine::SetHoldTimer(RequestId id, Live& r, Duration after) {
+  if (r.hold_timer != kNoTimer) scheduler_.Cancel(r.hold_timer);
+  r.hold_timer = scheduler_.RunAfter(after, [this, id] {
     auto it = live_.find(id);
     if (it == live_.end() || !it->second->held) return;
     it->second->hold_timer = kNoTimer;
@@ -57,7 +66,20 @@ bool OpenAiEngine::HoldIfShared(RequestId id, Live& r) {
     std::erase(held_, id);
     Send(id);
   });
-  return true;
+}
+
+void OpenAiEngine::BoundHolds() {
+  const double ms_per_token = prefill_speed_.value();
+  for (const RequestId id : held_) {
+    Live& r = *live_.at(id);
+    if (r.hold_bounded) continue;
+    const Sharing sharing = SharedWithEarlier(r);
+    if (!sharing.computed) continue;
+    r.hold_bounded = true;
+    if (ms_per_token <= 0) continue;  // unmeasured: prefix_hold_max stays the bound
+    const Duration bound = FromMillis(ms_per_token * static_cast<double>(sharing.tokens));
+    if (bound < options_.prefix_hold_max) SetHoldTimer(id, r, bound);
+  }
 }
 
 void OpenAiEngine::ReleaseHeld() {

@@ -92,7 +92,7 @@ TEST_F(PrefixHoldTest, AHoldEndsAtItsBoundAndACancelledOneIsNeverSent) {
   EXPECT_EQ(Sent(), 0u);
 }
 
-TEST_F(PrefixHoldTest, TheBoundIsTheSharedPrefixsPrefillTimeOnceMeasured) {
+TEST_F(PrefixHoldTest, OnceTheOneAheadHasItsFirstTokenTheHoldIsWorthTheRecomputeAtMost) {
   MakeHolding();
   ASSERT_TRUE(engine_->Submit(Req(1, 64), &rec_).ok());
   Answer(0, 64, 0);  // 64 computed in 2.5 ms (Chunk's prompt_ms): about 0.04 ms a token
@@ -100,7 +100,15 @@ TEST_F(PrefixHoldTest, TheBoundIsTheSharedPrefixsPrefillTimeOnceMeasured) {
   ASSERT_TRUE(engine_->Submit(Req(2, 64, 500), &rec_).ok());
   ASSERT_TRUE(engine_->Submit(Req(3, 64, 500), &rec_).ok());
   EXPECT_EQ(Sent(), 1u);
-  sched_.RunFor(10ms);  // far less than prefix_hold_max
+  // While 2 computes the prefix, 3 waits for it, however long that takes (up to the cap).
+  sched_.RunFor(1s);
+  EXPECT_EQ(Sent(), 1u);
+  // 2 has its first token and goes on writing: its slot stays busy.
+  auto call = transport_.Open("/v1/completions").at(0);
+  call->Headers(200);
+  call->Body(Chunk("x", 0, 64));
+  EXPECT_EQ(Sent(), 1u);
+  sched_.RunFor(10ms);  // more than 64 tokens' prefill at the measured speed
   EXPECT_EQ(Sent(), 2u);
   EXPECT_EQ(engine_->stats().prefix_holds_at_bound, 1u);
 }

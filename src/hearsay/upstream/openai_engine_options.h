@@ -69,11 +69,12 @@ struct OpenAiEngineOptions {
   // prefix is in flight there computes that prefix again, in another slot, beside it. A request
   // sharing at least prefix_hold_tokens node tokens with one sent before it and still in flight,
   // beyond what the engine held before that one came (a prefix cached before is in an idle slot
-  // too), is held until that one ends (its slot then holds the prefix and takes the request), for
-  // at most the shared part's prefill time at the measured speed (prefix_hold_max before the
-  // speed is measured, and never longer). 0 = never hold. llama.cpp only.
+  // too), is held until that one ends (its slot then holds the prefix and takes the request):
+  // while it computes the prefix, for as long as that takes (prefix_hold_max at most); once it has
+  // its first token, for at most the shared part's prefill time at the measured speed (its slot
+  // stays busy while it writes). 0 = never hold. llama.cpp only.
   uint32_t prefix_hold_tokens = 0;
-  Duration prefix_hold_max = std::chrono::seconds(10);
+  Duration prefix_hold_max = std::chrono::seconds(20);
   // Period of GET /v1/models, which says what the engine serves (served_models.h): read at start
   // and then periodically, so an engine restarted with another model or a newly loaded adapter
   // changes what the node advertises. 0 reads it only at start.
