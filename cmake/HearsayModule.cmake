@@ -85,7 +85,22 @@ endfunction()
 # in the libraries, which keep the build's optimisation; unoptimised, a test file compiles in
 # about half the time (net/daemon_test.cc: 19.3 s at -O3 against 11.1 s with GCC, 27.0 s at -O1
 # against 13.9 s with clang and the sanitizers).
+#
+# A test binary of several files is also a unity build: its files are compiled
+# HEARSAY_TEST_UNITY_BATCH_SIZE at a time as one translation unit, so gtest and the project's
+# headers are parsed once per batch, not once per file. The files of one test binary therefore
+# share one namespace: helpers in their anonymous namespaces need distinct names, or the file
+# keeps them in a namespace named after it (docs/architecture.md#build-layout).
+# HEARSAY_UNITY_TESTS=OFF compiles each file on its own.
 set(HEARSAY_TEST_COMPILE_OPTIONS -O0 CACHE STRING "Compile options for test code")
+option(HEARSAY_UNITY_TESTS "Compile the files of each test binary in unity batches" ON)
+set(HEARSAY_TEST_UNITY_BATCH_SIZE 8 CACHE STRING "Test files per unity translation unit")
 function(hearsay_test_code target)
   target_compile_options(${target} PRIVATE ${HEARSAY_TEST_COMPILE_OPTIONS})
+  get_target_property(srcs ${target} SOURCES)
+  list(LENGTH srcs n)
+  if(HEARSAY_UNITY_TESTS AND n GREATER 1)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON
+                          UNITY_BUILD_BATCH_SIZE ${HEARSAY_TEST_UNITY_BATCH_SIZE})
+  endif()
 endfunction()

@@ -14,7 +14,7 @@
 #include "hearsay/testkit/fake_openai_upstream.h"
 #include "integration_env.h"
 
-namespace hearsay::integration {
+namespace hearsay::integration::multi_engine_test {
 namespace {
 
 using testkit::FakeOpenAiUpstream;
@@ -115,4 +115,4 @@ TEST_F(MultiEngineTest, AnEngineFailingReachesOnlyTheRequestsOfItsModel) {
 }
 
 }  // namespace
-}  // namespace hearsay::integration
+}  // namespace hearsay::integration::multi_engine_test

@@ -61,5 +61,19 @@ TEST(DemoCliTest, SigkillOfTheDemoTakesTheNodesDown) {
       << "nodes survived their parent";
 }
 
+// The twin's llama settings describe llama-servers: with the simulated engine they are refused
+// before any node starts.
+TEST(DemoCliTest, TheLlamaTwinsSettingsNeedTheLlamaEngine) {
+  for (const char* flag : {"--twin-host-cores", "--twin-engine-preset"}) {
+    clitest::HearsayRun run(
+        {"demo", "--twin", flag, std::string(flag) == "--twin-host-cores" ? "2" : "consumer"});
+    ASSERT_TRUE(run.started());
+    ASSERT_TRUE(run.process().Wait(30s).ok()) << run.output();
+    EXPECT_EQ(run.process().exit_code(), 1) << run.output();
+    EXPECT_NE(run.output().find("are for --engine llama"), std::string::npos) << run.output();
+    EXPECT_TRUE(run.Children().empty()) << run.output();
+  }
+}
+
 }  // namespace
 }  // namespace hearsay

@@ -10,7 +10,7 @@
 // fault ends. The figures are printed in "chaos:" lines, which docs/testbed.md quotes.
 #include "chaos_watch.h"
 
-namespace hearsay::integration {
+namespace hearsay::integration::chaos_degraded_test {
 namespace {
 
 constexpr size_t kNodes = 8;
@@ -117,4 +117,4 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
 }
 
 }  // namespace
-}  // namespace hearsay::integration
+}  // namespace hearsay::integration::chaos_degraded_test

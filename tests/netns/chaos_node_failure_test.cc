@@ -10,7 +10,7 @@
 
 #include "chaos_watch.h"
 
-namespace hearsay::integration {
+namespace hearsay::integration::chaos_node_failure_test {
 namespace {
 
 constexpr size_t kNodes = 6;
@@ -127,4 +127,4 @@ TEST(ChaosNodeFailureTest, GrayFailureSigstopThenSigcont) {
 }
 
 }  // namespace
-}  // namespace hearsay::integration
+}  // namespace hearsay::integration::chaos_node_failure_test

@@ -11,7 +11,7 @@
 // "chaos:" line, and docs/testbed.md quotes them.
 #include "chaos_watch.h"
 
-namespace hearsay::integration {
+namespace hearsay::integration::chaos_partition_test {
 namespace {
 
 constexpr size_t kNodes = 6;
@@ -91,9 +91,9 @@ TEST(ChaosPartitionTest, HalvesSplitAndHealWithoutLosingRequests) {
 }
 
 }  // namespace
-}  // namespace hearsay::integration
+}  // namespace hearsay::integration::chaos_partition_test
 
-namespace hearsay::integration {
+namespace hearsay::integration::chaos_partition_test {
 namespace {
 
 // A one-way partition: node-5 can receive but everything it sends to another node is dropped
@@ -157,4 +157,4 @@ TEST(ChaosPartitionTest, OneNodeThatCannotSendHealsWithoutLosingRequests) {
 }
 
 }  // namespace
-}  // namespace hearsay::integration
+}  // namespace hearsay::integration::chaos_partition_test

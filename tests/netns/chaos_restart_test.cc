@@ -8,7 +8,7 @@
 // in "chaos:" lines, which docs/testbed.md quotes).
 #include "chaos_watch.h"
 
-namespace hearsay::integration {
+namespace hearsay::integration::chaos_restart_test {
 namespace {
 
 constexpr size_t kNodes = 8;
@@ -119,4 +119,4 @@ TEST(ChaosRestartTest, RollingRestartOfEveryNodeLosesNoRequest) {
 }
 
 }  // namespace
-}  // namespace hearsay::integration
+}  // namespace hearsay::integration::chaos_restart_test

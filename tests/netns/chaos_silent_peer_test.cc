@@ -9,7 +9,7 @@
 
 #include "chaos_watch.h"
 
-namespace hearsay::integration {
+namespace hearsay::integration::chaos_silent_peer_test {
 namespace {
 
 constexpr size_t kNodes = 4;
@@ -101,4 +101,4 @@ TEST(ChaosSilentPeerTest, AForwardToAStoppedHolderIsRetriedAtItsDeadline) {
 }
 
 }  // namespace
-}  // namespace hearsay::integration
+}  // namespace hearsay::integration::chaos_silent_peer_test

@@ -12,7 +12,7 @@
 #include "hearsay/api/scanner_test_util.h"
 #include "hearsay/env/rng.h"
 
-namespace hearsay::api {
+namespace hearsay::api::request_scanner_test {
 namespace {
 
 constexpr Endpoint kCompl = Endpoint::kCompletions;
@@ -235,4 +235,4 @@ TEST(RequestScannerTest, AgreesWithTheTreeOnMutations) {
 }
 
 }  // namespace
-}  // namespace hearsay::api
+}  // namespace hearsay::api::request_scanner_test

@@ -12,7 +12,7 @@
 #include "hearsay/api/scanner_test_util.h"
 #include "hearsay/env/rng.h"
 
-namespace hearsay::api {
+namespace hearsay::api::stream_event_scanner_test {
 namespace {
 
 std::string Describe(const StreamEvent& e) {
@@ -146,4 +146,4 @@ TEST(StreamEventScannerTest, AgreesWithSaxOnMutations) {
 }
 
 }  // namespace
-}  // namespace hearsay::api
+}  // namespace hearsay::api::stream_event_scanner_test

@@ -19,6 +19,7 @@
 // parent-death signal for the case where the demo itself is killed with SIGKILL.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -81,6 +82,12 @@ struct DemoFlags {
   // < 0: the loopback's (twin::kLoopbackOneWayDelayMs), or on the bed its delay plus that.
   double twin_delay_ms = -1;
   std::string twin_records;
+  // --engine llama: the cost model the twin's engines run in place of llama-server (a preset or
+  // the coefficients `hearsay calibrate` prints); empty = twin::kLlamaTwinCostModel.
+  std::string twin_engine_preset;
+  // --engine llama: the cores the twin's engines share, as the llama-servers share this machine's;
+  // < 0 = this machine's (std::thread::hardware_concurrency), 0 = a machine each.
+  double twin_host_cores = -1;
   // `hearsay node` flags every node also runs with (split at whitespace); the twin reads them
   // from the nodes' command lines like every other setting.
   std::string node_args;
@@ -128,19 +135,10 @@ Result<std::string> SelfPath() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// llama: the host-memory prompt cache of each llama-server (MiB) and what it holds in tokens of
-// the demo's small model (4 KiB of KV per token).
-constexpr int kLlamaCacheRamMib = 64;
-constexpr uint64_t kLlamaCapacityTokens = 16384;
 // llama: defaults a CPU can serve. A first token is prefill of ~1,500 tokens on one core per
 // server (a second or more), so the sim's 12.5 req/s would only measure an ever-growing queue.
 constexpr double kLlamaRate = 2.0;
 constexpr uint64_t kLlamaRequests = 120;
-// llama: deadlines that fit the engine's real speed (as in tests/llama/llama_e2e_test.cc): a
-// peer's first token may take tens of seconds on a loaded machine, and is waited for rather than
-// abandoned mid-prefill and recomputed elsewhere.
-constexpr const char* kLlamaFirstTokenTimeoutMs = "120000";
-constexpr const char* kLlamaForwardTimeoutMs = "150000";
 constexpr auto kLlamaClientTimeout = std::chrono::seconds(180);
 
 // The engine part of the cluster's configuration: the one place that knows which engines the
@@ -153,12 +151,7 @@ Status EngineSetup(const DemoFlags& f, launch::LocalClusterOptions& o) {
   }
   if (f.engine == "llama") {
     // Each node's --upstream is added by RunPolicy once its llama-server runs.
-    o.capacity_tokens = kLlamaCapacityTokens;
-    o.engine = "openai";
-    o.extra_flags.insert(o.extra_flags.end(), {"--upstream-flavor", "llamacpp"});
-    o.extra_flags.insert(o.extra_flags.end(),
-                         {"--upstream-first-token-timeout-ms", kLlamaFirstTokenTimeoutMs,
-                          "--forward-timeout-ms", kLlamaForwardTimeoutMs});
+    launch::SetUpLlamaDemoNodes(o);
     return OkStatus();
   }
   return InvalidArgumentError("engine '" + f.engine +
@@ -295,11 +288,25 @@ twin::TwinNetwork TwinNetworkOf(const DemoFlags& f) {
   return network;
 }
 
-// The twin's run for a cluster started with `co` under `spec`: the very options the nodes ran.
+// The twin's run for a cluster started with `co` under `spec`: the very options the nodes ran,
+// and for llama-servers what the demo knows of them.
 Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalClusterOptions& co,
                                   const loadgen::WorkloadSpec& spec) {
+  if (f.engine != "llama" && (!f.twin_engine_preset.empty() || f.twin_host_cores >= 0)) {
+    return InvalidArgumentError(
+        "--twin-engine-preset and --twin-host-cores are for --engine llama (the sim engines' "
+        "speed is the nodes' preset, each on a machine of its own)");
+  }
   HEARSAY_ASSIGN_OR_RETURN(std::vector<net::DaemonConfig> nodes, twin::LocalClusterNodeConfigs(co));
-  return twin::TwinSimConfig(nodes, spec, TwinNetworkOf(f));
+  std::optional<twin::TwinUpstream> upstream;
+  if (f.engine == "llama") {
+    const double cores =
+        f.twin_host_cores >= 0
+            ? f.twin_host_cores
+            : static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+    upstream = twin::LlamaDemoUpstream(f.twin_engine_preset, cores);
+  }
+  return twin::TwinSimConfig(nodes, spec, TwinNetworkOf(f), upstream);
 }
 
 // A fresh bed of f.nodes namespaces, and `co` set to run node i in namespace i.
@@ -360,10 +367,8 @@ Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
   std::unique_ptr<launch::LlamaServers> llama;
   if (f.engine == "llama") {
     HEARSAY_ASSIGN_OR_RETURN(llama_dir, launch::TempDir::Create("hearsay-demo-llama"));
-    launch::LlamaServerOptions lo;
-    lo.servers = f.nodes;
-    lo.cache_ram_mib = kLlamaCacheRamMib;
-    lo.log_dir = llama_dir->path();
+    const launch::LlamaServerOptions lo =
+        launch::LlamaDemoServerOptions(f.nodes, llama_dir->path());
     if (tty) {
       std::fprintf(stderr, "\r  %-13s starting %zu llama-servers...", policy.c_str(), f.nodes);
     }
@@ -500,8 +505,9 @@ int RunDemo(const DemoFlags& f) {
         f.engine == "llama"
             ? "each in front of its own llama.cpp llama-server:\na small random-weight Llama, 1 "
               "thread, " +
-                  std::to_string(kLlamaCacheRamMib) +
-                  " MiB prompt cache = " + std::to_string(kLlamaCapacityTokens) + " KV tokens"
+                  std::to_string(launch::kLlamaDemoCacheRamMib) +
+                  " MiB prompt cache = " + std::to_string(launch::kLlamaDemoCapacityTokens) +
+                  " KV tokens"
             : "sim engine, preset " + f.engine_preset + ", " + std::to_string(f.capacity_tokens) +
                   " KV tokens each";
     const std::string where = f.netns
@@ -633,6 +639,13 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
                   "--twin: one-way delay between nodes the simulator assumes, ms (default: 0.1, "
                   "the loopback's; with --netns, --link-delay-ms plus that)")
       ->check(CLI::Range(0.0, 10'000.0));
+  cmd->add_option("--twin-engine-preset", f->twin_engine_preset,
+                  "--twin with --engine llama: the cost model the twin's engines run, a preset or "
+                  "the coefficients `hearsay calibrate` prints (default: llama-tiny-cpu)");
+  cmd->add_option("--twin-host-cores", f->twin_host_cores,
+                  "--twin with --engine llama: the cores the twin's engines share, as the "
+                  "llama-servers share this machine's (default: this machine's; 0: one each)")
+      ->check(CLI::Range(0.0, 4096.0));
   cmd->add_flag("--netns", f->netns,
                 "Run every node in its own network namespace on a bridge (needs root, ip, tc, "
                 "nft; docs/testbed.md) instead of on loopback");

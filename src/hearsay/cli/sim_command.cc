@@ -50,6 +50,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
                   "Arrival rate over the cluster, requests/s (replaces --rho when > 0)");
   cmd->add_option("--max-running", c.max_running,
                   "Most requests each engine runs at once (llama-server -np; 0: default 256)");
+  cmd->add_option("--host-cores", c.host_cores,
+                  "Cores of the one host all engines share (CPU engines); 0: a machine each")
+      ->capture_default_str();
   cmd->add_option("--requests", c.requests, "Requests to simulate")->capture_default_str();
   cmd->add_option("--capacity-tokens", c.capacity_tokens, "KV cache per engine, tokens")
       ->capture_default_str();

@@ -63,6 +63,8 @@ SimEngine::SimEngine(Scheduler& scheduler, const SimEngineOptions& options,
 
 SimEngine::~SimEngine() {
   if (timer_ != kNoTimer) scheduler_.Cancel(timer_);
+  timer_ = kNoTimer;
+  if (options_.host && busy_) options_.host->End(&seat_, scheduler_.clock().Now());
 }
 
 Status SimEngine::Submit(EngineRequest request, EngineObserver* observer) {
@@ -336,12 +338,23 @@ void SimEngine::StartIteration() {
   const Duration d = FromMillis(ms);
   iteration_ms_ = ToMillis(d);
   busy_ = true;
-  iteration_end_ = scheduler_.clock().Now() + d;
-  timer_ = scheduler_.RunAfter(d, [this] {
+  iteration_start_ = scheduler_.clock().Now();
+  if (options_.host) {
+    // The host sets (and moves) the end as other engines on it start and finish iterations.
+    options_.host->Begin(&seat_, iteration_ms_, iteration_start_);
+  } else {
+    ScheduleEnd(d);
+  }
+  Deliver();
+}
+
+void SimEngine::ScheduleEnd(Duration left) {
+  if (timer_ != kNoTimer) scheduler_.Cancel(timer_);
+  iteration_end_ = scheduler_.clock().Now() + left;
+  timer_ = scheduler_.RunAfter(left, [this] {
     timer_ = kNoTimer;
     FinishIteration();
   });
-  Deliver();
 }
 
 bool SimEngine::TryAdmit(uint32_t slot, uint32_t& budget) {
@@ -381,6 +394,12 @@ bool SimEngine::TryAdmit(uint32_t slot, uint32_t& budget) {
 void SimEngine::FinishIteration() {
   HEARSAY_CHECK(busy_);
   ++iterations_;
+  if (options_.host) {
+    // The iteration took what the shared host left it.
+    const TimePoint now = scheduler_.clock().Now();
+    options_.host->End(&seat_, now);
+    iteration_ms_ = ToMillis(now - iteration_start_);
+  }
   if (shape_.prefill_tokens > 0) {
     // The iteration's measured time, the share the model gives its prefill work (the rest is
     // the iteration overhead and the decode steps it carried), per prefill token.

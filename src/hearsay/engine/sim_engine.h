@@ -48,6 +48,7 @@
 #include "hearsay/common/status.h"
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/engine/engine.h"
+#include "hearsay/engine/shared_host.h"
 #include "hearsay/engine/speed_estimate.h"
 #include "hearsay/env/rng.h"
 #include "hearsay/env/scheduler.h"
@@ -74,6 +75,9 @@ struct SimEngineOptions {
   double jitter = 0;
   // Seeds the jitter draws.
   uint64_t seed = 1;
+  // The host's cores this engine shares with others (CPU engines on one machine): its
+  // iterations run at the shared rate (shared_host.h). Null: a machine of its own.
+  std::shared_ptr<SharedHost> host;
 };
 
 class SimEngine final : public Engine {
@@ -175,6 +179,8 @@ class SimEngine final : public Engine {
   void Wake();
   void StartIteration();
   void FinishIteration();
+  // The running iteration ends `left` from now (re-arms the timer).
+  void ScheduleEnd(Duration left);
   // Tries to admit the head of the queue within `budget`; false if it does not fit.
   bool TryAdmit(uint32_t slot, uint32_t& budget);
   // Drops a request's pins and reservation (its cached content stays, evictable).
@@ -224,6 +230,14 @@ class SimEngine final : public Engine {
   bool busy_ = false;
   uint64_t iterations_ = 0;
   double slowdown_ = 1;
+  // This engine's seat on options_.host: where the host tells it its iterations' new ends.
+  struct HostSeat final : SharedHost::Member {
+    explicit HostSeat(SimEngine* e) : engine(e) {}
+    void Reschedule(Duration left) override { engine->ScheduleEnd(left); }
+    SimEngine* engine;
+  };
+  HostSeat seat_{this};
+  TimePoint iteration_start_{};
   // Measured prefill ms per token: per iteration, its time x the model's prefill share of it /
   // its prefill tokens; the median of recent iterations (robust to outliers, follows a slowdown).
   // Load() reports the cost model's a_ms_per_token until the first sample.

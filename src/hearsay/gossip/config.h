@@ -106,6 +106,13 @@ struct Config {
   // key announced for each (member, generation). Set (the daemon does under mutual TLS): only the
   // key the source confirms is bound, and an announced key that differs is counted as a conflict.
   SigningKeySource* key_source = nullptr;
+  // With signatures, membership updates are signed too (member_statement.h), and a node checks
+  // at most this many of their signatures per message (more are dropped unchecked and counted;
+  // the rest reach it again from other members). Only an update that would change this node's
+  // view is checked. A datagram holds about ten signed updates; a push-pull lists every member
+  // once, so its budget is larger: 1,024 checks cost ~60 ms of CPU.
+  size_t member_verifications_per_message = 16;
+  size_t member_verifications_per_push_pull = 1024;
   // --- Load ---
   OverloadThresholds overload;
 };

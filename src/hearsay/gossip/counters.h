@@ -48,6 +48,17 @@ struct Counters {
   uint64_t signatures_made = 0;         // own state statements signed
   uint64_t signatures_verified = 0;     // signatures checked (valid or not)
   uint64_t commitment_updates = 0;      // elements added to or removed from state commitments
+  // Signed membership (member_statement.h): updates that would have changed this node's view,
+  // refused. Unverified: no signature, or no key for the member (or the accuser) it names;
+  // forged: the signature does not verify; capped: past the message's verification budget;
+  // ahead: an accusation of a generation or incarnation above the one known here (only the
+  // member's own signed statement can raise it).
+  uint64_t member_updates_unverified = 0;
+  uint64_t member_updates_forged = 0;
+  uint64_t member_updates_capped = 0;
+  uint64_t accusations_ahead = 0;
+  uint64_t member_signatures_made = 0;      // own membership statements and accusations signed
+  uint64_t member_signatures_verified = 0;  // membership signatures checked (in signatures_verified)
   // Membership.
   uint64_t probes = 0;
   uint64_t probe_failures = 0;

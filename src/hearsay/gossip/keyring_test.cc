@@ -8,7 +8,7 @@
 
 #include "hearsay/env/rng.h"
 
-namespace hearsay::gossip {
+namespace hearsay::gossip::keyring_test {
 namespace {
 
 ClusterKey KeyFromSeed(uint64_t seed) {
@@ -244,4 +244,4 @@ TEST(KeyringFileTest, ErrorsNameTheLine) {
 }
 
 }  // namespace
-}  // namespace hearsay::gossip
+}  // namespace hearsay::gossip::keyring_test

@@ -32,6 +32,7 @@
 // Thread-safety: none; everything runs on the core thread (OnMessage included).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -197,7 +198,15 @@ class Node final : public MessageSink {
     // Its public signing key for generation key_generation (the first one seen; empty: none).
     std::string signing_key;
     Generation key_generation = 0;
+    // With signatures (member_statement.h), what is relayed about it: its latest signed statement
+    // about itself applied here (alive or left), each accuser's signed accusation (in the order
+    // of `accusers`), and the death verdict this node signed.
+    std::optional<MemberUpdate> statement;
+    std::vector<MemberUpdate> accusations;
+    std::optional<MemberUpdate> verdict;
   };
+  // What a signing node makes of a membership update before applying it (node_member_signing.cc).
+  enum class Admission { kRefused, kNoChange, kVerified };
 
   enum class PendingKind { kProbe, kRetry, kRelay };
   struct Pending {
@@ -249,12 +258,14 @@ class Node final : public MessageSink {
   // Binds `key` to m's current generation unless one is bound already (then counts a conflict).
   void BindKey(MemberRec& m, const std::string& key);
   void ApplyAboutSelf(const MemberUpdate& u);
-  MemberUpdate SelfUpdate(MemberState state) const;
+  // This node's own statement (signed with signatures on).
+  MemberUpdate SelfUpdate(MemberState state);
   MemberUpdate UpdateOf(const MemberRec& m) const;
   static MemberView ViewOf(const MemberRec& m);
   void SetState(MemberRec& m, MemberState state);
-  void StartSuspicion(MemberRec& m, const NodeId& accuser);
-  void AddConfirmation(MemberRec& m, const NodeId& accuser);
+  // `accusation` names the accuser (and with signatures carries its signature, kept to relay).
+  void StartSuspicion(MemberRec& m, const MemberUpdate& accusation);
+  void AddConfirmation(MemberRec& m, const MemberUpdate& accusation);
   void RescheduleSuspicion(MemberRec& m);
   void SuspicionExpired(const NodeId& id, Generation generation, uint64_t incarnation);
   void NewStore(MemberRec& m);
@@ -287,6 +298,22 @@ class Node final : public MessageSink {
   bool ConfirmKey(MemberRec& m, const std::string* announced);
   // Publishes the own writes since the last signature, signed (every Config::sign_interval).
   void SignTick();
+  // Signed membership (node_member_signing.cc). Whether `u` would change what this node holds
+  // and, if so, whether it carries the valid signature of the member it is about (alive, left)
+  // or of the accuser it names (suspect, dead); within the message's verification budget.
+  Admission AdmitMemberUpdate(const MemberUpdate& u);
+  Admission AdmitAccusation(MemberRec& m, const MemberUpdate& u);
+  // `u`, a statement about itself by m (null: unknown member), verified under m's bound key for
+  // u's generation, else the key the source confirms, else (first sight) the key u announces.
+  bool VerifySelfStatement(MemberRec* m, const MemberUpdate& u);
+  // True if u.signature is `key`'s signature of u's statement (counted; spends the budget).
+  bool CheckMemberSignature(const std::string& key, const MemberUpdate& u);
+  // Signs u's statement with this node's key (64 zero bytes when modeled).
+  void SignMemberUpdate(MemberUpdate& u);
+  // This node's accusation of m's current incarnation (`state`: suspect or dead), signed.
+  MemberUpdate Accusation(const MemberRec& m, MemberState state);
+  // After `u` was verified and applied: keep it as what is relayed about its member.
+  void KeepStatement(const MemberUpdate& u);
   bool signing() const { return config_.signatures != SignatureMode::kOff; }
   // The own store peers are served from: the signed one with signatures, else the writer.
   const OriginStore& served_self() const { return published_ ? *published_ : *self_store_; }
@@ -317,6 +344,9 @@ class Node final : public MessageSink {
   void OnSyn(const Address& from, const Message& m);
   void HandleHeader(const Address& from, const Header& h);
   void Send(const Address& to, Message m, const NodeId& prefer_update = {});
+  // Asks `from` for its member list (a push-pull with our own "alive"), at most once per
+  // join_retry_interval: for members we learned of only by name.
+  void PullMemberList(const Address& from, TimePoint now);
   Message NewMessage(MsgType type) const;
   std::vector<MemberRec*> RandomLive(size_t k, const NodeId& exclude);
   // Live members (kAlive or kSuspect) in id order, rebuilt only after liveness changed.
@@ -378,6 +408,12 @@ class Node final : public MessageSink {
   uint64_t digest_count_ = 0;
   uint64_t last_syn_digest_hash_ = 0;  // digest_hash_ at the previous Syn
   bool stale_accusation_ = false;      // the message being handled accused an old incarnation of us
+  // Signatures of membership updates this node may still check for the message being handled
+  // (Config::member_verifications_per_message / _per_push_pull).
+  size_t verify_budget_ = 0;
+  // With signatures: this node's signed statements about itself, by state (re-signed when the
+  // incarnation changes).
+  std::array<std::optional<MemberUpdate>, 4> self_signed_;
   TimePoint last_discovery_pull_{};    // last push-pull asked for a member seen only in a digest
   LoadReport load_;
   uint64_t heartbeat_ = 0;

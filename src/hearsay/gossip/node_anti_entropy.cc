@@ -235,18 +235,23 @@ void Node::AnswerDigest(const Address& from, const NodeId& peer,
     reply.digest.push_back({e.id, e.generation, o.store->max_version()});
   }
   SendDeltas(from, std::move(reply), BuildDeltas(theirs, false));
-  if (names_unknown && now - last_discovery_pull_ >= config_.join_retry_interval) {
+  if (names_unknown) {
     // The peer replicates a member we have never heard of: the alive broadcasts of its join were
     // missed, and at N = 100 and 50% loss two members could stay unaware of each other for the
     // whole run (each learns of others mostly through the other's own messages, and push-pull
-    // comes every 15 s). Ask this peer for its member list now (rate-limited).
-    last_discovery_pull_ = now;
-    ++counters_.discovery_pulls;
-    Message m = NewMessage(MsgType::kPushPull);
-    m.reply_wanted = true;
-    m.members.push_back(SelfUpdate(MemberState::kAlive));
-    Send(from, std::move(m));
+    // comes every 15 s). Ask this peer for its member list now.
+    PullMemberList(from, now);
   }
+}
+
+void Node::PullMemberList(const Address& from, TimePoint now) {
+  if (now - last_discovery_pull_ < config_.join_retry_interval) return;
+  last_discovery_pull_ = now;
+  ++counters_.discovery_pulls;
+  Message m = NewMessage(MsgType::kPushPull);
+  m.reply_wanted = true;
+  m.members.push_back(SelfUpdate(MemberState::kAlive));
+  Send(from, std::move(m));
 }
 
 size_t Node::DatagramDeltaRoom() const {

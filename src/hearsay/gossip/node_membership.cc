@@ -14,14 +14,35 @@ using node_internal::kIdBefore;
 // ---------------------------------------------------------------------------------------------
 // Membership
 
-MemberUpdate Node::SelfUpdate(MemberState state) const {
+MemberUpdate Node::SelfUpdate(MemberState state) {
   MemberUpdate u{state, id_, address_, generation_, incarnation_, {}, config_.api_address};
   // The key travels with "alive" only: it is what a peer binds (other states need no key).
   if (state == MemberState::kAlive) u.signing_key = signing_public_key();
-  return u;
+  if (!signing()) return u;
+  // Signed once per incarnation: refutations, notices and push-pulls repeat it.
+  std::optional<MemberUpdate>& held = self_signed_[static_cast<size_t>(state)];
+  if (!held || held->incarnation != incarnation_) {
+    SignMemberUpdate(u);
+    held = std::move(u);
+  }
+  return *held;
 }
 
 MemberUpdate Node::UpdateOf(const MemberRec& m) const {
+  if (signing()) {
+    // Relay what its signers said, unchanged; without it, an unsigned update that peers apply
+    // only where it changes nothing.
+    if (m.state == MemberState::kSuspect && !m.accusations.empty()) return m.accusations.front();
+    if (m.state == MemberState::kDead && m.verdict) return *m.verdict;
+    if (m.statement && m.statement->state == m.state && m.statement->generation == m.generation &&
+        m.statement->incarnation == m.incarnation) {
+      MemberUpdate u = *m.statement;
+      if (m.state == MemberState::kAlive && m.key_generation == m.generation) {
+        u.signing_key = m.signing_key;
+      }
+      return u;
+    }
+  }
   MemberUpdate u{m.state, m.id, m.address, m.generation, m.incarnation, {}, m.api_address};
   if (m.state == MemberState::kSuspect && !m.accusers.empty()) u.accuser = m.accusers.front();
   if (m.state == MemberState::kAlive && m.key_generation == m.generation) {
@@ -31,7 +52,13 @@ MemberUpdate Node::UpdateOf(const MemberRec& m) const {
 }
 
 void Node::ApplyUpdate(const MemberUpdate& u) {
+  Admission admission = Admission::kNoChange;
+  if (signing()) {
+    admission = AdmitMemberUpdate(u);
+    if (admission == Admission::kRefused) return;
+  }
   ApplyMembership(u);
+  if (admission == Admission::kVerified) KeepStatement(u);
   if (u.signing_key.empty() || u.id == id_ || !signing()) return;
   auto it = members_.find(u.id);
   if (it == members_.end() || it->second.generation != u.generation) return;
@@ -95,17 +122,21 @@ void Node::SetState(MemberRec& m, MemberState state) {
     if (m.suspicion_timer != kNoTimer) scheduler_.Cancel(m.suspicion_timer);
     m.suspicion_timer = kNoTimer;
     m.accusers.clear();
+    m.accusations.clear();
   }
+  if (state != MemberState::kDead) m.verdict.reset();
   if (IsLive(state) && !m.store) NewStore(m);
   if (!IsLive(state)) DropStore(m);
   if (listener_ != nullptr && old != state) listener_->OnMemberChanged(m.id, m.generation, state);
 }
 
-void Node::StartSuspicion(MemberRec& m, const NodeId& accuser) {
+void Node::StartSuspicion(MemberRec& m, const MemberUpdate& accusation) {
   SetState(m, MemberState::kSuspect);
   m.suspect_start = scheduler_.clock().Now();
-  m.accusers.assign(1, accuser);
-  m.probed_as_suspect = accuser == id_;
+  m.accusers.assign(1, accusation.accuser);
+  m.accusations.clear();
+  if (signing()) m.accusations.push_back(accusation);
+  m.probed_as_suspect = accusation.accuser == id_;
   const double n = static_cast<double>(ClusterSize());
   if (!m.probed_as_suspect && n > config_.refute_fanout) {
     // Only about refute_fanout of the hearers probe it out of turn (as many as pass the
@@ -119,7 +150,8 @@ void Node::StartSuspicion(MemberRec& m, const NodeId& accuser) {
   RescheduleSuspicion(m);
 }
 
-void Node::AddConfirmation(MemberRec& m, const NodeId& accuser) {
+void Node::AddConfirmation(MemberRec& m, const MemberUpdate& accusation) {
+  const NodeId& accuser = accusation.accuser;
   if (accuser.empty()) return;
   if (std::find(m.accusers.begin(), m.accusers.end(), accuser) != m.accusers.end()) return;
   const SuspicionBounds b = ComputeSuspicionBounds(
@@ -127,6 +159,11 @@ void Node::AddConfirmation(MemberRec& m, const NodeId& accuser) {
   if (static_cast<int>(m.accusers.size()) > b.expected_confirmations) return;
   m.accusers.push_back(accuser);
   RescheduleSuspicion(m);
+  if (signing()) {
+    m.accusations.push_back(accusation);
+    Broadcast(accusation);
+    return;
+  }
   MemberUpdate u = UpdateOf(m);
   u.accuser = accuser;
   Broadcast(u);
@@ -152,15 +189,19 @@ void Node::SuspicionExpired(const NodeId& id, Generation generation, uint64_t in
       m.state != MemberState::kSuspect) {
     return;
   }
-  MemberUpdate u = UpdateOf(m);
-  u.state = MemberState::kDead;
-  u.accuser = id_;
+  const MemberUpdate u = Accusation(m, MemberState::kDead);
   SetState(m, MemberState::kDead);
+  if (signing()) m.verdict = u;
   Broadcast(u);
 }
 
 void Node::ApplyAboutSelf(const MemberUpdate& u) {
   if (left_ || u.generation != generation_) return;
+  // With signatures, only this node states its incarnations: a higher one is a lie that peers
+  // refuse (an "alive" fails its signature, an accusation is ahead of what they know), so it
+  // needs no refutation, and a refutation never takes its number from a liar (one naming the
+  // last incarnation would leave none above it).
+  if (signing() && u.incarnation > incarnation_) return;
   if (u.incarnation < incarnation_) {
     // Already refuted, but whoever passed this on may still hold the accusation: OnMessage
     // answers it directly.
@@ -169,7 +210,7 @@ void Node::ApplyAboutSelf(const MemberUpdate& u) {
   }
   if (u.state == MemberState::kAlive && u.incarnation == incarnation_) return;
   // Someone believes we are suspect, dead or gone (or knows a newer incarnation): refute.
-  incarnation_ = u.incarnation + 1;
+  incarnation_ = signing() ? incarnation_ + 1 : u.incarnation + 1;
   const MemberUpdate alive = SelfUpdate(MemberState::kAlive);
   Broadcast(alive);
   if (u.state != MemberState::kAlive) {
@@ -232,7 +273,7 @@ void Node::ApplyMembership(const MemberUpdate& u) {
     m.state = MemberState::kDead;  // report the new generation even if the state is the same
     SetState(m, target);
     if (IsLive(target) && !m.store) NewStore(m);
-    if (u.state == MemberState::kSuspect) StartSuspicion(m, u.accuser);
+    if (u.state == MemberState::kSuspect) StartSuspicion(m, u);
     Broadcast(u);
     return;
   }
@@ -253,7 +294,7 @@ void Node::ApplyMembership(const MemberUpdate& u) {
       if (u.incarnation < m.incarnation) {
         // An accusation of an older incarnation: too stale to start a suspicion, but it still
         // says another member failed to reach it, so it confirms one we already hold.
-        if (m.state == MemberState::kSuspect) AddConfirmation(m, u.accuser);
+        if (m.state == MemberState::kSuspect) AddConfirmation(m, u);
         return;
       }
       if (!IsLive(m.state)) {
@@ -263,7 +304,7 @@ void Node::ApplyMembership(const MemberUpdate& u) {
       }
       if (m.state == MemberState::kAlive || u.incarnation > m.incarnation) {
         m.incarnation = u.incarnation;
-        StartSuspicion(m, u.accuser);
+        StartSuspicion(m, u);
         Broadcast(u);
         // A few of those who hear an accusation pass it to the suspect directly.
         if (rng_.Bernoulli(static_cast<double>(config_.refute_fanout) /
@@ -271,12 +312,12 @@ void Node::ApplyMembership(const MemberUpdate& u) {
           SendNotice(m.address, u);
         }
       } else {
-        AddConfirmation(m, u.accuser);
+        AddConfirmation(m, u);
       }
       return;
     case MemberState::kDead:
       if (u.incarnation < m.incarnation) {
-        if (m.state == MemberState::kSuspect) AddConfirmation(m, u.accuser);
+        if (m.state == MemberState::kSuspect) AddConfirmation(m, u);
         return;
       }
       if (!IsLive(m.state)) return;
@@ -285,13 +326,13 @@ void Node::ApplyMembership(const MemberUpdate& u) {
       // on the other side of a partition that just healed) still has time to refute.
       if (m.state == MemberState::kAlive || u.incarnation > m.incarnation) {
         m.incarnation = u.incarnation;
-        StartSuspicion(m, u.accuser);
+        StartSuspicion(m, u);
         if (rng_.Bernoulli(static_cast<double>(config_.refute_fanout) /
                            static_cast<double>(ClusterSize()))) {
           SendNotice(m.address, u);
         }
       } else {
-        AddConfirmation(m, u.accuser);
+        AddConfirmation(m, u);
       }
       Broadcast(u);
       return;

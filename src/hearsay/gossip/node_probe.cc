@@ -187,10 +187,8 @@ void Node::ProbeEnd(uint64_t seq) {
       !IsLive(it->second.state)) {
     return;
   }
-  MemberUpdate u = UpdateOf(it->second);
-  u.state = MemberState::kSuspect;
-  u.accuser = id_;
-  ApplyUpdate(u);
+  const MemberUpdate u = Accusation(it->second, MemberState::kSuspect);
+  ApplyMembership(u);  // our own word: nothing to verify
   // Tell the suspect directly, twice, so it can refute before the accusation spreads far.
   for (int copy = 0; copy < 2; ++copy) SendNotice(it->second.address, u);
 }

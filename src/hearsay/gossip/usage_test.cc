@@ -10,7 +10,7 @@
 
 #include "hearsay/gossip/wire.h"
 
-namespace hearsay::gossip {
+namespace hearsay::gossip::usage_test {
 namespace {
 
 std::vector<TenantUsage> Sample() {
@@ -162,4 +162,4 @@ TEST(UsageTest, LimitsSeedDecodes) {
 }
 
 }  // namespace
-}  // namespace hearsay::gossip
+}  // namespace hearsay::gossip::usage_test

@@ -152,31 +152,51 @@ NodeId ReadId(ByteReader& r) {
   return id;
 }
 
+// A member update's first byte: its state in bits 0-1, then whether a signing key (bit 2) and a
+// signature (bit 3) follow the api address.
+constexpr uint8_t kUpdateStateMask = 0x03;
+constexpr uint8_t kUpdateKey = 0x04;
+constexpr uint8_t kUpdateSignature = 0x08;
+
 void PutUpdate(ByteWriter& w, const MemberUpdate& u) {
-  w.PutU8(static_cast<uint8_t>(u.state));
+  w.PutU8(static_cast<uint8_t>(static_cast<uint8_t>(u.state) |
+                               (u.signing_key.empty() ? 0 : kUpdateKey) |
+                               (u.signature ? kUpdateSignature : 0)));
   w.PutString(u.id);
   w.PutString(u.address);
   w.PutVarint(u.generation);
   w.PutVarint(u.incarnation);
   w.PutString(u.accuser);
   w.PutString(u.api_address);
-  w.PutString(u.signing_key);
+  if (!u.signing_key.empty()) {
+    w.PutRaw({reinterpret_cast<const uint8_t*>(u.signing_key.data()), u.signing_key.size()});
+  }
+  if (u.signature) w.PutRaw(*u.signature);
 }
 
 MemberUpdate ReadUpdate(ByteReader& r) {
   MemberUpdate u;
-  const uint8_t state = r.ReadU8();
-  if (state > static_cast<uint8_t>(MemberState::kLeft)) r.Fail("bad member state");
-  u.state = static_cast<MemberState>(state);
+  const uint8_t first = r.ReadU8();
+  if ((first & ~(kUpdateStateMask | kUpdateKey | kUpdateSignature)) != 0) {
+    r.Fail("bad member update flags");
+  }
+  u.state = static_cast<MemberState>(first & kUpdateStateMask);
   u.id = ReadId(r);
   u.address = r.ReadString(kMaxAddressBytes);
   u.generation = r.ReadVarint();
   u.incarnation = r.ReadVarint();
   u.accuser = r.ReadString(kMaxIdBytes);
   u.api_address = r.ReadString(kMaxAddressBytes);
-  u.signing_key = r.ReadString(kSigningKeyBytes);
-  if (!u.signing_key.empty() && u.signing_key.size() != kSigningKeyBytes) {
-    r.Fail("signing key of the wrong size");
+  if ((first & kUpdateKey) != 0) {
+    const std::span<const uint8_t> key = r.ReadRaw(kSigningKeyBytes);
+    if (r.ok()) u.signing_key.assign(reinterpret_cast<const char*>(key.data()), key.size());
+  }
+  if ((first & kUpdateSignature) != 0) {
+    const std::span<const uint8_t> sig = r.ReadRaw(64);
+    if (r.ok()) {
+      u.signature.emplace();
+      std::copy(sig.begin(), sig.end(), u.signature->begin());
+    }
   }
   return u;
 }
@@ -186,9 +206,9 @@ void PutUpdates(ByteWriter& w, const std::vector<MemberUpdate>& us) {
   for (const auto& u : us) PutUpdate(w, u);
 }
 
-// Smallest encoding of a MemberUpdate: state, 1-byte id, 3 empty/zero fields, empty accuser, api
-// address and signing key.
-constexpr size_t kMinUpdateBytes = 1 + 2 + 1 + 1 + 1 + 1 + 1 + 1;
+// Smallest encoding of a MemberUpdate: state, 1-byte id, 3 empty/zero fields, empty accuser and
+// api address.
+constexpr size_t kMinUpdateBytes = 1 + 2 + 1 + 1 + 1 + 1 + 1;
 
 std::vector<MemberUpdate> ReadUpdates(ByteReader& r) {
   std::vector<MemberUpdate> out;
@@ -406,7 +426,7 @@ static size_t StringSize(const std::string& s) { return VarintSize(s.size()) + s
 size_t EncodedSize(const MemberUpdate& u) {
   return 1 + StringSize(u.id) + StringSize(u.address) + VarintSize(u.generation) +
          VarintSize(u.incarnation) + StringSize(u.accuser) + StringSize(u.api_address) +
-         StringSize(u.signing_key);
+         u.signing_key.size() + (u.signature ? u.signature->size() : 0);
 }
 
 size_t EncodedSize(const DigestEntry& e) {

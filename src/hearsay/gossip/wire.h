@@ -49,6 +49,9 @@
 
 namespace hearsay::gossip {
 
+// Version 8: a member update's first byte holds its state (bits 0-1), whether its member's public
+// signing key follows (bit 2) and whether a signature follows (bit 3); the key (32 bytes) and the
+// signature (64 bytes) come raw after the api address (member_statement.h says what is signed).
 // Version 7: a delta may carry its origin's usage record (usage.h) and its origin's signature of
 // its state at the delta's to version (state_signing.h): the entry count varint is count * 8 plus 1
 // (a service record follows), 2 (a usage record follows it) and 4 (a 64-byte signature follows
@@ -61,7 +64,7 @@ namespace hearsay::gossip {
 // landmark stride. Version 2: run entries with a tag varint and 48-bit keys (version 1: flag byte,
 // 64-bit key, block index varint); block indices sent as index codes. docs/gossip.md, "Wire
 // format", describes the current layout.
-inline constexpr uint8_t kWireVersion = 7;
+inline constexpr uint8_t kWireVersion = 8;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;
@@ -109,6 +112,9 @@ struct MemberUpdate {
   // The member's Ed25519 public key for its signed state (state_signing.h): 32 bytes, or empty
   // (signatures off). Set by the member; a peer binds the first key it sees for (id, generation).
   std::string signing_key = {};
+  // With signatures (member_statement.h): for alive and left, the member's own signature of this
+  // statement about itself; for suspect and dead, the accuser's signature of its accusation.
+  std::optional<std::array<uint8_t, 64>> signature = std::nullopt;
   friend bool operator==(const MemberUpdate&, const MemberUpdate&) = default;
 };
 

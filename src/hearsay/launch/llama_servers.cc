@@ -36,6 +36,23 @@ Status EnsureLlamaSetup(const std::string& setup_script, const std::string& mode
                        "); logs in " + LlamaCacheDir());
 }
 
+LlamaServerOptions LlamaDemoServerOptions(size_t servers, const std::string& log_dir) {
+  LlamaServerOptions o;
+  o.servers = servers;
+  o.slots = kLlamaDemoSlots;
+  o.cache_ram_mib = kLlamaDemoCacheRamMib;
+  o.log_dir = log_dir;
+  return o;
+}
+
+void SetUpLlamaDemoNodes(LocalClusterOptions& o) {
+  o.capacity_tokens = kLlamaDemoCapacityTokens;
+  o.engine = "openai";
+  o.extra_flags.insert(o.extra_flags.end(),
+                       {"--upstream-flavor", "llamacpp", "--upstream-first-token-timeout-ms",
+                        "120000", "--forward-timeout-ms", "150000"});
+}
+
 Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptions& o) {
   if (o.servers == 0 || o.slots < 1 || o.context_per_slot < 64 || o.threads < 1 ||
       o.cache_ram_mib < 0 || o.log_dir.empty() || o.model_file.empty()) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,25 @@ struct LlamaServerOptions {
   std::string log_prefix = "llama-";
   std::chrono::milliseconds ready_timeout{120000};
 };
+
+// `hearsay demo --engine llama`: one llama-server per node, each with kLlamaDemoSlots slots and a
+// kLlamaDemoCacheRamMib prompt cache, which holds kLlamaDemoCapacityTokens tokens of the small
+// model (4 KiB of KV per token). The digital twin (twin/) models these servers from the same
+// constants.
+inline constexpr int kLlamaDemoSlots = 4;
+inline constexpr int kLlamaDemoCacheRamMib = 64;
+inline constexpr uint64_t kLlamaDemoCapacityTokens = 16384;
+
+// The llama demo's servers for `servers` nodes, logging to `log_dir`.
+LlamaServerOptions LlamaDemoServerOptions(size_t servers, const std::string& log_dir);
+
+struct LocalClusterOptions;
+// Sets `o` up as the llama demo's nodes: engine openai in front of llama.cpp (flavor llamacpp),
+// the servers' cache as each node's capacity (in llama tokens), and deadlines that fit a CPU
+// engine's real speed (as in tests/llama/llama_e2e_test.cc: a peer's first token may take tens of
+// seconds on a loaded machine, and is waited for rather than abandoned mid-prefill and recomputed
+// elsewhere). Each node's --upstream is for the caller to add once its server runs.
+void SetUpLlamaDemoNodes(LocalClusterOptions& o);
 
 class LlamaServers {
  public:

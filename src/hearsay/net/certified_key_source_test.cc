@@ -7,7 +7,7 @@
 
 #include <vector>
 
-namespace hearsay::net {
+namespace hearsay::net::certified_key_source_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -97,4 +97,4 @@ TEST_F(CertifiedKeySourceTest, AnAnswerAfterTheSourceIsGoneIsDropped) {
 }
 
 }  // namespace
-}  // namespace hearsay::net
+}  // namespace hearsay::net::certified_key_source_test

@@ -117,6 +117,17 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_gossip_state_dropped_total", state, {{"reason", "unverified"}});
   state_forged_.counter =
       &r.AddCounter("hearsay_gossip_state_dropped_total", state, {{"reason", "forged"}});
+  const char* membership =
+      "Membership updates refused for want of the valid signature of the member they are about "
+      "or of the accuser they name";
+  membership_unverified_.counter = &r.AddCounter("hearsay_gossip_membership_dropped_total",
+                                                 membership, {{"reason", "unverified"}});
+  membership_forged_.counter = &r.AddCounter("hearsay_gossip_membership_dropped_total", membership,
+                                             {{"reason", "forged"}});
+  membership_capped_.counter = &r.AddCounter("hearsay_gossip_membership_dropped_total", membership,
+                                             {{"reason", "capped"}});
+  membership_ahead_.counter = &r.AddCounter("hearsay_gossip_membership_dropped_total", membership,
+                                            {{"reason", "ahead"}});
   signing_key_conflicts_.counter =
       &r.AddCounter("hearsay_gossip_signing_key_conflicts_total",
                     "Signing keys announced for a member generation that already has another");
@@ -255,6 +266,10 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   send_failures_.Sync(g.send_failures);
   state_unverified_.Sync(g.deltas_unverified);
   state_forged_.Sync(g.deltas_forged);
+  membership_unverified_.Sync(g.member_updates_unverified);
+  membership_forged_.Sync(g.member_updates_forged);
+  membership_capped_.Sync(g.member_updates_capped);
+  membership_ahead_.Sync(g.accusations_ahead);
   signing_key_conflicts_.Sync(g.signing_key_conflicts);
   signing_keys_confirmed_.Sync(g.signing_keys_confirmed);
   for (int c = 0; c < 2; ++c) {

@@ -78,6 +78,7 @@ class DaemonMetrics {
   Mirror gossip_msgs_sent_, gossip_bytes_sent_, gossip_msgs_received_, gossip_bytes_received_;
   Mirror dropped_envelope_, dropped_malformed_, dropped_spoofed_, dropped_other_;
   Mirror state_unverified_, state_forged_, signing_key_conflicts_, signing_keys_confirmed_;
+  Mirror membership_unverified_, membership_forged_, membership_capped_, membership_ahead_;
   Mirror send_failures_;
   Mirror transport_msgs_sent_[2], transport_bytes_sent_[2], transport_msgs_received_[2],
       transport_bytes_received_[2];

@@ -17,7 +17,7 @@
 #include "hearsay/net/daemon_test_util.h"
 #include "hearsay/testutil/eventually.h"
 
-namespace hearsay::net {
+namespace hearsay::net::forward_abort_daemon_test {
 namespace {
 
 using testing::Metric;
@@ -144,4 +144,4 @@ TEST(ForwardAbortDaemonTest, AForwardToAMemberDeclaredDeadEndsAtOnce) {
 }
 
 }  // namespace
-}  // namespace hearsay::net
+}  // namespace hearsay::net::forward_abort_daemon_test

@@ -14,7 +14,7 @@
 #include "hearsay/net/daemon.h"
 #include "hearsay/net/fake_tokenizing_engine_test_util.h"
 
-namespace hearsay::net {
+namespace hearsay::net::keying_daemon_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -189,4 +189,4 @@ TEST(KeyingDaemonTest, TheEnginesTextReachesTheClientUnchanged) {
 }
 
 }  // namespace
-}  // namespace hearsay::net
+}  // namespace hearsay::net::keying_daemon_test

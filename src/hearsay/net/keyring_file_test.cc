@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace hearsay::net {
+namespace hearsay::net::keyring_file_test {
 namespace {
 
 using gossip::ClusterKey;
@@ -148,4 +148,4 @@ TEST_F(KeyringFileTest, StartupErrors) {
 }
 
 }  // namespace
-}  // namespace hearsay::net
+}  // namespace hearsay::net::keyring_file_test

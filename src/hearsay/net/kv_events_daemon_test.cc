@@ -19,7 +19,7 @@
 #include "hearsay/upstream/kv_events_test_publisher.h"
 #include "hearsay/upstream/kv_events_test_util.h"
 
-namespace hearsay::net {
+namespace hearsay::net::kv_events_daemon_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -200,4 +200,4 @@ TEST(KvEventsDaemonTest, ConfigErrorsNameTheSetting) {
 }
 
 }  // namespace
-}  // namespace hearsay::net
+}  // namespace hearsay::net::kv_events_daemon_test

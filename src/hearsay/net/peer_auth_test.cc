@@ -5,7 +5,7 @@
 
 #include <array>
 
-namespace hearsay::net {
+namespace hearsay::net::peer_auth_test {
 namespace {
 
 using gossip::ClusterKey;
@@ -126,4 +126,4 @@ TEST(NonceWindowTest, StaysWithinItsCapacityAndForgetsWhatTheClockRefuses) {
 }
 
 }  // namespace
-}  // namespace hearsay::net
+}  // namespace hearsay::net::peer_auth_test

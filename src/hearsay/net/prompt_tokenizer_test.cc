@@ -10,7 +10,7 @@
 #include "hearsay/http/test_util.h"
 #include "hearsay/net/fake_tokenizing_engine_test_util.h"
 
-namespace hearsay::net {
+namespace hearsay::net::prompt_tokenizer_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -165,4 +165,4 @@ TEST(KeyingConfigTest, ResolvesAndRefusesBadCombinations) {
 }
 
 }  // namespace
-}  // namespace hearsay::net
+}  // namespace hearsay::net::prompt_tokenizer_test

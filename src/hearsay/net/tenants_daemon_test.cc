@@ -26,7 +26,7 @@
 #include "hearsay/net/peer_auth.h"
 #include "hearsay/testutil/eventually.h"
 
-namespace hearsay::net {
+namespace hearsay::net::tenants_daemon_test {
 namespace {
 
 using testing::Start;
@@ -377,4 +377,4 @@ TEST(TenantsDaemonTest, ATenantLearnsNothingOfAnotherTenantsCacheButSharingLeaks
 }
 
 }  // namespace
-}  // namespace hearsay::net
+}  // namespace hearsay::net::tenants_daemon_test

@@ -31,6 +31,9 @@ struct CounterTotals {
   BytesByType bytes_by_type{};
   uint64_t signatures_made = 0, signatures_verified = 0, commitment_updates = 0,
            deltas_unverified = 0, deltas_forged = 0, key_conflicts = 0;
+  // Signed membership: signatures made and checked (within the totals above), and refusals.
+  uint64_t member_signed = 0, member_verified = 0, member_unverified = 0, member_forged = 0,
+           member_capped = 0, accusations_ahead = 0;
 };
 
 CounterTotals SumCounters(const GossipCluster& c) {
@@ -61,6 +64,12 @@ CounterTotals SumCounters(const GossipCluster& c) {
     s.deltas_unverified += k.deltas_unverified;
     s.deltas_forged += k.deltas_forged;
     s.key_conflicts += k.signing_key_conflicts;
+    s.member_signed += k.member_signatures_made;
+    s.member_verified += k.member_signatures_verified;
+    s.member_unverified += k.member_updates_unverified;
+    s.member_forged += k.member_updates_forged;
+    s.member_capped += k.member_updates_capped;
+    s.accusations_ahead += k.accusations_ahead;
     s.stride_sum += c.node(i).landmark_stride();
     s.stride_max = std::max(s.stride_max, c.node(i).landmark_stride());
     ++s.up_nodes;
@@ -173,6 +182,13 @@ void AddSignatures(const Observations& run, const CounterTotals& s, nlohmann::js
                      {"deltas_unverified", s.deltas_unverified},
                      {"deltas_forged", s.deltas_forged},
                      {"key_conflicts", s.key_conflicts},
+                     {"membership_signed_per_node_s", static_cast<double>(s.member_signed) / node_s},
+                     {"membership_verified_per_node_s",
+                      static_cast<double>(s.member_verified) / node_s},
+                     {"membership_unverified", s.member_unverified},
+                     {"membership_forged", s.member_forged},
+                     {"membership_capped", s.member_capped},
+                     {"accusations_ahead", s.accusations_ahead},
                      {"sign_us", costs.sign_us},
                      {"verify_us", costs.verify_us},
                      {"element_us", costs.element_us},

@@ -10,7 +10,7 @@
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/sim/sim_cluster.h"
 
-namespace hearsay::node {
+namespace hearsay::node::node_models_test {
 namespace {
 
 using sim::SimCluster;
@@ -326,4 +326,4 @@ TEST(NodeModelsTest, PoolModelsListEveryModelWithItsServers) {
 }
 
 }  // namespace
-}  // namespace hearsay::node
+}  // namespace hearsay::node::node_models_test

@@ -10,7 +10,7 @@
 
 #include "hearsay/sim/experiment_test_util.h"
 
-namespace hearsay::sim {
+namespace hearsay::sim::peers_experiment_test {
 namespace {
 
 using testing::ReadFile;
@@ -146,4 +146,4 @@ TEST(PeersExperimentTest, RealQuickRunIsDeterministicAcrossJobs) {
 }
 
 }  // namespace
-}  // namespace hearsay::sim
+}  // namespace hearsay::sim::peers_experiment_test

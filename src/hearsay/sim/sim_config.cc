@@ -34,6 +34,9 @@ Status ValidateSimConfig(const SimConfig& c) {
     return Bad("--rate must be in [0, 1e7] (0: from --rho)");
   }
   if (c.max_running > 1u << 20) return Bad("--max-running must be at most 1048576 (0: default)");
+  if (!Finite(c.host_cores) || c.host_cores < 0 || c.host_cores > 4096) {
+    return Bad("--host-cores must be in [0, 4096] (0: a machine per engine)");
+  }
   if (c.requests == 0 && c.workload != "trace") return Bad("--requests must be >= 1");
   if (c.requests > (uint64_t{1} << 32)) return Bad("--requests must be <= 2^32");
   if (c.capacity_tokens < 1024 || c.capacity_tokens >= (uint64_t{1} << 32)) {

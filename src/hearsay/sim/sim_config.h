@@ -53,6 +53,10 @@ struct SimConfig {
   // Most requests each engine runs at once (vLLM's max_num_seqs, llama-server's -np slots);
   // 0 keeps the engine's default.
   uint32_t max_running = 0;
+  // Cores of the one host every engine runs on (CPU engines, such as the llama demo's
+  // llama-servers): while k engines run an iteration, each runs at min(1, cores / k) of its speed
+  // (engine/shared_host.h). 0: every engine has a machine of its own.
+  double host_cores = 0;
 
   // --- Extras ---
   // MMLU chain-of-thought outputs (150-300 tokens) instead of a 1-token answer.

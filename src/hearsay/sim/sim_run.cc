@@ -495,6 +495,8 @@ Result<SimSummary> RunSimRecorded(const SimConfig& in, const ProgressFn& progres
   eo.cost = cost.params();
   eo.kv_capacity_tokens = config.capacity_tokens;
   if (config.max_running > 0) eo.max_running = config.max_running;
+  // Engines that share one host's cores share one SharedHost (the options' copies share it).
+  if (config.host_cores > 0) eo.host = std::make_shared<engine::SharedHost>(config.host_cores);
 
   HEARSAY_ASSIGN_OR_RETURN(const double rate, ArrivalRate(config, pool, eo, trace, total));
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> workload,

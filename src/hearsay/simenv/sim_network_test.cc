@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace hearsay::simenv {
+namespace hearsay::simenv::sim_network_test {
 namespace {
 
 using std::chrono::microseconds;
@@ -591,4 +591,4 @@ TEST_F(NetworkTest, DeliveriesAreFoldedIntoTheTraceHash) {
 }
 
 }  // namespace
-}  // namespace hearsay::simenv
+}  // namespace hearsay::simenv::sim_network_test

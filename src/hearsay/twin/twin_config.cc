@@ -6,6 +6,8 @@
 #include <sstream>
 #include <utility>
 
+#include "hearsay/engine/cost_model.h"
+#include "hearsay/launch/llama_servers.h"
 #include "hearsay/node/node.h"
 
 namespace hearsay::twin {
@@ -39,14 +41,37 @@ Status CheckAlike(const std::vector<net::DaemonConfig>& nodes) {
   return OkStatus();
 }
 
-Status CheckSimulable(const net::DaemonConfig& node) {
+Status CheckSimulable(const net::DaemonConfig& node, const std::optional<TwinUpstream>& upstream) {
   if (!node.engines.empty()) {
     return UnimplementedError("the twin does not model [[engine]] entries (several engines)");
   }
-  if (node.engine != "sim") {
-    return UnimplementedError("the twin models the simulated engine only, not engine '" +
-                              node.engine + "'");
+  if (node.engine == "sim") return OkStatus();
+  if (node.engine != "openai") {
+    return UnimplementedError("the twin does not model engine '" + node.engine + "'");
   }
+  if (!upstream) {
+    return UnimplementedError(
+        "the twin models an upstream engine only when told its speed, its tokens per node token "
+        "and its slots, which no node configuration says (hearsay demo --engine llama does)");
+  }
+  if (node.tokenizer != "bytes") {
+    // The simulator's requests are sized in the workload's tokens, which the bytes tokenizer
+    // counts one for one.
+    return UnimplementedError(
+        "the twin models nodes that key prompts with the bytes tokenizer, "
+        "not '" +
+        node.tokenizer + "'");
+  }
+  if (!std::isfinite(upstream->engine_tokens_per_node_token) ||
+      upstream->engine_tokens_per_node_token <= 0) {
+    return InvalidArgumentError("the twin's engine tokens per node token must be finite and > 0");
+  }
+  if (!std::isfinite(upstream->host_cores) || upstream->host_cores < 0) {
+    return InvalidArgumentError("the twin's host cores must be finite and >= 0");
+  }
+  Result<engine::CostModel> cost = engine::CostModel::FromPreset(upstream->cost_model);
+  if (!cost.ok())
+    return InvalidArgumentError("the twin's upstream engine: " + cost.status().message());
   return OkStatus();
 }
 
@@ -67,6 +92,15 @@ Status CheckWorkload(const loadgen::WorkloadSpec& w) {
 }
 
 }  // namespace
+
+TwinUpstream LlamaDemoUpstream(const std::string& cost_model, double host_cores) {
+  TwinUpstream u;
+  u.host_cores = host_cores;
+  u.cost_model = cost_model.empty() ? kLlamaTwinCostModel : cost_model;
+  u.engine_tokens_per_node_token = kLlamaTokensPerNodeToken;
+  u.max_running = launch::kLlamaDemoSlots;
+  return u;
+}
 
 Result<net::DaemonConfig> ParseNodeCommandLine(const std::vector<std::string>& argv) {
   // The `node` word is the one the flags follow (an exec prefix may hold the word too).
@@ -126,9 +160,10 @@ Result<std::vector<net::DaemonConfig>> LocalClusterNodeConfigs(
 
 Result<sim::SimConfig> TwinSimConfig(const std::vector<net::DaemonConfig>& nodes,
                                      const loadgen::WorkloadSpec& workload,
-                                     const TwinNetwork& network) {
+                                     const TwinNetwork& network,
+                                     const std::optional<TwinUpstream>& upstream) {
   if (nodes.empty()) return InvalidArgumentError("the twin needs at least one node");
-  for (const net::DaemonConfig& n : nodes) HEARSAY_RETURN_IF_ERROR(CheckSimulable(n));
+  for (const net::DaemonConfig& n : nodes) HEARSAY_RETURN_IF_ERROR(CheckSimulable(n, upstream));
   HEARSAY_RETURN_IF_ERROR(CheckAlike(nodes));
   HEARSAY_RETURN_IF_ERROR(CheckWorkload(workload));
   if (!std::isfinite(network.one_way_delay_ms) || network.one_way_delay_ms < 0 ||
@@ -148,6 +183,16 @@ Result<sim::SimConfig> TwinSimConfig(const std::vector<net::DaemonConfig>& nodes
   c.engine_preset = node.engine_preset;
   c.capacity_tokens = node.capacity_tokens;
   c.block_tokens = static_cast<uint32_t>(node.block_size);
+  if (node.engine == "openai") {
+    // An upstream engine, as `upstream` describes it: its cache, configured in its own tokens,
+    // holds fewer node tokens when its tokenizer cuts finer.
+    c.engine_preset = upstream->cost_model;
+    c.capacity_tokens = std::max<uint64_t>(
+        1, static_cast<uint64_t>(std::llround(static_cast<double>(node.capacity_tokens) /
+                                              upstream->engine_tokens_per_node_token)));
+    c.max_running = upstream->max_running;
+    c.host_cores = upstream->host_cores;
+  }
   // The model the nodes serve: the daemon keys every prompt in its model's cache namespace, whose
   // block heads the chain and takes the first landmark (docs/twin.md).
   c.model = node.model;
@@ -187,6 +232,8 @@ std::string SimCommandLine(const sim::SimConfig& c) {
       << c.signatures << " --requests " << c.requests << " --rate " << c.rate_per_s << " --zipf "
       << c.zipf << " --entry " << c.entry << " --clients " << c.entry_clients << " --seed "
       << c.seed << " --delay-ms " << c.delay_ms;
+  if (c.max_running != 0) out << " --max-running " << c.max_running;
+  if (c.host_cores != 0) out << " --host-cores " << c.host_cores;
   if (c.delay_jitter != sim::SimConfig{}.delay_jitter) out << " --delay-jitter " << c.delay_jitter;
   if (!c.model.empty()) out << " --model " << c.model;
   if (c.cluster_seed != 0) out << " --cluster-seed " << c.cluster_seed;

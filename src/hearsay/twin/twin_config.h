@@ -9,13 +9,20 @@
 // are the daemon's own defaults (node::NodeOptions, which the daemon does not override). What
 // the configuration does not say is the network: the one-way delay between nodes (TwinNetwork).
 //
+// An upstream engine (--engine openai, say llama.cpp's llama-server) is modelled only when the
+// caller says what no node configuration does (TwinUpstream): its speed as a cost model, how many
+// of its tokens a node token makes (its cache capacity is configured in its own tokens) and its
+// slots. The simulated engines then run that cost model, with the capacity in node tokens and
+// the slots as their most running requests.
+//
 // What the simulator cannot model is refused with INVALID_ARGUMENT or UNIMPLEMENTED naming it:
-// an engine other than the simulated one, `[[engine]]` entries, nodes configured unlike each
+// an upstream engine without a TwinUpstream, `[[engine]]` entries, nodes configured unlike each
 // other, trace timestamps.
 //
 // Thread-safety: plain functions over values.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +46,33 @@ struct TwinNetwork {
   double jitter = 0.1;
 };
 
+// An upstream engine as the twin models it, which the nodes' configuration does not say.
+struct TwinUpstream {
+  // Its speed per node token: a cost model preset or coefficients (engine::CostModel::FromPreset),
+  // say "llama-tiny-cpu" or what `hearsay calibrate` prints.
+  std::string cost_model;
+  // The engine's tokens per node token of the workload's prompts (> 0): the node's
+  // --capacity-tokens counts the engine's tokens, the simulator counts node tokens.
+  double engine_tokens_per_node_token = 1;
+  // Requests the engine runs at once (llama-server's slots); 0 = the simulated engine's default.
+  uint32_t max_running = 0;
+  // Cores of the one host all the engines share (CPU engines on the demo's machine); 0 = a
+  // machine each (sim::SimConfig::host_cores).
+  double host_cores = 0;
+};
+
+// The llama demo's servers (`hearsay demo --engine llama`, launch::LlamaDemoServerOptions) for the
+// twin. llama.cpp's tokenizer cuts the workload's prompts into 2.25 tokens per node (`bytes`)
+// token (the demo's records: each serve line's engine prompt tokens against its route line's
+// node tokens), so the 16,384 llama tokens of a server's cache hold 7,282 node tokens; the cost
+// model is the one fitted to the demo's own measured prefill times, per node token
+// (engine/cost_model.cc), unless `cost_model` names another (say what `hearsay calibrate`
+// printed for one of the servers). The servers run on one host of `host_cores` cores (the
+// demo's machine; 0 = a machine each), one thread each.
+inline constexpr double kLlamaTokensPerNodeToken = 2.25;
+inline constexpr const char* kLlamaTwinCostModel = "llama-tiny-cpu";
+TwinUpstream LlamaDemoUpstream(const std::string& cost_model = "", double host_cores = 0);
+
 // The configuration a `hearsay node` command line gives its node: everything before the `node`
 // word is skipped (an exec prefix, the binary), `--config FILE` is loaded first and every other
 // `--flag value` (or `--flag=value`; a boolean flag alone) applied after it, as `hearsay node`
@@ -52,10 +86,12 @@ Result<std::vector<net::DaemonConfig>> LocalClusterNodeConfigs(
     const launch::LocalClusterOptions& options);
 
 // The simulator run that models `nodes` (one configuration per node) under `workload` on
-// `network`. Errors: see the file comment.
+// `network`, their upstream engines (engine openai) as `upstream` says. Errors: see the file
+// comment.
 Result<sim::SimConfig> TwinSimConfig(const std::vector<net::DaemonConfig>& nodes,
                                      const loadgen::WorkloadSpec& workload,
-                                     const TwinNetwork& network);
+                                     const TwinNetwork& network,
+                                     const std::optional<TwinUpstream>& upstream = std::nullopt);
 
 // The `hearsay sim` command line that runs `config` as the twin sets it (its records, with
 // --records, are the twin's per-request view).

@@ -6,7 +6,7 @@
 
 #include "hearsay/upstream/cache_tracker.h"
 
-namespace hearsay::upstream {
+namespace hearsay::upstream::cache_tracker_evidence_only_test {
 namespace {
 
 using prefix::TokenId;
@@ -59,4 +59,4 @@ TEST(CacheTrackerEvidenceOnlyTest, TurningOffResumesPredictions) {
 }
 
 }  // namespace
-}  // namespace hearsay::upstream
+}  // namespace hearsay::upstream::cache_tracker_evidence_only_test

@@ -12,7 +12,7 @@
 #include "hearsay/env/rng.h"
 #include "hearsay/upstream/upstream_response.h"
 
-namespace hearsay::upstream {
+namespace hearsay::upstream::chunk_scanner_test {
 namespace {
 
 std::string Describe(const UpstreamChunk& c) {
@@ -126,4 +126,4 @@ TEST(ChunkScannerTest, AgreesWithTheTreeOnMutations) {
 }
 
 }  // namespace
-}  // namespace hearsay::upstream
+}  // namespace hearsay::upstream::chunk_scanner_test

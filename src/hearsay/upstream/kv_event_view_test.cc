@@ -7,7 +7,7 @@
 
 #include "hearsay/upstream/kv_events_test_util.h"
 
-namespace hearsay::upstream {
+namespace hearsay::upstream::kv_event_view_test {
 namespace {
 
 using prefix::BlockEvent;
@@ -155,4 +155,4 @@ TEST_F(KvEventViewTest, ResetForgetsAndSnapshotListsParentsFirst) {
 }
 
 }  // namespace
-}  // namespace hearsay::upstream
+}  // namespace hearsay::upstream::kv_event_view_test

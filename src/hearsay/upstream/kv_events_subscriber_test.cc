@@ -21,7 +21,7 @@
 #include "hearsay/upstream/kv_events_test_publisher.h"
 #include "hearsay/upstream/kv_events_test_util.h"
 
-namespace hearsay::upstream {
+namespace hearsay::upstream::kv_events_subscriber_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -299,4 +299,4 @@ TEST(KvEventsSubscriberOptionsTest, RejectsBadEndpoints) {
 }
 
 }  // namespace
-}  // namespace hearsay::upstream
+}  // namespace hearsay::upstream::kv_events_subscriber_test

@@ -11,7 +11,7 @@
 #include "hearsay/upstream/fake_transport_test_util.h"
 #include "hearsay/upstream/kv_events_test_util.h"
 
-namespace hearsay::upstream {
+namespace hearsay::upstream::kv_events_tracking_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -168,4 +168,4 @@ TEST_F(KvEventsTrackingTest, DisagreeingKeysAreDetected) {
 }
 
 }  // namespace
-}  // namespace hearsay::upstream
+}  // namespace hearsay::upstream::kv_events_tracking_test

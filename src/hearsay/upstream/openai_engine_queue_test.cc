@@ -10,7 +10,7 @@
 #include "hearsay/upstream/openai_engine.h"
 #include "hearsay/upstream/openai_engine_test_util.h"
 
-namespace hearsay::upstream {
+namespace hearsay::upstream::openai_engine_queue_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -209,4 +209,4 @@ TEST_F(OpenAiEngineTest, EverySlotBusyAddsTheSoonestSlotsRemainingDecodeToTheQue
 }
 
 }  // namespace
-}  // namespace hearsay::upstream
+}  // namespace hearsay::upstream::openai_engine_queue_test

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-namespace hearsay::workload {
+namespace hearsay::workload::mmlu_workload_test {
 namespace {
 
 MmluWorkload Make(const MmluOptions& o, uint64_t seed) {
@@ -340,4 +340,4 @@ TEST(MmluWorkloadTest, RejectsBadOptions) {
 }
 
 }  // namespace
-}  // namespace hearsay::workload
+}  // namespace hearsay::workload::mmlu_workload_test
