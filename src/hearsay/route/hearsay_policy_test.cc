@@ -91,8 +91,9 @@ TEST_F(HearsayPolicyTest, APrefillGoesWhereItHoldsUpTheFewestRunningRequests) {
   EXPECT_EQ(d.slot, 2u);
   const std::span<const Price> prices = policy_.LastPrices();
   ASSERT_EQ(prices.size(), 3u);
-  EXPECT_NEAR(prices[1].interference_ms, 0.2 * 30 * prices[1].prefill_ms, 1e-9);
-  EXPECT_NEAR(prices[2].interference_ms, 0.2 * 2 * prices[2].prefill_ms, 1e-9);
+  const double w = PolicyOptions{}.hearsay.interference_weight;
+  EXPECT_NEAR(prices[1].interference_ms, w * 30 * prices[1].prefill_ms, 1e-9);
+  EXPECT_NEAR(prices[2].interference_ms, w * 2 * prices[2].prefill_ms, 1e-9);
   // The expected time to first token leaves the interference out: it is what others pay.
   EXPECT_NEAR(d.expected_ttft_ms, prices[2].delay_ms + prices[2].wait_ms + prices[2].prefill_ms,
               1e-9);
@@ -103,6 +104,26 @@ TEST_F(HearsayPolicyTest, APrefillGoesWhereItHoldsUpTheFewestRunningRequests) {
   EXPECT_EQ(
       plain.Choose(MakeRequest(chain_, 3), std::vector<Candidate>{self, crowded, quiet}, rng_).slot,
       0u);
+}
+
+TEST_F(HearsayPolicyTest, APrefillIsNotSentBehindALongQueueToSpareAFewDecoders) {
+  // A cold prefill of ~70.6 ms: one peer has 63 ms of queue and nothing running, the other no
+  // queue and 6 requests running. Holding up 6 decoders for the prefill (at weight 0.1: 0.6 ×
+  // 70.6 = 42 ms) costs less than the queue; at 0.2 (85 ms) it cost more, and long prompts waited
+  // behind queues of seconds on the Mooncake trace.
+  Candidate queued = PeerCandidate(1, 0.5, 0);
+  queued.load.queue_wait = FromMillis(63);
+  Candidate running = PeerCandidate(2, 0.5, 0);
+  running.load.running = 6;
+  Candidate self = SelfCandidate(0);
+  self.load.queue_wait = FromMillis(10000);
+  EXPECT_EQ(Choose({self, queued, running}).slot, 2u);
+  PolicyOptions heavier;
+  heavier.hearsay.interference_weight = 0.2;
+  HearsayPolicy old(heavier);
+  EXPECT_EQ(
+      old.Choose(MakeRequest(chain_, 1), std::vector<Candidate>{self, queued, running}, rng_).slot,
+      1u);
 }
 
 TEST_F(HearsayPolicyTest, UnderLoadAMissIsPricedWithTheWorkItAdds) {
@@ -402,7 +423,8 @@ TEST_F(HearsayPolicyTest, AnIdleClaimThatIsNotBelievedIsPricedAsTheTypicalMember
   const double typical = std::max(prices[0].wait_ms, prices[1].wait_ms);
   EXPECT_GT(typical, 0);
   EXPECT_NEAR(prices[2].wait_ms, 0.95 * typical, 1e-6);
-  EXPECT_NEAR(prices[2].interference_ms, 0.2 * 0.95 * 4 * prices[2].prefill_ms, 1e-6);
+  EXPECT_NEAR(prices[2].interference_ms,
+              PolicyOptions{}.hearsay.interference_weight * 0.95 * 4 * prices[2].prefill_ms, 1e-6);
 }
 
 TEST_F(HearsayPolicyTest, TheEntryNodesOwnRecordOfADiscountedMembersQueueIsAFloorOnItsWait) {
