@@ -14,8 +14,13 @@ CacheTracker::CacheTracker(prefix::BlockKeyer keyer, CacheTrackerOptions options
 
 size_t CacheTracker::Predict(uint64_t request, std::span<const prefix::TokenId> prompt,
                              std::string text, TimePoint now, uint64_t ns) {
+  return Predict(request, Keys(prompt, ns), std::move(text), now);
+}
+
+size_t CacheTracker::Predict(uint64_t request, std::vector<BlockKey> keys, std::string text,
+                             TimePoint now) {
   Pending p;
-  p.keys = Keys(prompt, ns);
+  p.keys = std::move(keys);
   p.text = std::move(text);
   p.estimate_blocks = held_.PrefixBlocks(p.keys);
   if (!p.keys.empty() && !evidence_only_) {

@@ -78,6 +78,9 @@ class CacheTracker {
   // chained from the namespace's header block, which is never held).
   size_t Predict(uint64_t request, std::span<const prefix::TokenId> prompt, std::string text,
                  TimePoint now, uint64_t ns = 0);
+  // The same for a prompt already keyed (Keys()).
+  size_t Predict(uint64_t request, std::vector<prefix::BlockKey> keys, std::string text,
+                 TimePoint now);
 
   // (b) The engine reported that `reported_tokens` leading tokens (in node tokens) of pending
   // request `request`'s prompt were cached; the whole prompt is cached now. `tolerance_tokens`

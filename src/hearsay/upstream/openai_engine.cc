@@ -154,7 +154,11 @@ void OpenAiEngine::Send(RequestId id) {
   // Sent first: what follows is needed only once the upstream answers (the transport never calls
   // back inside Send), so it runs while the upstream works instead of before it starts.
   live.call = transport_.Send(std::move(live.http), std::move(live.callbacks));
-  live.estimate = tracker_.Predict(id, live.prompt, std::move(live.prompt_text),
+  // With prefix holding the prompt is keyed already (HoldIfShared).
+  live.estimate =
+      Holding() ? tracker_.Predict(id, live.keys, std::move(live.prompt_text),
+                                   scheduler_.clock().Now())
+                : tracker_.Predict(id, live.prompt, std::move(live.prompt_text),
                                    scheduler_.clock().Now(), live.cache_namespace);
   live.prompt = {};
   if (!live.inherits_base) live.base_tokens = live.estimate;

@@ -261,6 +261,10 @@ class OpenAiEngine final : public engine::Engine {
   void Send(engine::RequestId id);
 
   // Prefix holding (openai_engine_hold.cc; OpenAiEngineOptions::prefix_hold_tokens).
+  // Prefix holding is on: llama.cpp and prefix_hold_tokens > 0.
+  bool Holding() const {
+    return options_.prefix_hold_tokens > 0 && options_.flavor == UpstreamFlavor::kLlamaCpp;
+  }
   // True when `r` is held behind an earlier request in flight with its prefix (its timer set).
   bool HoldIfShared(engine::RequestId id, Live& r);
   // What `r` would reuse by waiting: the most leading tokens it shares with a request submitted

@@ -34,12 +34,10 @@ OpenAiEngine::Sharing OpenAiEngine::SharedWithEarlier(const Live& r) const {
 }
 
 bool OpenAiEngine::HoldIfShared(RequestId id, Live& r) {
-  if (options_.prefix_hold_tokens == 0 || options_.flavor != UpstreamFlavor::kLlamaCpp) {
-    return false;
-  }
+  if (!Holding()) return false;
   r.keys = tracker_.Keys(r.prompt, r.cache_namespace);
   const Sharing sharing = SharedWithEarlier(r);
-  if (sharing.tokens == 0 || sharing.tokens < options_.prefix_hold_tokens) return false;
+  if (sharing.tokens < options_.prefix_hold_tokens) return false;
   r.held = true;
   // The prefix past the base is computed by the request it waits for: the next one to share it
   // waits for this one in turn.
