@@ -547,6 +547,9 @@ TEST(OpenAiEngineOptionsTest, RejectsBadOptions) {
   o = {};
   o.drift.threshold = 0;
   EXPECT_FALSE(ValidateOpenAiEngineOptions(o).ok());
+  o = {};
+  o.prefix_hold_max = -std::chrono::milliseconds(1);
+  EXPECT_FALSE(ValidateOpenAiEngineOptions(o).ok());
   EXPECT_EQ(ParseUpstreamFlavor("llamacpp").value(), UpstreamFlavor::kLlamaCpp);
   EXPECT_FALSE(ParseUpstreamFlavor("tgi").ok());
 }
