@@ -448,6 +448,7 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
     no.forward_deadline_factor = double(c.forward_deadline_factor);
     no.forward_deadline_floor = std::chrono::milliseconds(c.forward_deadline_floor_ms);
   }
+  no.suspect_silence = std::chrono::milliseconds(c.suspect_silence_ms);
   // What the node serves: its configured model now, and what the engine lists once read.
   no.service = CurrentService().service;
   // Tenants' rate limits hold across the cluster: the node gossips this node's usage.

@@ -321,6 +321,12 @@ const std::vector<Setting>& Table() {
        &C::forward_deadline_floor_ms,
        1,
        kHour},
+      {{"limits.suspect_silence_ms", "suspect-silence-ms", K::kUInt,
+        "a forward to a member gossip suspects is ended after this long without a byte from it "
+        "(retried, or the stream ends with an error event); 0: only when it is declared dead"},
+       &C::suspect_silence_ms,
+       0,
+       kHour},
       {{"runtime.io_threads", "io-threads", K::kUInt,
         "threads for HTTP and gossip sockets; 0 runs them on the core thread (no thread hops)"},
        &C::io_threads,

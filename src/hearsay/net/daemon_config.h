@@ -114,6 +114,7 @@ struct DaemonConfig {
   // whichever is sooner; 0: the timeout alone (node::NodeOptions::forward_deadline_factor).
   uint64_t forward_deadline_factor = 4;
   uint64_t forward_deadline_floor_ms = 1000;
+  uint64_t suspect_silence_ms = 3000;  // node::NodeOptions::suspect_silence
   // --- Runtime ---
   uint64_t io_threads = 1;
   uint64_t drain_timeout_ms = 10000;

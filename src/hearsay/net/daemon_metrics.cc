@@ -24,12 +24,19 @@ DaemonMetrics::DaemonMetrics() {
       &r.AddCounter("hearsay_forwards_bounced_total",
                     "Forwards a busy peer sent back unserved (its queue would have made the "
                     "request slower than this node's next choice); each was routed again");
+  constexpr const char* kForwardsAbortedHelp =
+      "Forwards ended early: member_dead when gossip declared their member dead (or it came back "
+      "with a new generation), suspect_silent when gossip suspects it and the forward heard "
+      "nothing for limits.suspect_silence_ms; each retried elsewhere before the first token, else "
+      "the client's stream ended";
   forwards_aborted_member_dead_.counter = &r.AddCounter(
       "hearsay_forwards_aborted_total",
-      "Forwards ended at once because gossip declared their member dead (or it came back "
-      "with a new generation): retried elsewhere before the first token, else the client's "
-      "stream ended",
+      kForwardsAbortedHelp,
       {{"reason", "member_dead"}});
+  forwards_aborted_suspect_silent_.counter = &r.AddCounter(
+      "hearsay_forwards_aborted_total",
+      kForwardsAbortedHelp,
+      {{"reason", "suspect_silent"}});
   peer_requests_bounced_.counter =
       &r.AddCounter("hearsay_peer_requests_bounced_total",
                     "Forwarded requests from peers this node sent back unserved, because its own "
@@ -232,6 +239,7 @@ void DaemonMetrics::Refresh(const node::Node& node, const engine::EngineLoad& lo
   decision_retried_.Sync(s.forward_failures);
   forwards_bounced_.Sync(s.forwards_bounced);
   forwards_aborted_member_dead_.Sync(s.forwards_aborted_member_dead);
+  forwards_aborted_suspect_silent_.Sync(s.forwards_aborted_suspect_silent);
   peer_requests_bounced_.Sync(s.bounced);
   client_requests_.Sync(s.client_requests);
   models_not_found_.Sync(s.models_not_found);

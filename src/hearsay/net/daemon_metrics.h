@@ -63,6 +63,7 @@ class DaemonMetrics {
   // Requests.
   Mirror decision_local_, decision_forwarded_, decision_retried_, client_requests_;
   Mirror forwards_bounced_, peer_requests_bounced_, forwards_aborted_member_dead_;
+  Mirror forwards_aborted_suspect_silent_;
   Mirror hop_served_, failed_, cancelled_;
   Mirror models_not_found_, forwards_wrong_model_, service_conflicts_total_;
   api::Gauge* service_conflicts_ = nullptr;

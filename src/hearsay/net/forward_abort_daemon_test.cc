@@ -1,6 +1,7 @@
-// Forwards to a member that gossip declares dead end at once (net::Daemon in process, the
-// simulated engine, loopback sockets; docs/daemon.md, "Peer protocol"): the entry node does not
-// wait for the peer client's idle timeout on a peer that stopped answering.
+// Forwards to a member that gossip declares dead, or suspects while they are silent, end at once
+// (net::Daemon in process, the simulated engine, loopback sockets; docs/daemon.md, "Peer
+// protocol"): the entry node does not wait for the peer client's idle timeout on a peer that
+// stopped answering.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
@@ -79,14 +80,16 @@ json Completion(const std::string& prompt, int max_tokens, bool stream) {
       {"model", "hearsay-sim"}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"stream", stream}};
 }
 
-TEST(ForwardAbortDaemonTest, AForwardToAMemberDeclaredDeadEndsAtOnce) {
-  // A (policy paper: always the longest match) forwards to B, which holds the prefix. B's engine
-  // then stalls mid-answer (POST /debug/faults engine_slowdown) and A stops hearing B's gossip
-  // (block), so A declares B dead while both forwards are silent but connected: the peer client
-  // alone would wait 30 s of silence. The streaming client gets its error event, and the one
-  // that reads one JSON body is served again by A, as soon as A declares B dead.
+// A (policy paper: always the longest match) forwards to B, which holds the prefix. B's engine
+// then stalls mid-answer (POST /debug/faults engine_slowdown) and A stops hearing B's gossip
+// (block), so A suspects B, then declares it dead, while both forwards are silent but connected:
+// the peer client alone would wait 30 s of silence. A aborts both (`reason`, a label of
+// hearsay_forwards_aborted_total): the streaming client gets its error event, and the one that
+// reads one JSON body is served again by A.
+void StallTheHolderAndCutItsGossip(uint64_t suspect_silence_ms, const std::string& reason) {
   DaemonConfig ca = Config();
   ca.policy = "paper";
+  ca.suspect_silence_ms = suspect_silence_ms;
   auto a = Start(ca);
   ASSERT_TRUE(a);
   DaemonConfig cb = Config();
@@ -125,10 +128,13 @@ TEST(ForwardAbortDaemonTest, AForwardToAMemberDeclaredDeadEndsAtOnce) {
                 .status,
             200);
 
-  // Gossip declares B dead within seconds (well within the bound, itself below the idle timeout
-  // the forwards would otherwise wait for).
+  // Gossip suspects B within about a second and declares it dead within seconds (well within
+  // the bound, itself below the idle timeout the forwards would otherwise wait for).
   ASSERT_TRUE(Eventually([&] { return streamed.done() && one_body.done(); }, 25s));
-  EXPECT_EQ(metric("hearsay_forwards_aborted_total{reason=\"member_dead\"}"), 2);
+  for (const std::string r : {"member_dead", "suspect_silent"}) {
+    EXPECT_EQ(metric("hearsay_forwards_aborted_total{reason=\"" + r + "\"}"), r == reason ? 2 : 0)
+        << r;
+  }
 
   // The stream had begun: it ends with an error event, then [DONE].
   const testing::BlockingResponse& s = streamed.response();
@@ -141,6 +147,16 @@ TEST(ForwardAbortDaemonTest, AForwardToAMemberDeclaredDeadEndsAtOnce) {
   ASSERT_EQ(o.status, 200) << o.body;
   EXPECT_EQ(json::parse(o.body)["usage"]["completion_tokens"], 300);
   EXPECT_EQ(*http::FindHeader(o.headers, "x-hearsay-served-by"), a->node_id());
+}
+
+TEST(ForwardAbortDaemonTest, AForwardToAMemberDeclaredDeadEndsAtOnce) {
+  StallTheHolderAndCutItsGossip(/*suspect_silence_ms=*/0, "member_dead");
+}
+
+// With the default limits.suspect_silence_ms the forwards end while B is only suspected, seconds
+// before it is declared dead.
+TEST(ForwardAbortDaemonTest, ASilentForwardToASuspectedMemberEndsBeforeItsDeath) {
+  StallTheHolderAndCutItsGossip(DaemonConfig{}.suspect_silence_ms, "suspect_silent");
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ void Node::PublishTick() {
   }
   if (!events_scratch_.empty()) gossip_->PublishCacheEvents(events_scratch_);
   trust_.Expire(scheduler_.clock().Now());
+  AbortSilentForwardsToSuspects();
   engine::EngineLoad l = engine_.Load();
   if (options_.misbehave.claim_idle) {
     l.waiting_requests = 0;
@@ -534,6 +535,7 @@ void Node::Route(uint64_t token) {
   p.slot = slot;
   p.estimated_cached = d.estimated_cached_tokens;
   p.sent_at = scheduler_.clock().Now();
+  p.last_heard = p.sent_at;
   p.claimed_ttft_ms = d.claimed_ttft_ms;
   if (slot == 0) {
     ServeHere(token);
@@ -688,6 +690,7 @@ void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
   Pending& p = it->second;
   ++stats_.forwarded_out;
   p.first_sent = true;
+  p.last_heard = scheduler_.clock().Now();
   route::Outcome o;
   o.slot = p.slot;
   o.request_id = token;
@@ -716,6 +719,7 @@ void Node::OnText(engine::RequestId id, std::string_view text) {
 void Node::OnForwardOutput(uint64_t token, const PeerOutput& output) {
   auto it = pending_.find(token);
   if (it == pending_.end() || it->second.slot == 0) return;
+  it->second.last_heard = scheduler_.clock().Now();
   it->second.sink->OnOutput(it->second.client_id, output);
 }
 

@@ -163,6 +163,10 @@ struct NodeOptions {
   // like a failed one. 0, or a policy without an estimate: the host's own limit.
   double forward_deadline_factor = 0;
   Duration forward_deadline_floor = FromMillis(1000);
+  // A forward whose member gossip suspects and which has heard nothing from it for this long is
+  // aborted as if the member were dead: a partition or a stopped peer ends a stream within
+  // seconds, not at the death verdict (15-18 s on a small cluster). 0 turns it off.
+  Duration suspect_silence = FromMillis(3000);
   // How this node judges its peers' claims against what they deliver (peer_trust.h).
   PeerTrustOptions trust;
   // Per-tenant usage for cluster-wide rate limits (cluster_limiter.h), or null: the node gossips
@@ -187,6 +191,7 @@ struct NodeStats {
   // Forwards ended at once because gossip declared their member dead or it came back with a new
   // generation: each then fails as a forward does (retried, or the stream ends with an error).
   uint64_t forwards_aborted_member_dead = 0;
+  uint64_t forwards_aborted_suspect_silent = 0;  // NodeOptions::suspect_silence
   uint64_t served = 0;  // requests this node's engine produced a first token for
   uint64_t served_prompt_tokens = 0;
   uint64_t served_cached_tokens = 0;
@@ -350,6 +355,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     // The current attempt: when it was sent, and the time to first token its member's claims
     // promised (route::Decision::claimed_ttft_ms).
     TimePoint sent_at{};
+    // When the forward in flight was sent or last delivered something (first token, output).
+    TimePoint last_heard{};
     double claimed_ttft_ms = -1;
     int attempts = 0;
     int bounces = 0;  // of those attempts, forwards the peer bounced
@@ -383,6 +390,9 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void TrackForward(uint64_t token, Pending& p, const Peer& peer);
   void UntrackForward(uint64_t token, Pending& p);
   void AbortForwards(const NodeId& member, Generation generation, bool gone);
+  // Aborts the forwards to suspected members that have heard nothing for
+  // NodeOptions::suspect_silence (every publish tick).
+  void AbortSilentForwardsToSuspects();
   // Forward events.
   void OnForwardFirst(uint64_t token, const PeerFirstToken& first);
   // This node's expected time to first token for the forwarded `request`, in ms, priced like the

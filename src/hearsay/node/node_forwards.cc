@@ -1,5 +1,6 @@
 // Node: the index of forwards in flight by member, and their abort when gossip declares the
-// member dead or restarted (node.h: TrackForward, UntrackForward, AbortForwards).
+// member dead or restarted, or suspects it while its forward is silent (node.h: TrackForward,
+// UntrackForward, AbortForwards, AbortSilentForwardsToSuspects).
 #include <algorithm>
 
 #include "hearsay/node/node.h"
@@ -53,6 +54,31 @@ void Node::AbortForwards(const NodeId& member, Generation generation, bool gone)
     tokens.pop_back();
   }
   if (tokens.empty()) forwards_by_member_.erase(it);
+}
+
+void Node::AbortSilentForwardsToSuspects() {
+  if (options_.suspect_silence <= Duration{0} || forwards_by_member_.empty()) return;
+  const TimePoint now = scheduler_.clock().Now();
+  std::vector<uint64_t> silent;
+  for (const auto& [member, tokens] : forwards_by_member_) {
+    std::optional<prefix::PeerSlot> s = peer_index_.FindSlot(member);
+    if (!s || *s >= peers_.size() || peers_[*s].live) continue;
+    for (uint64_t token : tokens) {
+      auto p = pending_.find(token);
+      if (p == pending_.end() || p->second.forward_to != member) continue;
+      if (p->second.forward_generation != peers_[*s].generation) continue;
+      if (now - p->second.last_heard >= options_.suspect_silence) silent.push_back(token);
+    }
+  }
+  for (uint64_t token : silent) {
+    Pending& p = pending_.find(token)->second;
+    const Status status = UnavailableError("member " + p.forward_to + " suspected and silent for " +
+                                           std::to_string(static_cast<int64_t>(ToMillis(now - p.last_heard))) +
+                                           " ms");
+    UntrackForward(token, p);
+    ++stats_.forwards_aborted_suspect_silent;
+    peer_client_.Abort(token, status);
+  }
 }
 
 }  // namespace hearsay::node
