@@ -3,11 +3,14 @@
 //   - 20% loss on everything node-7 sends (netem where the kernel has it, else the node's own
 //     fault setting: gossip datagrams lost, POST /debug/faults; the output says which);
 //   - node-7's engine stalls (the sim engine's slowdown fault, 1000x: an iteration takes
-//     seconds) while its node, gossip and HTTP stay up.
+//     seconds) while its node, gossip and HTTP stay up. node-7 routes with the `local` policy, so
+//     it serves what enters there and holds prefixes the others route to; and it holds one long
+//     prefix of its own, which requests sent to the other entries during the stall share.
 // Invariants: every request entering at another node gets a complete answer (a forward to the
-// stalled engine is given up at its first-token deadline and retried elsewhere); no node but
-// node-7 is ever declared dead; every view lists every node alive again within a bound after the
-// fault ends. The figures are printed in "chaos:" lines, which docs/testbed.md quotes.
+// stalled engine is given up at its first-token deadline and retried elsewhere), and some were
+// forwarded to the stalled engine; no node but node-7 is ever declared dead; every view lists
+// every node alive again within a bound after the fault ends. The figures are printed in
+// "chaos:" lines, which docs/testbed.md quotes.
 #include "chaos_watch.h"
 
 namespace hearsay::integration::chaos_degraded_test {
@@ -25,6 +28,42 @@ std::string StateSeenByNodeZero(LocalCluster& cluster) {
   Result<launch::ClusterView> view = cluster.View(0);
   const launch::MemberInfo* m = view.ok() ? view->Find(cluster.node(kFaulted).node_id) : nullptr;
   return m != nullptr ? m->state : "unlisted";
+}
+
+// True when every other node's view lists node `holder` with at least the cache summary entries
+// it lists for itself now.
+bool OthersKnowWhatItHolds(LocalCluster& cluster, size_t holder) {
+  Result<launch::ClusterView> own = cluster.View(holder);
+  const launch::MemberInfo* self = own.ok() ? own->Find(cluster.node(holder).node_id) : nullptr;
+  if (self == nullptr || self->cache_keys == 0) return false;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    if (i == holder) continue;
+    Result<launch::ClusterView> view = cluster.View(i);
+    const launch::MemberInfo* m = view.ok() ? view->Find(self->node_id) : nullptr;
+    if (m == nullptr || m->cache_keys < self->cache_keys) return false;
+  }
+  return true;
+}
+
+// Routing attempts in the decision records, by entries other than `member`, that chose `member`
+// within [from_ms, to_ms] (the steady clock of SteadyMs).
+size_t AttemptsSentTo(const std::vector<std::string>& records, const std::string& member,
+                      double from_ms, double to_ms) {
+  size_t n = 0;
+  for (const std::string& file : records) {
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+      Result<std::vector<launch::Routing>> routings = launch::RoutingsOfRecordLine(line);
+      if (!routings.ok()) continue;
+      for (const launch::Routing& r : *routings) {
+        if (r.entry != member && r.member == member && r.earliest_ms >= from_ms &&
+            r.earliest_ms <= to_ms) {
+          ++n;
+        }
+      }
+    }
+  }
+  return n;
 }
 
 TEST(ChaosDegradedTest, OneNodeWithTwentyPercentLossLosesNothingAndKillsNobody) {
@@ -76,7 +115,10 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
   if (Status why = launch::NetnsBed::CheckAvailable(); !why.ok()) {
     GTEST_SKIP() << "SKIPPED: the test bed needs network namespaces: " << why.ToString();
   }
-  std::unique_ptr<BedCluster> bc = StartBedCluster(kNodes);
+  LocalClusterOptions options = ClusterOptions(kNodes);
+  options.per_node_flags.resize(kNodes);
+  options.per_node_flags[kFaulted] = {"--policy", "local"};
+  std::unique_ptr<BedCluster> bc = StartBedCluster(std::move(options));
   ASSERT_NE(bc, nullptr);
   LocalCluster& cluster = *bc->cluster;
   const std::vector<size_t> all = AllBut(kNodes, {});
@@ -84,9 +126,38 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
   DeadRoutingWatch watch(cluster, bc->records);
   OpenLoopLoad load(Entries(cluster));
 
+  // node-7 serves a long prompt of its own, and every node learns that it holds it.
+  const std::string held = Words("stalled-holder", 1024);
+  const std::string node7 = cluster.node(kFaulted).http_address;
+  Outcome warm;
+  ASSERT_EQ(IncompleteStream(testkit::HttpPostStream(node7, "/v1/completions",
+                                                     CompletionBody(held + " q0", 1, true),
+                                                     kCallTimeout),
+                             &warm),
+            "");
+  ASSERT_EQ(warm.served_by, cluster.node(kFaulted).node_id);
+  ASSERT_TRUE(testutil::Eventually([&] { return OthersKnowWhatItHolds(cluster, kFaulted); }, 30s));
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
+
   load.SetPhase("stalled");
   ASSERT_TRUE(cluster.SlowEngine(kFaulted, 1000).ok());
+  const double stalled_ms = SteadyMs(Clock::now());
+  // Requests for node-7's prefix at every other entry: their best holder's engine is stalled.
+  std::vector<Outcome> to_holder;
+  for (size_t i = 0; i < kFaulted; ++i) {
+    Outcome o;
+    o.phase = "stalled";
+    o.entry = i;
+    const auto start = Clock::now();
+    o.failure = IncompleteStream(
+        testkit::HttpPostStream(cluster.node(i).http_address, "/v1/completions",
+                                CompletionBody(held + " q" + std::to_string(i + 1), kMaxTokens,
+                                               /*stream=*/true),
+                                kCallTimeout),
+        &o);
+    o.latency = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    to_holder.push_back(o);
+  }
   ASSERT_TRUE(testutil::Eventually(
       [&] {
         // The node is up: nobody may declare anyone dead, node-7 included.
@@ -97,6 +168,7 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
   load.SetPhase("after");
   ASSERT_TRUE(cluster.SlowEngine(kFaulted, 1).ok());
   const auto restored = Clock::now();
+  const double restored_ms = SteadyMs(restored);
   Status converged = cluster.WaitForViews({}, kReconvergeBound);
   const long long reconverge = Millis(Clock::now() - restored);
   EXPECT_TRUE(converged.ok()) << converged.ToString();
@@ -114,6 +186,22 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
          watch.Finish(outcomes));
   EXPECT_LT(Slowest(outcomes, "stalled", {kFaulted}), kSilentPeerBound);
   EXPECT_TRUE(deaths.empty()) << "false death: " << deaths.front();
+  // The requests for node-7's prefix: each answered in full by another node, and some were sent
+  // to the stalled engine first (the scenario exercises the first-token deadline).
+  std::chrono::milliseconds slowest{0};
+  for (const Outcome& o : to_holder) {
+    EXPECT_EQ(o.failure, "") << "a request for node-7's prefix via node-" << o.entry;
+    EXPECT_NE(o.served_by, cluster.node(kFaulted).node_id);
+    slowest = std::max(slowest, o.latency);
+  }
+  EXPECT_LT(slowest, kSilentPeerBound);
+  const size_t sent_to_stalled =
+      AttemptsSentTo(bc->records, cluster.node(kFaulted).node_id, stalled_ms, restored_ms);
+  EXPECT_GT(sent_to_stalled, 0u) << "no request for node-7's prefix was sent to it";
+  std::printf(
+      "chaos: %zu requests for the stalled node's prefix at the other entries, answered elsewhere "
+      "(slowest %lld ms); %zu routing attempts sent to the stalled node while it stalled\n",
+      to_holder.size(), static_cast<long long>(slowest.count()), sent_to_stalled);
 }
 
 }  // namespace
