@@ -128,13 +128,9 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
 
   // node-7 serves a long prompt of its own, and every node learns that it holds it.
   const std::string held = Words("stalled-holder", 1024);
-  const std::string node7 = cluster.node(kFaulted).http_address;
-  Outcome warm;
-  ASSERT_EQ(IncompleteStream(testkit::HttpPostStream(node7, "/v1/completions",
-                                                     CompletionBody(held + " q0", 1, true),
-                                                     kCallTimeout),
-                             &warm),
-            "");
+  const Outcome warm =
+      StreamOne(cluster.node(kFaulted).http_address, kFaulted, "before", held + " q0", 1);
+  ASSERT_EQ(warm.failure, "");
   ASSERT_EQ(warm.served_by, cluster.node(kFaulted).node_id);
   ASSERT_TRUE(testutil::Eventually([&] { return OthersKnowWhatItHolds(cluster, kFaulted); }, 30s));
   ASSERT_TRUE(testutil::Eventually([&] { return load.sent_in_phase() >= kBeforeRequests; }, 60s));
@@ -145,18 +141,8 @@ TEST(ChaosDegradedTest, AStalledEngineBehindALiveNodeCostsOnlyItsOwnEntry) {
   // Requests for node-7's prefix at every other entry: their best holder's engine is stalled.
   std::vector<Outcome> to_holder;
   for (size_t i = 0; i < kFaulted; ++i) {
-    Outcome o;
-    o.phase = "stalled";
-    o.entry = i;
-    const auto start = Clock::now();
-    o.failure = IncompleteStream(
-        testkit::HttpPostStream(cluster.node(i).http_address, "/v1/completions",
-                                CompletionBody(held + " q" + std::to_string(i + 1), kMaxTokens,
-                                               /*stream=*/true),
-                                kCallTimeout),
-        &o);
-    o.latency = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    to_holder.push_back(o);
+    to_holder.push_back(
+        StreamOne(cluster.node(i).http_address, i, "stalled", held + " q" + std::to_string(i + 1)));
   }
   ASSERT_TRUE(testutil::Eventually(
       [&] {

@@ -113,6 +113,25 @@ inline std::string IncompleteStream(const Result<testkit::StreamOutcome>& r, Out
   return "";
 }
 
+// Sends one streaming completion of `prompt` (max_tokens tokens) to `address`, the entry node
+// `entry`, and describes how it went.
+inline Outcome StreamOne(const std::string& address, size_t entry, std::string phase,
+                         const std::string& prompt, int max_tokens = kMaxTokens) {
+  const auto start = Clock::now();
+  Result<testkit::StreamOutcome> r =
+      testkit::HttpPostStream(address, "/v1/completions",
+                              CompletionBody(prompt, max_tokens, /*stream=*/true), kCallTimeout);
+  const auto end = Clock::now();
+  Outcome o;
+  o.phase = std::move(phase);
+  o.entry = entry;
+  o.latency = std::chrono::duration_cast<std::chrono::milliseconds>(end - start);
+  o.failure = IncompleteStream(r, &o);
+  o.start_ms = SteadyMs(start);
+  o.end_ms = SteadyMs(end);
+  return o;
+}
+
 // An open-loop load: one streaming request every kArrivalGap, each on its own thread, to the
 // entry nodes in turn (skipping excluded ones: a node the scenario has killed or stopped), with
 // prompts from a few shared-prefix families (so requests are forwarded across the cluster) drawn
@@ -170,24 +189,14 @@ class OpenLoopLoad {
       ReapFinishedRequests();
       auto done = std::make_shared<std::atomic<bool>>(false);
       requests_.push_back({std::thread([this, entry, prompt, phase, done] {
-        const auto start = Clock::now();
-        Result<testkit::StreamOutcome> r = testkit::HttpPostStream(
-            entries_[entry], "/v1/completions", CompletionBody(prompt, kMaxTokens, /*stream=*/true),
-            kCallTimeout);
-        const auto end = Clock::now();
-        Outcome o;
-        o.phase = phase;
-        o.entry = entry;
-        o.latency = std::chrono::duration_cast<std::chrono::milliseconds>(end - start);
-        o.failure = IncompleteStream(r, &o);
-        o.start_ms = SteadyMs(start);
-        o.end_ms = SteadyMs(end);
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          outcomes_.push_back(std::move(o));
-        }
-        done->store(true);
-      }), done});
+                             Outcome o = StreamOne(entries_[entry], entry, phase, prompt);
+                             {
+                               std::lock_guard<std::mutex> lock(mu_);
+                               outcomes_.push_back(std::move(o));
+                             }
+                             done->store(true);
+                           }),
+                           done});
       ++sent_in_phase_;
       next += kArrivalGap;
       std::this_thread::sleep_until(next);  // the arrival process, not a wait on a condition

@@ -30,13 +30,9 @@ DaemonMetrics::DaemonMetrics() {
       "nothing for limits.suspect_silence_ms; each retried elsewhere before the first token, else "
       "the client's stream ended";
   forwards_aborted_member_dead_.counter = &r.AddCounter(
-      "hearsay_forwards_aborted_total",
-      kForwardsAbortedHelp,
-      {{"reason", "member_dead"}});
+      "hearsay_forwards_aborted_total", kForwardsAbortedHelp, {{"reason", "member_dead"}});
   forwards_aborted_suspect_silent_.counter = &r.AddCounter(
-      "hearsay_forwards_aborted_total",
-      kForwardsAbortedHelp,
-      {{"reason", "suspect_silent"}});
+      "hearsay_forwards_aborted_total", kForwardsAbortedHelp, {{"reason", "suspect_silent"}});
   peer_requests_bounced_.counter =
       &r.AddCounter("hearsay_peer_requests_bounced_total",
                     "Forwarded requests from peers this node sent back unserved, because its own "

@@ -72,9 +72,9 @@ void Node::AbortSilentForwardsToSuspects() {
   }
   for (uint64_t token : silent) {
     Pending& p = pending_.find(token)->second;
-    const Status status = UnavailableError("member " + p.forward_to + " suspected and silent for " +
-                                           std::to_string(static_cast<int64_t>(ToMillis(now - p.last_heard))) +
-                                           " ms");
+    const Status status = UnavailableError(
+        "member " + p.forward_to + " suspected and silent for " +
+        std::to_string(static_cast<int64_t>(ToMillis(now - p.last_heard))) + " ms");
     UntrackForward(token, p);
     ++stats_.forwards_aborted_suspect_silent;
     peer_client_.Abort(token, status);

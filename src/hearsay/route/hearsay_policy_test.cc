@@ -26,6 +26,13 @@ class HearsayPolicyTest : public ::testing::Test {
   Decision Choose(const std::vector<Candidate>& candidates, uint64_t id = 1, double at_ms = 0) {
     return policy_.Choose(MakeRequest(chain_, id, At(at_ms)), candidates, rng_);
   }
+  // The slot a fresh policy with interference_weight `weight` chooses for request `id`.
+  Slot SlotWithInterference(double weight, const std::vector<Candidate>& candidates, uint64_t id) {
+    PolicyOptions options;
+    options.hearsay.interference_weight = weight;
+    HearsayPolicy policy(options);
+    return policy.Choose(MakeRequest(chain_, id), candidates, rng_).slot;
+  }
 
   PolicyOptions options_;
   HearsayPolicy policy_{options_};
@@ -98,12 +105,7 @@ TEST_F(HearsayPolicyTest, APrefillGoesWhereItHoldsUpTheFewestRunningRequests) {
   EXPECT_NEAR(d.expected_ttft_ms, prices[2].delay_ms + prices[2].wait_ms + prices[2].prefill_ms,
               1e-9);
   // Without the term the entry node serves it: no forward beats any peer's round trip.
-  PolicyOptions ttft_only;
-  ttft_only.hearsay.interference_weight = 0;
-  HearsayPolicy plain(ttft_only);
-  EXPECT_EQ(
-      plain.Choose(MakeRequest(chain_, 3), std::vector<Candidate>{self, crowded, quiet}, rng_).slot,
-      0u);
+  EXPECT_EQ(SlotWithInterference(0, {self, crowded, quiet}, 3), 0u);
 }
 
 TEST_F(HearsayPolicyTest, APrefillIsNotSentBehindALongQueueToSpareAFewDecoders) {
@@ -118,12 +120,7 @@ TEST_F(HearsayPolicyTest, APrefillIsNotSentBehindALongQueueToSpareAFewDecoders) 
   Candidate self = SelfCandidate(0);
   self.load.queue_wait = FromMillis(10000);
   EXPECT_EQ(Choose({self, queued, running}).slot, 2u);
-  PolicyOptions heavier;
-  heavier.hearsay.interference_weight = 0.2;
-  HearsayPolicy old(heavier);
-  EXPECT_EQ(
-      old.Choose(MakeRequest(chain_, 1), std::vector<Candidate>{self, queued, running}, rng_).slot,
-      1u);
+  EXPECT_EQ(SlotWithInterference(0.2, {self, queued, running}, 1), 1u);
 }
 
 TEST_F(HearsayPolicyTest, UnderLoadAMissIsPricedWithTheWorkItAdds) {
