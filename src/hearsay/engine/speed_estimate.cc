@@ -17,13 +17,21 @@ void SpeedEstimate::Add(double sample) {
     ring_[next_] = sample;
     next_ = (next_ + 1) % window_;
   }
-  scratch_.assign(ring_.begin(), ring_.end());
-  const size_t mid = scratch_.size() / 2;
-  std::nth_element(scratch_.begin(), scratch_.begin() + mid, scratch_.end());
-  median_ = scratch_[mid];
-  if (scratch_.size() % 2 == 0) {
-    median_ = (median_ + *std::max_element(scratch_.begin(), scratch_.begin() + mid)) / 2;
+  stale_ = true;
+}
+
+double SpeedEstimate::value() const {
+  if (stale_) {
+    stale_ = false;
+    scratch_.assign(ring_.begin(), ring_.end());
+    const size_t mid = scratch_.size() / 2;
+    std::nth_element(scratch_.begin(), scratch_.begin() + mid, scratch_.end());
+    median_ = scratch_[mid];
+    if (scratch_.size() % 2 == 0) {
+      median_ = (median_ + *std::max_element(scratch_.begin(), scratch_.begin() + mid)) / 2;
+    }
   }
+  return median_;
 }
 
 }  // namespace hearsay::engine

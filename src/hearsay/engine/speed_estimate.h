@@ -4,8 +4,9 @@
 // hiccup), and the window forgets the old speed within `window` answers when the engine slows
 // down (another tenant on the GPU, a thermal limit) or speeds up.
 //
-// Cost: Add() is O(window) (a copy and a selection); value() is O(1).
-// Thread-safety: a plain value.
+// Cost: Add() is O(1); the first value() after an Add() is O(window) (a copy and a selection),
+// later ones O(1): an engine adds a sample per iteration and is asked far less often.
+// Thread-safety: none (value() fills a cache): one owner, as the engines that keep it.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +22,7 @@ class SpeedEstimate {
   // Adds one sample; ignored unless finite and > 0.
   void Add(double sample);
   // The median of the samples in the window; 0 before the first.
-  double value() const { return median_; }
+  double value() const;
   size_t samples() const { return ring_.size(); }
 
  private:
@@ -29,8 +30,10 @@ class SpeedEstimate {
   // The last `window_` samples, oldest at next_ once full.
   std::vector<double> ring_;
   size_t next_ = 0;
-  double median_ = 0;
-  std::vector<double> scratch_;
+  // The median, computed on demand.
+  mutable bool stale_ = false;
+  mutable double median_ = 0;
+  mutable std::vector<double> scratch_;
 };
 
 }  // namespace hearsay::engine

@@ -148,6 +148,17 @@ std::vector<MemberView> Node::Members() const {
   return out;
 }
 
+void Node::ForEachMemberRoute(const std::function<void(const MemberRoute&)>& fn) const {
+  for (const MemberRec* m : ordered_) {
+    fn(MemberRoute{.id = m->id,
+                   .address = m->address,
+                   .api_address = m->api_address,
+                   .generation = m->generation,
+                   .state = m->state,
+                   .rtt_ms = m->has_rtt ? std::optional<double>(m->srtt_ms) : std::nullopt});
+  }
+}
+
 std::optional<MemberView> Node::Member(const NodeId& id) const {
   auto it = members_.find(id);
   if (it == members_.end()) return std::nullopt;

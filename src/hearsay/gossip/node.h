@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -131,6 +132,20 @@ class Node final : public MessageSink {
   // Every other member ever seen (dead and left included), ordered by id.
   std::vector<MemberView> Members() const;
   std::optional<MemberView> Member(const NodeId& id) const;
+  // How to reach a member: what a caller that walks the members every tick needs, without the
+  // copies of Members(). The references live only during the call.
+  struct MemberRoute {
+    const NodeId& id;
+    const Address& address;
+    const Address& api_address;  // empty: `address` itself
+    Generation generation;
+    MemberState state;
+    std::optional<double> rtt_ms;
+  };
+  // Calls `fn` for every member Members() lists, in the same order.
+  void ForEachMemberRoute(const std::function<void(const MemberRoute&)>& fn) const;
+  // Changes whenever what ForEachMemberRoute would show changes, so a caller can skip a walk.
+  uint64_t routes_version() const { return routes_version_; }
   // Members in kAlive or kSuspect.
   size_t live_member_count() const { return static_cast<size_t>(live_count_); }
   // The replica of a live member's state, or null.
@@ -387,6 +402,7 @@ class Node final : public MessageSink {
   // N = 256.
   std::unordered_map<NodeId, MemberRec> members_;
   std::vector<MemberRec*> ordered_;
+  uint64_t routes_version_ = 0;  // see routes_version()
   std::vector<MemberRec*> live_;  // valid unless live_dirty_
   bool live_dirty_ = true;
   int64_t live_count_ = 0;  // members in kAlive or kSuspect

@@ -118,6 +118,7 @@ void Node::SetState(MemberRec& m, MemberState state) {
   }
   m.state = state;
   m.since = scheduler_.clock().Now();
+  ++routes_version_;
   if (old == MemberState::kSuspect && state != MemberState::kSuspect) {
     if (m.suspicion_timer != kNoTimer) scheduler_.Cancel(m.suspicion_timer);
     m.suspicion_timer = kNoTimer;
@@ -257,7 +258,10 @@ void Node::ApplyMembership(const MemberUpdate& u) {
   if (u.generation < m.generation) return;
   // A member sets its api address once per life, so any update of this life may fill it in
   // (the first sighting may have come from a message header, which lacks it).
-  if (u.generation == m.generation && m.api_address.empty()) m.api_address = u.api_address;
+  if (u.generation == m.generation && m.api_address.empty() && !u.api_address.empty()) {
+    m.api_address = u.api_address;
+    ++routes_version_;
+  }
   if (u.generation > m.generation) {
     // A new life: whatever we knew about the old one is void, its cache included.
     DropStore(m);
@@ -283,6 +287,7 @@ void Node::ApplyMembership(const MemberUpdate& u) {
         m.incarnation = u.incarnation;
         m.address = u.address;
         m.api_address = u.api_address;
+        ++routes_version_;
         if (m.state != MemberState::kAlive) SetState(m, MemberState::kAlive);
         Broadcast(u);
       } else if (m.state == MemberState::kSuspect || m.state == MemberState::kDead) {

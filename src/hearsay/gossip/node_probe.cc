@@ -207,6 +207,7 @@ void Node::SampleRtt(const NodeId& id, Duration rtt) {
   // TCP's smoothing (RFC 6298, alpha = 1/8).
   m.srtt_ms = m.has_rtt ? 0.875 * m.srtt_ms + 0.125 * sample : sample;
   m.has_rtt = true;
+  ++routes_version_;
 }
 
 void Node::AddHealth(int delta) {

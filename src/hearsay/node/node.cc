@@ -129,16 +129,19 @@ void Node::PublishTick() {
 }
 
 void Node::RefreshMembers() {
+  // Nothing to do unless a peer was added or reset here, or gossip changed how to reach one.
+  if (!members_dirty_ && gossip_->routes_version() == routes_seen_) return;
   members_dirty_ = false;
-  for (const gossip::MemberView& m : gossip_->Members()) {
+  routes_seen_ = gossip_->routes_version();
+  gossip_->ForEachMemberRoute([this](const gossip::Node::MemberRoute& m) {
     std::optional<prefix::PeerSlot> s = peer_index_.FindSlot(m.id);
-    if (!s || *s >= peers_.size()) continue;
+    if (!s || *s >= peers_.size()) return;
     Peer& p = peers_[*s];
-    if (p.generation != m.generation) continue;
+    if (p.generation != m.generation) return;
     p.address = m.api_address.empty() ? m.address : m.api_address;
     p.live = m.state == gossip::MemberState::kAlive;
     p.one_way = m.rtt_ms ? FromMillis(*m.rtt_ms / 2) : options_.default_one_way_delay;
-  }
+  });
 }
 
 Node::Peer* Node::EnsurePeer(const NodeId& id, Generation generation) {

@@ -441,6 +441,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   // route slot = PeerIndex slot + 1; route slot 0 is self.
   std::vector<Peer> peers_;
   bool members_dirty_ = true;
+  uint64_t routes_seen_ = 0;  // gossip::Node::routes_version() at the last RefreshMembers
   // Live requests by token; engine request ids are the tokens of requests served here.
   std::unordered_map<uint64_t, Pending> pending_;
   // Requests ended unserved (bounced, refused) whose OnError is posted and not yet delivered, by

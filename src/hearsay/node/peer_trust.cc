@@ -72,9 +72,12 @@ void PeerTrust::Record(const NodeId& member, TimePoint now, uint32_t claimed_cac
 
 void PeerTrust::Expire(TimePoint now) {
   for (auto& [id, l] : ledgers_) {
+    const size_t samples = l.samples.size();
+    const bool was_overdue = !l.overdue.empty();
     DropOld(l, now);
     Weigh(l, now);
-    Summarize(l);
+    // The summary reads only the samples and the overdue ratios: unchanged, it stands.
+    if (l.samples.size() != samples || was_overdue || !l.overdue.empty()) Summarize(l);
   }
   Judge();
 }
