@@ -180,9 +180,10 @@ EngineLoad SimEngine::Load() const {
   l.kv_pinned_tokens = tree_.pinned_tokens() + reserved_total_;
   l.waiting_prefill_tokens = pending_tokens_;
   // Before its first prefill the engine knows only its configured speed: the preset's marginal
-  // cost per token is the starting point peers price it with.
-  l.prefill_ms_per_token =
-      prefill_speed_.samples() > 0 ? prefill_speed_.value() : cost_.params().a_ms_per_token;
+  // cost per token is the starting point peers price it with (unless it plays an upstream).
+  l.prefill_ms_per_token = prefill_speed_.samples() > 0 ? prefill_speed_.value()
+                           : options_.report_preset_speed ? cost_.params().a_ms_per_token
+                                                          : 0;
   l.decode_ms_per_token = decode_speed_.value();
   double wait_ms =
       cost_.QueueWaitMs(pending_tokens_, std::max(0.0, pending_work_ms_), options_.token_budget,

@@ -78,6 +78,9 @@ struct SimEngineOptions {
   // The host's cores this engine shares with others (CPU engines on one machine): its
   // iterations run at the shared rate (shared_host.h). Null: a machine of its own.
   std::shared_ptr<SharedHost> host;
+  // Before its first prefill, Load() reports the preset's prefill speed (true), or none (false),
+  // as an upstream engine does until its first answer (upstream/openai_engine.h).
+  bool report_preset_speed = true;
 };
 
 class SimEngine final : public Engine {

@@ -481,8 +481,13 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   }
   if (measured && measured_scales_.size() == candidates_.size()) {
     PoolSimilarSpeeds(measured_scales_, kSpeedPoolBand);
+    const double typical = TypicalScale(measured_scales_);
     for (size_t i = 0; i < candidates_.size(); ++i) {
-      if (measured_scales_[i] > 0) candidates_[i].cost_scale = measured_scales_[i];
+      if (measured_scales_[i] > 0) {
+        candidates_[i].cost_scale = measured_scales_[i];
+      } else if (typical > 0) {
+        candidates_[i].cost_scale = typical;
+      }
     }
   }
 }

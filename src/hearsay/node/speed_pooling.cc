@@ -34,4 +34,15 @@ void PoolSimilarSpeeds(std::span<double> scales, double band) {
   }
 }
 
+double TypicalScale(std::span<const double> scales) {
+  std::vector<double> measured;
+  for (double s : scales) {
+    if (s > 0) measured.push_back(s);
+  }
+  if (measured.empty()) return 0;
+  std::sort(measured.begin(), measured.end());
+  const size_t mid = measured.size() / 2;
+  return measured.size() % 2 == 1 ? measured[mid] : (measured[mid - 1] + measured[mid]) / 2;
+}
+
 }  // namespace hearsay::node

@@ -22,4 +22,12 @@ namespace hearsay::node {
 // are left alone. `band` > 1.
 void PoolSimilarSpeeds(std::span<double> scales, double band);
 
+// The median of the measured scales (entries > 0), or 0 when none is measured: the price of a
+// member not measured yet (a node's own engine before its first answer, a peer that just
+// joined). The preset's speed would be a guess off by the whole factor between the preset and
+// the hardware (100x for a CPU llama.cpp), and the unmeasured member would win or lose every
+// comparison on it: at the start of `hearsay demo --engine llama`, entry nodes priced their own
+// unmeasured engine 22x faster than their measured peers and served prompts that a peer held.
+double TypicalScale(std::span<const double> scales);
+
 }  // namespace hearsay::node

@@ -53,5 +53,12 @@ TEST(SpeedPoolingTest, MembersNotMeasuredYetTakeNoPart) {
   EXPECT_EQ(alone[0], 10);
 }
 
+TEST(SpeedPoolingTest, AMemberNotMeasuredYetIsPricedAsTheTypicalMeasuredOne) {
+  EXPECT_EQ(TypicalScale(std::vector<double>{0, 20, 18, 22}), 20);
+  EXPECT_EQ(TypicalScale(std::vector<double>{0, 20, 18}), 19);
+  EXPECT_EQ(TypicalScale(std::vector<double>{0, 0}), 0);  // nothing measured: no guess
+  EXPECT_EQ(TypicalScale(std::vector<double>{}), 0);
+}
+
 }  // namespace
 }  // namespace hearsay::node
