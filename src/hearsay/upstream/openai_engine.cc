@@ -273,7 +273,7 @@ bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
                         : *c.prompt_computed_tokens + double(c.cached_tokens.value_or(0));
     const double computed =
         double(*c.prompt_computed_tokens) * double(r.prompt_len) / std::max(1.0, upstream_prompt);
-    if (computed >= 1) prefill_speed_.Add(computed, *c.prompt_ms);
+    if (computed >= 1) prefill_speed_.Add(*c.prompt_ms / computed);
   }
   if (c.cached_tokens && !r.evidence_applied) {
     ApplyEvidence(r, id, *c.cached_tokens, c.prompt_tokens.value_or(0));
@@ -679,7 +679,7 @@ engine::EngineLoad OpenAiEngine::Load() const {
     if (r->first_sent) continue;
     const uint64_t uncached = r->prompt_len - std::min<size_t>(r->estimate, r->prompt_len);
     if (!r->streamed) {
-      const double prefill_ms = prefill_speed_.PrefillMs(static_cast<double>(uncached));
+      const double prefill_ms = prefill_speed_.value() * static_cast<double>(uncached);
       if (now - r->submitted >= FromMillis(prefill_ms)) continue;
     }
     ++l.waiting_requests;
@@ -688,12 +688,10 @@ engine::EngineLoad OpenAiEngine::Load() const {
   l.running_requests = static_cast<uint32_t>(live_.size()) - l.waiting_requests;
   AddForeignLoad(l, pending_prefill);
   l.waiting_prefill_tokens = pending_prefill;
-  l.prefill_ms_per_token = prefill_speed_.per_token_ms();
+  l.prefill_ms_per_token = prefill_speed_.value();
   l.decode_ms_per_token = decode_speed_.value();
   l.estimated_queue_wait =
-      FromMillis(prefill_speed_.per_token_ms() * static_cast<double>(pending_prefill) +
-                 prefill_speed_.overhead_ms() * double(l.waiting_requests)) +
-      SlotWait(l);
+      FromMillis(prefill_speed_.value() * static_cast<double>(pending_prefill)) + SlotWait(l);
   if (!healthy_) {
     l.waiting_requests = std::max(l.waiting_requests, kUnhealthyQueueDepth);
     l.kv_used_tokens = l.kv_capacity_tokens;

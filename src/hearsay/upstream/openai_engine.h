@@ -14,11 +14,9 @@
 // tokenizer); the cache estimate is kept in node tokens, and evidence is converted by the ratio of
 // the two prompt lengths (exact when the node tokenizes with the engine's tokenizer).
 //
-// Speeds. Prefill comes from the upstream's own timings (llama.cpp's timings.prompt_ms against the
-// tokens it computed, in node tokens), fitted as a fixed time per prefill plus a time per token
-// (engine::PrefillSpeed: a cache hit's short prefill is mostly the fixed part); decode ms per
-// output token from the stream itself (first to last text over the tokens between), the median
-// of recent answers (engine::SpeedEstimate).
+// Speeds. Prefill ms per uncached node token comes from the upstream's own timings (llama.cpp's
+// timings.prompt_ms); decode ms per output token from the stream itself (first to last text over
+// the tokens between); each is the median of recent answers (engine::SpeedEstimate).
 //
 // The engine's own queue (engine_metrics.h): where the flavor publishes queue gauges on /metrics,
 // they are polled every queue_poll_interval; llama.cpp's /slots (its slots, which are busy, how
@@ -77,7 +75,6 @@
 #include "hearsay/api/sse_parser.h"
 #include "hearsay/common/status.h"
 #include "hearsay/engine/engine.h"
-#include "hearsay/engine/prefill_speed.h"
 #include "hearsay/engine/speed_estimate.h"
 #include "hearsay/env/scheduler.h"
 #include "hearsay/prefix/block_keys.h"
@@ -370,8 +367,8 @@ class OpenAiEngine final : public engine::Engine {
   TimerId tick_timer_ = kNoTimer;
   TimePoint next_probe_{};
   TimePoint next_reconcile_{};
-  // Prefill time against uncached prompt tokens, in node tokens, from the upstream's timings.
-  engine::PrefillSpeed prefill_speed_;
+  // Prefill ms per uncached prompt token, in node tokens, from the upstream's own timings.
+  engine::SpeedEstimate prefill_speed_;
   // Decode ms per output token, from the stream's own timing.
   engine::SpeedEstimate decode_speed_;
   // Uncached node tokens per request sent (the cost of another client's queued request).

@@ -67,7 +67,7 @@ void OpenAiEngine::SetHoldTimer(RequestId id, Live& r, Duration after) {
 }
 
 void OpenAiEngine::BoundHolds() {
-  const double ms_per_token = prefill_speed_.per_token_ms();
+  const double ms_per_token = prefill_speed_.value();
   for (const RequestId id : held_) {
     Live& r = *live_.at(id);
     if (r.hold_bounded) continue;
@@ -75,7 +75,7 @@ void OpenAiEngine::BoundHolds() {
     if (!sharing.computed) continue;
     r.hold_bounded = true;
     if (ms_per_token <= 0) continue;  // unmeasured: prefix_hold_max stays the bound
-    const Duration bound = FromMillis(prefill_speed_.PrefillMs(static_cast<double>(sharing.tokens)));
+    const Duration bound = FromMillis(ms_per_token * static_cast<double>(sharing.tokens));
     if (bound < options_.prefix_hold_max) SetHoldTimer(id, r, bound);
   }
 }
