@@ -181,7 +181,7 @@ EngineLoad SimEngine::Load() const {
   l.waiting_prefill_tokens = pending_tokens_;
   // Before its first prefill the engine knows only its configured speed: the preset's marginal
   // cost per token is the starting point peers price it with (unless it plays an upstream).
-  l.prefill_ms_per_token = prefill_speed_.samples() > 0 ? prefill_speed_.value()
+  l.prefill_ms_per_token = prefill_speed_.samples() > 0   ? prefill_speed_.value()
                            : options_.report_preset_speed ? cost_.params().a_ms_per_token
                                                           : 0;
   l.decode_ms_per_token = decode_speed_.value();

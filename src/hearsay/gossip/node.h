@@ -34,9 +34,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
-#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -402,7 +402,7 @@ class Node final : public MessageSink {
   // N = 256.
   std::unordered_map<NodeId, MemberRec> members_;
   std::vector<MemberRec*> ordered_;
-  uint64_t routes_version_ = 0;  // see routes_version()
+  uint64_t routes_version_ = 0;   // see routes_version()
   std::vector<MemberRec*> live_;  // valid unless live_dirty_
   bool live_dirty_ = true;
   int64_t live_count_ = 0;  // members in kAlive or kSuspect
@@ -430,7 +430,7 @@ class Node final : public MessageSink {
   // With signatures: this node's signed statements about itself, by state (re-signed when the
   // incarnation changes).
   std::array<std::optional<MemberUpdate>, 4> self_signed_;
-  TimePoint last_discovery_pull_{};    // last push-pull asked for a member seen only in a digest
+  TimePoint last_discovery_pull_{};  // last push-pull asked for a member seen only in a digest
   LoadReport load_;
   uint64_t heartbeat_ = 0;
   TimePoint last_load_write_{};

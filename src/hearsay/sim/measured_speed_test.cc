@@ -18,9 +18,7 @@ namespace {
 struct FirstTokens final : ResponseSink {
   std::map<uint64_t, uint32_t> cached;  // by request id, once its first token came
   std::map<uint64_t, bool> done;
-  void OnFirstToken(uint64_t id, const PeerFirstToken& f) override {
-    cached[id] = f.cached_tokens;
-  }
+  void OnFirstToken(uint64_t id, const PeerFirstToken& f) override { cached[id] = f.cached_tokens; }
   void OnComplete(uint64_t id, const PeerUsage&) override { done[id] = true; }
   void OnError(uint64_t id, const Status&, bool) override { done[id] = true; }
 };
@@ -48,7 +46,7 @@ PeerRequest SpeedTestRequest(uint64_t id, std::vector<uint32_t> prompt, bool for
 }
 
 // An entry node whose own engine has not answered yet prices it as its measured peers, not at
-// the router's default speed (about 20x faster than this engine): it sends a prompt to the peer
+// the router's default speed (10x faster per token than this engine): it sends a prompt to the peer
 // that holds its prefix instead of computing it cold at home.
 TEST(MeasuredSpeedTest, AnEngineNotMeasuredYetIsPricedAsItsMeasuredPeers) {
   SimClusterOptions o;
@@ -81,7 +79,7 @@ TEST(MeasuredSpeedTest, AnEngineNotMeasuredYetIsPricedAsItsMeasuredPeers) {
     c.scheduler().RunFor(FromMillis(100));
   }
   ASSERT_TRUE(sink.done[1] && sink.done[2]);
-  c.scheduler().RunFor(FromSeconds(1));  // their loads and caches gossiped
+  c.scheduler().RunFor(FromSeconds(1));                   // their loads and caches gossiped
   ASSERT_EQ(c.engine(0).Load().prefill_ms_per_token, 0);  // n0's engine: not measured
 
   // A sibling of n1's prompt enters at n0.
