@@ -102,7 +102,7 @@ bench-hostile: deps
 	cmake --build --preset release --target hearsay hearsay_hostile_body -j $(JOBS)
 	env $(BENCH_HOSTILE_ENV) scripts/bench-hostile-body.sh build/release
 
-# Only the llama.cpp end-to-end test (also part of test-release): 3 nodes in front of 3 real
+# Only the llama.cpp end-to-end test (also part of test-release): 4 nodes in front of 4 real
 # llama-servers.
 test-llama: build llama
 	ctest --test-dir build/release -L llama --output-on-failure
