@@ -1,10 +1,15 @@
-// `hearsay demo` end to end: it prints one JSON object per policy with sane numbers, and it
-// leaves no `hearsay node` process behind, whether it finishes, is interrupted (SIGINT), or is
-// killed outright (SIGKILL: the nodes' parent-death signal).
+// `hearsay demo` end to end: it prints one JSON object per policy with sane numbers, runs
+// repeated rounds in mirrored order, and it leaves no `hearsay node` process behind, whether it
+// finishes, is interrupted (SIGINT), or is killed outright (SIGKILL: the nodes' parent-death
+// signal).
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_test_util.h"
 
@@ -39,6 +44,44 @@ TEST(DemoCliTest, JsonHasFourPoliciesAndNothingIsLeftRunning) {
     EXPECT_EQ(row["completed"], 24) << row.dump();
     EXPECT_EQ(row["failed"], 0) << row.dump();
   }
+}
+
+// --rounds 2: each policy runs twice, the second round in reverse order (the records show the
+// order the runs happened in), and each policy's figures are over both runs' requests.
+TEST(DemoCliTest, RoundsRunEveryPolicyAgainInMirroredOrder) {
+  auto dir = launch::TempDir::Create("hearsay-demo-rounds-");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  const std::string records = dir.value()->File("records.jsonl");
+  clitest::HearsayRun run({"demo", "--json", "--requests", "12", "--rate", "16", "--policies",
+                           "hearsay,random", "--rounds", "2", "--records", records});
+  ASSERT_TRUE(run.started());
+  ASSERT_TRUE(run.process().Wait(120s).ok()) << run.output();
+  EXPECT_EQ(run.process().exit_code(), 0) << run.output();
+  EXPECT_TRUE(run.Children().empty()) << "hearsay node processes left behind";
+
+  const nlohmann::json j =
+      nlohmann::json::parse(clitest::JsonTail(run.output(), '['), nullptr, false);
+  ASSERT_TRUE(j.is_array()) << run.output();
+  ASSERT_EQ(j.size(), 2u) << j.dump(2);
+  for (const nlohmann::json& row : j) {
+    EXPECT_EQ(row["completed"], 24) << row.dump();
+    ASSERT_EQ(row["runs"].size(), 2u) << row.dump();
+    for (const nlohmann::json& one : row["runs"]) EXPECT_GT(one["mean_ttft_ms"], 0) << row.dump();
+  }
+
+  // The runs in the order the records were written: (policy, round) at each change.
+  std::vector<std::pair<std::string, int>> order;
+  std::ifstream in(records);
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json r = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(r.is_discarded()) << line;
+    const std::pair<std::string, int> at = {r["run"].get<std::string>(), r["round"].get<int>()};
+    if (order.empty() || order.back() != at) order.push_back(at);
+  }
+  const std::vector<std::pair<std::string, int>> mirrored = {
+      {"hearsay", 1}, {"random", 1}, {"random", 2}, {"hearsay", 2}};
+  EXPECT_EQ(order, mirrored);
 }
 
 TEST(DemoCliTest, SigintStopsEveryNode) {

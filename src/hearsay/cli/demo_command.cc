@@ -62,6 +62,10 @@ struct DemoFlags {
   double zipf = 1.0;
   uint64_t seed = 1;
   std::string policies = "hearsay,paper,least-loaded,random";
+  // Runs of every policy, in mirrored order: as listed in rounds 1, 3, ..., reversed in rounds 2,
+  // 4, ..., so that the machine's drift over the sequence weighs on every policy alike. A
+  // policy's figures are over all its runs' requests together.
+  uint32_t rounds = 1;
   // The engine behind every node: "sim" (the embedded simulated engine) or "llama" (one real
   // llama.cpp llama-server per node, built by scripts/setup-llama.sh; see docs/engines.md).
   std::string engine = "sim";
@@ -101,7 +105,12 @@ struct DemoFlags {
 
 struct PolicyRow {
   std::string policy;
+  // Over all the policy's runs; `runs` has each run's own, in round order.
   loadgen::BenchSummary summary;
+  std::vector<loadgen::BenchSummary> runs;
+  // Every run's requests, for `summary`.
+  std::vector<loadgen::RequestResult> results;
+  Duration elapsed{};
   // With --twin: the simulator's prediction, and the `hearsay sim` command that reproduces it.
   std::optional<twin::TwinPrediction> twin;
   std::string twin_command;
@@ -211,7 +220,9 @@ std::string RecordsPath(const std::string& dir, size_t node) {
 }
 
 // Appends the records of one file to `out`, each tagged with "run": policy.
-Status AppendTagged(const std::string& path, const std::string& policy, std::FILE* out) {
+// Each line gains "run": `policy` and, when `round` > 0, "round": `round`.
+Status AppendTagged(const std::string& path, const std::string& policy, uint32_t round,
+                    std::FILE* out) {
   std::ifstream in(path);
   if (!in) return InternalError("cannot read the decision records of " + path);
   std::string line;
@@ -219,6 +230,7 @@ Status AppendTagged(const std::string& path, const std::string& policy, std::FIL
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded()) continue;  // a line cut short by a node's end
     j["run"] = policy;
+    if (round > 0) j["round"] = round;
     const std::string text = j.dump();
     std::fprintf(out, "%s\n", text.c_str());
   }
@@ -226,9 +238,9 @@ Status AppendTagged(const std::string& path, const std::string& policy, std::FIL
 }
 
 Status CollectRecords(const std::string& dir, size_t nodes, const std::string& policy,
-                      std::FILE* out) {
+                      uint32_t round, std::FILE* out) {
   for (size_t i = 0; i < nodes; ++i) {
-    HEARSAY_RETURN_IF_ERROR(AppendTagged(RecordsPath(dir, i), policy, out));
+    HEARSAY_RETURN_IF_ERROR(AppendTagged(RecordsPath(dir, i), policy, round, out));
   }
   return OkStatus();
 }
@@ -245,7 +257,7 @@ Status RecordTwin(const sim::SimConfig& twin, const std::string& policy, std::FI
         sim::RunSimRecorded(twin::DrawConfig(twin, 1), {}, file.get()).status());
     if (file->write_failed()) return InternalError("writing the twin's records failed");
   }
-  return AppendTagged(path, policy, out);
+  return AppendTagged(path, policy, 0, out);
 }
 
 // The cluster of one policy's run, before any per-node engine address or records file.
@@ -356,11 +368,12 @@ Status InjectDelay(const DemoFlags& f, launch::LocalCluster& cluster, Interrupt&
   return AbortedError("interrupted");
 }
 
-// One policy: fresh cluster, the workload, the summary (and the twin's, with --twin). The cluster
+// One run of a policy: fresh cluster, the workload, the summary (and, with --twin, the twin's in
+// the policy's first round). `round` is 1-based, or 0 when the demo runs one round. The cluster
 // is gone when this returns.
 Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
-                            const std::string& policy, bool tty, Interrupt& interrupt,
-                            std::FILE* records, std::FILE* twin_records) {
+                            const std::string& policy, uint32_t round, bool tty,
+                            Interrupt& interrupt, std::FILE* records, std::FILE* twin_records) {
   HEARSAY_ASSIGN_OR_RETURN(launch::LocalClusterOptions co, ClusterOptions(f, binary, policy));
   // --engine llama: fresh llama-servers (empty caches) for every policy, one per node.
   std::unique_ptr<launch::TempDir> llama_dir;
@@ -419,16 +432,46 @@ Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
   if (!out.ok()) return out.status();
   if (out->cancelled) return AbortedError("interrupted");
   if (records != nullptr) {
-    HEARSAY_RETURN_IF_ERROR(CollectRecords(records_dir->path(), f.nodes, policy, records));
+    HEARSAY_RETURN_IF_ERROR(CollectRecords(records_dir->path(), f.nodes, policy, round, records));
   }
-  PolicyRow row{policy, loadgen::Summarize(out->results, out->elapsed, f.nodes), {}, {}};
-  if (f.twin) {
+  PolicyRow row;
+  row.policy = policy;
+  row.summary = loadgen::Summarize(out->results, out->elapsed, f.nodes);
+  row.results = std::move(out->results);
+  row.elapsed = out->elapsed;
+  if (f.twin && round <= 1) {
     HEARSAY_ASSIGN_OR_RETURN(const sim::SimConfig twin, TwinConfig(f, co, spec));
     HEARSAY_ASSIGN_OR_RETURN(row.twin, twin::Predict(twin));
     row.twin_command = twin::SimCommandLine(twin::DrawConfig(twin, 1));
     if (twin_records != nullptr) HEARSAY_RETURN_IF_ERROR(RecordTwin(twin, policy, twin_records));
   }
   return row;
+}
+
+// Adds one run of `row`'s policy (the first sets its twin).
+void AddRun(PolicyRow& row, PolicyRow run) {
+  if (row.runs.empty()) {
+    row.policy = run.policy;
+    row.twin = std::move(run.twin);
+    row.twin_command = std::move(run.twin_command);
+  }
+  row.runs.push_back(run.summary);
+  row.results.insert(row.results.end(), std::make_move_iterator(run.results.begin()),
+                     std::make_move_iterator(run.results.end()));
+  row.elapsed += run.elapsed;
+}
+
+// With more than one round, each policy's runs, in round order.
+void PrintRuns(const std::vector<PolicyRow>& rows) {
+  if (rows.empty() || rows.front().runs.size() < 2) return;
+  std::printf("\neach run, mean TTFT ms (hit rate), in round order:\n");
+  for (const PolicyRow& r : rows) {
+    std::printf("%-14s", r.policy.c_str());
+    for (const loadgen::BenchSummary& run : r.runs) {
+      std::printf(" %9.1f (%.3f)", run.ttft.mean_ms, run.hit_rate);
+    }
+    std::printf("\n");
+  }
 }
 
 void PrintTable(const std::vector<PolicyRow>& rows) {
@@ -444,6 +487,7 @@ void PrintTable(const std::vector<PolicyRow>& rows) {
                   r.twin->p99_ttft_ms, r.twin->hit_rate);
     }
   }
+  PrintRuns(rows);
   if (!rows.empty() && rows.front().twin) {
     std::printf(
         "\ntwin: the simulator on the nodes' own configuration and the same requests, the mean of "
@@ -514,12 +558,14 @@ int RunDemo(const DemoFlags& f) {
                                   ? "in network namespaces, " + std::to_string(f.link_delay_ms) +
                                         " ms one-way between nodes (injected in the nodes)"
                                   : std::string("on loopback");
+    const std::string rounds =
+        f.rounds > 1 ? ", " + std::to_string(f.rounds) + " runs per policy in mirrored order" : "";
     std::printf(
         "hearsay demo: %zu hearsay node processes %s (%s),\nMMLU-like workload (Zipf "
-        "%.2f over 57 subjects), %llu requests per policy at %.1f req/s\nspread over all entry "
-        "points, seed %llu; a fresh cluster per policy\n\n",
+        "%.2f over 57 subjects), %llu requests per run at %.1f req/s\nspread over all entry "
+        "points, seed %llu; a fresh cluster per run%s\n\n",
         f.nodes, where.c_str(), engine.c_str(), f.zipf, static_cast<unsigned long long>(f.requests),
-        f.rate, static_cast<unsigned long long>(f.seed));
+        f.rate, static_cast<unsigned long long>(f.seed), rounds.c_str());
     std::fflush(stdout);
   }
 
@@ -537,25 +583,31 @@ int RunDemo(const DemoFlags& f) {
   }
   Interrupt interrupt;
   InterruptWatcher watcher([&interrupt](int) { interrupt.Fire(); });
-  std::vector<PolicyRow> rows;
-  for (const std::string& policy : policies) {
-    Result<PolicyRow> s =
-        RunPolicy(f, binary, policy, tty, interrupt, records.get(), twin_records.get());
-    if (interrupt.fired()) {
-      std::fprintf(stderr, "hearsay demo: interrupted; every node has been stopped\n");
-      return 130;
+  std::vector<PolicyRow> rows(policies.size());
+  for (uint32_t round = 1; round <= f.rounds; ++round) {
+    for (size_t k = 0; k < policies.size(); ++k) {
+      const size_t i = round % 2 == 1 ? k : policies.size() - 1 - k;
+      const std::string& policy = policies[i];
+      Result<PolicyRow> s = RunPolicy(f, binary, policy, f.rounds > 1 ? round : 0, tty, interrupt,
+                                      records.get(), twin_records.get());
+      if (interrupt.fired()) {
+        std::fprintf(stderr, "hearsay demo: interrupted; every node has been stopped\n");
+        return 130;
+      }
+      if (!s.ok()) {
+        std::fprintf(stderr, "hearsay demo: policy %s: %s\n", policy.c_str(),
+                     s.status().ToString().c_str());
+        return 1;
+      }
+      if (!f.json && tty) {
+        std::fprintf(stderr, "  %-13s done: mean TTFT %.1f ms, hit rate %.3f\n", policy.c_str(),
+                     s->summary.ttft.mean_ms, s->summary.hit_rate);
+      }
+      AddRun(rows[i], std::move(*s));
     }
-    if (!s.ok()) {
-      std::fprintf(stderr, "hearsay demo: policy %s: %s\n", policy.c_str(),
-                   s.status().ToString().c_str());
-      return 1;
-    }
-    rows.push_back(std::move(*s));
-    if (!f.json && tty) {
-      const loadgen::BenchSummary& last = rows.back().summary;
-      std::fprintf(stderr, "  %-13s done: mean TTFT %.1f ms, hit rate %.3f\n", policy.c_str(),
-                   last.ttft.mean_ms, last.hit_rate);
-    }
+  }
+  for (PolicyRow& row : rows) {
+    row.summary = loadgen::Summarize(row.results, row.elapsed, f.nodes);
   }
 
   if (f.json) {
@@ -568,6 +620,16 @@ int RunDemo(const DemoFlags& f) {
                             {"hit_rate", r.summary.hit_rate},
                             {"completed", r.summary.completed},
                             {"failed", r.summary.failed}};
+      if (r.runs.size() > 1) {
+        nlohmann::json runs = nlohmann::json::array();
+        for (const loadgen::BenchSummary& run : r.runs) {
+          runs.push_back({{"mean_ttft_ms", run.ttft.mean_ms},
+                          {"p50_ttft_ms", run.ttft.p50_ms},
+                          {"p99_ttft_ms", run.ttft.p99_ms},
+                          {"hit_rate", run.hit_rate}});
+        }
+        row["runs"] = std::move(runs);
+      }
       if (r.twin) {
         row["twin_mean_ttft_ms"] = r.twin->mean_ttft_ms;
         row["twin_p99_ttft_ms"] = r.twin->p99_ttft_ms;
@@ -613,6 +675,11 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", f->seed, "Workload seed (the same for every policy)")
       ->capture_default_str();
   cmd->add_option("--policies", f->policies, "Comma-separated policies to compare")
+      ->capture_default_str();
+  cmd->add_option("--rounds", f->rounds,
+                  "Runs of every policy, in mirrored order (as listed, then reversed, ...); each "
+                  "policy's figures are over all its runs (with --json, \"runs\" has each run's)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{20}))
       ->capture_default_str();
   cmd->add_option("--engine", f->engine,
                   "Engine behind each node: sim, or llama (a real llama.cpp server per node)")
@@ -661,9 +728,11 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--node-args", f->node_args,
                   "More `hearsay node` flags for every node, e.g. \"--state-signatures off\" "
                   "(the twin models the nodes as these flags configure them)");
-  cmd->add_option("--records", f->records,
-                  "Write every node's decision records (one JSON line per request routed or "
-                  "served, tagged with \"run\": the policy) to this file");
+  cmd->add_option(
+      "--records", f->records,
+      "Write every node's decision records (one JSON line per request routed or "
+      "served, tagged with \"run\": the policy, and with --rounds above 1 \"round\") to "
+      "this file");
   cmd->callback([f, cmd, &exit_code] {
     if (f->engine == "llama") {
       if (cmd->count("--rate") == 0) f->rate = kLlamaRate;
