@@ -18,16 +18,28 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(DemoCliTest, JsonHasFourPoliciesAndNothingIsLeftRunning) {
-  clitest::HearsayRun run({"demo", "--json", "--requests", "24", "--rate", "16"});
-  ASSERT_TRUE(run.started());
-  ASSERT_TRUE(run.process().Wait(120s).ok()) << run.output();
+// Runs `hearsay demo` with `args` to its end and returns the JSON it printed (not an array if
+// none), having checked that it exited 0 and left no node running.
+nlohmann::json DemoJson(std::vector<std::string> args) {
+  clitest::HearsayRun run(std::move(args));
+  if (!run.started()) {
+    ADD_FAILURE() << "hearsay demo did not start";
+    return nullptr;
+  }
+  if (!run.process().Wait(120s).ok()) {
+    ADD_FAILURE() << "hearsay demo did not end: " << run.output();
+    return nullptr;
+  }
   EXPECT_EQ(run.process().exit_code(), 0) << run.output();
   EXPECT_TRUE(run.Children().empty()) << "hearsay node processes left behind";
+  nlohmann::json j = nlohmann::json::parse(clitest::JsonTail(run.output(), '['), nullptr, false);
+  EXPECT_TRUE(j.is_array()) << run.output();
+  return j;
+}
 
-  const nlohmann::json j =
-      nlohmann::json::parse(clitest::JsonTail(run.output(), '['), nullptr, false);
-  ASSERT_TRUE(j.is_array()) << run.output();
+TEST(DemoCliTest, JsonHasFourPoliciesAndNothingIsLeftRunning) {
+  const nlohmann::json j = DemoJson({"demo", "--json", "--requests", "24", "--rate", "16"});
+  ASSERT_TRUE(j.is_array());
   ASSERT_EQ(j.size(), 4u) << j.dump(2);
   const std::vector<std::string> policies = {"hearsay", "paper", "least-loaded", "random"};
   for (size_t i = 0; i < j.size(); ++i) {
@@ -52,16 +64,10 @@ TEST(DemoCliTest, RoundsRunEveryPolicyAgainInMirroredOrder) {
   auto dir = launch::TempDir::Create("hearsay-demo-rounds-");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   const std::string records = dir.value()->File("records.jsonl");
-  clitest::HearsayRun run({"demo", "--json", "--requests", "12", "--rate", "16", "--policies",
-                           "hearsay,random", "--rounds", "2", "--records", records});
-  ASSERT_TRUE(run.started());
-  ASSERT_TRUE(run.process().Wait(120s).ok()) << run.output();
-  EXPECT_EQ(run.process().exit_code(), 0) << run.output();
-  EXPECT_TRUE(run.Children().empty()) << "hearsay node processes left behind";
-
   const nlohmann::json j =
-      nlohmann::json::parse(clitest::JsonTail(run.output(), '['), nullptr, false);
-  ASSERT_TRUE(j.is_array()) << run.output();
+      DemoJson({"demo", "--json", "--requests", "12", "--rate", "16", "--policies",
+                "hearsay,random", "--rounds", "2", "--records", records});
+  ASSERT_TRUE(j.is_array());
   ASSERT_EQ(j.size(), 2u) << j.dump(2);
   for (const nlohmann::json& row : j) {
     EXPECT_EQ(row["completed"], 24) << row.dump();
