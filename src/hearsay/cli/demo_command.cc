@@ -219,8 +219,8 @@ std::string RecordsPath(const std::string& dir, size_t node) {
   return dir + "/records-node-" + std::to_string(node) + ".jsonl";
 }
 
-// Appends the records of one file to `out`, each tagged with "run": policy.
-// Each line gains "run": `policy` and, when `round` > 0, "round": `round`.
+// Appends the records of one file to `out`, each line tagged with "run": `policy` and, when
+// `round` > 0, "round": `round`.
 Status AppendTagged(const std::string& path, const std::string& policy, uint32_t round,
                     std::FILE* out) {
   std::ifstream in(path);

@@ -11,6 +11,7 @@
 #include "hearsay/node/decision_record.h"
 #include "hearsay/node/node.h"
 #include "hearsay/sim/sim_cluster.h"
+#include "hearsay/sim/test_requests.h"
 
 namespace hearsay::sim {
 namespace {
@@ -28,22 +29,6 @@ struct RouteLog final : node::DecisionRecorder {
   void OnRoute(const node::RouteRecord& r) override { routes.push_back(r); }
   void OnServe(const node::ServeRecord&) override {}
 };
-
-std::vector<uint32_t> SpeedTestPrompt(uint32_t shared_seed, uint32_t own_seed) {
-  std::vector<uint32_t> p;
-  for (uint32_t i = 0; i < 1024; ++i) p.push_back(2000 + (shared_seed * 7919 + i * 31) % 20000);
-  for (uint32_t i = 0; i < 40; ++i) p.push_back(2000 + (own_seed * 104729 + i * 17) % 20000);
-  return p;
-}
-
-PeerRequest SpeedTestRequest(uint64_t id, std::vector<uint32_t> prompt, bool forwarded) {
-  PeerRequest r;
-  r.id = id;
-  r.prompt = std::move(prompt);
-  r.max_output_tokens = 1;
-  r.forwarded = forwarded;
-  return r;
-}
 
 // An entry node whose own engine has not answered yet prices it as its measured peers, not at
 // the router's default speed (10x faster per token than this engine): it sends a prompt to the peer
@@ -73,8 +58,8 @@ TEST(MeasuredSpeedTest, AnEngineNotMeasuredYetIsPricedAsItsMeasuredPeers) {
 
   // n1 and n2 serve a prompt each (hop marker set: served there) and so measure their speed.
   FirstTokens sink;
-  c.node(1).Submit(SpeedTestRequest(1, SpeedTestPrompt(1, 1), true), &sink);
-  c.node(2).Submit(SpeedTestRequest(2, SpeedTestPrompt(2, 2), true), &sink);
+  c.node(1).Submit(test_requests::Req(1, test_requests::Prompt(1, 1024, 1, 40), true), &sink);
+  c.node(2).Submit(test_requests::Req(2, test_requests::Prompt(2, 1024, 2, 40), true), &sink);
   for (int i = 0; i < 200 && !(sink.done[1] && sink.done[2]); ++i) {
     c.scheduler().RunFor(FromMillis(100));
   }
@@ -83,7 +68,7 @@ TEST(MeasuredSpeedTest, AnEngineNotMeasuredYetIsPricedAsItsMeasuredPeers) {
   ASSERT_EQ(c.engine(0).Load().prefill_ms_per_token, 0);  // n0's engine: not measured
 
   // A sibling of n1's prompt enters at n0.
-  c.node(0).Submit(SpeedTestRequest(3, SpeedTestPrompt(1, 3), false), &sink);
+  c.node(0).Submit(test_requests::Req(3, test_requests::Prompt(1, 1024, 3, 40), false), &sink);
   for (int i = 0; i < 200 && !sink.done[3]; ++i) c.scheduler().RunFor(FromMillis(100));
   ASSERT_TRUE(sink.done[3]);
   ASSERT_EQ(log.routes.size(), 1u);

@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "hearsay/sim/sim_cluster.h"
+#include "hearsay/sim/test_requests.h"
 
 namespace hearsay::node {
 namespace {
 
 using sim::SimCluster;
 using sim::SimClusterOptions;
+using sim::test_requests::Prompt;
+using sim::test_requests::Req;
 
 // Records every event a client sees.
 struct Recorder final : ResponseSink {
@@ -40,24 +43,6 @@ struct Recorder final : ResponseSink {
     ++by_id[id].restarts;
   }
 };
-
-std::vector<uint32_t> Prompt(uint32_t shared_seed, uint32_t shared_len, uint32_t own_seed,
-                             uint32_t own_len) {
-  std::vector<uint32_t> p;
-  for (uint32_t i = 0; i < shared_len; ++i)
-    p.push_back(2000 + (shared_seed * 7919 + i * 31) % 20000);
-  for (uint32_t i = 0; i < own_len; ++i) p.push_back(2000 + (own_seed * 104729 + i * 17) % 20000);
-  return p;
-}
-
-PeerRequest Req(uint64_t id, std::vector<uint32_t> prompt, bool forwarded = false) {
-  PeerRequest r;
-  r.id = id;
-  r.prompt = std::move(prompt);
-  r.max_output_tokens = 1;
-  r.forwarded = forwarded;
-  return r;
-}
 
 std::unique_ptr<SimCluster> MakeCluster(const std::string& policy, int nodes = 3) {
   SimClusterOptions o;
@@ -341,10 +326,10 @@ TEST(NodeTest, DecisionRecordsTellTheBounceThePricesAndWhatTheEngineDid) {
   ASSERT_EQ(r.attempts[0].candidates.size(), 3u);
   for (const CandidateRecord& cand : r.attempts[0].candidates) {
     ASSERT_TRUE(cand.priced) << cand.node;
-    EXPECT_NEAR(cand.price.cost_ms,
-                cand.price.delay_ms + cand.price.wait_ms + cand.price.prefill_ms +
-                    cand.price.work_ms,
-                1e-6);
+    EXPECT_NEAR(
+        cand.price.cost_ms,
+        cand.price.delay_ms + cand.price.wait_ms + cand.price.prefill_ms + cand.price.work_ms,
+        1e-6);
     if (cand.node == "n1") {
       EXPECT_GT(cand.cached_tokens, 1500u);
       EXPECT_NEAR(cand.price.cost_ms, r.attempts[0].expected_ttft_ms, 1e-6);
