@@ -90,6 +90,18 @@ TEST(DemoCliTest, RoundsRunEveryPolicyAgainInMirroredOrder) {
   EXPECT_EQ(order, mirrored);
 }
 
+// A number of rounds out of range is refused with the range, before any node starts.
+TEST(DemoCliTest, RoundsOutOfRangeAreRefused) {
+  for (const char* rounds : {"0", "21"}) {
+    clitest::HearsayRun run({"demo", "--rounds", rounds});
+    ASSERT_TRUE(run.started());
+    ASSERT_TRUE(run.process().Wait(30s).ok()) << run.output();
+    EXPECT_NE(run.process().exit_code(), 0) << run.output();
+    EXPECT_NE(run.output().find("not in range 1 to 20"), std::string::npos) << run.output();
+    EXPECT_TRUE(run.Children().empty()) << run.output();
+  }
+}
+
 TEST(DemoCliTest, SigintStopsEveryNode) {
   clitest::HearsayRun run({"demo", "--requests", "100000", "--rate", "5"});
   ASSERT_TRUE(run.started());
