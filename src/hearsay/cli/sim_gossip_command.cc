@@ -21,6 +21,10 @@ CLI::App* AddSimGossipCommand(CLI::App& sim, int& exit_code) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--duration", options->duration_s, "Measured virtual seconds")
       ->check(CLI::Range(1.0, 86400.0));
+  cmd->add_option("--warmup", options->warmup_s,
+                  "Virtual seconds from the start (every node joining at once) to the measured "
+                  "window")
+      ->check(CLI::Range(1.0, 600.0));
   cmd->add_option("--churn", options->churn, "Cache events per node per second")
       ->check(CLI::Range(0.0, 1e7));
   cmd->add_option("--seed", options->seed, "Seed");

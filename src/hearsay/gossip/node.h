@@ -276,6 +276,10 @@ class Node final : public MessageSink {
   // This node's own statement (signed with signatures on).
   MemberUpdate SelfUpdate(MemberState state);
   MemberUpdate UpdateOf(const MemberRec& m) const;
+  // A push-pull answer to `asked` (the asker's own list): every member once, as UpdateOf, except
+  // that a signed statement the asker listed itself, word for word, goes without its signature and
+  // key (PushPullAnswer in node_dispatch.cc).
+  Message PushPullAnswer(const std::vector<MemberUpdate>& asked);
   static MemberView ViewOf(const MemberRec& m);
   void SetState(MemberRec& m, MemberState state);
   // `accusation` names the accuser (and with signatures carries its signature, kept to relay).

@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
 
+#include "hearsay/gossip/member_statement.h"
 #include "hearsay/gossip/node.h"
 #include "hearsay/gossip/node_internal.h"
 
@@ -117,7 +119,6 @@ void Node::OnMessage(const Address& from, Channel channel, std::span<const uint8
   HandleHeader(from, m.header);
   if (m.type == MsgType::kPushPull) {
     for (const auto& u : m.members) ApplyUpdate(u);
-    m.members.clear();
   }
   if (incarnation_ > incarnation_before || stale_accusation_) {
     // This message accused us: the refutation goes straight back to its sender, which holds
@@ -209,14 +210,35 @@ void Node::Dispatch(const Address& from, const Message& m, TimePoint now) {
       return;
     case MsgType::kPushPull: {
       // Its member updates were applied with the header (OnMessage).
-      if (!m.reply_wanted) return;
-      Message reply = NewMessage(MsgType::kPushPull);
-      reply.members.push_back(SelfUpdate(MemberState::kAlive));
-      for (const MemberRec* rec : ordered_) reply.members.push_back(UpdateOf(*rec));
-      Send(from, std::move(reply));
+      if (m.reply_wanted) Send(from, PushPullAnswer(m.members));
       return;
     }
   }
+}
+
+Message Node::PushPullAnswer(const std::vector<MemberUpdate>& asked) {
+  // With signed membership a listed statement is a 64-byte signature and, for "alive", a 32-byte
+  // key: most of a push-pull's bytes, and most of them tell the asker what it has just said
+  // itself. A statement it listed unchanged goes bare: the asker applies a bare update only where
+  // it changes nothing (AdmitMemberUpdate), which is the case for one it holds.
+  std::unordered_map<NodeId, const MemberUpdate*> held;
+  if (signing()) {
+    for (const MemberUpdate& u : asked) {
+      if (u.signature && !IsAccusation(u.state)) held.emplace(u.id, &u);
+    }
+  }
+  auto bare_if_held = [&held](MemberUpdate u) {
+    auto it = held.find(u.id);
+    if (it != held.end() && *it->second == u) {
+      u.signature.reset();
+      u.signing_key.clear();
+    }
+    return u;
+  };
+  Message reply = NewMessage(MsgType::kPushPull);
+  reply.members.push_back(bare_if_held(SelfUpdate(MemberState::kAlive)));
+  for (const MemberRec* rec : ordered_) reply.members.push_back(bare_if_held(UpdateOf(*rec)));
+  return reply;
 }
 
 void Node::OnAck(const Message& m, TimePoint now) {

@@ -246,6 +246,74 @@ TEST(NodeMemberSigningTest, SignatureChecksAreCappedPerMessage) {
   EXPECT_EQ(c->node(0).Member("n2")->incarnation, incarnation);
 }
 
+// Records what reaches a node's address (decoded), then passes it on to the node.
+class Tap final : public MessageSink {
+ public:
+  explicit Tap(Node& node) : node_(node) {}
+  void OnMessage(const Address& from, Channel channel, std::span<const uint8_t> payload) override {
+    if (Result<Message> m = Decode(payload); m.ok()) seen.push_back(std::move(*m));
+    node_.OnMessage(from, channel, payload);
+  }
+  std::vector<Message> seen;
+
+ private:
+  Node& node_;
+};
+
+// n0's push-pull answer to n1, which listed `asked`.
+std::vector<MemberUpdate> AnswerTo(Cluster& c, Tap& tap, std::vector<MemberUpdate> asked) {
+  Message m;
+  m.type = MsgType::kPushPull;
+  m.reply_wanted = true;
+  m.header.sender = "n1";
+  m.header.generation = 1;
+  m.header.incarnation = c.node(1).incarnation();
+  m.members = std::move(asked);
+  tap.seen.clear();
+  c.node(0).OnMessage("n1", Channel::kDatagram, Encode(m));
+  c.Run(100ms);
+  for (const Message& got : tap.seen) {
+    if (got.type == MsgType::kPushPull && got.header.sender == "n0") return got.members;
+  }
+  ADD_FAILURE() << "no answer";
+  return {};
+}
+
+// A push-pull answer carries each member's signed statement, except those the asker listed word
+// for word: those go bare (no signature, no key), and the asker's view and keys stay as they were.
+TEST(NodeMemberSigningTest, APushPullAnswerLeavesOutTheSignaturesTheAskerListed) {
+  auto c = Settled(3, 38, SignatureMode::kEd25519);
+  Tap tap(c->node(1));
+  c->net().SetSink("n1", &tap);
+  const std::vector<MemberUpdate> signed_answer = AnswerTo(*c, tap, {});
+  ASSERT_EQ(signed_answer.size(), 3u);  // n0 itself, n1, n2
+  size_t with_key = 0;
+  for (const MemberUpdate& u : signed_answer) {
+    EXPECT_TRUE(u.signature.has_value()) << u.id;
+    with_key += u.signing_key.empty() ? 0 : 1;
+  }
+  EXPECT_EQ(with_key, 3u);
+
+  // Listed back word for word, except n2's statement without its signature (not what n0 holds):
+  // only n2's goes signed.
+  std::vector<MemberUpdate> asked = signed_answer;
+  for (MemberUpdate& u : asked) {
+    if (u.id == "n2") u.signature.reset();
+  }
+  const std::vector<MemberUpdate> answer = AnswerTo(*c, tap, asked);
+  ASSERT_EQ(answer.size(), 3u);
+  for (const MemberUpdate& u : answer) {
+    EXPECT_EQ(u.signature.has_value(), u.id == "n2") << u.id;
+    EXPECT_EQ(u.signing_key.empty(), u.id != "n2") << u.id;
+  }
+  const Counts before = Refusals(*c, 1);
+  c->Run(2s);
+  EXPECT_TRUE(c->Sees(1, 0, MemberState::kAlive));
+  EXPECT_TRUE(c->Sees(1, 2, MemberState::kAlive));
+  EXPECT_EQ(Since(*c, 1, before), (Counts{0, 0, 0, 0}));
+  EXPECT_EQ(c->node(1).counters().signing_key_conflicts, 0u);
+}
+
 // Unsigned clusters work as before: updates carry no signature, and a message header is its
 // sender's word (an unknown sender is learned from it). A signing node learns members only from
 // their signed statements.

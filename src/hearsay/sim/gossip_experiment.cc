@@ -24,6 +24,7 @@ std::optional<std::string> Invalid(const GossipExperimentOptions& o) {
   if (o.nodes < 2 || o.nodes > 4096) return "nodes must be in [2, 4096]";
   if (!(o.loss >= 0 && o.loss <= 1)) return "loss must be in [0, 1]";
   if (!(o.duration_s > 0 && o.duration_s <= 3600)) return "duration must be in (0, 3600] seconds";
+  if (!(o.warmup_s >= 1 && o.warmup_s <= 600)) return "warm-up must be in [1, 600] seconds";
   if (!(o.churn >= 0 && o.churn <= 1e6)) return "churn must be in [0, 1e6]";
   if (o.landmark_stride == 0) return "landmark stride must be >= 1";
   if (!(o.sign_interval_s >= 0.01 && o.sign_interval_s <= 60)) {
@@ -57,16 +58,16 @@ GossipCluster::Options ClusterOptions(const GossipExperimentOptions& o, FaultDri
 // One run: the cluster, each node's workload, and what is sampled from them.
 class Run {
  public:
-  static constexpr Duration kWarmup = 5s;
   static constexpr Duration kStep = 50ms;
   static constexpr Duration kTick = 10ms;
 
   explicit Run(const GossipExperimentOptions& o)
       : o_(o),
         n_(o.nodes),
+        warmup_(FromSeconds(o.warmup_s)),
         measured_(FromSeconds(o.duration_s)),
-        end_(kWarmup + measured_),
-        faults_(n_, n_ > 3 ? n_ / 2 : n_ - 1, kWarmup + measured_ / 3),
+        end_(warmup_ + measured_),
+        faults_(n_, n_ > 3 ? n_ / 2 : n_ - 1, warmup_ + measured_ / 3),
         cluster_(ClusterOptions(o, faults_)),
         prompts_(o.seed),
         rng_(o.seed * 31 + 7),
@@ -86,8 +87,8 @@ class Run {
     cluster_.StartAll();
     const Duration hard_end = end_ + 30s;
     for (Duration t{}; t < hard_end;) {
-      const bool measuring = t >= kWarmup && t < end_;
-      if (!traffic_.started() && t >= kWarmup) traffic_.StartWindow(cluster_);
+      const bool measuring = t >= warmup_ && t < end_;
+      if (!traffic_.started() && t >= warmup_) traffic_.StartWindow(cluster_);
       if (!traffic_.ended() && t >= end_) traffic_.EndWindow(cluster_);
       if (t >= end_ && faults_.detect_s() >= 0) break;
       if (t < end_) {
@@ -96,21 +97,32 @@ class Run {
         cluster_.RunFor(kStep);
       }
       t += kStep;
+      if (join_ < Duration{} && t < faults_.kill_at() && Joined()) join_ = t;
       faults_.AfterStep(t, end_, cluster_, traffic_);
       if (measuring) health_.Sample(cluster_);
       convergence_.Step(t, cluster_, caches_);
       // Accuracy queries, spread over the measured window.
       if (measuring)
-        accuracy_.MaybeQuery(t - kWarmup, measured_, cluster_, prompts_, caches_, rng_);
+        accuracy_.MaybeQuery(t - warmup_, measured_, cluster_, prompts_, caches_, rng_);
     }
   }
 
   nlohmann::json Report() const {
     return gossip_experiment::Report({o_, cluster_, faults_, convergence_, accuracy_, health_,
-                                      traffic_, events_total_, kWarmup, end_});
+                                      traffic_, events_total_, warmup_, end_, join_});
   }
 
  private:
+  // Whether every node holds every other as alive.
+  bool Joined() const {
+    for (int i = 0; i < n_; ++i) {
+      if (!cluster_.up(i) || cluster_.node(i).live_member_count() + 1 < static_cast<size_t>(n_)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   // One step of workload from `t`, in ticks: each node earns churn * tick events of credit and
   // issues requests while it has credit; a request's events are charged after the fact, so the
   // rate holds on average.
@@ -139,6 +151,7 @@ class Run {
 
   const GossipExperimentOptions& o_;
   const int n_;
+  const Duration warmup_;
   const Duration measured_;
   const Duration end_;
   FaultDriver faults_;
@@ -150,6 +163,7 @@ class Run {
   std::vector<double> credit_;
   std::vector<BlockEvent> events_;
   uint64_t events_total_ = 0;
+  Duration join_{-1};  // when Joined() first held; negative until then
   ConvergenceSampler convergence_;
   AccuracySampler accuracy_;
   HealthSampler health_;

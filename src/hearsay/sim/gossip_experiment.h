@@ -22,8 +22,12 @@ namespace hearsay::sim {
 struct GossipExperimentOptions {
   int nodes = 32;
   double loss = 0;         // per-message loss on every link, [0, 1]
-  double duration_s = 30;  // measured virtual time, after a 5 s join warm-up
-  double churn = 1000;     // cache events (adds + removes) per node per second
+  double duration_s = 30;  // measured virtual time, after the warm-up
+  // Virtual time between the start (every node joins at once) and the measured window. With
+  // signed membership the join's dissemination outlasts the default at N = 100 (join_s, and the
+  // updates after it); a longer warm-up measures the steady state alone.
+  double warmup_s = 5;
+  double churn = 1000;  // cache events (adds + removes) per node per second
   uint64_t seed = 1;
   uint32_t landmark_stride = 16;  // base summary granularity, in blocks (1 = every block)
   // gossip::Config::landmark_budget_members: above this many members each node's stride grows.
@@ -48,6 +52,8 @@ struct GossipExperimentOptions {
 //   convergence_p99_s_tail  the 99th percentile of that time over the samples
 //   detect_s              time until every live node declared the killed node dead
 //   false_deaths          (observer, healthy member) pairs ever declared dead
+//   join_s                time from the start until every node holds every other as alive
+//                         (50 ms steps; -1 if not before the kill, which ends the chance)
 //   bytes_per_node_s, msgs_per_node_s   sent per node per second (sealed bytes)
 //   summary_accuracy      fraction of sampled queries with |estimate - truth| < s blocks, s
 //                         being the queried peer's own landmark stride as the querying node
@@ -59,8 +65,8 @@ struct GossipExperimentOptions {
 //                         the target; local_health_mean/max over the measured window
 // and a few more diagnostics; with signatures, a "signatures" object (signatures, verifications
 // and commitment updates per node-second, drops, and the CPU they cost per node, from the counts
-// and this machine's measured CPU cost of each operation). Errors (bad options) come back as {"error":
-// "..."}.
+// and this machine's measured CPU cost of each operation). Errors (bad options) come back as
+// {"error": "..."}.
 nlohmann::json RunGossipExperiment(const GossipExperimentOptions& options);
 
 }  // namespace hearsay::sim

@@ -101,6 +101,7 @@ void AddFaults(const Observations& run, nlohmann::json& j) {
   j["detect_s"] = run.faults.detect_s();
   j["false_deaths"] = run.faults.false_deaths();
   j["false_death_trace"] = run.faults.false_death_trace();
+  j["join_s"] = run.join < Duration{} ? -1.0 : ToSeconds(run.join);
   j["false_suspicions"] = cleared.size();
   j["false_suspicion_s_p50"] = QuantileOr(cleared, 0.5);
   j["false_suspicion_s_p99"] = QuantileOr(cleared, 0.99);
@@ -217,6 +218,7 @@ nlohmann::json Report(const Observations& run) {
   j["nodes"] = n;
   j["loss"] = o.loss;
   j["duration_s"] = o.duration_s;
+  j["warmup_s"] = o.warmup_s;
   j["churn"] = o.churn;
   j["seed"] = o.seed;
   j["landmark_stride"] = o.landmark_stride;

@@ -26,6 +26,7 @@ struct Observations {
   uint64_t events_total;  // cache events published by all nodes
   Duration warmup;        // the join warm-up before the measured window
   Duration end;           // the end of the measured window
+  Duration join;          // when every node first held every other as alive; negative: never
 };
 
 // The report of a finished run.

@@ -20,6 +20,9 @@ TEST(GossipExperimentTest, SmallRunReportsSaneFigures) {
   EXPECT_GT(j["detect_s"].get<double>(), 0.0);
   EXPECT_LT(j["detect_s"].get<double>(), 20.0);
   EXPECT_EQ(j["false_deaths"].get<uint64_t>(), 0u);
+  // Every node knows every other within the warm-up (8 nodes, no loss).
+  EXPECT_GT(j["join_s"].get<double>(), 0.0);
+  EXPECT_LT(j["join_s"].get<double>(), o.warmup_s);
   EXPECT_GT(j["bytes_per_node_s"].get<double>(), 0.0);
   EXPECT_GT(j["summary_accuracy"].get<double>(), 0.8);
   EXPECT_GT(j["events_per_node_s"].get<double>(), 100.0);
@@ -92,6 +95,9 @@ TEST(GossipExperimentTest, RejectsBadOptions) {
   EXPECT_TRUE(RunGossipExperiment(o).contains("error"));
   o.nodes = 4;
   o.loss = 1.5;
+  EXPECT_TRUE(RunGossipExperiment(o).contains("error"));
+  o.loss = 0;
+  o.warmup_s = 0.5;
   EXPECT_TRUE(RunGossipExperiment(o).contains("error"));
 }
 
