@@ -45,6 +45,10 @@ Result<std::unique_ptr<engine::Engine>> MakeOneEngine(const DaemonConfig& config
     o.keying = KeyingDescription(config);
     o.first_token_timeout = std::chrono::milliseconds(config.upstream_first_token_timeout_ms);
     o.answer_timeout = std::chrono::milliseconds(config.upstream_answer_timeout_ms);
+    // The preset the node prices this engine with: speed samples are taken against its shape.
+    HEARSAY_ASSIGN_OR_RETURN(const engine::CostModel preset,
+                             engine::CostModel::FromPreset(config.engine_preset));
+    o.prefill_model = preset.params();
     HEARSAY_ASSIGN_OR_RETURN(
         std::unique_ptr<upstream::HostedOpenAiEngine> e,
         upstream::MakeHostedOpenAiEngine(*env.scheduler, *env.io, env.deliver_to_core, *env.keyer,

@@ -273,7 +273,10 @@ bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
                         : *c.prompt_computed_tokens + double(c.cached_tokens.value_or(0));
     const double computed =
         double(*c.prompt_computed_tokens) * double(r.prompt_len) / std::max(1.0, upstream_prompt);
-    if (computed >= 1) prefill_speed_.Add(*c.prompt_ms / computed);
+    if (computed >= 1) {
+      const double cached = std::max(0.0, double(r.prompt_len) - computed);
+      prefill_speed_.Add(*c.prompt_ms / ModelledPrefillMs(computed, cached));
+    }
   }
   if (c.cached_tokens && !r.evidence_applied) {
     ApplyEvidence(r, id, *c.cached_tokens, c.prompt_tokens.value_or(0));
@@ -667,31 +670,47 @@ void OpenAiEngine::Reconcile(const std::vector<std::string>& held) {
   stats_.reconcile_removed += o.removed;
 }
 
+double OpenAiEngine::ModelledPrefillMs(double computed, double cached) const {
+  if (!options_.prefill_model) return computed;
+  const engine::CostParams& p = *options_.prefill_model;
+  const double ms =
+      p.t0_ms + p.a_ms_per_token * computed + p.b_ms_per_token2 * computed * (cached + computed / 2);
+  // A model with no cost per new token cannot say what the engine's speed is worth per token.
+  return p.a_ms_per_token > 0 && ms > 0 ? ms / p.a_ms_per_token : computed;
+}
+
+double OpenAiEngine::PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const {
+  if (computed == 0) return 0;
+  return prefill_speed_.value() * ModelledPrefillMs(double(computed), double(cached));
+}
+
 engine::EngineLoad OpenAiEngine::Load() const {
   engine::EngineLoad l;
   l.kv_capacity_tokens = tracker_.capacity_tokens();
   l.kv_used_tokens = std::min(tracker_.used_tokens(), l.kv_capacity_tokens);
   uint64_t pending_prefill = 0;
+  double pending_ms = 0;
   const TimePoint now = scheduler_.clock().Now();
   for (const auto& [id, r] : live_) {
     // Waiting: no first token yet. A request asked in one piece shows none until its end, so it
     // counts as waiting only while its prefill is expected to run.
     if (r->first_sent) continue;
-    const uint64_t uncached = r->prompt_len - std::min<size_t>(r->estimate, r->prompt_len);
-    if (!r->streamed) {
-      const double prefill_ms = prefill_speed_.value() * static_cast<double>(uncached);
-      if (now - r->submitted >= FromMillis(prefill_ms)) continue;
-    }
+    const uint64_t cached = std::min<size_t>(r->estimate, r->prompt_len);
+    const uint64_t uncached = r->prompt_len - cached;
+    const double prefill_ms = PrefillMsAtMeasuredSpeed(uncached, cached);
+    if (!r->streamed && now - r->submitted >= FromMillis(prefill_ms)) continue;
     ++l.waiting_requests;
     pending_prefill += uncached;
+    pending_ms += prefill_ms;
   }
   l.running_requests = static_cast<uint32_t>(live_.size()) - l.waiting_requests;
+  const uint64_t own_pending = pending_prefill;
   AddForeignLoad(l, pending_prefill);
+  pending_ms += PrefillMsAtMeasuredSpeed(pending_prefill - own_pending, 0);
   l.waiting_prefill_tokens = pending_prefill;
   l.prefill_ms_per_token = prefill_speed_.value();
   l.decode_ms_per_token = decode_speed_.value();
-  l.estimated_queue_wait =
-      FromMillis(prefill_speed_.value() * static_cast<double>(pending_prefill)) + SlotWait(l);
+  l.estimated_queue_wait = FromMillis(pending_ms) + SlotWait(l);
   if (!healthy_) {
     l.waiting_requests = std::max(l.waiting_requests, kUnhealthyQueueDepth);
     l.kv_used_tokens = l.kv_capacity_tokens;

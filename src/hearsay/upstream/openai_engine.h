@@ -15,8 +15,10 @@
 // the two prompt lengths (exact when the node tokenizes with the engine's tokenizer).
 //
 // Speeds. Prefill ms per uncached node token comes from the upstream's own timings (llama.cpp's
-// timings.prompt_ms); decode ms per output token from the stream itself (first to last text over
-// the tokens between); each is the median of recent answers (engine::SpeedEstimate).
+// timings.prompt_ms), taken against the node's cost model where it has one
+// (OpenAiEngineOptions::prefill_model: a prefill after a long cached prefix is slower per token);
+// decode ms per output token from the stream itself (first to last text over the tokens
+// between); each is the median of recent answers (engine::SpeedEstimate).
 //
 // The engine's own queue (engine_metrics.h): where the flavor publishes queue gauges on /metrics,
 // they are polled every queue_poll_interval; llama.cpp's /slots (its slots, which are busy, how
@@ -318,6 +320,13 @@ class OpenAiEngine final : public engine::Engine {
   // Time a request sent now waits for a slot: when every slot is busy, the soonest busy slot's
   // remaining output at the measured decode speed, less the time since the sample.
   Duration SlotWait(const engine::EngineLoad& load) const;
+  // OpenAiEngineOptions::prefill_model's time for `computed` tokens after `cached` ones, in units
+  // of its cost per new token (so `computed` itself without a model): what a speed sample is
+  // divided by, and what the measured speed multiplies into an expected prefill time.
+  double ModelledPrefillMs(double computed, double cached) const;
+  // The expected prefill time of `computed` tokens after `cached` ones at the measured speed, in
+  // ms (0 before the first measurement).
+  double PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const;
   // GET /metrics for the engine's queue gauges (openai_engine_queue.cc).
   void PollQueue();
   // Applies a decoded /metrics answer read when `own_in_flight` of the node's requests were out.

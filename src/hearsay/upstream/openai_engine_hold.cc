@@ -67,15 +67,14 @@ void OpenAiEngine::SetHoldTimer(RequestId id, Live& r, Duration after) {
 }
 
 void OpenAiEngine::BoundHolds() {
-  const double ms_per_token = prefill_speed_.value();
   for (const RequestId id : held_) {
     Live& r = *live_.at(id);
     if (r.hold_bounded) continue;
     const Sharing sharing = SharedWithEarlier(r);
     if (!sharing.computed) continue;
     r.hold_bounded = true;
-    if (ms_per_token <= 0) continue;  // unmeasured: prefix_hold_max stays the bound
-    const Duration bound = FromMillis(ms_per_token * static_cast<double>(sharing.tokens));
+    if (prefill_speed_.samples() == 0) continue;  // unmeasured: prefix_hold_max stays the bound
+    const Duration bound = FromMillis(PrefillMsAtMeasuredSpeed(sharing.tokens, 0));
     if (bound < options_.prefix_hold_max) SetHoldTimer(id, r, bound);
   }
 }

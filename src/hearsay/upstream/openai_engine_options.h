@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "hearsay/common/status.h"
+#include "hearsay/engine/cost_model.h"
 #include "hearsay/env/time.h"
 #include "hearsay/upstream/drift_detector.h"
 
@@ -86,6 +88,13 @@ struct OpenAiEngineOptions {
   // estimates got wrong reaches drift.threshold, the estimates are declared unreliable (a
   // rate-limited warning, a metric) and the tracker goes evidence-only until it clears.
   DriftOptions drift;
+  // The cost model the node prices this engine with (its engine preset, in node tokens), or none.
+  // With it, a prefill's speed sample is its time over the model's time for the same work,
+  // times the model's cost per new token: a prefill after a long cached prefix attends to all of
+  // it, and per computed token took up to 5x one from scratch on llama.cpp, so time per computed
+  // token made the members that serve cache hits look slow (docs/engines.md). Without it, time
+  // per computed token.
+  std::optional<engine::CostParams> prefill_model;
   // How the node keys prompts ("tokenizer=bytes block_size=16"), named in the drift warning.
   std::string keying;
   // Bytes of an error response body kept for the error message.

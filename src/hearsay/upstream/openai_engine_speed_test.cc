@@ -1,0 +1,73 @@
+// The engine's measured prefill speed, taken against the node's cost model
+// (OpenAiEngineOptions::prefill_model): a prefill after a long cached prefix attends to all of it
+// and takes longer per computed token, which is the model's shape, not a slower engine.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "hearsay/upstream/openai_engine_test_util.h"
+
+namespace hearsay::upstream::testing {
+namespace {
+
+// A model whose attention term dominates, as on a CPU llama.cpp: a prefill of 4 tokens after 12
+// cached ones costs 0.24 ms per token, one of 16 from scratch 0.18.
+engine::CostParams AttentionHeavy() {
+  engine::CostParams p;
+  p.t0_ms = 0;
+  p.a_ms_per_token = 0.1;
+  p.b_ms_per_token2 = 0.01;
+  return p;
+}
+
+class OpenAiEngineSpeedTest : public OpenAiEngineTest {
+ protected:
+  // Answers request `id` (16 prompt tokens) in one piece: `computed` of them computed in
+  // `prompt_ms`, the rest cached.
+  void Answer(RequestId id, int computed, double prompt_ms) {
+    engine::EngineRequest r = Req(id, 16);
+    r.stream = false;
+    ASSERT_TRUE(engine_->Submit(std::move(r), &rec_).ok());
+    auto call = LastCompletion();
+    ASSERT_NE(call, nullptr);
+    const nlohmann::json answer = {
+        {"object", "text_completion"},
+        {"choices", {{{"index", 0}, {"text", "Hi"}, {"finish_reason", "length"}}}},
+        {"usage",
+         {{"prompt_tokens", 16},
+          {"completion_tokens", 1},
+          {"prompt_tokens_details", {{"cached_tokens", 16 - computed}}}}},
+        {"timings",
+         {{"cache_n", 16 - computed}, {"prompt_n", computed}, {"prompt_ms", prompt_ms}}}};
+    call->Respond(200, answer.dump());
+    ASSERT_TRUE(rec_.recs[id].complete);
+  }
+};
+
+// Two prefills at exactly the model's speed, one after a cached prefix: both say the model's cost
+// per new token, so a member serving cache hits is not priced as a slower engine.
+TEST_F(OpenAiEngineSpeedTest, APrefillAfterACachedPrefixIsTakenAgainstTheModel) {
+  OpenAiEngineOptions o;
+  o.prefill_model = AttentionHeavy();
+  Make(o);
+  Answer(1, 16, 0.1 * 16 + 0.01 * 16 * 8);      // 2.88 ms: 0.18 per token
+  Answer(2, 4, 0.1 * 4 + 0.01 * 4 * (12 + 2));  // 0.96 ms: 0.24 per token
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.1, 1e-9);
+
+  // Twice as slow on both: twice the model's cost per token.
+  Answer(3, 16, 2 * 2.88);
+  Answer(4, 4, 2 * 0.96);
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.15, 1e-9);  // the median of 0.1 x {1,1,2,2}
+}
+
+// Without a model, a sample is the time per computed token.
+TEST_F(OpenAiEngineSpeedTest, WithoutAModelASampleIsTimePerComputedToken) {
+  Make();
+  Answer(1, 16, 2.88);
+  Answer(2, 4, 0.96);
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, (0.18 + 0.24) / 2, 1e-9);
+}
+
+}  // namespace
+}  // namespace hearsay::upstream::testing
