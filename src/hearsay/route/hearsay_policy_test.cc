@@ -198,6 +198,41 @@ TEST_F(HearsayPolicyTest, BusyHolderLosesCacheCredit) {
   EXPECT_EQ(lenient.Choose(request, std::vector{SelfCandidate(0), holder}, rng).slot, 1u);
 }
 
+// One CPU cluster described two ways: a cost model 10x the reference hardware's per token with
+// members at its speed (the llama demo's nodes, priced with llama-tiny-cpu), or the reference
+// model with members measured 10x slower. The same times, so the same decisions at every queue
+// wait: the busy cut is on the reference hardware, not on whichever preset prices the node.
+TEST_F(HearsayPolicyTest, BusyWaitIsOnTheReferenceHardware) {
+  const auto chain = MakeChain(2, 0, 1024, 1024);  // 16,384 tokens
+  const auto choose = [&](bool slow_model, double wait_ms) {
+    PolicyOptions options;
+    options.hearsay.busy_wait_ms = 50;
+    double scale = 10;
+    if (slow_model) {
+      PrefillCostModel& m = options.cost;
+      for (double* k : {&m.t0_ms, &m.a_ms_per_token, &m.b_ms_per_token2, &m.d1_ms_per_seq,
+                        &m.d2_ms_per_token}) {
+        *k *= 10;
+      }
+      scale = 1;
+    }
+    HearsayPolicy policy(options);
+    Candidate self = SelfCandidate(0);
+    self.cost_scale = scale;
+    Candidate holder = PeerCandidate(1, 0.5, 16000);
+    holder.cost_scale = scale;
+    holder.load.queue_wait = FromMillis(wait_ms);
+    Rng rng(1);
+    return policy.Choose(MakeRequest(chain), std::vector{self, holder}, rng).slot;
+  };
+  std::set<Slot> chosen;
+  for (const double wait_ms : {100.0, 300.0, 1000.0, 2000.0, 3000.0, 5000.0, 10000.0}) {
+    EXPECT_EQ(choose(true, wait_ms), choose(false, wait_ms)) << wait_ms << " ms";
+    chosen.insert(choose(false, wait_ms));
+  }
+  EXPECT_EQ(chosen.size(), 2u);  // the sweep crosses from the holder to serving here
+}
+
 TEST_F(HearsayPolicyTest, BusyWaitIsMeasuredAtTheMembersOwnSpeed) {
   // A CPU cluster 100x slower than the cost model: every time is 100x longer, and so is the
   // queue wait at which a holder starts to lose credit. The same decisions as on fast hardware.

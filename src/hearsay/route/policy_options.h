@@ -17,6 +17,9 @@ namespace hearsay::route {
 enum class Host : uint8_t { kSimulator, kDaemon };
 
 // Tuning of the `hearsay` policy (see hearsay_policy.h for how each one is used).
+// HearsayParams::busy_wait_ms's hardware: ms of prefill per token (the h100-llama3-8b preset).
+inline constexpr double kBusyWaitReferenceMsPerToken = 0.03;
+
 struct HearsayParams {
   // Costs within max(near_tie_fraction × best, near_tie_ms) of the best are a near-tie.
   double near_tie_fraction = 0.05;
@@ -55,7 +58,10 @@ struct HearsayParams {
   int lease_capacity_log2 = 14;
   // A holder whose expected queue wait exceeds this loses cache credit, in proportion: a busy
   // LRU cache is likely to evict the prefix before the request reaches the front. In ms on the
-  // cost model's hardware (scaled by the member's Candidate::cost_scale).
+  // reference hardware, kBusyWaitReferenceMsPerToken of prefill per token (an H100 serving
+  // Llama-3-8B): the cache turns over with the tokens computed, so a member whose prefill costs
+  // k times as much per token keeps a prefix k times as long (the cost model's cost per token
+  // times the member's Candidate::cost_scale, over the reference's).
   double busy_wait_ms = 250;
   // Under load, a miss costs more than its own wait: the prefill it adds is work that later
   // requests queue behind. Each candidate's price adds work_weight × pressure × (its prefill −
