@@ -113,6 +113,7 @@ Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& log
   o.policy = policy;
   o.capacity_tokens = kCapacityTokens;
   o.engine = "openai";
+  o.engine_preset = launch::kLlamaDemoEnginePreset;
   o.extra_flags = {"--upstream-flavor", "llamacpp"};
   o.extra_flags.insert(o.extra_flags.end(),
                        {"--upstream-first-token-timeout-ms", kUpstreamFirstTokenTimeoutMs,

@@ -48,6 +48,7 @@ LlamaServerOptions LlamaDemoServerOptions(size_t servers, const std::string& log
 void SetUpLlamaDemoNodes(LocalClusterOptions& o) {
   o.capacity_tokens = kLlamaDemoCapacityTokens;
   o.engine = "openai";
+  o.engine_preset = kLlamaDemoEnginePreset;
   o.extra_flags.insert(o.extra_flags.end(),
                        {"--upstream-flavor", "llamacpp", "--upstream-first-token-timeout-ms",
                         "120000", "--forward-timeout-ms", "150000"});

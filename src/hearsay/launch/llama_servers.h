@@ -59,13 +59,18 @@ struct LlamaServerOptions {
 inline constexpr int kLlamaDemoSlots = 4;
 inline constexpr int kLlamaDemoCacheRamMib = 64;
 inline constexpr uint64_t kLlamaDemoCapacityTokens = 16384;
+// The cost model the demo's nodes price these servers with (engine/cost_model.cc fits it to
+// llama-server's own prefill times): the shape of a prefill (the attention to a long cached
+// prefix) that each node's measured speed then scales.
+inline constexpr char kLlamaDemoEnginePreset[] = "llama-tiny-cpu";
 
 // The llama demo's servers for `servers` nodes, logging to `log_dir`.
 LlamaServerOptions LlamaDemoServerOptions(size_t servers, const std::string& log_dir);
 
 struct LocalClusterOptions;
 // Sets `o` up as the llama demo's nodes: engine openai in front of llama.cpp (flavor llamacpp),
-// the servers' cache as each node's capacity (in llama tokens), and deadlines that fit a CPU
+// priced with kLlamaDemoEnginePreset, the servers' cache as each node's capacity (in llama
+// tokens), and deadlines that fit a CPU
 // engine's real speed (as in tests/llama/llama_e2e_test.cc: a peer's first token may take tens of
 // seconds on a loaded machine, and is waited for rather than abandoned mid-prefill and recomputed
 // elsewhere). Each node's --upstream is for the caller to add once its server runs.

@@ -60,6 +60,7 @@ TEST(LlamaTwinTest, TheServersAreModelledInNodeTokensWithTheirSlots) {
     EXPECT_EQ(n.engine, "openai");
     EXPECT_EQ(n.upstream_flavor, "llamacpp");
     EXPECT_EQ(n.capacity_tokens, launch::kLlamaDemoCapacityTokens);
+    EXPECT_EQ(n.engine_preset, launch::kLlamaDemoEnginePreset);  // priced as the twin's engines
     EXPECT_EQ(n.tokenizer, "bytes");
   }
 
