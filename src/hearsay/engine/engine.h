@@ -135,10 +135,13 @@ struct EngineLoad {
   uint64_t kv_pinned_tokens = 0;
   // Prompt tokens still to be prefilled, queued and running, net of (estimated) cache hits.
   uint64_t waiting_prefill_tokens = 0;
-  // Measured cost of one prefill token, in ms, robust to outliers (a median over recent
-  // answers or iterations; engine/speed_estimate.h), so it follows an engine that slows down.
-  // 0 while unknown (an upstream engine before its first answer; the simulated engine reports
-  // its configured speed until it has measured).
+  // Measured cost of one prefill token, in ms: the engine's measured prefill time over its cost
+  // model's time for the same work, times the model's cost per new token (so a prefill after a
+  // long cached prefix, slower per token by the model's attention term, measures the same speed;
+  // without a model, time per computed token). Robust to outliers (a median over recent answers
+  // or iterations; engine/speed_estimate.h), so it follows an engine that slows down. 0 while
+  // unknown (an upstream engine before its first answer; the simulated engine reports its
+  // configured speed until it has measured).
   double prefill_ms_per_token = 0;
   // Measured time between two output tokens of one request, in ms (a decode iteration, with the
   // batch it ran in). 0 until measured.

@@ -402,16 +402,11 @@ void SimEngine::FinishIteration() {
     iteration_ms_ = ToMillis(now - iteration_start_);
   }
   if (shape_.prefill_tokens > 0) {
-    // The iteration's measured time, the share the model gives its prefill work (the rest is
-    // the iteration overhead and the decode steps it carried), per prefill token.
+    // The iteration's measured time over the model's, times the model's cost per new token: the
+    // engine's speed as the model's marginal cost per token, whatever the iteration's shape (as
+    // the upstream engine takes it: upstream/openai_engine_options.h, prefill_model).
     const double modelled = cost_.IterationMs(shape_);
-    const CostParams& p = cost_.params();
-    const double prefill = p.a_ms_per_token * static_cast<double>(shape_.prefill_tokens) +
-                           p.b_ms_per_token2 * shape_.prefill_attention;
-    if (modelled > 0) {
-      prefill_speed_.Add(iteration_ms_ * (prefill / modelled) /
-                         static_cast<double>(shape_.prefill_tokens));
-    }
+    if (modelled > 0) prefill_speed_.Add(iteration_ms_ / modelled * cost_.params().a_ms_per_token);
   } else if (shape_.decode_batch > 0) {
     decode_speed_.Add(iteration_ms_);
   }

@@ -241,8 +241,8 @@ class SimEngine final : public Engine {
   };
   HostSeat seat_{this};
   TimePoint iteration_start_{};
-  // Measured prefill ms per token: per iteration, its time x the model's prefill share of it /
-  // its prefill tokens; the median of recent iterations (robust to outliers, follows a slowdown).
+  // Measured prefill ms per token: per iteration, its time over the model's, times the model's
+  // a_ms_per_token; the median of recent iterations (robust to outliers, follows a slowdown).
   // Load() reports the cost model's a_ms_per_token until the first sample.
   SpeedEstimate prefill_speed_;
   SpeedEstimate decode_speed_;  // the same over iterations that only decode: ms per step

@@ -61,7 +61,7 @@ TEST_F(SimEngineTest, MeasuredSpeedIsRobustToOutlierIterations) {
     Submit(Req(id, Tokens(static_cast<uint32_t>(id), 1000)));
     sched_.RunUntilIdle();
   }
-  const double truth = Cost().PrefillWorkMs(1000, 0) / 1000;
+  const double truth = Cost().params().a_ms_per_token;
   EXPECT_NEAR(engine_->Load().prefill_ms_per_token, truth, 0.1 * truth);
 }
 
@@ -70,7 +70,8 @@ TEST_F(SimEngineTest, SlowdownScalesIterationsAndTheMeasuredSpeedFollowsIt) {
   Submit(Req(1, Tokens(1, 1000)));
   sched_.RunUntilIdle();
   const double fast = engine_->Load().prefill_ms_per_token;
-  EXPECT_NEAR(fast, Cost().PrefillWorkMs(1000, 0) / 1000, 1e-9);
+  // At the model's own speed: its cost per new token, whatever the prefill's attention.
+  EXPECT_NEAR(fast, Cost().params().a_ms_per_token, 1e-9);
 
   engine_->SetSlowdown(2);
   const TimePoint before = sched_.Now();
@@ -508,8 +509,9 @@ TEST_F(SimEngineTest, LoadReport) {
   sched_.RunUntilIdle();
   IterationShape first;
   first.AddPrefill(600, 0);  // within one iteration: 600 < 750
-  // The iteration's prefill share of its time, per token: the t0 overhead is not prefill.
-  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, Cost().PrefillWorkMs(600, 0) / 600, 1e-9);
+  // The iteration's time over the model's, times the model's cost per new token: at the model's
+  // own speed, that cost itself (neither the t0 overhead nor the attention is speed).
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, Cost().params().a_ms_per_token, 1e-9);
 
   for (RequestId id = 2; id < 12; ++id) {
     Submit(Req(id, Concat(prefix, Tokens(static_cast<uint32_t>(id) + 10, 100)), 10));
@@ -536,6 +538,9 @@ TEST_F(SimEngineTest, LoadReport) {
   sched_.RunUntilIdle();
   EngineLoad done = engine_->Load();
   EXPECT_EQ(done.running_requests + done.waiting_requests, 0u);
+  // Suffixes after a 500-token cached prefix take longer per token (attention): still the same
+  // speed, the model's.
+  EXPECT_NEAR(done.prefill_ms_per_token, Cost().params().a_ms_per_token, 1e-9);
   EXPECT_EQ(done.kv_pinned_tokens, 0u);
   EXPECT_EQ(done.waiting_prefill_tokens, 0u);
   EXPECT_EQ(done.estimated_queue_wait, Duration::zero());
