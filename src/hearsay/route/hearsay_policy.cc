@@ -70,8 +70,8 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     }
     if (lease.slot == c.slot) credit = std::max(credit, leased_tokens * params_.lease_confidence);
     // busy_wait_ms is on the reference hardware: a member k times slower drains k times slower.
-    const double busy_ms = params_.busy_wait_ms * CostScale(c) * cost_.a_ms_per_token /
-                           kBusyWaitReferenceMsPerToken;
+    const double busy_ms =
+        params_.busy_wait_ms * CostScale(c) * cost_.a_ms_per_token / kBusyWaitReferenceMsPerToken;
     if (wait > busy_ms) credit *= busy_ms / wait;
     // What the member's claims promise, then what its record says they are worth.
     believed_[i] = {wait, credit};

@@ -275,7 +275,7 @@ bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
         double(*c.prompt_computed_tokens) * double(r.prompt_len) / std::max(1.0, upstream_prompt);
     if (computed >= 1) {
       const double cached = std::max(0.0, double(r.prompt_len) - computed);
-      prefill_speed_.Add(*c.prompt_ms / ModelledPrefillMs(computed, cached));
+      prefill_speed_.Add(*c.prompt_ms / ModelledPrefillTokens(computed, cached));
     }
   }
   if (c.cached_tokens && !r.evidence_applied) {
@@ -670,18 +670,18 @@ void OpenAiEngine::Reconcile(const std::vector<std::string>& held) {
   stats_.reconcile_removed += o.removed;
 }
 
-double OpenAiEngine::ModelledPrefillMs(double computed, double cached) const {
+double OpenAiEngine::ModelledPrefillTokens(double computed, double cached) const {
   if (!options_.prefill_model) return computed;
   const engine::CostParams& p = *options_.prefill_model;
-  const double ms =
-      p.t0_ms + p.a_ms_per_token * computed + p.b_ms_per_token2 * computed * (cached + computed / 2);
+  const double ms = p.t0_ms + p.a_ms_per_token * computed +
+                    p.b_ms_per_token2 * computed * (cached + computed / 2);
   // A model with no cost per new token cannot say what the engine's speed is worth per token.
   return p.a_ms_per_token > 0 && ms > 0 ? ms / p.a_ms_per_token : computed;
 }
 
 double OpenAiEngine::PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const {
   if (computed == 0) return 0;
-  return prefill_speed_.value() * ModelledPrefillMs(double(computed), double(cached));
+  return prefill_speed_.value() * ModelledPrefillTokens(double(computed), double(cached));
 }
 
 engine::EngineLoad OpenAiEngine::Load() const {

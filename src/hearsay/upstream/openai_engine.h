@@ -320,10 +320,10 @@ class OpenAiEngine final : public engine::Engine {
   // Time a request sent now waits for a slot: when every slot is busy, the soonest busy slot's
   // remaining output at the measured decode speed, less the time since the sample.
   Duration SlotWait(const engine::EngineLoad& load) const;
-  // OpenAiEngineOptions::prefill_model's time for `computed` tokens after `cached` ones, in units
-  // of its cost per new token (so `computed` itself without a model): what a speed sample is
-  // divided by, and what the measured speed multiplies into an expected prefill time.
-  double ModelledPrefillMs(double computed, double cached) const;
+  // OpenAiEngineOptions::prefill_model's time for `computed` tokens after `cached` ones, counted
+  // in its cost per new token (so `computed` itself without a model): what a prefill's time is
+  // divided by for a speed sample, and what the measured speed multiplies into a prefill time.
+  double ModelledPrefillTokens(double computed, double cached) const;
   // The expected prefill time of `computed` tokens after `cached` ones at the measured speed, in
   // ms (0 before the first measurement).
   double PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const;
