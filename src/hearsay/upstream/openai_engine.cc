@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "hearsay/upstream/engine_metrics.h"
@@ -672,11 +673,12 @@ void OpenAiEngine::Reconcile(const std::vector<std::string>& held) {
 
 double OpenAiEngine::ModelledPrefillTokens(double computed, double cached) const {
   if (!options_.prefill_model) return computed;
-  const engine::CostParams& p = *options_.prefill_model;
-  const double ms = p.t0_ms + p.a_ms_per_token * computed +
-                    p.b_ms_per_token2 * computed * (cached + computed / 2);
+  const engine::CostModel model(*options_.prefill_model);
+  const double a = model.params().a_ms_per_token;
+  const double ms = model.PrefillMs(static_cast<uint64_t>(std::llround(computed)),
+                                    static_cast<uint64_t>(std::llround(cached)), 0);
   // A model with no cost per new token cannot say what the engine's speed is worth per token.
-  return p.a_ms_per_token > 0 && ms > 0 ? ms / p.a_ms_per_token : computed;
+  return a > 0 && ms > 0 ? ms / a : computed;
 }
 
 double OpenAiEngine::PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const {
