@@ -53,6 +53,15 @@ struct Config {
   // A refuting node tells this many members directly; about as many hearers of an accusation
   // pass it to the suspect directly (each with probability refute_fanout / n).
   int refute_fanout = 8;
+  // With signed membership, the suspicions one member's accusations may start here: a token
+  // bucket per accuser, refilled at accuser_rate per probe interval up to accuser_burst. An honest
+  // member accuses when a probe of its own fails, about once a probe interval at most (its round
+  // and the silence probes), so a member accusing faster is making accusations up: past its
+  // bucket they neither start a suspicion here nor are relayed. Each would cost its victim a
+  // refutation and the cluster its broadcast. Unsigned clusters cannot tell who accuses (any key
+  // holder can name any accuser) and have no limit. 0: no limit.
+  double accuser_rate = 1.0;
+  int accuser_burst = 4;
   // --- Dissemination of membership updates (piggybacked on every message) ---
   int retransmit_mult = 6;              // each update is sent retransmit_mult * log10(n+1) times
   size_t piggyback_budget_bytes = 400;  // at most this much of each message carries updates

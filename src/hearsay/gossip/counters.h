@@ -57,6 +57,7 @@ struct Counters {
   uint64_t member_updates_forged = 0;
   uint64_t member_updates_capped = 0;
   uint64_t accusations_ahead = 0;
+  uint64_t accusations_limited = 0;  // past the accuser's bucket (Config::accuser_rate): dropped
   uint64_t member_signatures_made = 0;      // own membership statements and accusations signed
   uint64_t member_signatures_verified = 0;  // membership signatures checked (in signatures_verified)
   // Membership.

@@ -176,6 +176,10 @@ class Node final : public MessageSink {
     TimerId suspicion_timer = kNoTimer;
     TimePoint suspect_start{};
     std::vector<NodeId> accusers;
+    // As an accuser (Config::accuser_rate): the suspicions its word may still start here, as of
+    // accusation_tokens_at (unset: a full bucket).
+    double accusation_tokens = 0;
+    TimePoint accusation_tokens_at{};
     bool probed_as_suspect = false;  // probed by us since this suspicion started
     TimePoint last_notice_at{};      // last time we told it directly that we suspect it
     // When its last authenticated message (of this generation) arrived: a probe counts any
@@ -285,6 +289,8 @@ class Node final : public MessageSink {
   // `accusation` names the accuser (and with signatures carries its signature, kept to relay).
   void StartSuspicion(MemberRec& m, const MemberUpdate& accusation);
   void AddConfirmation(MemberRec& m, const MemberUpdate& accusation);
+  // Whether `accuser`'s word may start a suspicion here now; takes one of its tokens if so.
+  bool TakeAccusationToken(const NodeId& accuser);
   void RescheduleSuspicion(MemberRec& m);
   void SuspicionExpired(const NodeId& id, Generation generation, uint64_t incarnation);
   void NewStore(MemberRec& m);

@@ -27,8 +27,8 @@ SigningKey KeyOf(int i) {
 }
 
 // A cluster of n whose nodes sign with KeyOf(i) (when signing), joined and settled.
-std::unique_ptr<Cluster> Settled(int n, uint64_t seed, SignatureMode mode) {
-  auto c = std::make_unique<Cluster>(n, seed, WithSignatures(mode));
+std::unique_ptr<Cluster> Settled(int n, uint64_t seed, const Config& config) {
+  auto c = std::make_unique<Cluster>(n, seed, config);
   for (int i = 0; i < n; ++i) c->node(i).UseSigningKey(KeyOf(i));
   c->StartAll();
   c->Run(4s);
@@ -40,6 +40,9 @@ std::unique_ptr<Cluster> Settled(int n, uint64_t seed, SignatureMode mode) {
     }
   }
   return c;
+}
+std::unique_ptr<Cluster> Settled(int n, uint64_t seed, SignatureMode mode) {
+  return Settled(n, seed, WithSignatures(mode));
 }
 
 // `u` signed by `key` over its statement.
@@ -214,6 +217,64 @@ TEST(NodeMemberSigningTest, ForgedAccusationIsRefutedByTheVictimsSignedAlive) {
   Inject(*open, 0, 1, last);
   open->Run(40s);
   EXPECT_TRUE(open->Sees(0, 2, MemberState::kDead));
+}
+
+// n1 accuses the other members in its own name, signed, ten times a second for 10 s, each
+// accusation handed to n0 alone (the liar's cheapest spread). Without a limit each one that n0
+// takes spreads to the whole cluster and costs its victim a refutation; with the default bucket
+// (4, then one a probe interval) n0 starts at most 14 suspicions on n1's word and drops the rest
+// unrelayed.
+TEST(NodeMemberSigningTest, OneAccusersSuspicionsAreRateLimited) {
+  auto refutations_caused = [](const Config& config, uint64_t* limited) {
+    auto c = Settled(8, 39, config);
+    uint64_t before = 0;
+    for (int v = 2; v < 8; ++v) before += c->node(v).counters().refutations;
+    for (int k = 0; k < 100; ++k) {
+      const std::string victim = Cluster::Name(2 + k % 6);
+      MemberUpdate accusation{MemberState::kSuspect,
+                              victim,
+                              victim,
+                              1,
+                              c->node(0).Member(victim)->incarnation,
+                              "n1",
+                              ""};
+      Inject(*c, 0, 1, SignedBy(KeyOf(1), accusation));
+      c->Run(100ms);
+    }
+    c->Run(10s);
+    for (int i = 0; i < 8; ++i) {
+      for (int j = 0; j < 8; ++j) {
+        if (i != j) {
+          EXPECT_TRUE(c->Sees(i, j, MemberState::kAlive)) << i << " sees " << j;
+        }
+      }
+    }
+    *limited = c->node(0).counters().accusations_limited;
+    uint64_t after = 0;
+    for (int v = 2; v < 8; ++v) after += c->node(v).counters().refutations;
+    return after - before;
+  };
+  Config unlimited = WithSignatures(SignatureMode::kEd25519);
+  unlimited.accuser_rate = 0;
+  uint64_t limited = 0;
+  EXPECT_GE(refutations_caused(unlimited, &limited), 80u);
+  EXPECT_EQ(limited, 0u);
+  EXPECT_LE(refutations_caused(WithSignatures(SignatureMode::kEd25519), &limited), 14u);
+  EXPECT_GE(limited, 80u);
+}
+
+// Half of a signed cluster of 16 crashes at once: the survivors accuse and declare dead many
+// members in a few seconds, each its own, and relay one another's words. No honest accusation
+// is past its accuser's bucket, and every survivor sees all 8 dead within the longest suspicion
+// timeout (21.7 s at N = 16) plus a probe round.
+TEST(NodeMemberSigningTest, HonestAccusersAreNotLimitedWhenHalfTheClusterCrashes) {
+  auto c = Settled(16, 40, SignatureMode::kEd25519);
+  for (int i = 8; i < 16; ++i) c->Crash(i);
+  c->Run(30s);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(c->node(i).counters().accusations_limited, 0u) << i;
+    for (int j = 8; j < 16; ++j) EXPECT_TRUE(c->Sees(i, j, MemberState::kDead)) << i << " " << j;
+  }
 }
 
 // Signature checks are spent only on updates that would change the view, and at most

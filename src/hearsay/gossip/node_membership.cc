@@ -170,6 +170,27 @@ void Node::AddConfirmation(MemberRec& m, const MemberUpdate& accusation) {
   Broadcast(u);
 }
 
+bool Node::TakeAccusationToken(const NodeId& accuser) {
+  if (!signing() || config_.accuser_rate <= 0 || accuser == id_) return true;
+  auto it = members_.find(accuser);
+  if (it == members_.end()) return true;  // refused earlier: its signature has no key here
+  MemberRec& a = it->second;
+  const TimePoint now = scheduler_.clock().Now();
+  const double burst = static_cast<double>(config_.accuser_burst);
+  const double refill = a.accusation_tokens_at == TimePoint{}
+                            ? burst
+                            : config_.accuser_rate * ToMillis(now - a.accusation_tokens_at) /
+                                  ToMillis(config_.probe_interval);
+  a.accusation_tokens = std::min(burst, a.accusation_tokens + refill);
+  a.accusation_tokens_at = now;
+  if (a.accusation_tokens < 1) {
+    ++counters_.accusations_limited;
+    return false;
+  }
+  a.accusation_tokens -= 1;
+  return true;
+}
+
 void Node::RescheduleSuspicion(MemberRec& m) {
   const SuspicionBounds b = ComputeSuspicionBounds(
       config_.suspicion_mult, config_.suspicion_max_mult, ClusterSize(), config_.probe_interval);
@@ -308,6 +329,7 @@ void Node::ApplyMembership(const MemberUpdate& u) {
         return;
       }
       if (m.state == MemberState::kAlive || u.incarnation > m.incarnation) {
+        if (!TakeAccusationToken(u.accuser)) return;
         m.incarnation = u.incarnation;
         StartSuspicion(m, u);
         Broadcast(u);
@@ -330,6 +352,7 @@ void Node::ApplyMembership(const MemberUpdate& u) {
       // the verdict starts (or confirms) a suspicion, so a member that is in fact alive (say,
       // on the other side of a partition that just healed) still has time to refute.
       if (m.state == MemberState::kAlive || u.incarnation > m.incarnation) {
+        if (!TakeAccusationToken(u.accuser)) return;
         m.incarnation = u.incarnation;
         StartSuspicion(m, u);
         if (rng_.Bernoulli(static_cast<double>(config_.refute_fanout) /

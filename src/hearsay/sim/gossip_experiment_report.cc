@@ -33,7 +33,7 @@ struct CounterTotals {
            deltas_unverified = 0, deltas_forged = 0, key_conflicts = 0;
   // Signed membership: signatures made and checked (within the totals above), and refusals.
   uint64_t member_signed = 0, member_verified = 0, member_unverified = 0, member_forged = 0,
-           member_capped = 0, accusations_ahead = 0;
+           member_capped = 0, accusations_ahead = 0, accusations_limited = 0;
 };
 
 CounterTotals SumCounters(const GossipCluster& c) {
@@ -70,6 +70,7 @@ CounterTotals SumCounters(const GossipCluster& c) {
     s.member_forged += k.member_updates_forged;
     s.member_capped += k.member_updates_capped;
     s.accusations_ahead += k.accusations_ahead;
+    s.accusations_limited += k.accusations_limited;
     s.stride_sum += c.node(i).landmark_stride();
     s.stride_max = std::max(s.stride_max, c.node(i).landmark_stride());
     ++s.up_nodes;
@@ -175,25 +176,26 @@ void AddSignatures(const Observations& run, const CounterTotals& s, nlohmann::js
   // Each updated entry hashes at most two elements (the old value out, the new one in).
   const double cpu =
       signs * costs.sign_us + verifies * costs.verify_us + 2 * updates * costs.element_us;
-  j["signatures"] = {{"mode", std::string(gossip::SignatureModeName(o.signatures))},
-                     {"sign_interval_s", o.sign_interval_s},
-                     {"signed_per_node_s", signs},
-                     {"verified_per_node_s", verifies},
-                     {"commitment_entries_per_node_s", updates},
-                     {"deltas_unverified", s.deltas_unverified},
-                     {"deltas_forged", s.deltas_forged},
-                     {"key_conflicts", s.key_conflicts},
-                     {"membership_signed_per_node_s", static_cast<double>(s.member_signed) / node_s},
-                     {"membership_verified_per_node_s",
-                      static_cast<double>(s.member_verified) / node_s},
-                     {"membership_unverified", s.member_unverified},
-                     {"membership_forged", s.member_forged},
-                     {"membership_capped", s.member_capped},
-                     {"accusations_ahead", s.accusations_ahead},
-                     {"sign_us", costs.sign_us},
-                     {"verify_us", costs.verify_us},
-                     {"element_us", costs.element_us},
-                     {"cpu_ms_per_node_s", cpu / 1000}};
+  j["signatures"] = {
+      {"mode", std::string(gossip::SignatureModeName(o.signatures))},
+      {"sign_interval_s", o.sign_interval_s},
+      {"signed_per_node_s", signs},
+      {"verified_per_node_s", verifies},
+      {"commitment_entries_per_node_s", updates},
+      {"deltas_unverified", s.deltas_unverified},
+      {"deltas_forged", s.deltas_forged},
+      {"key_conflicts", s.key_conflicts},
+      {"membership_signed_per_node_s", static_cast<double>(s.member_signed) / node_s},
+      {"membership_verified_per_node_s", static_cast<double>(s.member_verified) / node_s},
+      {"membership_unverified", s.member_unverified},
+      {"membership_forged", s.member_forged},
+      {"membership_capped", s.member_capped},
+      {"accusations_ahead", s.accusations_ahead},
+      {"accusations_limited", s.accusations_limited},
+      {"sign_us", costs.sign_us},
+      {"verify_us", costs.verify_us},
+      {"element_us", costs.element_us},
+      {"cpu_ms_per_node_s", cpu / 1000}};
   // The measured window alone (the workload stops at its end, while the simulation goes on
   // until the kill is detected): every run applied there was verified, and its entries updated
   // the commitment; plus one signature per interval.
