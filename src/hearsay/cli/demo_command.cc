@@ -48,6 +48,7 @@
 #include "hearsay/net/records_file.h"
 #include "hearsay/route/registry.h"
 #include "hearsay/sim/sim_run.h"
+#include "hearsay/twin/host_speed.h"
 #include "hearsay/twin/twin_config.h"
 #include "hearsay/twin/twin_run.h"
 
@@ -92,6 +93,9 @@ struct DemoFlags {
   // --engine llama: the cores the twin's engines share, as the llama-servers share this machine's;
   // < 0 = this machine's (std::thread::hardware_concurrency), 0 = a machine each.
   double twin_host_cores = -1;
+  // --engine llama: probe the servers after each policy's run and give the twin the host's
+  // measured speed and cores (twin/host_speed.h); --twin-host-cores still sets the cores.
+  bool twin_host_probe = true;
   // `hearsay node` flags every node also runs with (split at whitespace); the twin reads them
   // from the nodes' command lines like every other setting.
   std::string node_args;
@@ -114,6 +118,8 @@ struct PolicyRow {
   // With --twin: the simulator's prediction, and the `hearsay sim` command that reproduces it.
   std::optional<twin::TwinPrediction> twin;
   std::string twin_command;
+  // --engine llama with the host probe: what it measured for the twin.
+  std::optional<twin::HostSpeed> twin_host;
 };
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -303,7 +309,8 @@ twin::TwinNetwork TwinNetworkOf(const DemoFlags& f) {
 // The twin's run for a cluster started with `co` under `spec`: the very options the nodes ran,
 // and for llama-servers what the demo knows of them.
 Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalClusterOptions& co,
-                                  const loadgen::WorkloadSpec& spec) {
+                                  const loadgen::WorkloadSpec& spec,
+                                  const std::optional<twin::HostSpeed>& host) {
   if (f.engine != "llama" && (!f.twin_engine_preset.empty() || f.twin_host_cores >= 0)) {
     return InvalidArgumentError(
         "--twin-engine-preset and --twin-host-cores are for --engine llama (the sim engines' "
@@ -317,6 +324,10 @@ Result<sim::SimConfig> TwinConfig(const DemoFlags& f, const launch::LocalCluster
             ? f.twin_host_cores
             : static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
     upstream = twin::LlamaDemoUpstream(f.twin_engine_preset, cores);
+    if (host) {
+      HEARSAY_ASSIGN_OR_RETURN(upstream, twin::OnHost(*upstream, *host));
+      if (f.twin_host_cores >= 0) upstream->host_cores = f.twin_host_cores;
+    }
   }
   return twin::TwinSimConfig(nodes, spec, TwinNetworkOf(f), upstream);
 }
@@ -440,7 +451,13 @@ Result<PolicyRow> RunPolicy(const DemoFlags& f, const std::string& binary,
   row.results = std::move(out->results);
   row.elapsed = out->elapsed;
   if (f.twin && round <= 1) {
-    HEARSAY_ASSIGN_OR_RETURN(const sim::SimConfig twin, TwinConfig(f, co, spec));
+    if (llama && f.twin_host_probe) {
+      // The servers are idle now, their caches warm with the run's prompts (the probe's are new).
+      HEARSAY_ASSIGN_OR_RETURN(
+          row.twin_host,
+          twin::ProbeHost(llama->addresses(), twin::LlamaDemoUpstream(f.twin_engine_preset)));
+    }
+    HEARSAY_ASSIGN_OR_RETURN(const sim::SimConfig twin, TwinConfig(f, co, spec, row.twin_host));
     HEARSAY_ASSIGN_OR_RETURN(row.twin, twin::Predict(twin));
     row.twin_command = twin::SimCommandLine(twin::DrawConfig(twin, 1));
     if (twin_records != nullptr) HEARSAY_RETURN_IF_ERROR(RecordTwin(twin, policy, twin_records));
@@ -454,6 +471,7 @@ void AddRun(PolicyRow& row, PolicyRow run) {
     row.policy = run.policy;
     row.twin = std::move(run.twin);
     row.twin_command = std::move(run.twin_command);
+    row.twin_host = run.twin_host;
   }
   row.runs.push_back(run.summary);
   row.results.insert(row.results.end(), std::make_move_iterator(run.results.begin()),
@@ -485,6 +503,10 @@ void PrintTable(const std::vector<PolicyRow>& rows) {
     if (r.twin) {
       std::printf("%-14s %13.1f %12s %12.1f %9.3f\n", "  twin", r.twin->mean_ttft_ms, "-",
                   r.twin->p99_ttft_ms, r.twin->hit_rate);
+    }
+    if (r.twin_host) {
+      std::printf("%-14s prefill %.2fx the cost model alone, %.2f cores shared\n", "  twin host",
+                  r.twin_host->speed, r.twin_host->cores);
     }
   }
   PrintRuns(rows);
@@ -536,7 +558,7 @@ int RunDemo(const DemoFlags& f) {
   if (valid.ok() && f.twin) {
     // Refused before any cluster starts: what the twin cannot model (say, --engine llama).
     Result<launch::LocalClusterOptions> co = ClusterOptions(f, binary, policies.front());
-    valid = co.ok() ? TwinConfig(f, *co, Workload(f)).status() : co.status();
+    valid = co.ok() ? TwinConfig(f, *co, Workload(f), std::nullopt).status() : co.status();
     if (!valid.ok()) valid = Status(valid.code(), "--twin: " + valid.message());
   }
   if (!valid.ok()) {
@@ -637,6 +659,10 @@ int RunDemo(const DemoFlags& f) {
         row["twin_mean_ttft_ms_range"] = {r.twin->min_mean_ttft_ms, r.twin->max_mean_ttft_ms};
         row["twin_command"] = r.twin_command;
       }
+      if (r.twin_host) {
+        row["twin_host_speed"] = r.twin_host->speed;
+        row["twin_host_cores"] = r.twin_host->cores;
+      }
       out.push_back(std::move(row));
     }
     std::printf("%s\n", out.dump(2).c_str());
@@ -713,6 +739,10 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
                   "--twin with --engine llama: the cores the twin's engines share, as the "
                   "llama-servers share this machine's (default: this machine's; 0: one each)")
       ->check(CLI::Range(0.0, 4096.0));
+  cmd->add_flag("--twin-host-probe,!--no-twin-host-probe", f->twin_host_probe,
+                "--twin with --engine llama: after each policy's run, time the servers' prefill "
+                "alone and all at once, and give the twin that speed and the host's effective "
+                "cores (the default); off: the cost model as it is, on this machine's cores");
   cmd->add_flag("--netns", f->netns,
                 "Run every node in its own network namespace on a bridge (needs root, ip, tc, "
                 "nft; docs/testbed.md) instead of on loopback");

@@ -1,18 +1,15 @@
 #include "hearsay/loadgen/calibration.h"
 
 #include <algorithm>
-#include <boost/asio/io_context.hpp>
 #include <chrono>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "hearsay/api/tokenizer.h"
 #include "hearsay/common/percentile.h"
-#include "hearsay/http/client.h"
+#include "hearsay/loadgen/completion_calls.h"
 #include "hearsay/loadgen/openai_body.h"
 #include "hearsay/loadgen/robust_fit.h"
-#include "hearsay/loadgen/stream_recorder.h"
 
 namespace hearsay::loadgen {
 namespace {
@@ -29,55 +26,6 @@ std::string RandomWord(uint64_t& state, size_t letters) {
   for (size_t i = 0; i < letters; ++i) w += static_cast<char>('a' + NextRandom(state) % 26);
   return w;
 }
-
-// One request sent and measured, on a private io_context.
-class Caller {
- public:
-  explicit Caller(const CalibrationOptions& o) : options_(o), client_(io_) {}
-
-  RequestResult Call(std::string body) {
-    http::ClientRequest request;
-    request.method = "POST";
-    request.host_port = options_.host_port;
-    request.target = std::string(ApiPath(ApiKind::kCompletions));
-    request.headers = {{"Content-Type", "application/json"}, {"Accept", "text/event-stream"}};
-    if (!options_.api_key.empty()) {
-      request.headers.emplace_back("Authorization", "Bearer " + options_.api_key);
-    }
-    request.body = std::move(body);
-    request.connect_timeout = options_.request_timeout;
-    request.response_timeout = options_.request_timeout;
-    request.idle_timeout = options_.request_timeout;
-    auto recorder = std::make_shared<StreamRecorder>(0, 0, Now());
-    std::optional<RequestResult> result;
-    http::ResponseHandlers handlers;
-    handlers.on_headers = [recorder](int status, const http::Headers& headers) {
-      const std::optional<std::string_view> type = http::FindHeader(headers, "content-type");
-      recorder->OnHeaders(status, type && type->starts_with("application/json"));
-    };
-    handlers.on_body = [this, recorder](std::string_view c) { recorder->OnBody(c, Now()); };
-    handlers.on_done = [this, recorder, &result](Status s) { result = recorder->Finish(s, Now()); };
-    client_.Send(std::move(request), std::move(handlers));
-    io_.restart();
-    while (!result && io_.run_one() > 0) {
-    }
-    if (!result) {
-      RequestResult r;
-      r.error = ErrorKind::kConnect;
-      r.error_message = "the request never ended";
-      return r;
-    }
-    return *result;
-  }
-
-  Duration Now() const { return std::chrono::steady_clock::now() - start_; }
-
- private:
-  const CalibrationOptions& options_;
-  boost::asio::io_context io_;
-  http::Client client_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
 
 double Ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -132,18 +80,20 @@ std::string CalibrationPrompt(uint32_t words, uint64_t& state) {
 
 Result<CalibrationRun> RunCalibration(const CalibrationOptions& o) {
   HEARSAY_RETURN_IF_ERROR(ValidateCalibrationOptions(o));
-  Caller caller(o);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [start] { return Duration(std::chrono::steady_clock::now() - start); };
   CalibrationRun run;
   uint64_t state = o.seed;
   const api::Tokenizer tokenizer;
-  auto over_budget = [&] { return caller.Now() >= o.budget; };
+  auto over_budget = [&] { return elapsed() >= o.budget; };
   auto send = [&](uint32_t words, uint32_t max_tokens) -> std::optional<RequestResult> {
     if (over_budget()) {
       run.budget_hit = true;
       return std::nullopt;
     }
     const std::string prompt = CalibrationPrompt(words, state);
-    RequestResult r = caller.Call(Body(o, prompt, max_tokens));
+    RequestResult r =
+        CallAll({{o.host_port, Body(o, prompt, max_tokens)}}, o.api_key, o.request_timeout)[0];
     ++run.requests;
     if (!r.ok() || !r.ttft) {
       ++run.failed;
@@ -184,7 +134,7 @@ Result<CalibrationRun> RunCalibration(const CalibrationOptions& o) {
     for (uint32_t words : o.prompt_words) send(words, 1);
   }
   for (uint32_t i = 1; i < o.decode_requests; ++i) decode();
-  run.elapsed = caller.Now();
+  run.elapsed = elapsed();
   return run;
 }
 
