@@ -91,7 +91,8 @@ struct DemoFlags {
   // the coefficients `hearsay calibrate` prints); empty = twin::kLlamaTwinCostModel.
   std::string twin_engine_preset;
   // --engine llama: the cores the twin's engines share, as the llama-servers share this machine's;
-  // < 0 = this machine's (std::thread::hardware_concurrency), 0 = a machine each.
+  // < 0 = what the host probe measured, or without it this machine's
+  // (std::thread::hardware_concurrency); 0 = a machine each.
   double twin_host_cores = -1;
   // --engine llama: probe the servers after each policy's run and give the twin the host's
   // measured speed and cores (twin/host_speed.h); --twin-host-cores still sets the cores.
@@ -737,7 +738,8 @@ void AddDemoCommand(CLI::App& app, int& exit_code) {
                   "the coefficients `hearsay calibrate` prints (default: llama-tiny-cpu)");
   cmd->add_option("--twin-host-cores", f->twin_host_cores,
                   "--twin with --engine llama: the cores the twin's engines share, as the "
-                  "llama-servers share this machine's (default: this machine's; 0: one each)")
+                  "llama-servers share this machine's (default: what the host probe measures, "
+                  "without it this machine's; 0: one each)")
       ->check(CLI::Range(0.0, 4096.0));
   cmd->add_flag("--twin-host-probe,!--no-twin-host-probe", f->twin_host_probe,
                 "--twin with --engine llama: after each policy's run, time the servers' prefill "
