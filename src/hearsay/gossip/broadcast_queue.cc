@@ -39,7 +39,7 @@ std::vector<MemberUpdate> BroadcastQueue::Take(size_t budget_bytes, int transmit
   }
   for (const Key& key : order_) {
     if (used >= budget_bytes) break;
-    const NodeId& id = std::get<2>(key);
+    const NodeId& id = std::get<3>(key);
     if (!prefer.empty() && id == prefer) continue;
     if (!try_pick(items_.at(id)) && used + 16 > budget_bytes) break;
   }

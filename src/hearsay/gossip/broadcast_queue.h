@@ -2,8 +2,11 @@
 // dissemination, after memberlist's transmit-limited queue).
 //
 // Each update is sent a bounded number of times (the caller passes retransmit_mult * log10(n+1)),
-// least-sent first, newest first among equals. A newer update about a member replaces the queued
-// one, so the queue holds at most one update per member id.
+// refutations first (an "alive" above a member's first incarnation: a suspicion it answers times
+// out if the refutation waits behind a cluster-wide join's announcements, which at N = 1,024
+// fill the piggyback for tens of seconds), then least-sent first, newest first among equals. A
+// newer update about a member replaces the queued one, so the queue holds at most one update per
+// member id.
 //
 // A transmission is counted per recipient and burst, not per message: messages sent to the same
 // recipient within kBurst of the counted one (the datagrams of one delta exchange, a repeated
@@ -52,9 +55,12 @@ class BroadcastQueue {
     Address last_to;  // recipient and time of the last counted transmission
     TimePoint last_at{};
   };
-  // Order key: (transmits, -seq) encoded as (transmits, UINT64_MAX - seq), then id.
-  using Key = std::tuple<int, uint64_t, NodeId>;
-  static Key KeyOf(const Item& i) { return {i.transmits, UINT64_MAX - i.seq, i.update.id}; }
+  // Order key: (not a refutation, transmits, -seq) encoded with UINT64_MAX - seq, then id.
+  using Key = std::tuple<bool, int, uint64_t, NodeId>;
+  static Key KeyOf(const Item& i) {
+    const bool refutation = i.update.state == MemberState::kAlive && i.update.incarnation > 0;
+    return {!refutation, i.transmits, UINT64_MAX - i.seq, i.update.id};
+  }
 
   // Invariants: order_ holds exactly KeyOf(item) for every item in items_.
   std::map<NodeId, Item> items_;

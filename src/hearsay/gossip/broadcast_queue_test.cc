@@ -22,6 +22,29 @@ MemberUpdate Suspect(const std::string& id) {
 
 TimePoint At(Duration d) { return TimePoint{} + d; }
 
+MemberUpdate Alive(const std::string& id, uint64_t incarnation) {
+  MemberUpdate u = Suspect(id);
+  u.state = MemberState::kAlive;
+  u.incarnation = incarnation;
+  u.accuser.clear();
+  return u;
+}
+
+// A refutation goes ahead of everything else, even of newer and less-sent updates: during a
+// cluster-wide join the announcements (first incarnations) fill every message for many seconds.
+TEST(BroadcastQueueTest, RefutationsGoFirst) {
+  BroadcastQueue q;
+  q.Push(Alive("n1", 1));
+  for (int i = 2; i < 40; ++i) q.Push(Alive("n" + std::to_string(i), 0));
+  q.Push(Suspect("n50"));
+  // A message with room for a few: the refutation first though it was queued first and sent
+  // already, then the newest of the rest.
+  ASSERT_EQ(q.Take(400, 10, "", "n60", At(0ms)).front().id, "n1");
+  const std::vector<MemberUpdate> next = q.Take(120, 10, "", "n61", At(1s));
+  ASSERT_FALSE(next.empty());
+  EXPECT_EQ(next.front().id, "n1");
+}
+
 TEST(BroadcastQueueTest, UpdateLeavesAfterTransmitLimitToDistinctRecipients) {
   BroadcastQueue q;
   q.Push(Suspect("n5"));
