@@ -37,7 +37,7 @@ Result<HostSpeed> FitHostSpeed(const loadgen::HostProbe& probe, size_t engines,
 Result<TwinUpstream> OnHost(TwinUpstream upstream, const HostSpeed& host);
 
 // Probes the llama demo's servers at `addresses` now (loadgen::RunHostProbe: three rounds of
-// prompts of about 1,000 llama tokens, the workload's size, each server alone then all at once;
+// fresh prompts of 300 random words, each server alone then all at once;
 // about 5 s) and fits the host's speed against `upstream`.
 Result<HostSpeed> ProbeHost(const std::vector<std::string>& addresses,
                             const TwinUpstream& upstream);
