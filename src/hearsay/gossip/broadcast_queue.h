@@ -2,9 +2,11 @@
 // dissemination, after memberlist's transmit-limited queue).
 //
 // Each update is sent a bounded number of times (the caller passes retransmit_mult * log10(n+1)),
-// refutations first (an "alive" above a member's first incarnation: a suspicion it answers times
-// out if the refutation waits behind a cluster-wide join's announcements, which at N = 1,024
-// fill the piggyback for tens of seconds), then least-sent first, newest first among equals. A
+// least-sent first, newest first among equals. A queue made with refutations_first (signed
+// clusters) puts refutations ahead of the rest: an "alive" above a member's first incarnation.
+// Signed updates are 2.5 times larger, a cluster-wide join's announcements then fill the
+// piggyback for tens of seconds at N = 1,024, and a suspicion whose refutation waits behind them
+// times out (docs/gossip-security.md, "Signed membership"). A
 // newer update about a member replaces the queued one, so the queue holds at most one update per
 // member id.
 //
@@ -35,6 +37,8 @@ class BroadcastQueue {
   // Messages to one recipient this close together are one transmission (a burst).
   static constexpr Duration kBurst = std::chrono::milliseconds(10);
 
+  explicit BroadcastQueue(bool refutations_first = false) : refutations_first_(refutations_first) {}
+
   // Queues `u`, replacing any queued update about u.id.
   void Push(MemberUpdate u);
   // Takes updates for one message to `to` at `now`: `prefer` (a member id, may be empty) first if
@@ -55,14 +59,16 @@ class BroadcastQueue {
     Address last_to;  // recipient and time of the last counted transmission
     TimePoint last_at{};
   };
-  // Order key: (not a refutation, transmits, -seq) encoded with UINT64_MAX - seq, then id.
+  // Order key: (not a refutation first, transmits, -seq) encoded with UINT64_MAX - seq, then id.
   using Key = std::tuple<bool, int, uint64_t, NodeId>;
-  static Key KeyOf(const Item& i) {
-    const bool refutation = i.update.state == MemberState::kAlive && i.update.incarnation > 0;
+  Key KeyOf(const Item& i) const {
+    const bool refutation =
+        refutations_first_ && i.update.state == MemberState::kAlive && i.update.incarnation > 0;
     return {!refutation, i.transmits, UINT64_MAX - i.seq, i.update.id};
   }
 
   // Invariants: order_ holds exactly KeyOf(item) for every item in items_.
+  bool refutations_first_;
   std::map<NodeId, Item> items_;
   std::set<Key> order_;
   uint64_t next_seq_ = 1;

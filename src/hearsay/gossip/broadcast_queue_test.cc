@@ -30,10 +30,16 @@ MemberUpdate Alive(const std::string& id, uint64_t incarnation) {
   return u;
 }
 
-// A refutation goes ahead of everything else, even of newer and less-sent updates: during a
-// cluster-wide join the announcements (first incarnations) fill every message for many seconds.
-TEST(BroadcastQueueTest, RefutationsGoFirst) {
-  BroadcastQueue q;
+// In a signed cluster's queue a refutation goes ahead of everything else, even of newer and
+// less-sent updates: during a cluster-wide join the announcements (first incarnations) fill every
+// message for many seconds. An unsigned cluster's queue keeps least-sent, newest first.
+TEST(BroadcastQueueTest, RefutationsGoFirstWhenAsked) {
+  BroadcastQueue plain;
+  plain.Push(Alive("n1", 1));
+  plain.Push(Alive("n2", 0));
+  EXPECT_EQ(plain.Take(400, 10, "", "n60", At(0ms)).front().id, "n2");
+
+  BroadcastQueue q(/*refutations_first=*/true);
   q.Push(Alive("n1", 1));
   for (int i = 2; i < 40; ++i) q.Push(Alive("n" + std::to_string(i), 0));
   q.Push(Suspect("n50"));

@@ -37,6 +37,7 @@ Node::Node(NodeId id, Generation generation, Address self, Config config, Schedu
       framer_(framer != nullptr ? *framer : plaintext_),
       listener_(listener),
       shared_(shared),
+      broadcasts_(/*refutations_first=*/config.signatures != SignatureMode::kOff),
       overload_(config.overload) {
   if (config_.landmark_stride == 0) config_.landmark_stride = 1;
   self_store_ =
