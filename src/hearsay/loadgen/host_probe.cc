@@ -41,8 +41,7 @@ Result<HostProbe> RunHostProbe(const HostProbeOptions& o) {
                                         : ErrorKindName(r.error, r.http_status) + " " +
                                               r.error_message.substr(0, 200)));
       }
-      out.push_back({engines[i], r.prompt_tokens,
-                     std::chrono::duration<double, std::milli>(*r.ttft).count()});
+      out.push_back({engines[i], r.prompt_tokens, ToMillis(*r.ttft)});
     }
     return OkStatus();
   };
