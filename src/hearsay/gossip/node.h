@@ -105,8 +105,9 @@ class Node final : public MessageSink {
   // except answering anyone who still writes to it with its "left" notice.
   void Leave();
 
-  // Replaces the node's load report; recomputes the overload flag (hysteresis) and publishes both.
-  void SetLoad(const LoadReport& load);
+  // Replaces the node's load report; recomputes the overload flag (hysteresis) and publishes both
+  // when they changed, or always with `refresh` (a new version tells peers the load still holds).
+  void SetLoad(const LoadReport& load, bool refresh = false);
   // Replaces what the node serves (service.h) and publishes it, only if it changed.
   // INVALID_ARGUMENT (nothing published) if it breaks a limit of service.h.
   Status SetService(const Service& service);

@@ -46,10 +46,10 @@ void Node::WriteOwnLoad() {
   last_load_write_ = scheduler_.clock().Now();
 }
 
-void Node::SetLoad(const LoadReport& load) {
+void Node::SetLoad(const LoadReport& load, bool refresh) {
   LoadReport next = load;
   next.overloaded = overload_.Update(load);
-  if (next == load_ && self_store_->load().version > 0) return;
+  if (!refresh && next == load_ && self_store_->load().version > 0) return;
   load_ = next;
   WriteOwnLoad();
 }

@@ -111,10 +111,12 @@ void Node::PublishTick() {
   r.queue_wait_us = static_cast<uint32_t>(std::clamp<int64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(l.estimated_queue_wait).count(), 0,
       int64_t{UINT32_MAX}));
-  // Only a change is worth a new version (and its gossip bytes); heartbeats cover the rest.
-  if (!last_load_ || !(r == *last_load_)) {
-    gossip_->SetLoad(r);
+  // A change is a new version at once; a load that holds, once every load_refresh.
+  const TimePoint now = scheduler_.clock().Now();
+  if (!last_load_ || !(r == *last_load_) || now - last_load_at_ >= options_.load_refresh) {
+    gossip_->SetLoad(r, /*refresh=*/true);
     last_load_ = r;
+    last_load_at_ = now;
   }
   if (options_.limiter != nullptr) {
     if (auto usage = options_.limiter->UsageToPublish(scheduler_.clock().Now())) {
@@ -742,6 +744,20 @@ void Node::OnForwardComplete(uint64_t token, const PeerUsage& usage) {
   sink->OnComplete(client_id, usage);
 }
 
+void Node::NoteForwardGivenUp(const Pending& p, uint64_t token, const Status& status) {
+  const NodeId& member = peers_[p.slot - 1].id;
+  if (status.code() != StatusCode::kDeadlineExceeded) {
+    trust_.Abandon(member, token);
+    return;
+  }
+  // No first token within the forward's deadline, a multiple of what the member's claims
+  // promised: a time sample as late as the wait (a lower bound of the truth). Dropped instead,
+  // the evidence would vanish with the forward, and a member that claims an idle engine while
+  // its queue grows would draw the next request as well.
+  const TimePoint now = scheduler_.clock().Now();
+  trust_.Record(member, now, 0, 0, p.claimed_ttft_ms, ToMillis(now - p.sent_at), token);
+}
+
 void Node::OnForwardError(uint64_t token, const Status& status, bool before_first_token) {
   auto it = pending_.find(token);
   if (it == pending_.end() || it->second.slot == 0) return;
@@ -766,7 +782,7 @@ void Node::OnForwardError(uint64_t token, const Status& status, bool before_firs
       // bounce stays counted: the peer sent it back because its queue was long.)
       policy_->OnAbandoned(p.slot, token);
     }
-    if (p.slot - 1 < peers_.size()) trust_.Abandon(peers_[p.slot - 1].id, token);
+    if (p.slot - 1 < peers_.size()) NoteForwardGivenUp(p, token, status);
     p.excluded.push_back(p.slot);
     // A node that does not serve the model tries every member that does before it gives up.
     if (p.attempts - p.bounces < options_.max_forward_attempts || !ServesHere(p)) {

@@ -44,9 +44,10 @@ struct Recorder final : ResponseSink {
   }
 };
 
-std::unique_ptr<SimCluster> MakeCluster(const std::string& policy, int nodes = 3) {
+std::unique_ptr<SimCluster> MakeCluster(const std::string& policy, int nodes = 3, int liars = 0) {
   SimClusterOptions o;
   o.nodes = nodes;
+  o.liars = liars;
   o.seed = 7;
   o.delay_ms = 1;
   o.policy = policy;
@@ -176,6 +177,44 @@ TEST(NodeTest, PeerFailingBeforeFirstTokenCostsARetryNotTheRequest) {
   EXPECT_TRUE(rec.by_id[2].complete);
   EXPECT_FALSE(rec.by_id[2].error);
   EXPECT_EQ(c->node(0).stats().forward_failures, 1u);
+}
+
+// A member that stays idle publishes its unchanged load again every load_refresh, so its peers'
+// view of it stays as fresh as a busy member's instead of aging into the policy's "unknown".
+TEST(NodeTest, AnIdleMembersLoadIsRepublishedSoPeersSeeItFresh) {
+  auto c = MakeCluster("hearsay");
+  c->scheduler().RunFor(FromSeconds(5));  // idle since the start
+  const std::optional<gossip::MemberView> n0 = c->node(1).gossip().Member("n0");
+  ASSERT_TRUE(n0.has_value());
+  ASSERT_TRUE(n0->has_load);
+  EXPECT_LT(c->scheduler().Now() - n0->load_updated, FromMillis(600));
+}
+
+// A forward whose first token is late by more than its deadline (NodeOptions::
+// forward_deadline_factor × the time the member's claims promised, at least the floor) is given
+// up and served elsewhere, and the member's trust record takes it as an answer that late.
+TEST(NodeTest, AForwardPastItsFirstTokenDeadlineIsServedElsewhereAndCountsAgainstTheMember) {
+  // n0 claims an idle engine and never bounces.
+  auto c = MakeCluster("hearsay", 3, /*liars=*/1);
+  Recorder rec;
+  c->node(0).Submit(Req(1, Prompt(19, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_GT(c->node(1).EstimatePeerCachedTokens("n0", Prompt(19, 2048, 2, 40)), 1500u);
+  // Seconds of cold prefill queue at n0, which its gossip does not show.
+  for (uint64_t i = 0; i < 40; ++i) {
+    c->node(0).Submit(Req(100 + i, Prompt(2000 + uint32_t(i), 4000, 1, 10), true), &rec);
+  }
+  c->node(1).Submit(Req(2, Prompt(19, 2048, 2, 40)), &rec);
+  c->scheduler().RunFor(FromMillis(1500));
+  EXPECT_TRUE(rec.by_id[2].first);  // given up at the 1 s floor, not served after the queue
+  EXPECT_EQ(c->node(1).stats().forward_failures, 1u);
+  EXPECT_EQ(c->node(1).stats().forwarded_out + c->node(1).stats().served_local, 1u);
+  const PeerTrustView n0 = c->node(1).trust().Of("n0");
+  EXPECT_GE(n0.samples, 1u);
+  EXPECT_GT(n0.ttft_ratio, 4.0);
+  c->scheduler().RunFor(FromSeconds(10));
+  for (uint64_t i = 0; i < 40; ++i) EXPECT_TRUE(rec.by_id[100 + i].complete);
+  EXPECT_FALSE(rec.by_id[2].error);
 }
 
 // A forward to the prefix holder B whose first token has arrived at A, then B crashes.

@@ -68,6 +68,7 @@ class SimCluster::RelaySink final : public ResponseSink {
     it->second.first_sent = true;
     c_.PumpCacheEvents(it->second.to);
     c_.Back(rid, [first](Relay& r) { r.sink->OnFirstToken(r.origin_id, first); });
+    it->second.first_at = it->second.back_at;
   }
   void OnComplete(uint64_t rid, const PeerUsage& usage) override {
     auto it = c_.relays_.find(rid);
@@ -274,7 +275,8 @@ void SimCluster::Back(uint64_t rid, F fn) {
     auto it = relays_.find(rid);
     if (it == relays_.end()) return;
     Relay& x = it->second;
-    if (x.from < 0 || (members_[x.from].up && members_[x.from].generation == x.from_generation)) {
+    if (!x.given_up &&
+        (x.from < 0 || (members_[x.from].up && members_[x.from].generation == x.from_generation))) {
       fn(x);
     }
     if (terminal) relays_.erase(it);
@@ -310,6 +312,10 @@ void SimCluster::Forward(int from, const Address& to, PeerRequest request, Respo
   }
   r.to_generation = members_[r.to].generation;
   request.id = rid;
+  if (request.first_token_within_ms > 0 && from >= 0) {
+    scheduler_.RunAfter(FromMillis(request.first_token_within_ms),
+                        [this, rid] { ForwardDeadline(rid); });
+  }
   scheduler_.RunAfter(SampleDelay(), [this, rid, req = std::move(request)]() mutable {
     auto it = relays_.find(rid);
     if (it == relays_.end()) return;
@@ -324,6 +330,31 @@ void SimCluster::Forward(int from, const Address& to, PeerRequest request, Respo
     }
     x.delivered = true;
     target.node->Submit(std::move(req), relay_sink_.get());
+  });
+}
+
+void SimCluster::ForwardDeadline(uint64_t rid) {
+  auto it = relays_.find(rid);
+  if (it == relays_.end()) return;
+  Relay& x = it->second;
+  if (x.done || (x.first_sent && x.first_at <= scheduler_.Now())) return;
+  x.done = true;  // the target's later events are dropped, as on a closed connection
+  x.given_up = true;
+  const Member& entry = members_[x.from];
+  if (entry.up && entry.generation == x.from_generation) {
+    x.sink->OnError(x.origin_id,
+                    DeadlineExceededError("no first token from the peer within the deadline"),
+                    true);
+  }
+  scheduler_.RunAfter(SampleDelay(), [this, rid] {
+    auto it = relays_.find(rid);
+    if (it == relays_.end()) return;
+    const Relay& y = it->second;
+    const Member& target = members_[y.to];
+    if (y.delivered && target.up && target.generation == y.to_generation) {
+      target.node->Cancel(rid, relay_sink_.get());
+    }
+    relays_.erase(it);
   });
 }
 

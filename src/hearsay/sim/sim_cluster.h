@@ -141,11 +141,17 @@ class SimCluster final : public node::ExactClusterView {
     bool first_sent = false;
     bool done = false;    // terminal event sent back
     TimePoint back_at{};  // when the last event sent back arrives
+    TimePoint first_at{};   // when the first token reaches the entry node
+    bool given_up = false;  // the entry node gave it up at its deadline (ForwardDeadline)
   };
 
   SimCluster(const SimClusterOptions& options, prefix::BlockKeyer keyer);
   Status Build(int i, Transport& transport);
   void Forward(int from, const Address& to, PeerRequest request, ResponseSink* sink);
+  // Relay `rid`'s first-token deadline (PeerRequest::first_token_within_ms) has passed: unless
+  // its first token has reached the entry node, the entry gives the forward up (DEADLINE_EXCEEDED,
+  // as the daemon's peer client) and the target, told a one-way delay later, cancels it.
+  void ForwardDeadline(uint64_t rid);
   // Publishes node i's pending cache events (no-op without cache_events).
   void PumpCacheEvents(int i);
   Duration SampleDelay();
