@@ -86,6 +86,10 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("!--no-trust", c.trust,
                 "Ablation: believe every member's claims (no discount from claims vs delivery)");
+  cmd->add_option("--forward-deadline-factor", c.forward_deadline_factor,
+                  "A forward is served elsewhere when its first token is later than this many "
+                  "times the expected time (at least 1 s), as the daemon's; 0 = never")
+      ->capture_default_str();
   cmd->add_flag("--cot", c.cot, "MMLU chain-of-thought outputs");
   cmd->add_option("--variants", c.variants, "MMLU prefix variants per subject")
       ->capture_default_str();

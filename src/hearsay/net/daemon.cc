@@ -440,6 +440,8 @@ Status Daemon::InitEngineAndNode(const prefix::BlockKeyer& keyer) {
     // 0.80x the paper policy's with it, against 0.96-1.01x without). The record is kept and
     // shown; routing believes the claims until the judgement is tuned on real engines.
     no.trust.enabled = false;
+    // No first-token deadline but the forward timeout (below, else).
+    no.forward_deadline_factor = 0;
   } else {
     // A silent peer (partitioned, stopped) costs a few expected first tokens, not the whole
     // forward timeout. Not with upstream engines: their speeds are measured, so the first

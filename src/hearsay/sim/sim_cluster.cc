@@ -185,6 +185,7 @@ Status SimCluster::Build(int i, Transport& transport) {
   no.default_one_way_delay = FromMillis(options_.delay_ms);
   no.max_peers = static_cast<size_t>(std::max(options_.nodes, 2));
   no.trust.enabled = options_.trust;
+  no.forward_deadline_factor = options_.forward_deadline_factor;
   if (i < options_.liars) {
     no.misbehave.claim_every_prefix = true;
     no.misbehave.claim_idle = true;

@@ -57,6 +57,8 @@ struct SimClusterOptions {
   int liars = 0;
   // node::PeerTrustOptions::enabled of every node.
   bool trust = true;
+  // node::NodeOptions::forward_deadline_factor of every node.
+  double forward_deadline_factor = node::NodeOptions().forward_deadline_factor;
   uint32_t block_tokens = 16;
   Duration publish_interval = FromMillis(100);
   // Every node's decision records go here (node::Node::SetRecorder); nullptr = none. Borrowed.

@@ -102,6 +102,10 @@ Status ValidateSimConfig(const SimConfig& c) {
   if (c.liars < 0 || c.liars >= nodes) {
     return Bad("--liars must be in [0, " + std::to_string(nodes) + ")");
   }
+  if (!Finite(c.forward_deadline_factor) || c.forward_deadline_factor < 0 ||
+      c.forward_deadline_factor > 1e6) {
+    return Bad("--forward-deadline-factor must be in [0, 1e6]");
+  }
   const route::PolicyInfo* info = route::FindPolicy(c.policy);
   if (info != nullptr && info->central && c.routers == 0) {
     return Bad("--policy " + c.policy + " is a central router's policy: it needs --routers >= 1");

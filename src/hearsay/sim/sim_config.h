@@ -125,6 +125,10 @@ struct SimConfig {
   // Entry nodes discount members whose answers do not match their claims (node/peer_trust.h);
   // false = believe every claim (an ablation).
   bool trust = true;
+  // A forward is given up and served elsewhere when its first token is later than this many
+  // times the policy's expected time to first token (at least 1 s): the daemon's
+  // limits.forward_deadline_factor. 0 = no deadline, as the daemon in front of upstream engines.
+  double forward_deadline_factor = 4;
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its allowed range.

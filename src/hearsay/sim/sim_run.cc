@@ -344,6 +344,7 @@ SimClusterOptions ClusterOptions(const SimConfig& config, const Pool& pool,
   co.block_tokens = config.block_tokens;
   co.liars = config.liars;
   co.trust = config.trust;
+  co.forward_deadline_factor = config.forward_deadline_factor;
   co.publish_interval = PublishIntervalOf(config);
   return co;
 }

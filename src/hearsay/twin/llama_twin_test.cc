@@ -81,12 +81,14 @@ TEST(LlamaTwinTest, TheServersAreModelledInNodeTokensWithTheirSlots) {
   EXPECT_EQ(c->seed, 3u);
   EXPECT_EQ(c->signatures, "modeled");
   EXPECT_EQ(c->delay_ms, kLoopbackOneWayDelayMs);
+  // In front of upstream engines the daemon gives forwards no first-token deadline.
+  EXPECT_EQ(c->forward_deadline_factor, 0);
 
   // The printed command reproduces it, slots included.
   const std::string cmd = SimCommandLine(*c);
-  for (const char* part :
-       {"--engine-preset llama-tiny-cpu", "--capacity-tokens 7282", "--max-running 4",
-        "--host-cores 2", "--rate 2", "--requests 120", "--seed 3"}) {
+  for (const char* part : {"--engine-preset llama-tiny-cpu", "--capacity-tokens 7282",
+                           "--max-running 4", "--host-cores 2", "--rate 2", "--requests 120",
+                           "--seed 3", "--forward-deadline-factor 0"}) {
     EXPECT_NE(cmd.find(part), std::string::npos) << part << " not in " << cmd;
   }
 }

@@ -193,6 +193,9 @@ Result<sim::SimConfig> TwinSimConfig(const std::vector<net::DaemonConfig>& nodes
     c.max_running = upstream->max_running;
     c.host_cores = upstream->host_cores;
   }
+  // The daemon gives forwards a first-token deadline only in front of its own simulated engine.
+  c.forward_deadline_factor =
+      node.engine == "sim" ? static_cast<double>(node.forward_deadline_factor) : 0;
   // The model the nodes serve: the daemon keys every prompt in its model's cache namespace, whose
   // block heads the chain and takes the first landmark (docs/twin.md).
   c.model = node.model;
@@ -239,6 +242,9 @@ std::string SimCommandLine(const sim::SimConfig& c) {
   if (c.cluster_seed != 0) out << " --cluster-seed " << c.cluster_seed;
   if (c.variants != 1) out << " --variants " << c.variants;
   if (c.cot) out << " --cot";
+  if (c.forward_deadline_factor != sim::SimConfig{}.forward_deadline_factor) {
+    out << " --forward-deadline-factor " << c.forward_deadline_factor;
+  }
   return out.str();
 }
 

@@ -69,6 +69,9 @@ TEST(TwinConfigTest, TheNodesSettingsReachTheSimulator) {
   EXPECT_FALSE(c.model.empty());
   EXPECT_EQ(c.delay_ms, kLoopbackOneWayDelayMs);
   EXPECT_EQ(c.loss, 0);
+  // In front of its simulated engine the daemon gives each forward a first-token deadline.
+  EXPECT_EQ(c.forward_deadline_factor, double(nodes->front().forward_deadline_factor));
+  EXPECT_GT(c.forward_deadline_factor, 0);
 }
 
 TEST(TwinConfigTest, TheSimulatedNodesGossipAsTheDaemonDoes) {
