@@ -106,8 +106,10 @@ class Node final : public MessageSink {
   void Leave();
 
   // Replaces the node's load report; recomputes the overload flag (hysteresis) and publishes both
-  // when they changed, or always with `refresh` (a new version tells peers the load still holds).
-  void SetLoad(const LoadReport& load, bool refresh = false);
+  // when they changed, or when the last write is `refresh_after` old (a new version of the same
+  // record tells peers the load still holds; the heartbeat does the same every
+  // Config::heartbeat_interval).
+  void SetLoad(const LoadReport& load, Duration refresh_after = Duration::max());
   // Replaces what the node serves (service.h) and publishes it, only if it changed.
   // INVALID_ARGUMENT (nothing published) if it breaks a limit of service.h.
   Status SetService(const Service& service);

@@ -46,10 +46,11 @@ void Node::WriteOwnLoad() {
   last_load_write_ = scheduler_.clock().Now();
 }
 
-void Node::SetLoad(const LoadReport& load, bool refresh) {
+void Node::SetLoad(const LoadReport& load, Duration refresh_after) {
   LoadReport next = load;
   next.overloaded = overload_.Update(load);
-  if (!refresh && next == load_ && self_store_->load().version > 0) return;
+  const bool fresh = scheduler_.clock().Now() - last_load_write_ < refresh_after;
+  if (next == load_ && self_store_->load().version > 0 && fresh) return;
   load_ = next;
   WriteOwnLoad();
 }

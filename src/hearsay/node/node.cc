@@ -112,12 +112,7 @@ void Node::PublishTick() {
       std::chrono::duration_cast<std::chrono::microseconds>(l.estimated_queue_wait).count(), 0,
       int64_t{UINT32_MAX}));
   // A change is a new version at once; a load that holds, once every load_refresh.
-  const TimePoint now = scheduler_.clock().Now();
-  if (!last_load_ || !(r == *last_load_) || now - last_load_at_ >= options_.load_refresh) {
-    gossip_->SetLoad(r, /*refresh=*/true);
-    last_load_ = r;
-    last_load_at_ = now;
-  }
+  gossip_->SetLoad(r, options_.load_refresh);
   if (options_.limiter != nullptr) {
     if (auto usage = options_.limiter->UsageToPublish(scheduler_.clock().Now())) {
       gossip_->SetUsage(std::move(*usage)).IgnoreError();  // the limiter keeps within usage.h

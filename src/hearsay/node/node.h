@@ -474,8 +474,6 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   static constexpr double kSpeedPoolBand = 1.5;
   std::vector<prefix::BlockKey> landmarks_;  // the prompt's chain as summary keys
   std::vector<uint32_t> match_;
-  std::optional<gossip::LoadReport> last_load_;
-  TimePoint last_load_at_{};
   PeerTrust trust_;
   TimePoint trust_checked_{};
   static constexpr Duration kTrustCheckInterval = std::chrono::milliseconds(10);
