@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -210,6 +211,13 @@ TEST(SimRunTest, ConfigValidation) {
   c = SimConfig{};
   c.rho = 0;
   EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+  for (double factor : {-1.0, std::nan(""), 1e7}) {
+    c = SimConfig{};
+    c.forward_deadline_factor = factor;
+    const Status s = ValidateSimConfig(c);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("--forward-deadline-factor"), std::string::npos) << s.message();
+  }
   c = SimConfig{};
   c.loss = 1;
   EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
