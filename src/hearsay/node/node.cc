@@ -111,8 +111,11 @@ void Node::PublishTick() {
   r.queue_wait_us = static_cast<uint32_t>(std::clamp<int64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(l.estimated_queue_wait).count(), 0,
       int64_t{UINT32_MAX}));
-  // A change is a new version at once; a load that holds, once every load_refresh.
-  gossip_->SetLoad(r, options_.load_refresh);
+  // A change is a new version at once; a load that holds, once every load_refresh if nothing
+  // waits. A queue is not republished: peers drain a report's queue by its age, and a new version
+  // of the same figures would tell them the queue has not moved while the engine works it off.
+  const bool idle = r.queue_depth == 0 && r.queue_wait_us == 0 && r.waiting_prefill_tokens == 0;
+  gossip_->SetLoad(r, idle ? options_.load_refresh : Duration::max());
   if (options_.limiter != nullptr) {
     if (auto usage = options_.limiter->UsageToPublish(scheduler_.clock().Now())) {
       gossip_->SetUsage(std::move(*usage)).IgnoreError();  // the limiter keeps within usage.h

@@ -121,11 +121,14 @@ struct NodeOptions {
   route::PolicyOptions policy_options;
   // How often engine cache events and load go to gossip.
   Duration publish_interval = FromMillis(100);
-  // A load unchanged for this long is published again, as a new version of the same record.
-  // Peers date a member's load by when its last version reached them, and the policy forgets a
-  // report's queue as it ages (route::HearsayParams::queue_memory): without a refresh, a member
-  // that stays idle looks as unknown as one not heard from. About one gossip round: in the
-  // paper experiment at 0.1 ms, hearsay's mean TTFT 13.18 -> 12.82 ms for 2.5% more bytes.
+  // An idle load (nothing waiting) unchanged for this long is published again, as a new version
+  // of the same record. Peers date a member's load by when its last version reached them, and the
+  // policy forgets a report's queue as it ages (route::HearsayParams::queue_memory): without a
+  // refresh, a member that stays idle looks as unknown as one not heard from. About one gossip
+  // round: in the paper experiment at 0.1 ms, hearsay's mean TTFT 13.18 -> 12.82 ms for 2.5% more
+  // bytes. A load with a queue is left to age, since peers drain its queue by the report's age:
+  // an upstream engine's queue estimate holds still through a long prefill, and refreshing it
+  // made a busy cache holder look busy until its queue changed.
   Duration load_refresh = FromMillis(200);
   // One-way delay assumed for a peer whose RTT has not been measured yet.
   Duration default_one_way_delay = FromMillis(1);
