@@ -324,8 +324,10 @@ class Node final : public MessageSink {
   // With Config::key_source: binds the key the source confirms for m's generation, if any, and
   // counts an `announced` key (may be null) that differs; true if a key is bound.
   bool ConfirmKey(MemberRec& m, const std::string* announced);
-  // Publishes the own writes since the last signature, signed (every Config::sign_interval).
+  // Publishes the own writes since the last signature, signed (every SignInterval()).
   void SignTick();
+  // The interval between signed publications at the cluster's present size (Config::sign_interval).
+  Duration SignInterval() const;
   // Signed membership (node_member_signing.cc). Whether `u` would change what this node holds
   // and, if so, whether it carries the valid signature of the member it is about (alive, left)
   // or of the accuser it names (suspect, dead); within the message's verification budget.

@@ -41,7 +41,15 @@ void Node::SignTick() {
       UpdateDigest(self_id_hash_, generation_, old, published_->max_version());
     }
   }
-  After(config_.sign_interval, &Node::SignTick);
+  After(SignInterval(), &Node::SignTick);
+}
+
+Duration Node::SignInterval() const {
+  const double share =
+      double(ClusterSize()) / double(std::max<size_t>(config_.sign_budget_members, 1));
+  const auto scaled = std::chrono::duration_cast<Duration>(config_.sign_interval * share);
+  return std::clamp(scaled, std::min(config_.gossip_interval, config_.sign_interval),
+                    config_.sign_interval);
 }
 
 bool Node::ConfirmKey(MemberRec& m, const std::string* announced) {

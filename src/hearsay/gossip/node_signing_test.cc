@@ -74,6 +74,46 @@ TEST(NodeSigningTest, OwnSignedStateVerifiesAtEveryPeerAlsoWhenRelayed) {
   EXPECT_EQ(c.node(0).counters().deltas_forged, 0u);
 }
 
+// A write is published signed at the next sign tick: every sign_interval in a cluster of
+// sign_budget_members or more, at the gossip's pace in a small one, where routing reads its peers'
+// loads and caches. Returns the longest a load write took to reach every peer, over writes made
+// at different points between two ticks.
+Duration SlowestLoadWrite(size_t budget_members) {
+  Config config;
+  config.signatures = SignatureMode::kModeled;
+  config.sign_interval = 1s;
+  config.sign_budget_members = budget_members;
+  Cluster c(4, 23, config);
+  c.StartAll();
+  c.Run(3s);
+  Duration slowest{0};
+  for (uint32_t k = 1; k <= 6; ++k) {
+    LoadReport load;
+    load.queue_depth = k;
+    c.node(2).SetLoad(load);
+    Duration took{0};
+    const auto everywhere = [&] {
+      for (int i = 0; i < c.size(); ++i) {
+        if (i != 2 && c.listener(i).loads["n2"].queue_depth != k) return false;
+      }
+      return true;
+    };
+    while (!everywhere() && took < 5s) {
+      c.Run(10ms);
+      took += 10ms;
+    }
+    slowest = std::max(slowest, took);
+    c.Run(170ms);  // the next write at another point of the interval
+  }
+  return slowest;
+}
+
+TEST(NodeSigningTest, ASmallClusterPublishesSignedWritesAtTheGossipsPace) {
+  EXPECT_LT(SlowestLoadWrite(/*budget_members=*/64), 500ms);
+  // Four members at a budget of four: up to the whole 1 s interval.
+  EXPECT_GT(SlowestLoadWrite(/*budget_members=*/4), 600ms);
+}
+
 // The attack: n1 holds the cluster key and relays a run that adds a key to n2's state, unsigned,
 // with a made-up signature, and signed with its own key over the right commitment. Every one is
 // refused with signatures on; with signatures off, the same forgery is accepted.
