@@ -10,6 +10,7 @@
 
 #include "hearsay/engine/sim_engine.h"
 #include "hearsay/env/rng.h"
+#include "hearsay/node/lone_node_test_util.h"
 #include "hearsay/node/node.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/simenv/virtual_scheduler.h"
@@ -17,20 +18,8 @@
 namespace hearsay::node {
 namespace {
 
-// Gossip goes nowhere: the node is alone.
-class NullTransport final : public Transport {
- public:
-  void Send(const Address&, Channel, std::vector<uint8_t>) override {}
-  size_t MaxDatagramBytes() const override { return 1400; }
-};
-
-class NoPeers final : public PeerClient {
- public:
-  void Forward(const Address&, PeerRequest request, ResponseSink* sink) override {
-    ADD_FAILURE() << "a lone node forwarded request " << request.id;
-    (void)sink;
-  }
-};
+using lone::NoPeers;
+using lone::NullTransport;
 
 // Counts every callback; any callback after Cancel is the bug this file guards against.
 struct CountingSink final : ResponseSink {

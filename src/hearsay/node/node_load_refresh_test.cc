@@ -9,6 +9,7 @@
 
 #include "hearsay/engine/engine.h"
 #include "hearsay/env/rng.h"
+#include "hearsay/node/lone_node_test_util.h"
 #include "hearsay/node/node.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/simenv/virtual_scheduler.h"
@@ -16,16 +17,8 @@
 namespace hearsay::node {
 namespace {
 
-class DroppingTransport final : public Transport {
- public:
-  void Send(const Address&, Channel, std::vector<uint8_t>) override {}
-  size_t MaxDatagramBytes() const override { return 1400; }
-};
-
-class UnusedPeers final : public PeerClient {
- public:
-  void Forward(const Address&, PeerRequest, ResponseSink*) override {}
-};
+using lone::NoPeers;
+using lone::NullTransport;
 
 // Serves nothing; reports whatever load the test sets, unchanged until the test changes it (as an
 // upstream engine's estimate holds through a long prefill).
@@ -73,8 +66,8 @@ class NodeLoadRefreshTest : public ::testing::Test {
 
   simenv::VirtualScheduler scheduler_;
   Rng rng_{5};
-  DroppingTransport transport_;
-  UnusedPeers peers_;
+  NullTransport transport_;
+  NoPeers peers_;
   FixedLoadEngine engine_;
   std::optional<prefix::BlockKeyer> keyer_;
   std::unique_ptr<Node> node_;
