@@ -5,7 +5,7 @@ FUZZ_SECONDS ?= 20
 # `make soak`: how long the chaos soak (tests/netns/chaos_soak_test.cc) runs its mixed faults.
 SOAK_SECONDS ?= 3600
 
-.PHONY: all deps build deb llama demo test test-release test-asan test-tsan test-tsan-integration test-llama chaos fuzz fuzz-smoke bench bench-forwarding bench-hostile soak chaos-soak format clean
+.PHONY: all deps build deb llama demo test test-release test-asan test-tsan test-tsan-integration test-llama chaos fuzz fuzz-smoke bench bench-forwarding bench-hostile bench-llama soak chaos-soak format clean
 
 all: build
 
@@ -101,6 +101,13 @@ bench-hostile: deps
 	cmake --preset release >/dev/null
 	cmake --build --preset release --target hearsay hearsay_hostile_body -j $(JOBS)
 	env $(BENCH_HOSTILE_ENV) scripts/bench-hostile-body.sh build/release
+
+# hearsay against paper and least-loaded on 4 real llama-servers, rates 1 and 2, seeds 1-3 (issue
+# 22's goals; docs/benchmarks.md): about 55 minutes on an otherwise idle 2-core machine. Results
+# and decision records in build/llama-grid (an interrupted grid resumes; delete a cell's JSON to
+# rerun it). Not part of `make test`. BENCH_LLAMA_ARGS passes options, e.g. "--rates 2 --seeds 2".
+bench-llama: build llama
+	python3 scripts/llama-grid.py --hearsay build/release/hearsay --out build/llama-grid $(BENCH_LLAMA_ARGS)
 
 # Only the llama.cpp end-to-end test (also part of test-release): 4 nodes in front of 4 real
 # llama-servers.
