@@ -124,7 +124,9 @@ class EngineObserver {
 // A snapshot of an engine's load: what a node gossips and what routing policies price.
 // Invariants: kv_used_tokens <= kv_capacity_tokens (kv_capacity_tokens == 0 means unknown).
 struct EngineLoad {
-  // Requests accepted but not admitted yet (the queue depth).
+  // Requests accepted but not admitted yet (the queue depth). An upstream engine, which cannot
+  // see admission, counts its requests without a first token (upstream/openai_engine.h), so
+  // there a request still prefilling is waiting too.
   uint32_t waiting_requests = 0;
   // Requests admitted and not finished (prefilling or decoding).
   uint32_t running_requests = 0;

@@ -66,7 +66,7 @@ struct RouteRequest {
 // A member's load, as last reported (gossiped for peers, live for self). The fields mirror
 // engine::EngineLoad, which the node copies in.
 struct LoadView {
-  // Requests waiting to be admitted (EngineLoad::waiting_requests).
+  // Requests waiting to be admitted, or for their first token (EngineLoad::waiting_requests).
   uint32_t queued = 0;
   // Requests admitted and not finished (EngineLoad::running_requests).
   uint32_t running = 0;

@@ -65,9 +65,10 @@ struct HearsayParams {
   double busy_wait_ms = 250;
   // Under load, a miss costs more than its own wait: the prefill it adds is work that later
   // requests queue behind. Each candidate's price adds work_weight × pressure × (its prefill −
-  // the cheapest prefill any candidate offers), pressure being the share of candidates with
-  // prefill backlog (a request waiting for its first token there, reported or sent since).
-  // 0 = price only this request's time to first token.
+  // the cheapest prefill any candidate offers), pressure being the share of candidates with a
+  // queue (LoadView::queued > 0: requests not admitted yet for the simulated engine, requests
+  // without their first token for an upstream one, which cannot see admission) or with requests
+  // this node sent since their report. 0 = price only this request's time to first token.
   double work_weight = 1.0;
   // A prefill shares the engine's iterations with the requests running there: each of them
   // waits for it before its next token. Each candidate's price adds interference_weight ×
