@@ -25,9 +25,18 @@ GOAL_P99 = 1.1
 GOAL_HIT = 0.95
 
 
+def cell_stem(args, rate, seed):
+    """DIR/rRsS: the cell's files are this with .json, .jsonl (records) and .err."""
+    return os.path.join(args.out, f"r{rate}s{seed}")
+
+
+def has_result(stem):
+    return os.path.exists(stem + ".json") and os.path.getsize(stem + ".json") > 0
+
+
 def run_cell(args, rate, seed):
-    stem = os.path.join(args.out, f"r{rate}s{seed}")
-    if os.path.exists(stem + ".json") and os.path.getsize(stem + ".json") > 0:
+    stem = cell_stem(args, rate, seed)
+    if has_result(stem):
         return
     cmd = [args.hearsay, "demo", "--engine", "llama", "--json", "--rate", str(rate), "--seed",
            str(seed), "--policies", args.policies, "--rounds", str(args.rounds), "--records",
@@ -41,10 +50,10 @@ def run_cell(args, rate, seed):
 
 
 def load_cell(args, rate, seed):
-    path = os.path.join(args.out, f"r{rate}s{seed}.json")
-    if not os.path.exists(path) or os.path.getsize(path) == 0:
+    stem = cell_stem(args, rate, seed)
+    if not has_result(stem):
         return None
-    with open(path) as f:
+    with open(stem + ".json") as f:
         return {p["policy"]: p for p in json.load(f)}
 
 
