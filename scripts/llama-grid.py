@@ -58,6 +58,8 @@ def load_cell(args, rate, seed):
 
 
 def report(args, cells):
+    if not any(has_result(cell_stem(args, rate, seed)) for rate, seed in cells):
+        sys.exit(f"no results in {args.out} for rates {args.rates}, seeds {args.seeds}")
     print("| rate | seed | policy | mean TTFT ms | p50 | p99 | hit rate | runs' means (hit rates) |")
     print("|---|---|---|---:|---:|---:|---:|---|")
     verdicts = []
