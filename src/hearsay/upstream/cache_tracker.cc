@@ -171,6 +171,8 @@ uint64_t CacheTracker::Upsert(const std::vector<BlockKey>& keys, const std::stri
   lru_.insert({e.last_use, id});
   by_last_key_[keys.back()] = id;
   AddKeys(keys);
+  entry_blocks_ += keys.size();
+  if (options_.storage == PromptStorage::kWholePrompts) DropPrefixEntries(keys);
   EvictToCapacity(id);
   return id;
 }
@@ -191,6 +193,7 @@ void CacheTracker::Remove(uint64_t id) {
     }
     DropKeys(e.keys);
   }
+  entry_blocks_ -= e.keys.size();
   lru_.erase({e.last_use, id});
   entries_.erase(it);
 }
@@ -208,6 +211,7 @@ void CacheTracker::Truncate(uint64_t id, size_t blocks) {
     by_last_key_.erase(b);
   }
   DropKeys(std::span<const BlockKey>(e.keys).subspan(blocks));
+  entry_blocks_ -= e.keys.size() - blocks;
   e.keys.resize(blocks);
   // The shorter chain no longer matches its text; keep the text out of reconciliation.
   e.text.clear();
@@ -252,6 +256,24 @@ void CacheTracker::DropKeys(std::span<const BlockKey> keys) {
   for (size_t i = keys.size(); i-- > 0;) {
     const std::optional<HeldBlocks::Block> gone = held_.Release(keys[i]);
     if (gone && gone->index > 0) children_.erase({gone->parent, keys[i]});
+  }
+}
+
+uint64_t CacheTracker::used_tokens() const {
+  if (options_.storage == PromptStorage::kSharedBlocks) return held_.size() * block_tokens_;
+  uint64_t blocks = entry_blocks_;
+  uint32_t in_slots = 0;
+  for (auto it = lru_.rbegin(); it != lru_.rend() && in_slots < options_.slot_prompts; ++it) {
+    blocks -= entries_.at(it->second).keys.size();
+    ++in_slots;
+  }
+  return blocks * block_tokens_;
+}
+
+void CacheTracker::DropPrefixEntries(std::span<const BlockKey> keys) {
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    auto it = by_last_key_.find(keys[i]);
+    if (it != by_last_key_.end() && entries_.at(it->second).inflight == 0) Remove(it->second);
   }
 }
 

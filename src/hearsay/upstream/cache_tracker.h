@@ -7,8 +7,13 @@
 //       were not cached, so every tracked prompt that claims the first missing block is cut there;
 //   (c) reconciliation: a listing of what the engine holds (llama.cpp /slots) confirms entries,
 //       and, when the listing is authoritative (no host-memory prompt cache), removes the rest.
-// Capacity comes from configuration: when the tracked blocks exceed it, whole prompts are dropped
-// least recently used first, as the engine's own LRU would.
+// Capacity comes from configuration: when the tracked prompts exceed it, whole prompts are dropped
+// least recently used first, as the engine's own LRU would. What a prompt costs depends on how
+// the engine stores its cache (PromptStorage): a paged cache (vLLM, SGLang) stores a prefix that
+// prompts share once, so the held blocks count; llama.cpp keeps each prompt's whole state (in a
+// slot, or a copy in its host-memory prompt cache), so every prompt counts in full, and a prompt
+// that is the start of a newer one is dropped, as llama.cpp drops it. Its slots hold the most
+// recent prompts beside that cache: the `slot_prompts` most recently used entries use none of it.
 //
 // Model. An entry is one tracked prompt (its chain of block keys, see prefix/block_keys.h, and its
 // text for reconciliation). A block is held when some entry holds it; equal keys mean equal
@@ -44,11 +49,21 @@
 
 namespace hearsay::upstream {
 
+// How the engine stores the prompts it caches, which decides what capacity they use.
+enum class PromptStorage : uint8_t {
+  kSharedBlocks,  // paged blocks, a shared prefix stored once
+  kWholePrompts,  // one full copy per prompt (llama.cpp's slots and prompt cache)
+};
+
 struct CacheTrackerOptions {
   // The engine's prefix-cache capacity, in tokens (configuration; see docs/engines.md).
   uint64_t capacity_tokens = 65536;
   // How long an unconfirmed prediction counts as cached.
   Duration prediction_lease = std::chrono::seconds(5);
+  PromptStorage storage = PromptStorage::kSharedBlocks;
+  // kWholePrompts: the most recent prompts the engine keeps outside the capacity (llama.cpp's
+  // slots, one prompt each).
+  uint32_t slot_prompts = 0;
 };
 
 // What one piece of evidence did.
@@ -124,11 +139,14 @@ class CacheTracker {
   // Appends kAdded for every held block, parents before children.
   void AppendSnapshot(std::vector<prefix::BlockEvent>& out) const;
 
-  uint64_t used_tokens() const { return held_.size() * block_tokens_; }
+  // The capacity the tracked prompts use, as the engine stores them (PromptStorage).
+  uint64_t used_tokens() const;
   uint64_t capacity_tokens() const { return options_.capacity_tokens; }
   // Changes the capacity (the engine learned how its tokens compare with the node's); entries
   // beyond it go at the next insertion.
   void SetCapacityTokens(uint64_t tokens) { options_.capacity_tokens = tokens; }
+  // Changes CacheTrackerOptions::slot_prompts (the engine listed its slots).
+  void SetSlotPrompts(uint32_t slots) { options_.slot_prompts = slots; }
   size_t entries() const { return entries_.size(); }
   size_t pending_requests() const { return pending_.size(); }
   size_t block_tokens() const { return block_tokens_; }
@@ -167,6 +185,9 @@ class CacheTracker {
   // Drops one reference to each of `keys` (a tail of a chain), children first.
   void DropKeys(std::span<const prefix::BlockKey> keys);
   void EvictToCapacity(uint64_t keep);
+  // kWholePrompts: drops the entries whose chains are strict prefixes of `keys` (llama.cpp keeps
+  // only the longer prompt), except those pinned by a request in flight.
+  void DropPrefixEntries(std::span<const prefix::BlockKey> keys);
   // The ids of the entries whose chains pass through held block `key`, ascending.
   std::vector<uint64_t> EntriesThrough(prefix::BlockKey key) const;
 
@@ -176,6 +197,8 @@ class CacheTracker {
   uint64_t next_id_ = 1;
   uint64_t tick_ = 0;
   std::map<uint64_t, Entry> entries_;
+  // The sum of the entries' chain lengths.
+  uint64_t entry_blocks_ = 0;
   std::unordered_map<prefix::BlockKey, uint64_t> by_last_key_;
   HeldBlocks held_;
   std::set<std::pair<prefix::BlockKey, prefix::BlockKey>> children_;  // (parent, child)

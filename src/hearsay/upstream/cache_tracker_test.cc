@@ -32,8 +32,10 @@ std::vector<TokenId> Prompt(size_t shared, size_t own, TokenId tag) {
 
 TimePoint At(Duration d) { return TimePoint(d); }
 
-// Replays events into a set and checks it equals the snapshot.
-void ExpectEventsMatchSnapshot(CacheTracker& t, std::set<prefix::BlockKey>& held) {
+// Replays events into a set and checks it equals the snapshot; a tracker of shared blocks uses
+// exactly the held blocks.
+void ExpectEventsMatchSnapshot(CacheTracker& t, std::set<prefix::BlockKey>& held,
+                               PromptStorage storage = PromptStorage::kSharedBlocks) {
   std::vector<BlockEvent> ev;
   t.DrainEvents(ev);
   for (const BlockEvent& e : ev) {
@@ -48,7 +50,9 @@ void ExpectEventsMatchSnapshot(CacheTracker& t, std::set<prefix::BlockKey>& held
   std::set<prefix::BlockKey> snap_keys;
   for (const BlockEvent& e : snap) snap_keys.insert(e.key);
   EXPECT_EQ(held, snap_keys);
-  EXPECT_EQ(t.used_tokens(), held.size() * t.block_tokens());
+  if (storage == PromptStorage::kSharedBlocks) {
+    EXPECT_EQ(t.used_tokens(), held.size() * t.block_tokens());
+  }
 }
 
 TEST(CacheTrackerTest, ANamespacedRequestIsKeyedAsTheNodeKeysIt) {
@@ -177,6 +181,75 @@ TEST(CacheTrackerTest, CapacityEvictsLeastRecentlyUsedPrompts) {
   ExpectEventsMatchSnapshot(t, held);
 }
 
+// llama.cpp keeps each prompt's whole state, so three prompts sharing a prefix fill a cache that
+// would hold them all as shared blocks: the oldest goes, and only its own tail is lost.
+TEST(CacheTrackerTest, WholePromptsCountEachPromptInFull) {
+  for (PromptStorage storage : {PromptStorage::kSharedBlocks, PromptStorage::kWholePrompts}) {
+    CacheTracker t(Keyer(), {.capacity_tokens = 24, .storage = storage});
+    std::set<prefix::BlockKey> held;
+    const auto a = Prompt(8, 4, 1);
+    const auto b = Prompt(8, 4, 2);
+    const auto c = Prompt(8, 4, 3);
+    uint64_t id = 1;
+    for (const auto* p : {&a, &b, &c}) {
+      t.Predict(id, *p, "", At(0s));
+      t.ApplyEvidence(id, id == 1 ? 0 : 8, 0);  // the shared prefix is a hit after the first
+      ++id;
+    }
+    const bool whole = storage == PromptStorage::kWholePrompts;
+    EXPECT_EQ(t.CachedPrefixTokens(a), whole ? 8u : 12u);
+    EXPECT_EQ(t.CachedPrefixTokens(b), 12u);
+    EXPECT_EQ(t.CachedPrefixTokens(c), 12u);
+    EXPECT_EQ(t.used_tokens(), whole ? 24u : 20u);
+    ExpectEventsMatchSnapshot(t, held, storage);
+  }
+}
+
+// llama.cpp's slots hold the latest prompts beside its prompt cache: with one slot, the three
+// prompts above fit.
+TEST(CacheTrackerTest, WholePromptsInSlotsUseNoCapacity) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 24,
+                           .storage = PromptStorage::kWholePrompts,
+                           .slot_prompts = 1});
+  std::set<prefix::BlockKey> held;
+  const auto a = Prompt(4, 8, 1);
+  const auto b = Prompt(4, 8, 2);
+  const auto c = Prompt(4, 8, 3);
+  uint64_t id = 1;
+  for (const auto* p : {&a, &b, &c}) {
+    t.Predict(id, *p, "", At(0s));
+    t.ApplyEvidence(id, id == 1 ? 0 : 4, 0);
+    ++id;
+  }
+  EXPECT_EQ(t.CachedPrefixTokens(a), 12u);
+  EXPECT_EQ(t.used_tokens(), 24u);
+  t.SetSlotPrompts(0);  // the next insertion evicts down to the capacity again
+  const auto d = Prompt(4, 8, 4);
+  t.Predict(id, d, "", At(1s));
+  t.ApplyEvidence(id, 4, 0);
+  EXPECT_EQ(t.CachedPrefixTokens(a), 4u);
+  EXPECT_EQ(t.CachedPrefixTokens(b), 4u);
+  EXPECT_EQ(t.CachedPrefixTokens(c), 12u);
+  EXPECT_EQ(t.used_tokens(), 24u);
+  ExpectEventsMatchSnapshot(t, held, PromptStorage::kWholePrompts);
+}
+
+// A prompt that the next one extends (a conversation's next turn) is dropped: llama.cpp keeps the
+// longer one only, so the shorter costs no capacity twice.
+TEST(CacheTrackerTest, WholePromptsDropAPromptANewerOneExtends) {
+  CacheTracker t(Keyer(), {.capacity_tokens = 1000, .storage = PromptStorage::kWholePrompts});
+  std::set<prefix::BlockKey> held;
+  const auto turn1 = Prompt(8, 0, 1);
+  const auto turn2 = Prompt(16, 0, 1);
+  t.Predict(1, turn1, "", At(0s));
+  t.ApplyEvidence(1, 0, 0);
+  t.Predict(2, turn2, "", At(1s));
+  EXPECT_EQ(t.entries(), 1u);
+  EXPECT_EQ(t.used_tokens(), 16u);
+  EXPECT_EQ(t.CachedPrefixTokens(turn1), 8u);
+  ExpectEventsMatchSnapshot(t, held, PromptStorage::kWholePrompts);
+}
+
 TEST(CacheTrackerTest, ReconcileConfirmsAndAuthoritativeListingPrunes) {
   CacheTracker t(Keyer(), {.capacity_tokens = 1000, .prediction_lease = 1s});
   auto a = Prompt(0, 8, 1);
@@ -222,8 +295,13 @@ TEST(CacheTrackerTest, ClearRemovesEverythingWithEvents) {
 }
 
 TEST(CacheTrackerTest, RandomOperationsKeepEventsConsistent) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
-    CacheTracker t(Keyer(), {.capacity_tokens = 64, .prediction_lease = 2s});
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const PromptStorage storage =
+        seed % 2 == 0 ? PromptStorage::kSharedBlocks : PromptStorage::kWholePrompts;
+    CacheTracker t(Keyer(), {.capacity_tokens = 64,
+                             .prediction_lease = 2s,
+                             .storage = storage,
+                             .slot_prompts = uint32_t(seed % 4)});
     std::set<prefix::BlockKey> held;
     uint64_t x = seed * 0x9E3779B97F4A7C15ull;
     auto next = [&x] {
@@ -266,7 +344,7 @@ TEST(CacheTrackerTest, RandomOperationsKeepEventsConsistent) {
           break;
         }
       }
-      ExpectEventsMatchSnapshot(t, held);
+      ExpectEventsMatchSnapshot(t, held, storage);
       if (::testing::Test::HasFailure()) return;
     }
   }

@@ -49,7 +49,10 @@ OpenAiEngine::OpenAiEngine(Scheduler& scheduler, UpstreamTransport& transport,
       transport_(transport),
       options_(std::move(options)),
       tracker_(std::move(keyer),
-               CacheTrackerOptions{options_.capacity_tokens, options_.prediction_lease}),
+               CacheTrackerOptions{options_.capacity_tokens, options_.prediction_lease,
+                                   options_.flavor == UpstreamFlavor::kLlamaCpp
+                                       ? PromptStorage::kWholePrompts
+                                       : PromptStorage::kSharedBlocks}),
       drift_(options_.drift) {}
 
 OpenAiEngine::~OpenAiEngine() {
@@ -653,6 +656,7 @@ void OpenAiEngine::ApplySlots(const SlotsRead& read, bool reconcile, uint32_t ow
                                    .slots = read.summary.slots,
                                    .busy_slots = read.summary.busy,
                                    .soonest_free_tokens = read.summary.soonest_free_tokens};
+  tracker_.SetSlotPrompts(read.summary.slots);
   if (!reconcile) return;
   reconcile_due_ = false;
   Reconcile(read.held);
