@@ -170,7 +170,6 @@ class CacheTracker {
     size_t estimate_blocks = 0;
   };
 
-
   // The entry holding exactly `keys` (created if needed), touched.
   uint64_t Upsert(const std::vector<prefix::BlockKey>& keys, const std::string& text);
   void Touch(uint64_t id, Entry& e);

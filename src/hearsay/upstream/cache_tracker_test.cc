@@ -181,21 +181,26 @@ TEST(CacheTrackerTest, CapacityEvictsLeastRecentlyUsedPrompts) {
   ExpectEventsMatchSnapshot(t, held);
 }
 
+// Sends Prompt(shared, own, tag) for each tag, one after another, each answered with the shared
+// prefix cached (but the first prompt of an empty tracker).
+void SendFamily(CacheTracker& t, size_t shared, size_t own, std::initializer_list<TokenId> tags) {
+  for (TokenId tag : tags) {
+    const size_t reported = t.entries() == 0 ? 0 : shared;
+    t.Predict(1, Prompt(shared, own, tag), "", At(0s));
+    t.ApplyEvidence(1, reported, 0);
+  }
+}
+
 // llama.cpp keeps each prompt's whole state, so three prompts sharing a prefix fill a cache that
 // would hold them all as shared blocks: the oldest goes, and only its own tail is lost.
 TEST(CacheTrackerTest, WholePromptsCountEachPromptInFull) {
   for (PromptStorage storage : {PromptStorage::kSharedBlocks, PromptStorage::kWholePrompts}) {
     CacheTracker t(Keyer(), {.capacity_tokens = 24, .storage = storage});
     std::set<prefix::BlockKey> held;
+    SendFamily(t, 8, 4, {1, 2, 3});
     const auto a = Prompt(8, 4, 1);
     const auto b = Prompt(8, 4, 2);
     const auto c = Prompt(8, 4, 3);
-    uint64_t id = 1;
-    for (const auto* p : {&a, &b, &c}) {
-      t.Predict(id, *p, "", At(0s));
-      t.ApplyEvidence(id, id == 1 ? 0 : 8, 0);  // the shared prefix is a hit after the first
-      ++id;
-    }
     const bool whole = storage == PromptStorage::kWholePrompts;
     EXPECT_EQ(t.CachedPrefixTokens(a), whole ? 8u : 12u);
     EXPECT_EQ(t.CachedPrefixTokens(b), 12u);
@@ -205,28 +210,20 @@ TEST(CacheTrackerTest, WholePromptsCountEachPromptInFull) {
   }
 }
 
-// llama.cpp's slots hold the latest prompts beside its prompt cache: with one slot, the three
-// prompts above fit.
+// llama.cpp's slots hold the latest prompts beside its prompt cache: with one slot, three
+// prompts of 12 tokens fit in 24.
 TEST(CacheTrackerTest, WholePromptsInSlotsUseNoCapacity) {
-  CacheTracker t(Keyer(), {.capacity_tokens = 24,
-                           .storage = PromptStorage::kWholePrompts,
-                           .slot_prompts = 1});
+  CacheTracker t(
+      Keyer(), {.capacity_tokens = 24, .storage = PromptStorage::kWholePrompts, .slot_prompts = 1});
   std::set<prefix::BlockKey> held;
+  SendFamily(t, 4, 8, {1, 2, 3});
   const auto a = Prompt(4, 8, 1);
   const auto b = Prompt(4, 8, 2);
   const auto c = Prompt(4, 8, 3);
-  uint64_t id = 1;
-  for (const auto* p : {&a, &b, &c}) {
-    t.Predict(id, *p, "", At(0s));
-    t.ApplyEvidence(id, id == 1 ? 0 : 4, 0);
-    ++id;
-  }
   EXPECT_EQ(t.CachedPrefixTokens(a), 12u);
   EXPECT_EQ(t.used_tokens(), 24u);
   t.SetSlotPrompts(0);  // the next insertion evicts down to the capacity again
-  const auto d = Prompt(4, 8, 4);
-  t.Predict(id, d, "", At(1s));
-  t.ApplyEvidence(id, 4, 0);
+  SendFamily(t, 4, 8, {4});
   EXPECT_EQ(t.CachedPrefixTokens(a), 4u);
   EXPECT_EQ(t.CachedPrefixTokens(b), 4u);
   EXPECT_EQ(t.CachedPrefixTokens(c), 12u);
