@@ -349,13 +349,16 @@ Result<std::unique_ptr<launch::NetnsBed>> OnBed(const DemoFlags& f,
 }
 
 // Sets every node's link delay, then waits until every node's smoothed round-trip time to every
-// other is at least 1.5 x the delay (what the nodes price a forward's trip with), at most 30 s.
+// other is at least 1.5 x the delay (what the nodes price a forward's trip with), at most 90 s.
+// The smoothing (1/8 per probe or sync reply) needs about 11 replies of a pair to climb from
+// loopback's round trip to 75% of the new one, and a pair that gossip rarely picks took over
+// 30 s (node 3 to node 0 at 29.95 ms, 20 ms injected).
 Status InjectDelay(const DemoFlags& f, launch::LocalCluster& cluster, Interrupt& interrupt) {
   if (f.link_delay_ms <= 0) return OkStatus();
   for (size_t i = 0; i < cluster.size(); ++i) {
     HEARSAY_RETURN_IF_ERROR(cluster.SetLinkFaults(i, f.link_delay_ms, 0));
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
   while (!interrupt.fired()) {
     std::string short_of;  // the first pair whose round trip is short of the delay
     for (size_t i = 0; i < cluster.size() && short_of.empty(); ++i) {
