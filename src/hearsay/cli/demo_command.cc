@@ -351,8 +351,8 @@ Result<std::unique_ptr<launch::NetnsBed>> OnBed(const DemoFlags& f,
 // Sets every node's link delay, then waits until every node's smoothed round-trip time to every
 // other is at least 1.5 x the delay (what the nodes price a forward's trip with), at most 90 s.
 // The smoothing (1/8 per probe or sync reply) needs about 11 replies of a pair to climb from
-// loopback's round trip to 75% of the new one, and a pair that gossip rarely picks took over
-// 30 s (node 3 to node 0 at 29.95 ms, 20 ms injected).
+// loopback's round trip to 75% of the new one, and a pair that gossip rarely picks can take more
+// than 30 s (one was at 29.95 ms after 30 s with 20 ms injected).
 Status InjectDelay(const DemoFlags& f, launch::LocalCluster& cluster, Interrupt& interrupt) {
   if (f.link_delay_ms <= 0) return OkStatus();
   for (size_t i = 0; i < cluster.size(); ++i) {

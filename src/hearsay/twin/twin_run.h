@@ -29,8 +29,8 @@ struct TwinPrediction {
 
 // Cluster seeds the twin averages over by default. A balancer's single draws spread widely (the
 // random policy on the demo's cluster: 286-528 ms mean TTFT over 20 draws of one workload, a
-// standard deviation of 17%), so 5 draws left the prediction itself 7.5% off its expectation (one
-// standard error); 40 leave 2.7%, and a draw of the demo's 200 requests takes about 25 ms.
+// standard deviation of 17%), so 5 draws would leave the prediction itself 7.5% off its expectation
+// (one standard error); 40 leave 2.7%, and a draw of the demo's 200 requests takes about 25 ms.
 inline constexpr uint32_t kDefaultTwinRuns = 40;
 
 // Runs `config` with cluster seeds 1..runs (config.cluster_seed is replaced; runs >= 1) and
