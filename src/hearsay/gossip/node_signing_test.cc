@@ -341,7 +341,7 @@ TEST(NodeSigningTest, CommitmentsAgreeAcrossRunsAndSnapshots) {
     for (int k = 0; k < 5; ++k) {
       writer.PutCache(rng.Below(40), static_cast<uint32_t>(rng.Below(3)), rng.Bernoulli(0.6));
     }
-    if (step % 7 == 0) writer.PutLoad(LoadReport{static_cast<uint32_t>(step)}, step);
+    if (step % 7 == 0) writer.PutLoad(LoadReport{.queue_depth = static_cast<uint32_t>(step)}, step);
     if (step % 11 == 0) writer.PutUsage({{7, static_cast<uint64_t>(step), 3}});
     auto d = writer.BuildDelta(by_runs.max_version(), SIZE_MAX);
     if (!d) continue;

@@ -270,7 +270,7 @@ TEST(OriginStoreTest, ReplicasConvergeUnderLossDupAndReorder) {
           }
         }
         if (rng.Bernoulli(0.1)) {
-          w.PutLoad(LoadReport{static_cast<uint32_t>(step), 0, 0, 0, 0, false},
+          w.PutLoad(LoadReport{.queue_depth = static_cast<uint32_t>(step)},
                     static_cast<uint64_t>(step));
         }
         if (rng.Bernoulli(0.03)) w.PutService(SmallService(step));

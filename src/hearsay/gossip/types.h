@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace hearsay::gossip {
 
@@ -20,6 +22,21 @@ enum class MemberState : uint8_t {
 
 // "alive", "suspect", "dead" or "left".
 std::string_view MemberStateName(MemberState state);
+
+// Work this node sent one member and has not yet had answered, where the member's own load report
+// leaves it out (node/backlog_report.h says when a node lists a member). Peers sum what every
+// entry node lists for a member as a floor on its queue that the member cannot lower.
+struct BacklogEntry {
+  std::string member;     // the member's NodeId
+  uint32_t requests = 0;  // this node's requests there still waiting for a first token
+  uint32_t work_ms = 0;   // their expected work not yet worked off, in ms
+  friend bool operator==(const BacklogEntry&, const BacklogEntry&) = default;
+};
+
+// Limits of a load report's backlog list (enforced by the writer and by the wire decoder).
+inline constexpr size_t kMaxBacklogEntries = 16;
+inline constexpr uint32_t kMaxBacklogWorkMs = 3'600'000;  // an hour
+inline constexpr uint32_t kMaxBacklogRequests = 1u << 16;
 
 // What a node's engine reports about its own load. Only the owning node writes it.
 struct LoadReport {
@@ -37,6 +54,8 @@ struct LoadReport {
   // Measured time between two output tokens of one request, in microseconds (0: not measured):
   // what prices a peer's decode batch on its own hardware.
   uint32_t decode_us_per_token = 0;
+  // Sorted by member, each once, at most kMaxBacklogEntries, none naming the node itself.
+  std::vector<BacklogEntry> backlog = {};
 
   friend bool operator==(const LoadReport&, const LoadReport&) = default;
 };

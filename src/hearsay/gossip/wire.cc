@@ -103,6 +103,34 @@ void PutLoad(ByteWriter& w, const LoadRecord& r) {
   w.PutVarint(r.load.queue_wait_us);
   w.PutVarint(r.load.decode_us_per_token);
   w.PutU8(r.load.overloaded ? 1 : 0);
+  w.PutVarint(r.load.backlog.size());
+  for (const BacklogEntry& e : r.load.backlog) {
+    w.PutString(e.member);
+    w.PutVarint(e.requests);
+    w.PutVarint(e.work_ms);
+  }
+}
+
+NodeId ReadId(ByteReader& r);
+
+// The backlog list of a load record: sorted, unique, within types.h's limits.
+std::vector<BacklogEntry> ReadBacklog(ByteReader& r) {
+  // At least: member (2), requests, work.
+  const size_t n = r.ReadCount(kMaxBacklogEntries, 4);
+  std::vector<BacklogEntry> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n && r.ok(); ++i) {
+    BacklogEntry e;
+    e.member = ReadId(r);
+    const uint64_t requests = r.ReadVarint();
+    const uint64_t work = r.ReadVarint();
+    if (requests > kMaxBacklogRequests || work > kMaxBacklogWorkMs) r.Fail("backlog out of range");
+    if (!out.empty() && e.member <= out.back().member) r.Fail("backlog not sorted");
+    e.requests = static_cast<uint32_t>(requests);
+    e.work_ms = static_cast<uint32_t>(work);
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 LoadRecord ReadLoad(ByteReader& r) {
@@ -132,6 +160,7 @@ LoadRecord ReadLoad(ByteReader& r) {
   rec.load.queue_depth = static_cast<uint32_t>(queue);
   rec.load.running = static_cast<uint32_t>(running);
   rec.load.overloaded = overloaded == 1;
+  if (r.ok()) rec.load.backlog = ReadBacklog(r);
   return rec;
 }
 
@@ -254,7 +283,7 @@ void PutDelta(ByteWriter& w, const OriginDelta& d) {
   w.PutVarint(d.to_version - d.from_version);
   if (d.load) PutLoad(w, *d.load);
   w.PutVarint(d.entries.size() << kCountShift | (d.service ? kCountService : 0) |
-               (d.usage ? kCountUsage : 0) | (d.signature ? kCountSignature : 0));
+              (d.usage ? kCountUsage : 0) | (d.signature ? kCountSignature : 0));
   if (d.service) PutServiceRecord(w, *d.service);
   if (d.usage) PutUsageRecord(w, *d.usage);
   if (d.signature) w.PutRaw(*d.signature);
@@ -423,6 +452,14 @@ size_t VarintSize(uint64_t v) {
 
 static size_t StringSize(const std::string& s) { return VarintSize(s.size()) + s.size(); }
 
+static size_t BacklogSize(const std::vector<BacklogEntry>& backlog) {
+  size_t n = VarintSize(backlog.size());
+  for (const BacklogEntry& e : backlog) {
+    n += StringSize(e.member) + VarintSize(e.requests) + VarintSize(e.work_ms);
+  }
+  return n;
+}
+
 size_t EncodedSize(const MemberUpdate& u) {
   return 1 + StringSize(u.id) + StringSize(u.address) + VarintSize(u.generation) +
          VarintSize(u.incarnation) + StringSize(u.accuser) + StringSize(u.api_address) +
@@ -438,7 +475,7 @@ size_t EncodedSize(const LoadRecord& r) {
          VarintSize(r.load.running) + VarintSize(r.load.kv_used_tokens) +
          VarintSize(r.load.kv_capacity_tokens) + 8 + VarintSize(r.load.waiting_prefill_tokens) +
          VarintSize(r.load.running_context_tokens) + VarintSize(r.load.queue_wait_us) +
-         VarintSize(r.load.decode_us_per_token) + 1;
+         VarintSize(r.load.decode_us_per_token) + 1 + BacklogSize(r.load.backlog);
 }
 
 size_t EncodedDeltaHeaderSize(const OriginDelta& d) {

@@ -49,6 +49,8 @@
 
 namespace hearsay::gossip {
 
+// Version 9: a load record ends with its origin's backlog list (types.h, BacklogEntry): a count,
+// then each entry's member id, request count and work in ms.
 // Version 8: a member update's first byte holds its state (bits 0-1), whether its member's public
 // signing key follows (bit 2) and whether a signature follows (bit 3); the key (32 bytes) and the
 // signature (64 bytes) come raw after the api address (member_statement.h says what is signed).
@@ -64,7 +66,7 @@ namespace hearsay::gossip {
 // landmark stride. Version 2: run entries with a tag varint and 48-bit keys (version 1: flag byte,
 // 64-bit key, block index varint); block indices sent as index codes. docs/gossip.md, "Wire
 // format", describes the current layout.
-inline constexpr uint8_t kWireVersion = 8;
+inline constexpr uint8_t kWireVersion = 9;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;

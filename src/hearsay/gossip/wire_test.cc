@@ -20,7 +20,18 @@ Header SampleHeader() {
   h.sender = "gpu-07";
   h.generation = 1234567890123ULL;
   h.incarnation = 5;
-  h.load = LoadRecord{9, 3, LoadReport{4, 2, 1000, 4096, 0.125, true, 70000, 5000, 123456, 21000}};
+  h.load = LoadRecord{9, 3,
+                      LoadReport{4,
+                                 2,
+                                 1000,
+                                 4096,
+                                 0.125,
+                                 true,
+                                 70000,
+                                 5000,
+                                 123456,
+                                 21000,
+                                 {{"b", 2, 4096}, {"c", 1, 64}}}};
   h.updates.push_back({MemberState::kSuspect, "gpu-02", "10.0.0.2:7946", 77, 3, "gpu-07", ""});
   h.updates.back().signature.emplace();
   h.updates.back().signature->fill(0xa5);
@@ -38,7 +49,12 @@ OriginDelta SampleRun() {
   d.generation = 42;
   d.from_version = 10;
   d.to_version = 20;
-  d.load = LoadRecord{12, 1, LoadReport{1, 1, 1, 1, 1.5, false}};
+  d.load = LoadRecord{12, 1,
+                      LoadReport{.queue_depth = 1,
+                                 .running = 1,
+                                 .kv_used_tokens = 1,
+                                 .kv_capacity_tokens = 1,
+                                 .prefill_ms_per_token = 1.5}};
   d.entries = {{0xdeadbeefULL, 0, true, 11},
                {kSummaryKeyMask, 0, false, 13},  // a removal carries no block index
                {5, 32, true, 14},
@@ -210,6 +226,30 @@ TEST(WireTest, RejectsSemanticViolations) {
   m.type = MsgType::kPing;
   m.header.sender.clear();
   EXPECT_FALSE(Decode(Encode(m)).ok());
+}
+
+TEST(WireTest, RejectsABacklogListOutOfOrderOrPastItsLimits) {
+  Message m;
+  m.type = MsgType::kDeltas;
+  m.header = SampleHeader();
+  m.deltas = {SampleRun()};
+  ASSERT_TRUE(Decode(Encode(m)).ok());
+  const auto refused = [&m](std::vector<BacklogEntry> backlog) {
+    Message bad = m;
+    bad.header.load.load.backlog = std::move(backlog);
+    return !Decode(Encode(bad)).ok();
+  };
+  EXPECT_TRUE(refused({{"c", 1, 64}, {"b", 2, 4096}}));  // not sorted
+  EXPECT_TRUE(refused({{"b", 1, 64}, {"b", 2, 4096}}));  // twice
+  EXPECT_TRUE(refused({{"", 1, 64}}));                   // no member
+  EXPECT_TRUE(refused({{"b", 1, kMaxBacklogWorkMs + 1}}));
+  EXPECT_TRUE(refused({{"b", kMaxBacklogRequests + 1, 64}}));
+  std::vector<BacklogEntry> full;
+  for (size_t i = 0; i <= kMaxBacklogEntries; ++i)
+    full.push_back({"m" + std::to_string(100 + i), 1, 1});
+  EXPECT_TRUE(refused(full));
+  full.pop_back();
+  EXPECT_FALSE(refused(full));
 }
 
 // One delta of `entries` (versions 1..n), as its own message, minus the same message without
@@ -538,7 +578,8 @@ TEST(WireTest, RejectsAVersionRangePast2To64) {
   EXPECT_FALSE(Decode(bytes).ok());
 }
 
-// Version 7: the signature bit (4) of a delta's entry count says 64 bytes follow; a member update's signing key is empty or 32 bytes.
+// Version 7: the signature bit (4) of a delta's entry count says 64 bytes follow; a member update's
+// signing key is empty or 32 bytes.
 TEST(WireTest, SignaturesAndSigningKeysRoundTripAndBadOnesAreRefused) {
   Message m;
   m.type = MsgType::kDeltas;

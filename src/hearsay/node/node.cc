@@ -111,6 +111,7 @@ void Node::PublishTick() {
   r.queue_wait_us = static_cast<uint32_t>(std::clamp<int64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(l.estimated_queue_wait).count(), 0,
       int64_t{UINT32_MAX}));
+  r.backlog = ListOwnBacklog(scheduler_.clock().Now());
   // A change is a new version at once; a load that holds, once every load_refresh if nothing
   // waits. A queue is not republished: peers drain a report's queue by its age, and a new version
   // of the same figures would tell them the queue has not moved while the engine works it off.
@@ -411,6 +412,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
     gossip::LandmarkQuery(p.keys, 1, &landmarks_);
     match_.assign(peer_index_.slot_limit(), 0);
     peer_index_.MatchStrided(landmarks_, match_).IgnoreError();
+    SumSharedBacklog(now);
   }
   for (size_t s = 0; s < peers_.size(); ++s) {
     const Peer& peer = peers_[s];
@@ -455,6 +457,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
       c.cache_trust = trust.cache_trust;
       c.time_trust = trust.time_trust;
       c.hidden_wait_ms = trust.hidden_wait_ms;
+      c.shared_wait_ms = shared_backlog_.WorkMs(peer.id);
       if (peer.has_load) {
         c.load.queued = peer.load.queue_depth;
         c.load.running = peer.load.running;
@@ -551,7 +554,7 @@ void Node::Route(uint64_t token) {
   }
   ++p.attempts;
   ++stats_.forward_attempts;
-  trust_.Sent(peers_[slot - 1].id, token, p.sent_at, p.claimed_ttft_ms);
+  trust_.Sent(peers_[slot - 1].id, token, p.sent_at, p.claimed_ttft_ms, FullPrefillMs(p, slot));
   PeerRequest copy;
   copy.id = token;
   copy.prompt = p.request.prompt;

@@ -79,6 +79,7 @@
 #include "hearsay/node/decision_record.h"
 #include "hearsay/node/model_routing.h"
 #include "hearsay/node/peer_trust.h"
+#include "hearsay/node/shared_backlog.h"
 #include "hearsay/prefix/block_keys.h"
 #include "hearsay/prefix/peer_index.h"
 #include "hearsay/route/policy.h"
@@ -180,6 +181,9 @@ struct NodeOptions {
   Duration suspect_silence = FromMillis(3000);
   // How this node judges its peers' claims against what they deliver (peer_trust.h).
   PeerTrustOptions trust;
+  // The work this node lists in its load report at members whose reports leave it out, and the
+  // floor peers' lists put on a member's wait (shared_backlog.h; the floor only with trust).
+  SharedBacklogOptions shared_backlog;
   // Per-tenant usage for cluster-wide rate limits (cluster_limiter.h), or null: the node gossips
   // its usage every publish tick it is due and feeds peers' records and membership changes into
   // it. Borrowed; must outlive the node.
@@ -393,6 +397,12 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void BuildCandidates(const Pending& p, std::span<const uint32_t> prompt);
   void PublishTick();
   void RefreshMembers();
+  // This node's backlog list at `now` (node_backlog.cc), and the sum of every reporter's.
+  std::vector<gossip::BacklogEntry> ListOwnBacklog(TimePoint now);
+  void SumSharedBacklog(TimePoint now);
+  // The prefill of p's whole prompt at the candidate in `slot` of the last BuildCandidates: the
+  // work a forward puts on a member whatever it claims to hold.
+  double FullPrefillMs(const Pending& p, route::Slot slot) const;
   Peer* EnsurePeer(const NodeId& id, Generation generation);
   void Finish(uint64_t token);
   // The index of forwards in flight by member (forwards_by_member_): TrackForward when one is
@@ -480,6 +490,12 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   PeerTrust trust_;
   TimePoint trust_checked_{};
   static constexpr Duration kTrustCheckInterval = std::chrono::milliseconds(10);
+  // The list this node last published (shared_backlog.h) and when; peers' lists summed with it
+  // before each routing decision.
+  std::vector<gossip::BacklogEntry> own_backlog_;
+  TimePoint own_backlog_at_{};
+  std::vector<BacklogSource> backlog_sources_;
+  SharedBacklog shared_backlog_;
   // With Misbehaviour::claim_every_prefix: the peers' advertised blocks, to advertise as our own.
   std::vector<prefix::BlockEvent> borrowed_claims_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

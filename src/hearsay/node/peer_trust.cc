@@ -23,14 +23,14 @@ PeerTrust::PeerTrust(PeerTrustOptions options) : options_(options) {
   options_.max_members = std::max<size_t>(options_.max_members, 1);
 }
 
-void PeerTrust::Sent(const NodeId& member, uint64_t request, TimePoint now,
-                     double expected_ttft_ms) {
+void PeerTrust::Sent(const NodeId& member, uint64_t request, TimePoint now, double expected_ttft_ms,
+                     double work_ms) {
   if (request == 0 || expected_ttft_ms < 1) return;
   if (!ledgers_.contains(member) && ledgers_.size() >= options_.max_members) EvictOldest();
   Ledger& l = ledgers_[member];
   l.view.member = member;
   l.last = now;
-  l.outstanding.push_back({request, now, expected_ttft_ms});
+  l.outstanding.push_back({request, now, expected_ttft_ms, std::max(work_ms, 0.0)});
   while (l.outstanding.size() > options_.max_outstanding) l.outstanding.pop_front();
   Weigh(l, now);
   if (options_.enabled) l.view.hidden_wait_ms = HiddenWaitMs(l);
@@ -85,6 +85,7 @@ void PeerTrust::Expire(TimePoint now) {
 void PeerTrust::Weigh(Ledger& l, TimePoint now) const {
   l.overdue.clear();
   l.overdue_ms = 0;
+  double expected_ms = 0;
   double work_ms = 0;
   TimePoint oldest = now;
   for (const Outstanding& o : l.outstanding) {
@@ -93,12 +94,14 @@ void PeerTrust::Weigh(Ledger& l, TimePoint now) const {
       l.overdue.push_back(elapsed / o.expected_ms);
       l.overdue_ms = std::max(l.overdue_ms, elapsed - o.expected_ms);
     }
-    work_ms += o.expected_ms;
+    expected_ms += o.expected_ms;
+    work_ms += o.work_ms;
     oldest = std::min(oldest, o.at);
   }
   // This node's own requests there, queued ahead of the next one: at most the time since the
   // oldest was sent has been worked off.
-  l.backlog_ms = std::max(0.0, work_ms - ToMillis(now - oldest));
+  l.backlog_ms = std::max(0.0, expected_ms - ToMillis(now - oldest));
+  l.work_ms = std::max(0.0, work_ms - ToMillis(now - oldest));
 }
 
 double PeerTrust::HiddenWaitMs(const Ledger& l) {
@@ -109,6 +112,15 @@ PeerTrustView PeerTrust::Of(const NodeId& member) const {
   auto it = ledgers_.find(member);
   if (it == ledgers_.end()) return PeerTrustView{.member = member};
   return it->second.view;
+}
+
+PeerTrust::OutstandingWork PeerTrust::Unanswered(const NodeId& member, TimePoint sent_by) const {
+  auto it = ledgers_.find(member);
+  if (it == ledgers_.end()) return {};
+  const Ledger& l = it->second;
+  OutstandingWork w{.requests = l.outstanding.size(), .work_ms = l.work_ms};
+  for (const Outstanding& o : l.outstanding) w.sent_by += o.at <= sent_by ? 1 : 0;
+  return w;
 }
 
 std::vector<PeerTrustView> PeerTrust::All() const {

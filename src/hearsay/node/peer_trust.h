@@ -116,8 +116,10 @@ class PeerTrust {
 
   // Request `request` (a non-zero id unique among this node's requests) was sent to `member` at
   // `now`, its claims promising a first token after `expected_ttft_ms` (< 1: nothing is learned
-  // from it while it waits). At most max_outstanding are remembered per member.
-  void Sent(const NodeId& member, uint64_t request, TimePoint now, double expected_ttft_ms);
+  // from it while it waits), its prefill putting `work_ms` of work on the member whatever the
+  // member claims to hold (Unanswered). At most max_outstanding are remembered per member.
+  void Sent(const NodeId& member, uint64_t request, TimePoint now, double expected_ttft_ms,
+            double work_ms = 0);
   // Request `request` sent to `member` ended without a first token (failed, bounced, cancelled).
   void Abandon(const NodeId& member, uint64_t request);
 
@@ -127,6 +129,16 @@ class PeerTrust {
 
   // `member`'s standing as of the last Record/Expire (full trust if unknown or not enabled).
   PeerTrustView Of(const NodeId& member) const;
+
+  // This node's requests at `member` still waiting for a first token: how many, how many of them
+  // were sent at or before `sent_by`, and the work they leave there as of the last Weigh (at a
+  // Sent, Record or Expire): the sum of their work_ms less the time since the oldest was sent.
+  struct OutstandingWork {
+    size_t requests = 0;
+    size_t sent_by = 0;
+    double work_ms = 0;
+  };
+  OutstandingWork Unanswered(const NodeId& member, TimePoint sent_by) const;
 
   // Every tracked member's standing, sorted by member id.
   std::vector<PeerTrustView> All() const;
@@ -145,6 +157,7 @@ class PeerTrust {
     uint64_t request = 0;
     TimePoint at{};
     double expected_ms = 0;
+    double work_ms = 0;
   };
   struct Ledger {
     std::deque<Sample> samples;
@@ -155,6 +168,7 @@ class PeerTrust {
     // yet worked off, in ms, as of the last Weigh; the mean excess of the samples (>= 0).
     double overdue_ms = 0;
     double backlog_ms = 0;
+    double work_ms = 0;  // OutstandingWork::work_ms
     double mean_excess_ms = 0;
     TimePoint last{};
     // The member's own figures (Judge fills trust from them and the baseline).

@@ -161,6 +161,27 @@ TEST(PeerTrustTest, TheHiddenWaitIsFirstThisNodesOwnWorkQueuedThere) {
   EXPECT_EQ(t.Of("liar").hidden_wait_ms, 0);
 }
 
+TEST(PeerTrustTest, UnansweredWorkCountsWhatEachForwardPutsThereWhateverItsClaims) {
+  // Two forwards whose claims promised 20 ms each (the member claimed their prompts cached) but
+  // whose whole prefills are 900 and 600 ms, and a third sent later.
+  PeerTrust t;
+  t.Sent("liar", 1, At(1), 20, 900);
+  t.Sent("liar", 2, At(1), 20, 600);
+  t.Sent("liar", 3, At(2), 20, 500);
+  t.Expire(At(2.2));
+  PeerTrust::OutstandingWork w = t.Unanswered("liar", At(1.5));
+  EXPECT_EQ(w.requests, 3u);
+  EXPECT_EQ(w.sent_by, 2u);                   // the third was sent after
+  EXPECT_NEAR(w.work_ms, 2000 - 1200, 1e-6);  // 1.2 s worked off since the oldest was sent
+  t.Record("liar", At(2.3), 0, 0, 20, 1300, 1);
+  t.Abandon("liar", 2);
+  t.Expire(At(2.4));
+  w = t.Unanswered("liar", At(3));
+  EXPECT_EQ(w.requests, 1u);
+  EXPECT_NEAR(w.work_ms, 500 - 400, 1e-6);
+  EXPECT_EQ(t.Unanswered("nobody", At(3)).requests, 0u);
+}
+
 TEST(PeerTrustTest, AnswersSlowerThanClaimedAndOverdueForwardsShowAsHiddenWait) {
   PeerTrust t;
   // Answers 500 and 300 ms later than their claims promised: a queue of ~400 ms nobody reported.

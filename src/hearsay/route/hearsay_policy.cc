@@ -58,6 +58,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     if (!c.is_self && c.slot < kMaxTrackedSlots) {
       wait = StaleWaitMs(c, wait - unsent.backlog_ms) + unsent.backlog_ms;
     }
+
     double credit = std::min(prompt, double(c.cached_tokens));
     if (!c.cache_exact && c.cached_tokens_max > c.cached_tokens) {
       const double upper = std::min(prompt, double(c.cached_tokens_max));
@@ -214,7 +215,10 @@ void HearsayPolicy::ApplyTimeTrust(std::span<const Candidate> candidates) {
     const Candidate& c = candidates[i];
     Price& price = prices_[i];
     const double t = std::clamp(c.time_trust, 1e-3, 1.0);
-    if (std::isnan(price.cost_ms) || c.is_self || t >= 1) continue;
+    if (std::isnan(price.cost_ms) || c.is_self) continue;
+    // The queue the entry nodes report there is one the member cannot claim away.
+    price.wait_ms = std::max(price.wait_ms, c.shared_wait_ms);
+    if (t >= 1) continue;
     if (t >= kBlendBelow) {
       // A mild discount (an honest member's answers run late now and then): its claims stand,
       // their wait scaled up.

@@ -46,7 +46,9 @@
 //   the larger of the claim and the typical believed member's (the median over self and the
 //   members with time_trust 1) or Candidate::hidden_wait_ms (the wait the entry node's own
 //   forwards there show), which is also a floor on its wait. Self is never discounted (its view
-//   is exact).
+//   is exact). Every peer's wait is floored by Candidate::shared_wait_ms, the work the entry
+//   nodes together report outstanding there where the member's own reports leave it out: the
+//   queue a member that claims an idle engine hides.
 //
 // Members that advertise overload are skipped unless every usable member does. Costs within
 // max(near_tie_fraction × best, near_tie_ms) of the best are a tie, and a tie goes to the prompt's

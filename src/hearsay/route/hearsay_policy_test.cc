@@ -477,6 +477,26 @@ TEST_F(HearsayPolicyTest, TheEntryNodesOwnRecordOfADiscountedMembersQueueIsAFloo
   EXPECT_EQ(policy_.LastPrices()[1].wait_ms, 0);
 }
 
+TEST_F(HearsayPolicyTest, TheQueueEntryNodesReportAtAMemberIsAFloorOnItsWaitWhatEverItClaims) {
+  // A peer holding the prefix, with an idle engine, believed in full: worth the forward.
+  Candidate idle = PeerCandidate(1, 0.5, 1536);
+  EXPECT_EQ(Choose({SelfCandidate(0), idle}).slot, 1u);
+  // The entry nodes report 500 ms of their work there that its reports leave out.
+  idle.shared_wait_ms = 500;
+  EXPECT_EQ(Choose({SelfCandidate(0), idle}, 2).slot, 0u);
+  EXPECT_NEAR(policy_.LastPrices()[1].wait_ms, 500, 1e-9);
+  // A longer queue of its own stands.
+  idle.load.queue_wait = FromMillis(800);
+  idle.load.queued = 3;
+  Choose({SelfCandidate(0), idle}, 3);
+  EXPECT_GT(policy_.LastPrices()[1].wait_ms, 500);
+  // Self's view is exact.
+  Candidate self = SelfCandidate(0);
+  self.shared_wait_ms = 500;
+  Choose({self, PeerCandidate(1, 0.5, 1536)}, 4);
+  EXPECT_EQ(policy_.LastPrices()[0].wait_ms, 0);
+}
+
 TEST_F(HearsayPolicyTest, StaleCacheViewEarnsLessCredit) {
   Candidate fresh = PeerCandidate(1, 1, 1536);
   Candidate stale = PeerCandidate(2, 1, 1536);

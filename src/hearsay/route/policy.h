@@ -132,6 +132,10 @@ struct Candidate {
   // (PeerTrustView::hidden_wait_ms): a floor on the wait of a member whose claims are discounted
   // (hearsay_policy.h). Only `hearsay` reads it.
   double hidden_wait_ms = 0;
+  // The work the entry nodes report sent to this member and not yet answered where its own load
+  // reports leave it out, in ms (node/shared_backlog.h): a floor on its queue wait that the
+  // member cannot lower. Only `hearsay` reads it.
+  double shared_wait_ms = 0;
 };
 
 // Whether a policy may send to `c`: self always, peers when usable.
