@@ -548,6 +548,10 @@ void Node::Route(uint64_t token) {
   p.sent_at = scheduler_.clock().Now();
   p.last_heard = p.sent_at;
   p.claimed_ttft_ms = d.claimed_ttft_ms;
+  p.claimed_prefill_ms = d.claimed_prefill_ms;
+  for (const route::Candidate& c : candidates_) {
+    if (c.slot == slot) p.priced_as = c;
+  }
   if (slot == 0) {
     ServeHere(token);
     return;
@@ -712,8 +716,16 @@ void Node::OnForwardFirst(uint64_t token, const PeerFirstToken& first) {
   o.ttft = o.now - p.arrived;
   policy_->OnOutcome(o);
   if (p.slot - 1 < peers_.size() && !peers_[p.slot - 1].id.empty()) {
+    // Its time is judged against what its claims promised for the cache it delivered: a cache
+    // claim that did not hold is cache_trust's to judge, not a late answer.
+    double expected = p.claimed_ttft_ms;
+    if (p.claimed_prefill_ms >= 0 && expected >= 0) {
+      expected += route::PrefillPartMs(options_.policy_options.cost, p.priced_as,
+                                       double(o.prompt_tokens), double(o.actual_cached_tokens)) -
+                  p.claimed_prefill_ms;
+    }
     trust_.Record(peers_[p.slot - 1].id, o.now, p.estimated_cached, o.actual_cached_tokens,
-                  p.claimed_ttft_ms, ToMillis(o.now - p.sent_at), token);
+                  expected, ToMillis(o.now - p.sent_at), token);
   }
   stats_.estimated_cached_tokens += p.estimated_cached;
   stats_.actual_cached_tokens += o.actual_cached_tokens;

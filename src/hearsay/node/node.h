@@ -373,6 +373,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     // When the forward in flight was sent or last delivered something (first token, output).
     TimePoint last_heard{};
     double claimed_ttft_ms = -1;
+    double claimed_prefill_ms = -1;
+    route::Candidate priced_as;  // the chosen member as the policy saw it
     int attempts = 0;
     int bounces = 0;  // of those attempts, forwards the peer bounced
     // The member the forward in flight went to and its generation then (empty: none in flight).

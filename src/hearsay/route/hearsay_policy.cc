@@ -58,6 +58,9 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     if (!c.is_self && c.slot < kMaxTrackedSlots) {
       wait = StaleWaitMs(c, wait - unsent.backlog_ms) + unsent.backlog_ms;
     }
+    // The queue the entry nodes report there is one the member cannot claim away; its answers
+    // are judged against it too (Decision::claimed_ttft_ms).
+    if (!c.is_self) wait = std::max(wait, c.shared_wait_ms);
 
     double credit = std::min(prompt, double(c.cached_tokens));
     if (!c.cache_exact && c.cached_tokens_max > c.cached_tokens) {
@@ -121,8 +124,8 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   d.slot = chosen.slot;
   d.expected_ttft_ms =
       prices_[pick].cost_ms - prices_[pick].work_ms - prices_[pick].interference_ms;
-  d.claimed_ttft_ms = prices_[pick].delay_ms + believed_[pick].wait_ms +
-                      PrefillPartMs(cost_, chosen, prompt, believed_[pick].credit_tokens);
+  d.claimed_prefill_ms = PrefillPartMs(cost_, chosen, prompt, believed_[pick].credit_tokens);
+  d.claimed_ttft_ms = prices_[pick].delay_ms + believed_[pick].wait_ms + d.claimed_prefill_ms;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (int(i) == pick || !(prices_[i].cost_ms < std::numeric_limits<double>::infinity())) continue;
     if (d.fallback_ttft_ms < 0 || prices_[i].cost_ms < d.fallback_ttft_ms) {
@@ -215,10 +218,7 @@ void HearsayPolicy::ApplyTimeTrust(std::span<const Candidate> candidates) {
     const Candidate& c = candidates[i];
     Price& price = prices_[i];
     const double t = std::clamp(c.time_trust, 1e-3, 1.0);
-    if (std::isnan(price.cost_ms) || c.is_self) continue;
-    // The queue the entry nodes report there is one the member cannot claim away.
-    price.wait_ms = std::max(price.wait_ms, c.shared_wait_ms);
-    if (t >= 1) continue;
+    if (std::isnan(price.cost_ms) || c.is_self || t >= 1) continue;
     if (t >= kBlendBelow) {
       // A mild discount (an honest member's answers run late now and then): its claims stand,
       // their wait scaled up.

@@ -169,6 +169,8 @@ struct Decision {
   // trust discount, Candidate::cache_trust and time_trust), in ms; < 0 if the policy has none.
   // The node compares the answer's time with it (node/peer_trust.h).
   double claimed_ttft_ms = -1;
+  // Of claimed_ttft_ms, the prefill of what the member's claims leave uncached (< 0: none).
+  double claimed_prefill_ms = -1;
   // The policy's raw estimate of the tokens the chosen member holds (before any discount).
   // Pass it back in Outcome so the policy can learn how good its estimates are.
   uint32_t estimated_cached_tokens = 0;

@@ -217,6 +217,61 @@ TEST(NodeTest, AForwardPastItsFirstTokenDeadlineIsServedElsewhereAndCountsAgains
   EXPECT_FALSE(rec.by_id[2].error);
 }
 
+// The backlog list n1 publishes, as n2 sees it (empty if n2 has no load from n1 yet).
+std::vector<gossip::BacklogEntry> ListedBy(SimCluster& c, const NodeId& reporter) {
+  const std::optional<gossip::MemberView> v = c.node(2).gossip().Member(reporter);
+  return v && v->has_load ? v->load.backlog : std::vector<gossip::BacklogEntry>{};
+}
+
+// A member that claims an idle engine hides the queue its entry nodes built there. An entry node
+// whose forward still waits there after the member's next reports lists its work in its own
+// (signed) load record, and every peer sees it.
+TEST(NodeTest, AnEntryNodeListsItsWorkAtAMemberWhoseReportsLeaveItOut) {
+  // n0 claims an idle engine and never bounces.
+  auto c = MakeCluster("hearsay", 3, /*liars=*/1);
+  Recorder rec;
+  c->node(0).Submit(Req(1, Prompt(19, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  for (uint64_t i = 0; i < 40; ++i) {
+    c->node(0).Submit(Req(100 + i, Prompt(2000 + uint32_t(i), 4000, 1, 10), true), &rec);
+  }
+  // n1's clients send prompts n0 claims to hold: their prefills are the work n1 put there.
+  for (uint64_t i = 0; i < 10; ++i) {
+    c->node(1).Submit(Req(2 + i, Prompt(19, 2048, 2 + uint32_t(i), 8000)), &rec);
+  }
+  for (int ms = 0; ms < 1000 && ListedBy(*c, "n1").empty(); ++ms) {
+    c->scheduler().RunFor(FromMillis(1));
+  }
+  const std::vector<gossip::BacklogEntry> listed = ListedBy(*c, "n1");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].member, "n0");
+  EXPECT_GE(listed[0].requests, 2u);
+  EXPECT_GE(listed[0].work_ms, 64u);
+  // Listed while they still wait: n1's own count of its requests there agrees.
+  EXPECT_EQ(c->node(1).trust().Unanswered("n0", c->scheduler().Now()).requests, listed[0].requests);
+}
+
+// An honest member's reports count every sender's requests: however long its queue, nothing is
+// listed at it.
+TEST(NodeTest, NothingIsListedAtAnHonestMemberWithAQueue) {
+  auto c = MakeCluster("hearsay");
+  Recorder rec;
+  c->node(0).Submit(Req(1, Prompt(19, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  // The same burst as above, to the honest holder n0: a queue there that its reports show.
+  for (uint64_t i = 0; i < 10; ++i) {
+    c->node(1).Submit(Req(2 + i, Prompt(19, 2048, 2 + uint32_t(i), 8000)), &rec);
+  }
+  bool listed = false;
+  for (int step = 0; step < 400 && !listed; ++step) {
+    c->scheduler().RunFor(FromMillis(5));
+    listed = !ListedBy(*c, "n1").empty();
+  }
+  EXPECT_FALSE(listed);
+  EXPECT_GE(c->node(1).stats().forward_attempts, 2u);
+  for (uint64_t i = 0; i < 10; ++i) EXPECT_TRUE(rec.by_id[2 + i].complete);
+}
+
 // A forward to the prefix holder B whose first token has arrived at A, then B crashes.
 void CrashHolderMidAnswer(SimCluster& c, Recorder& rec, bool stream) {
   c.node(1).Submit(Req(1, Prompt(15, 2048, 1, 40), true), &rec);
