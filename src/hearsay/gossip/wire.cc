@@ -90,6 +90,15 @@ prefix::BlockKey ReadKey(ByteReader& r) {
   return key;
 }
 
+void PutBacklog(ByteWriter& w, const std::vector<BacklogEntry>& backlog) {
+  w.PutVarint(backlog.size());
+  for (const BacklogEntry& e : backlog) {
+    w.PutString(e.member);
+    w.PutVarint(e.requests);
+    w.PutVarint(e.work_ms);
+  }
+}
+
 void PutLoad(ByteWriter& w, const LoadRecord& r) {
   w.PutVarint(r.version);
   w.PutVarint(r.heartbeat);
@@ -103,12 +112,7 @@ void PutLoad(ByteWriter& w, const LoadRecord& r) {
   w.PutVarint(r.load.queue_wait_us);
   w.PutVarint(r.load.decode_us_per_token);
   w.PutU8(r.load.overloaded ? 1 : 0);
-  w.PutVarint(r.load.backlog.size());
-  for (const BacklogEntry& e : r.load.backlog) {
-    w.PutString(e.member);
-    w.PutVarint(e.requests);
-    w.PutVarint(e.work_ms);
-  }
+  PutBacklog(w, r.load.backlog);
 }
 
 NodeId ReadId(ByteReader& r);

@@ -232,6 +232,7 @@ void Node::OnPeerLoad(const NodeId& id, Generation generation, const gossip::Loa
   p->has_load = true;
   p->load = load;
   p->load_at = scheduler_.clock().Now();
+  NoteListedWork(load.backlog, p->load_at);
 }
 
 double Node::OwnEstimateMs(const Pending& p) const {

@@ -497,6 +497,11 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   std::vector<gossip::BacklogEntry> own_backlog_;
   TimePoint own_backlog_at_{};
   std::vector<BacklogSource> backlog_sources_;
+  std::vector<NodeId> backlog_members_;
+  // When the last work any list named (this node's or a peer's) is worked off: until then peers'
+  // lists are summed before each routing decision, after it there is nothing to sum.
+  TimePoint listed_work_until_{};
+  void NoteListedWork(std::span<const gossip::BacklogEntry> list, TimePoint now);
   SharedBacklog shared_backlog_;
   // With Misbehaviour::claim_every_prefix: the peers' advertised blocks, to advertise as our own.
   std::vector<prefix::BlockEvent> borrowed_claims_;

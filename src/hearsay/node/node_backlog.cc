@@ -1,5 +1,7 @@
 // Node: the backlog list this node publishes and the sum of every reporter's (shared_backlog.h;
 // node.h: ListOwnBacklog, SumSharedBacklog).
+#include <algorithm>
+
 #include "hearsay/node/node.h"
 #include "hearsay/route/ttft_estimate.h"
 
@@ -9,8 +11,14 @@ std::vector<gossip::BacklogEntry> Node::ListOwnBacklog(TimePoint now) {
   own_backlog_at_ = now;
   backlog_sources_.clear();
   if (options_.shared_backlog.enabled) {
-    for (const Peer& peer : peers_) {
-      if (peer.id.empty() || !peer.live || !peer.has_load) continue;
+    backlog_members_.clear();
+    trust_.MembersWithUnanswered(backlog_members_);
+    for (const NodeId& member : backlog_members_) {
+      auto peer_it = std::find_if(peers_.begin(), peers_.end(),
+                                  [&member](const Peer& p) { return p.id == member; });
+      if (peer_it == peers_.end()) continue;
+      const Peer& peer = *peer_it;
+      if (!peer.live || !peer.has_load) continue;
       const PeerTrust::OutstandingWork w =
           trust_.Unanswered(peer.id, peer.load_at - options_.shared_backlog.report_margin);
       if (w.sent_by == 0) continue;
@@ -23,6 +31,7 @@ std::vector<gossip::BacklogEntry> Node::ListOwnBacklog(TimePoint now) {
     }
   }
   own_backlog_ = ListBacklog(backlog_sources_, options_.shared_backlog);
+  NoteListedWork(own_backlog_, now);
   return own_backlog_;
 }
 
@@ -36,9 +45,16 @@ double Node::FullPrefillMs(const Pending& p, route::Slot slot) const {
   return 0;
 }
 
+void Node::NoteListedWork(std::span<const gossip::BacklogEntry> list, TimePoint now) {
+  for (const gossip::BacklogEntry& e : list) {
+    listed_work_until_ = std::max(listed_work_until_, now + FromMillis(e.work_ms));
+  }
+}
+
 void Node::SumSharedBacklog(TimePoint now) {
   shared_backlog_.Clear();
   if (!options_.shared_backlog.enabled || !trust_.options().enabled) return;
+  if (now >= listed_work_until_) return;
   shared_backlog_.Add(options_.id, own_backlog_, now - own_backlog_at_, 1.0);
   for (const Peer& peer : peers_) {
     if (peer.id.empty() || !peer.live || !peer.has_load || peer.load.backlog.empty()) continue;

@@ -123,6 +123,12 @@ PeerTrust::OutstandingWork PeerTrust::Unanswered(const NodeId& member, TimePoint
   return w;
 }
 
+void PeerTrust::MembersWithUnanswered(std::vector<NodeId>& out) const {
+  for (const auto& [id, l] : ledgers_) {
+    if (!l.outstanding.empty()) out.push_back(id);
+  }
+}
+
 std::vector<PeerTrustView> PeerTrust::All() const {
   std::vector<PeerTrustView> out;
   out.reserve(ledgers_.size());

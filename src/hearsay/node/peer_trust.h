@@ -139,6 +139,8 @@ class PeerTrust {
     double work_ms = 0;
   };
   OutstandingWork Unanswered(const NodeId& member, TimePoint sent_by) const;
+  // Appends to `out` every member with requests of this node still waiting for a first token.
+  void MembersWithUnanswered(std::vector<NodeId>& out) const;
 
   // Every tracked member's standing, sorted by member id.
   std::vector<PeerTrustView> All() const;

@@ -55,7 +55,7 @@ void SharedBacklog::Add(const NodeId& reporter, std::span<const gossip::BacklogE
   }
 }
 
-double SharedBacklog::WorkMs(const NodeId& member) const {
+double SharedBacklog::Find(const NodeId& member) const {
   auto it = work_.find(member);
   return it == work_.end() ? 0 : it->second;
 }

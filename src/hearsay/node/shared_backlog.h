@@ -64,10 +64,12 @@ class SharedBacklog {
   void Add(const NodeId& reporter, std::span<const gossip::BacklogEntry> list, Duration age,
            double weight);
   // The summed work listed at `member`, in ms (0 if none).
-  double WorkMs(const NodeId& member) const;
+  double WorkMs(const NodeId& member) const { return work_.empty() ? 0 : Find(member); }
   bool empty() const { return work_.empty(); }
 
  private:
+  double Find(const NodeId& member) const;
+
   std::unordered_map<NodeId, double> work_;
 };
 
