@@ -590,15 +590,23 @@ std::string Daemon::RenderCluster() const {
 
 namespace {
 
-// A member's standing in this node's judgement of its claims (node/peer_trust.h).
-nlohmann::json TrustJson(const node::PeerTrustView& v) {
+// A member's standing in this node's judgement of its claims (node/peer_trust.h), and the work
+// listers report there that its own reports leave out (node/shared_backlog.h).
+nlohmann::json TrustJson(const node::PeerTrustView& v, const node::SharedBacklog& reported,
+                         const std::vector<gossip::BacklogEntry>& own_list) {
+  double listed = 0;
+  for (const gossip::BacklogEntry& e : own_list) {
+    if (e.member == v.member) listed = e.work_ms;
+  }
   return {
       {"trust", v.trust()},
       {"cache_trust", v.cache_trust},
       {"time_trust", v.time_trust},
       {"delivery", v.delivery},
       {"ttft_ratio", v.ttft_ratio >= 0 ? nlohmann::json(v.ttft_ratio) : nlohmann::json(nullptr)},
-      {"samples", v.samples}};
+      {"samples", v.samples},
+      {"listed_work_ms", listed},
+      {"reported_work_ms", reported.WorkMs(v.member)}};
 }
 
 nlohmann::json LoadJson(uint32_t queue_depth, uint32_t running, double queue_wait_ms,
@@ -650,6 +658,7 @@ std::string RenderPoolModels(const std::vector<node::PoolModel>& models, int64_t
 
 std::string Daemon::RenderStatus() {
   const TimePoint now = scheduler_->clock().Now();
+  const node::SharedBacklog reported = node_->ReportedBacklog(now);
   const engine::EngineLoad l = engine_->Load();
   const gossip::Node& g = node_->gossip();
   const nlohmann::json health = HealthJson();
@@ -670,7 +679,7 @@ std::string Daemon::RenderStatus() {
       {"load", LoadJson(l.waiting_requests, l.running_requests, ToMillis(l.estimated_queue_wait),
                         l.kv_used_tokens, l.kv_capacity_tokens, l.kv_pinned_tokens,
                         l.prefill_ms_per_token)},
-      {"trust", TrustJson(node_->trust().Of(node_id_))},
+      {"trust", TrustJson(node_->trust().Of(node_id_), reported, node_->own_backlog())},
   });
   double view_age_ms = 0;
   int suspect = 0;
@@ -688,7 +697,7 @@ std::string Daemon::RenderStatus() {
         {"service", nullptr},
         {"cache_entries", g.PeerStore(m.id) ? g.PeerStore(m.id)->live_count() : 0},
         {"state_age_ms", ToMillis(now - m.state_since)},
-        {"trust", TrustJson(node_->trust().Of(m.id))},
+        {"trust", TrustJson(node_->trust().Of(m.id), reported, node_->own_backlog())},
     };
     if (std::optional<gossip::Service> service = node_->MemberService(m.id)) {
       j["models"] = ServiceModelsJson(*service);

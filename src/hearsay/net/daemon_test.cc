@@ -228,8 +228,8 @@ TEST(DaemonTest, StatusAndConsole) {
                           "kv_capacity_tokens", "kv_pinned_tokens", "prefill_ms_per_token"}) {
     EXPECT_TRUE(self["load"].contains(key)) << key;
   }
-  for (const char* key :
-       {"trust", "cache_trust", "time_trust", "delivery", "ttft_ratio", "samples"}) {
+  for (const char* key : {"trust", "cache_trust", "time_trust", "delivery", "ttft_ratio", "samples",
+                          "listed_work_ms", "reported_work_ms"}) {
     EXPECT_TRUE(self["trust"].contains(key)) << key;
   }
   // Its value depends on the host's timing (a stalled first token is evidence too), so only its

@@ -313,6 +313,11 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   const prefix::PeerIndex& peer_index() const { return peer_index_; }
   // How far this node believes each member's claims (self included), from what they delivered.
   const PeerTrust& trust() const { return trust_; }
+  // The work every lister reports outstanding at each member where its reports leave it out
+  // (shared_backlog.h), summed, aged and weighted as routing weighs it at `now`, and the list
+  // this node published last (its own entries, as published).
+  SharedBacklog ReportedBacklog(TimePoint now) const;
+  const std::vector<gossip::BacklogEntry>& own_backlog() const { return own_backlog_; }
   // Estimated cached tokens of `prompt` at `peer` from the gossiped view (0 if unknown).
   uint32_t EstimatePeerCachedTokens(const NodeId& peer, std::span<const uint32_t> prompt) const;
 
@@ -402,6 +407,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   // This node's backlog list at `now` (node_backlog.cc), and the sum of every reporter's.
   std::vector<gossip::BacklogEntry> ListOwnBacklog(TimePoint now);
   void SumSharedBacklog(TimePoint now);
+  void SumBacklogInto(SharedBacklog& sum, TimePoint now) const;
   // The prefill of p's whole prompt at the candidate in `slot` of the last BuildCandidates: the
   // work a forward puts on a member whatever it claims to hold.
   double FullPrefillMs(const Pending& p, route::Slot slot) const;

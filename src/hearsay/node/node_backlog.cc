@@ -51,14 +51,22 @@ void Node::NoteListedWork(std::span<const gossip::BacklogEntry> list, TimePoint 
   }
 }
 
-void Node::SumSharedBacklog(TimePoint now) {
-  shared_backlog_.Clear();
+void Node::SumSharedBacklog(TimePoint now) { SumBacklogInto(shared_backlog_, now); }
+
+SharedBacklog Node::ReportedBacklog(TimePoint now) const {
+  SharedBacklog sum;
+  SumBacklogInto(sum, now);
+  return sum;
+}
+
+void Node::SumBacklogInto(SharedBacklog& sum, TimePoint now) const {
+  sum.Clear();
   if (!options_.shared_backlog.enabled || !trust_.options().enabled) return;
   if (now >= listed_work_until_) return;
-  shared_backlog_.Add(options_.id, own_backlog_, now - own_backlog_at_, 1.0);
+  sum.Add(options_.id, own_backlog_, now - own_backlog_at_, 1.0);
   for (const Peer& peer : peers_) {
     if (peer.id.empty() || !peer.live || !peer.has_load || peer.load.backlog.empty()) continue;
-    shared_backlog_.Add(peer.id, peer.load.backlog, now - peer.load_at, trust_.Of(peer.id).trust());
+    sum.Add(peer.id, peer.load.backlog, now - peer.load_at, trust_.Of(peer.id).trust());
   }
 }
 
