@@ -9,7 +9,8 @@
 // and queued. An honest member counts every sender's requests, so honest clusters list nothing.
 // A peer pricing member M floors M's queue wait at the sum, over the reporters, of the work each
 // lists at M, less the time since its report arrived, each reporter's share weighted by how far
-// this node believes that reporter's own claims (a member lying about itself counts for little).
+// this node believes that reporter's own claims (a member lying about itself counts for little),
+// and judges the member's answers against that floor too (route/hearsay_policy.h).
 //
 // Thread-safety: none; owned by one node's core.
 #pragma once
@@ -31,8 +32,9 @@ struct SharedBacklogOptions {
   // A request counts as left out of a member's report if it was sent this long before the report
   // arrived here: about a gossip round, the age a report has when it arrives. (A request listed
   // too early floors an honest member's wait at this node's own work there, which is real.) The
-  // adversarial trace with 1 and 3 liars, 8 nodes: 1.07× and 1.32× its honest TTFT at 250 ms,
-  // 1.12× and 1.43× at 1 s; at 0 the honest run is 6% slower (seed 1).
+  // adversarial trace (8 nodes with 1 and 3 liars, 32 with 1 and 3; seeds 1-3): mean TTFT 1.14,
+  // 1.50, 1.14, 1.41× its honest value at 250 ms, 1.17, 1.61, 1.15, 1.50× at 500 ms; at 0 the
+  // honest 8-node run is 2% slower (docs/adversarial.md).
   Duration report_margin = FromMillis(250);
   // Entries listed, the most work first (at most gossip::kMaxBacklogEntries).
   size_t max_entries = gossip::kMaxBacklogEntries;
