@@ -206,6 +206,41 @@ TEST(NodeSigningTest, ForgedUsageForAnotherOriginIsRefused) {
   EXPECT_EQ(c.listener(0).usages["n2"], (std::vector<TenantUsage>{{42, 8000, 1500}}));
 }
 
+// A load record's backlog list (the work its origin has outstanding at members whose reports
+// leave it out) is part of the signed state: a liar relaying another origin's genuine run cannot
+// slander a member in that origin's name, nor withhold the work it lists.
+TEST(NodeSigningTest, ABacklogListAlteredOnItsWayIsRefused) {
+  Cluster c(3, 25, Signed());
+  c.StartAll();
+  c.Run(3s);
+  const uint64_t known = c.node(0).PeerStore("n2")->max_version();
+  for (int i : {1, 2}) {
+    c.net().Block(Cluster::Name(i), Cluster::Name(0), true);
+    c.net().Block(Cluster::Name(0), Cluster::Name(i), true);
+  }
+  LoadReport listed;
+  listed.backlog = {{"n9", 2, 3072}};
+  c.node(2).SetLoad(listed);
+  c.Run(2s);
+  ASSERT_EQ(c.listener(1).loads["n2"].backlog, listed.backlog);
+  std::optional<OriginDelta> genuine = c.node(1).PeerStore("n2")->BuildDelta(known, SIZE_MAX);
+  ASSERT_TRUE(genuine && genuine->signature && genuine->load);
+
+  OriginDelta slander = *genuine;  // n2 made to list work at n0 that it never sent
+  slander.load->load.backlog = {{"n0", 40, 600000}, {"n9", 2, 3072}};
+  Deliver(c, 0, 1, slander);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 1u);
+  OriginDelta hidden = *genuine;  // the liar's queue at n9 withheld
+  hidden.load->load.backlog.clear();
+  Deliver(c, 0, 1, hidden);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 2u);
+  EXPECT_TRUE(c.listener(0).loads["n2"].backlog.empty());
+
+  Deliver(c, 0, 1, *genuine);
+  EXPECT_EQ(c.node(0).counters().deltas_forged, 2u);
+  EXPECT_EQ(c.listener(0).loads["n2"].backlog, listed.backlog);
+}
+
 TEST(NodeSigningTest, KeysAreBoundPerGenerationFirstSeenWins) {
   Cluster c(3, 23, Signed());
   c.StartAll();
