@@ -24,12 +24,12 @@ enum class MemberState : uint8_t {
 std::string_view MemberStateName(MemberState state);
 
 // Work this node sent one member and has not yet had answered, where the member's own load report
-// leaves it out (node/backlog_report.h says when a node lists a member). Peers sum what every
+// leaves it out (node/shared_backlog.h says when a node lists a member). Peers sum what every
 // entry node lists for a member as a floor on its queue that the member cannot lower.
 struct BacklogEntry {
   std::string member;     // the member's NodeId
   uint32_t requests = 0;  // this node's requests there still waiting for a first token
-  uint32_t work_ms = 0;   // their expected work not yet worked off, in ms
+  uint32_t work_ms = 0;   // their prefills' work not yet worked off, in ms
   friend bool operator==(const BacklogEntry&, const BacklogEntry&) = default;
 };
 

@@ -437,7 +437,10 @@ void Node::Route(uint64_t token) {
   }
   ++p.attempts;
   ++stats_.forward_attempts;
-  trust_.Sent(peers_[slot - 1].id, token, p.sent_at, p.claimed_ttft_ms, FullPrefillMs(p, slot));
+  // The work it puts there is its whole prompt's prefill, whatever the member claims to hold.
+  trust_.Sent(peers_[slot - 1].id, token, p.sent_at, p.claimed_ttft_ms,
+              route::PrefillPartMs(options_.policy_options.cost, p.priced_as,
+                                   double(p.request.prompt.size()), 0));
   PeerRequest copy;
   copy.id = token;
   copy.prompt = p.request.prompt;

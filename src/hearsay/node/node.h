@@ -379,7 +379,9 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     TimePoint last_heard{};
     double claimed_ttft_ms = -1;
     double claimed_prefill_ms = -1;
-    route::Candidate priced_as;  // the chosen member as the policy saw it
+    // The member the current attempt went to, as the policy priced it: what its answer's time is
+    // judged against once the cache it delivered is known.
+    route::Candidate priced_as;
     int attempts = 0;
     int bounces = 0;  // of those attempts, forwards the peer bounced
     // The member the forward in flight went to and its generation then (empty: none in flight).
@@ -404,13 +406,11 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void BuildCandidates(const Pending& p, std::span<const uint32_t> prompt);
   void PublishTick();
   void RefreshMembers();
-  // This node's backlog list at `now` (node_backlog.cc), and the sum of every reporter's.
+  // This node's backlog list at `now` (node_backlog.cc), and the sum of every reporter's into
+  // `sum`; NoteListedWork extends listed_work_until_ by a list just published or received.
   std::vector<gossip::BacklogEntry> ListOwnBacklog(TimePoint now);
-  void SumSharedBacklog(TimePoint now);
   void SumBacklogInto(SharedBacklog& sum, TimePoint now) const;
-  // The prefill of p's whole prompt at the candidate in `slot` of the last BuildCandidates: the
-  // work a forward puts on a member whatever it claims to hold.
-  double FullPrefillMs(const Pending& p, route::Slot slot) const;
+  void NoteListedWork(std::span<const gossip::BacklogEntry> list, TimePoint now);
   Peer* EnsurePeer(const NodeId& id, Generation generation);
   void Finish(uint64_t token);
   // The index of forwards in flight by member (forwards_by_member_): TrackForward when one is
@@ -499,7 +499,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   TimePoint trust_checked_{};
   static constexpr Duration kTrustCheckInterval = std::chrono::milliseconds(10);
   // The list this node last published (shared_backlog.h) and when; peers' lists summed with it
-  // before each routing decision.
+  // (shared_backlog_) before each routing decision.
   std::vector<gossip::BacklogEntry> own_backlog_;
   TimePoint own_backlog_at_{};
   std::vector<BacklogSource> backlog_sources_;
@@ -507,7 +507,6 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   // When the last work any list named (this node's or a peer's) is worked off: until then peers'
   // lists are summed before each routing decision, after it there is nothing to sum.
   TimePoint listed_work_until_{};
-  void NoteListedWork(std::span<const gossip::BacklogEntry> list, TimePoint now);
   SharedBacklog shared_backlog_;
   // With Misbehaviour::claim_every_prefix: the peers' advertised blocks, to advertise as our own.
   std::vector<prefix::BlockEvent> borrowed_claims_;

@@ -1,9 +1,8 @@
 // Node: the backlog list this node publishes and the sum of every reporter's (shared_backlog.h;
-// node.h: ListOwnBacklog, SumSharedBacklog).
+// node.h: ListOwnBacklog, SumBacklogInto).
 #include <algorithm>
 
 #include "hearsay/node/node.h"
-#include "hearsay/route/ttft_estimate.h"
 
 namespace hearsay::node {
 
@@ -35,23 +34,11 @@ std::vector<gossip::BacklogEntry> Node::ListOwnBacklog(TimePoint now) {
   return own_backlog_;
 }
 
-double Node::FullPrefillMs(const Pending& p, route::Slot slot) const {
-  for (const route::Candidate& c : candidates_) {
-    if (c.slot == slot) {
-      return route::PrefillPartMs(options_.policy_options.cost, c, double(p.request.prompt.size()),
-                                  0);
-    }
-  }
-  return 0;
-}
-
 void Node::NoteListedWork(std::span<const gossip::BacklogEntry> list, TimePoint now) {
   for (const gossip::BacklogEntry& e : list) {
     listed_work_until_ = std::max(listed_work_until_, now + FromMillis(e.work_ms));
   }
 }
-
-void Node::SumSharedBacklog(TimePoint now) { SumBacklogInto(shared_backlog_, now); }
 
 SharedBacklog Node::ReportedBacklog(TimePoint now) const {
   SharedBacklog sum;

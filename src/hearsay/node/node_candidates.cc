@@ -46,7 +46,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
     gossip::LandmarkQuery(p.keys, 1, &landmarks_);
     match_.assign(peer_index_.slot_limit(), 0);
     peer_index_.MatchStrided(landmarks_, match_).IgnoreError();
-    SumSharedBacklog(now);
+    SumBacklogInto(shared_backlog_, now);
   }
   for (size_t s = 0; s < peers_.size(); ++s) {
     const Peer& peer = peers_[s];
