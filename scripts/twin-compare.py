@@ -9,8 +9,8 @@ tagged alike), or the records of one `hearsay sim ... --records FILE` run for PO
 command `hearsay demo --twin` prints, with --records added). Both issue the same requests: the k-th
 request entering node i in the demo is the k-th entering n<i> in the simulator. The script pairs
 them and splits each time to first token into the serving engine's queue wait, its prefill and
-the rest (routing, network, HTTP, host), and prints the means of both sides and how often both
-chose the same server.
+the rest (routing, network, HTTP, host), and prints the means of both sides, how often both
+chose the same server, and how far apart their cache hits are where they did.
 """
 import json
 import sys
@@ -80,6 +80,13 @@ def main():
           f"{sum(p[1]['cached'] for p in pairs) / prompt:10.3f}")
     same = sum(p[0]["server"] == p[1]["server"] for p in pairs) / n
     print(f"same server chosen: {same:.3f}")
+    # The engine's cache alone: requests both sides sent to the same server.
+    both = [p for p in pairs if p[0]["server"] == p[1]["server"]]
+    if both:
+        diff = [(p[1]["cached"] - p[0]["cached"]) / p[0]["prompt"] for p in both]
+        print(f"same server, cached share of the prompt, twin - measured: mean "
+              f"{sum(diff) / len(diff):+.3f}, {sum(abs(d) > 0.1 for d in diff)} of {len(both)} "
+              f"apart by more than 0.1")
     # Prefill speed alone: requests that both sides served with the same cached tokens.
     alike = [p for p in pairs if p[0]["cached"] == p[1]["cached"] and p[0]["prefill"] > 0]
     if alike:

@@ -53,6 +53,10 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--host-cores", c.host_cores,
                   "Cores of the one host all engines share (CPU engines); 0: a machine each")
       ->capture_default_str();
+  cmd->add_option("--engine-cache", c.engine_cache,
+                  "How each engine keeps its KV cache: paged (vLLM, SGLang) or slots (llama.cpp: "
+                  "--max-running slots and a host cache of --capacity-tokens whole sequences)")
+      ->capture_default_str();
   cmd->add_option("--requests", c.requests, "Requests to simulate")->capture_default_str();
   cmd->add_option("--capacity-tokens", c.capacity_tokens, "KV cache per engine, tokens")
       ->capture_default_str();

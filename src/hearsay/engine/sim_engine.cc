@@ -59,7 +59,13 @@ SimEngine::SimEngine(Scheduler& scheduler, const SimEngineOptions& options,
             prefix::RadixTreeOptions{.capacity_tokens = options.kv_capacity_tokens,
                                      .namespace_headers = true}),
       prefill_speed_(kSpeedWindow),
-      decode_speed_(kSpeedWindow) {}
+      decode_speed_(kSpeedWindow) {
+  if (options.cache_layout == CacheLayout::kSlots) {
+    slot_cache_ = std::make_unique<SlotCache>(
+        tree_.keyer(), SlotCacheOptions{.slots = options.max_running,
+                                        .capacity_tokens = options.kv_capacity_tokens});
+  }
+}
 
 SimEngine::~SimEngine() {
   if (timer_ != kNoTimer) scheduler_.Cancel(timer_);
@@ -108,7 +114,7 @@ Status SimEngine::Submit(EngineRequest request, EngineObserver* observer) {
   s.reserved = 0;
   // An estimate for the load report only; admission matches again.
   const uint32_t hit =
-      std::min<uint32_t>(static_cast<uint32_t>(tree_.Peek(s.tokens)), s.prompt_len - 1);
+      std::min<uint32_t>(static_cast<uint32_t>(PeekCache(s.tokens)), s.prompt_len - 1);
   s.est_new = s.prompt_len - hit;
   s.est_work_ms = cost_.PrefillWorkMs(s.est_new, PastHeader(hit, s.ns_len));
   pending_tokens_ += s.est_new;
@@ -175,9 +181,14 @@ EngineLoad SimEngine::Load() const {
   EngineLoad l;
   l.waiting_requests = waiting_;
   l.running_requests = running_live_;
-  l.kv_used_tokens = tree_.size_tokens() + reserved_total_;
+  if (slot_cache_) {
+    // The host cache; the slots' KV is their own context.
+    l.kv_used_tokens = slot_cache_->cached_tokens();
+  } else {
+    l.kv_used_tokens = tree_.size_tokens() + reserved_total_;
+    l.kv_pinned_tokens = tree_.pinned_tokens() + reserved_total_;
+  }
   l.kv_capacity_tokens = options_.kv_capacity_tokens;
-  l.kv_pinned_tokens = tree_.pinned_tokens() + reserved_total_;
   l.waiting_prefill_tokens = pending_tokens_;
   // Before its first prefill the engine knows only its configured speed: the preset's marginal
   // cost per token is the starting point peers price it with (unless it plays an upstream).
@@ -193,16 +204,20 @@ EngineLoad SimEngine::Load() const {
   return l;
 }
 
+size_t SimEngine::PeekCache(std::span<const TokenId> tokens) const {
+  return slot_cache_ ? slot_cache_->Peek(tokens) : tree_.Peek(tokens);
+}
+
 size_t SimEngine::CachedPrefixTokens(std::span<const TokenId> prompt) const {
-  return tree_.Peek(prompt);
+  return PeekCache(prompt);
 }
 
 size_t SimEngine::CachedPrefixTokens(std::span<const TokenId> prompt, uint64_t ns) const {
-  if (ns == 0) return tree_.Peek(prompt);
+  if (ns == 0) return PeekCache(prompt);
   std::vector<TokenId> all = prefix::NamespaceBlock(ns, tree_.keyer().tokens_per_block());
   const size_t ns_len = all.size();
   all.insert(all.end(), prompt.begin(), prompt.end());
-  const size_t hit = tree_.Peek(all);
+  const size_t hit = PeekCache(all);
   return hit > ns_len ? hit - ns_len : 0;
 }
 
@@ -216,6 +231,10 @@ void SimEngine::DrainCacheEvents(std::vector<prefix::BlockEvent>& out) {
 }
 
 void SimEngine::AppendCacheSnapshot(std::vector<prefix::BlockEvent>& out) const {
+  if (slot_cache_) {
+    slot_cache_->AppendHeldBlocks(&out);
+    return;
+  }
   tree_.AppendHeldBlocks(&out);
 }
 
@@ -360,15 +379,24 @@ void SimEngine::ScheduleEnd(Duration left) {
 
 bool SimEngine::TryAdmit(uint32_t slot, uint32_t& budget) {
   Slot& s = slots_[slot];
-  // Pin the hit first so that making room cannot evict it.
-  const prefix::PinResult pr = tree_.Pin(s.tokens, ++tick_);
-  s.pin = pr.handle;
-  s.pinned_len = static_cast<uint32_t>(pr.tokens);
-  const uint32_t hit = std::min<uint32_t>(s.pinned_len, s.prompt_len - 1);
-  const uint64_t need = uint64_t{s.prompt_len - hit} + s.max_output;
-  if (!MakeRoom(need)) {
-    UnpinPath(s);
-    return false;
+  uint32_t hit = 0;
+  uint64_t need = 0;  // KV reserved in the shared capacity
+  if (slot_cache_) {
+    // A free slot is certain (running_ < max_running = slots) and holds its own context.
+    const SlotCache::Take take = slot_cache_->Acquire(s.tokens, &events_);
+    s.kv_slot = take.slot;
+    hit = static_cast<uint32_t>(take.cached);
+  } else {
+    // Pin the hit first so that making room cannot evict it.
+    const prefix::PinResult pr = tree_.Pin(s.tokens, ++tick_);
+    s.pin = pr.handle;
+    s.pinned_len = static_cast<uint32_t>(pr.tokens);
+    hit = std::min<uint32_t>(s.pinned_len, s.prompt_len - 1);
+    need = uint64_t{s.prompt_len - hit} + s.max_output;
+    if (!MakeRoom(need)) {
+      UnpinPath(s);
+      return false;
+    }
   }
   UnlinkWaiting(slot);
   pending_tokens_ -= s.est_new;
@@ -509,6 +537,10 @@ void SimEngine::UnpinPath(Slot& s) {
 }
 
 void SimEngine::InsertComputed(Slot& s, uint32_t len, bool keep_pin) {
+  if (slot_cache_) {
+    slot_cache_->Extend(s.kv_slot, std::span<const TokenId>(s.tokens.data(), len), &events_);
+    return;
+  }
   const uint32_t covered = std::max(s.pinned_len, s.cached);
   HEARSAY_CHECK(len >= covered);
   const uint32_t added = len - covered;
@@ -527,6 +559,10 @@ void SimEngine::InsertComputed(Slot& s, uint32_t len, bool keep_pin) {
 }
 
 void SimEngine::Release(Slot& s) {
+  if (s.kv_slot != kNil) {
+    slot_cache_->Release(s.kv_slot, ++tick_);
+    s.kv_slot = kNil;
+  }
   UnpinPath(s);
   reserved_total_ -= s.reserved;
   s.reserved = 0;

@@ -33,6 +33,11 @@
 // the content cached and evictable. The tree's block events (adds and removes of block keys)
 // are what DrainCacheEvents returns.
 //
+// With CacheLayout::kSlots the engine plays a llama-server instead: a SlotCache (slot_cache.h)
+// replaces the tree, a request starts in one of `max_running` slots with that slot's common prefix
+// as its hit, its computed tokens extend the slot, and running requests reserve no KV (a slot's
+// context is its own); kv_capacity_tokens is the host prompt cache.
+//
 // Cost of simulation: per iteration, work is proportional to the requests in the batch plus the
 // tokens they insert or match; nothing scans the whole queue or the whole cache.
 //
@@ -49,6 +54,7 @@
 #include "hearsay/engine/cost_model.h"
 #include "hearsay/engine/engine.h"
 #include "hearsay/engine/shared_host.h"
+#include "hearsay/engine/slot_cache.h"
 #include "hearsay/engine/speed_estimate.h"
 #include "hearsay/env/rng.h"
 #include "hearsay/env/scheduler.h"
@@ -56,6 +62,17 @@
 #include "hearsay/prefix/radix_tree.h"
 
 namespace hearsay::engine {
+
+// How the engine keeps its KV cache.
+enum class CacheLayout : uint8_t {
+  // vLLM, SGLang: paged blocks in one radix tree, a shared prefix stored once, evicted least
+  // recently used token by token; running requests reserve their KV in the same capacity.
+  kPaged,
+  // llama.cpp's llama-server: `max_running` slots, each keeping its last sequence, and a host
+  // prompt cache of `kv_capacity_tokens` keeping whole sequences (slot_cache.h). A slot's KV is
+  // its own context, outside that capacity.
+  kSlots,
+};
 
 struct SimEngineOptions {
   // The iteration-time model (default: the h100-llama3-8b preset).
@@ -66,6 +83,7 @@ struct SimEngineOptions {
   uint32_t max_running = 256;
   // KV cache capacity in tokens; must be in [1, 2^32).
   uint64_t kv_capacity_tokens = 262144;
+  CacheLayout cache_layout = CacheLayout::kPaged;
   // Longest prompt + max_output_tokens accepted (the model's context window); 0 = no limit
   // beyond the KV capacity.
   uint32_t max_context_tokens = 0;
@@ -125,8 +143,10 @@ class SimEngine final : public Engine {
   uint64_t iterations() const { return iterations_; }
   // The shape of the iteration running now (empty when idle).
   const IterationShape& current_iteration() const { return shape_; }
-  // The cache index (read-only), for tests and tools.
+  // The cache index (read-only), for tests and tools: the radix tree of a paged engine, the
+  // slots of a llama.cpp-like one (null for a paged engine).
   const prefix::RadixTree& cache() const { return tree_; }
+  const SlotCache* slot_cache() const { return slot_cache_.get(); }
 
  private:
   enum class State : uint8_t { kFree, kWaiting, kRunning, kDone };
@@ -152,6 +172,7 @@ class SimEngine final : public Engine {
     uint32_t generated = 0;
     uint32_t pinned_len = 0;
     prefix::PinHandle pin;
+    uint32_t kv_slot = kNil;  // its SlotCache slot while running (CacheLayout::kSlots)
     uint64_t reserved = 0;
     uint32_t est_new = 0;    // uncached tokens estimated at Submit, while waiting
     double est_work_ms = 0;  // their marginal prefill work
@@ -193,6 +214,8 @@ class SimEngine final : public Engine {
   // Inserts the request's first `len` tokens into the cache and, with `keep_pin`, moves its pin
   // there (else drops it); those tokens leave the request's private reservation.
   void InsertComputed(Slot& s, uint32_t len, bool keep_pin);
+  // The longest cached prefix of `tokens`, in either layout.
+  size_t PeekCache(std::span<const TokenId> tokens) const;
   // Makes `tokens` free in KV by evicting unpinned prefixes; false if impossible.
   bool MakeRoom(uint64_t tokens);
   // Calls the observers for notes_, skipping requests cancelled meanwhile.
@@ -205,6 +228,7 @@ class SimEngine final : public Engine {
   CostModel cost_;
   Rng rng_;
   prefix::RadixTree tree_;
+  std::unique_ptr<SlotCache> slot_cache_;  // CacheLayout::kSlots only
 
   // Invariants:
   //  - id_to_slot_ maps exactly the live (not cancelled, not yet reported done) requests.

@@ -166,10 +166,13 @@ TEST(SimEnginePropertyTest, CachedTokensMatchNaiveModelWithoutEviction) {
 TEST(SimEnginePropertyTest, InvariantsUnderRandomLoadAndCancels) {
   // Coverage across seeds: the run must actually cancel, evict and complete.
   uint64_t total_cancelled = 0, total_removed = 0, total_completed = 0, total_hits = 0;
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+  // Seeds 13-16 run a llama-server's layout (slots and a host cache of whole sequences).
+  for (uint64_t seed = 1; seed <= 16; ++seed) {
     simenv::VirtualScheduler sched;
     Recorder rec(sched);
     SimEngineOptions o;
+    const bool slots = seed > 12;
+    if (slots) o.cache_layout = CacheLayout::kSlots;
     o.kv_capacity_tokens = 3000 + seed * 500;
     o.token_budget = 128 + static_cast<uint32_t>(seed * 97 % 1024);
     o.max_running = 2 + static_cast<uint32_t>(seed % 8);
@@ -235,9 +238,14 @@ TEST(SimEnginePropertyTest, InvariantsUnderRandomLoadAndCancels) {
     }
     sched.RunUntilIdle();
     drain();
-    ASSERT_TRUE(engine->cache().CheckInvariants().ok());
-    const std::vector<prefix::BlockKey> keys = engine->cache().HeldKeys();
-    EXPECT_EQ(held, std::set<prefix::BlockKey>(keys.begin(), keys.end())) << "seed " << seed;
+    if (slots) {
+      const Status st = engine->slot_cache()->CheckInvariants();
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    } else {
+      ASSERT_TRUE(engine->cache().CheckInvariants().ok());
+      const std::vector<prefix::BlockKey> keys = engine->cache().HeldKeys();
+      EXPECT_EQ(held, std::set<prefix::BlockKey>(keys.begin(), keys.end())) << "seed " << seed;
+    }
     std::vector<prefix::BlockEvent> snapshot;
     engine->AppendCacheSnapshot(snapshot);
     std::set<prefix::BlockKey> snap_keys;
@@ -265,7 +273,8 @@ TEST(SimEnginePropertyTest, InvariantsUnderRandomLoadAndCancels) {
     EXPECT_EQ(l.running_requests + l.waiting_requests, 0u);
     EXPECT_EQ(l.kv_pinned_tokens, 0u);
     EXPECT_EQ(l.waiting_prefill_tokens, 0u);
-    EXPECT_EQ(l.kv_used_tokens, engine->cache().size_tokens());
+    EXPECT_EQ(l.kv_used_tokens,
+              slots ? engine->slot_cache()->cached_tokens() : engine->cache().size_tokens());
     total_cancelled += cancelled.size();
   }
   EXPECT_GT(total_cancelled, 50u);

@@ -546,5 +546,39 @@ TEST_F(SimEngineTest, LoadReport) {
   EXPECT_EQ(done.estimated_queue_wait, Duration::zero());
 }
 
+TEST_F(SimEngineTest, ASlotEngineKeepsWholeSequencesAsLlamaServerDoes) {
+  SimEngineOptions o;
+  o.cache_layout = CacheLayout::kSlots;
+  o.max_running = 1;
+  o.kv_capacity_tokens = 2000;
+  Make(o);
+  const auto prefix = Tokens(1, 500);
+  const auto q1 = Concat(prefix, Tokens(2, 40));
+  const auto q2 = Concat(prefix, Tokens(3, 40));
+  Submit(Req(1, q1));
+  sched_.RunUntilIdle();
+  Submit(Req(2, q2));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(2).usage.cached_tokens, 500u);
+  // q2 took q1's slot: q1's question is gone (a paged cache would hit all but its last token).
+  Submit(Req(3, q1));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(rec_.at(3).usage.cached_tokens, 500u);
+  // An unrelated prompt sends the slot's sequence to the host cache, whose tokens are the load's.
+  Submit(Req(4, Tokens(4, 300)));
+  sched_.RunUntilIdle();
+  EXPECT_EQ(engine_->Load().kv_used_tokens, 541u);
+  EXPECT_EQ(engine_->CachedPrefixTokens(q1), 540u);
+  ASSERT_NE(engine_->slot_cache(), nullptr);
+  EXPECT_TRUE(engine_->slot_cache()->CheckInvariants().ok());
+  std::vector<prefix::BlockEvent> events;
+  engine_->DrainCacheEvents(events);
+  std::vector<prefix::BlockEvent> snapshot;
+  engine_->AppendCacheSnapshot(snapshot);
+  int64_t held = 0;
+  for (const auto& e : events) held += e.kind == prefix::BlockEvent::Kind::kAdded ? 1 : -1;
+  EXPECT_EQ(held, static_cast<int64_t>(snapshot.size()));
+}
+
 }  // namespace
 }  // namespace hearsay::engine

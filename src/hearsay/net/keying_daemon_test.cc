@@ -44,6 +44,10 @@ DaemonConfig NodeConfig(const std::string& upstream, const std::string& tokenize
   c.capacity_tokens = 1 << 20;
   c.block_size = 4;
   c.tokenizer = tokenizer;
+  // A loaded machine must not turn engine keying into the bytes fallback mid-test: a request keyed
+  // one way finds nothing tracked the other way (the deadline has its own test,
+  // prompt_tokenizer_test.cc).
+  c.tokenize_timeout_ms = 30000;
   return c;
 }
 
@@ -115,6 +119,7 @@ TEST(KeyingDaemonTest, AChatRequestIsKeyedWithTheEnginesTemplate) {
   }
   const std::string m = c.Call("GET", d->http_address(), "/metrics").body;
   EXPECT_EQ(engine.template_calls, 2);
+  EXPECT_EQ(Metric(m, "hearsay_tokenize_total{result=\"engine\"}"), 2) << m;
   const double est = Metric(m, "hearsay_upstream_cached_tokens_total{kind=\"estimated\"}");
   const double rep = Metric(m, "hearsay_upstream_cached_tokens_total{kind=\"reported\"}");
   // Second turn: the engine has all but the last token; the estimate is within one block.

@@ -58,7 +58,8 @@ TEST(PolicyRegressionTest, HearsayHasNoHotspotOnTheDemoCluster) {
 }
 
 // `hearsay demo --engine llama`'s setting in virtual time: 4 llama-servers (the preset fitted to
-// their measured prefill times, 4 slots each, 16,384 llama tokens of cache = 7,282 node tokens),
+// their measured prefill times, 4 slots each and a host cache of whole prompts, 16,384 llama
+// tokens = 7,282 node tokens),
 // Zipf 1.0, open loop at 2 req/s. The real runs rank hearsay first, the paper's policy second and
 // both ahead of the balancers on mean TTFT (docs/benchmarks.md); the simulator must agree.
 TEST(PolicyRegressionTest, SimulatedLlamaDemoRanksThePoliciesAsTheRealRunDoes) {
@@ -72,6 +73,7 @@ TEST(PolicyRegressionTest, SimulatedLlamaDemoRanksThePoliciesAsTheRealRunDoes) {
     c.engine_preset = "llama-tiny-cpu";
     c.capacity_tokens = 7282;
     c.max_running = 4;
+    c.engine_cache = "slots";
     c.seed = 1;
     Result<SimSummary> s = RunSim(c);
     EXPECT_TRUE(s.ok()) << policy << ": " << s.status().ToString();

@@ -37,6 +37,12 @@ Status ValidateSimConfig(const SimConfig& c) {
   if (!Finite(c.host_cores) || c.host_cores < 0 || c.host_cores > 4096) {
     return Bad("--host-cores must be in [0, 4096] (0: a machine per engine)");
   }
+  if (c.engine_cache != "paged" && c.engine_cache != "slots") {
+    return Bad("--engine-cache must be paged or slots");
+  }
+  if (c.engine_cache == "slots" && (c.max_running < 1 || c.max_running > 64)) {
+    return Bad("--engine-cache slots needs --max-running (the slots) in [1, 64]");
+  }
   if (c.requests == 0 && c.workload != "trace") return Bad("--requests must be >= 1");
   if (c.requests > (uint64_t{1} << 32)) return Bad("--requests must be <= 2^32");
   if (c.capacity_tokens < 1024 || c.capacity_tokens >= (uint64_t{1} << 32)) {

@@ -496,6 +496,7 @@ Result<SimSummary> RunSimRecorded(const SimConfig& in, const ProgressFn& progres
   eo.cost = cost.params();
   eo.kv_capacity_tokens = config.capacity_tokens;
   if (config.max_running > 0) eo.max_running = config.max_running;
+  if (config.engine_cache == "slots") eo.cache_layout = engine::CacheLayout::kSlots;
   // Engines that share one host's cores share one SharedHost (the options' copies share it).
   if (config.host_cores > 0) eo.host = std::make_shared<engine::SharedHost>(config.host_cores);
 

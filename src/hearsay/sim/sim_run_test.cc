@@ -175,6 +175,31 @@ TEST(SimRunTest, EnginesOnOneHostShareItsCores) {
   EXPECT_FALSE(ValidateSimConfig(c).ok());
 }
 
+// llama-server's cache (--engine-cache slots) needs its slots, and keeps a shared prefix once per
+// prompt, so the same run hits less than a paged cache of the same capacity.
+TEST(SimRunTest, SlotEnginesNeedTheirSlotsAndStoreWholePrompts) {
+  SimConfig c;
+  c.nodes = 4;
+  c.requests = 400;
+  c.zipf = 1;
+  c.rate_per_s = 2;
+  c.engine_preset = "llama-tiny-cpu";
+  c.capacity_tokens = 4096;
+  c.engine_cache = "slots";
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);  // no --max-running
+  c.max_running = 4;
+  Result<SimSummary> slots = RunSim(c);
+  ASSERT_TRUE(slots.ok()) << slots.status().ToString();
+  c.engine_cache = "paged";
+  Result<SimSummary> paged = RunSim(c);
+  ASSERT_TRUE(paged.ok()) << paged.status().ToString();
+  EXPECT_EQ(slots->failed + paged->failed, 0u);
+  EXPECT_GT(slots->hit_rate, 0.1);
+  EXPECT_LT(slots->hit_rate, paged->hit_rate);
+  c.engine_cache = "lru";
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(SimRunTest, ChatTurnsHitThePreviousAnswer) {
   SimConfig c;
   c.workload = "chat";

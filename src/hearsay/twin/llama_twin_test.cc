@@ -73,6 +73,7 @@ TEST(LlamaTwinTest, TheServersAreModelledInNodeTokensWithTheirSlots) {
   // 16,384 llama tokens hold 7,282 node tokens (2.25 llama tokens per node token).
   EXPECT_EQ(c->capacity_tokens, 7282u);
   EXPECT_EQ(c->max_running, static_cast<uint32_t>(servers.slots));
+  EXPECT_EQ(c->engine_cache, "slots");  // whole sequences in slots and the host cache
   EXPECT_EQ(c->host_cores, 2.0);
   EXPECT_EQ(c->block_tokens, nodes->front().block_size);
   EXPECT_EQ(c->model, nodes->front().model);
@@ -87,8 +88,8 @@ TEST(LlamaTwinTest, TheServersAreModelledInNodeTokensWithTheirSlots) {
   // The printed command reproduces it, slots included.
   const std::string cmd = SimCommandLine(*c);
   for (const char* part : {"--engine-preset llama-tiny-cpu", "--capacity-tokens 7282",
-                           "--max-running 4", "--host-cores 2", "--rate 2", "--requests 120",
-                           "--seed 3", "--forward-deadline-factor 0"}) {
+                           "--max-running 4", "--engine-cache slots", "--host-cores 2", "--rate 2",
+                           "--requests 120", "--seed 3", "--forward-deadline-factor 0"}) {
     EXPECT_NE(cmd.find(part), std::string::npos) << part << " not in " << cmd;
   }
 }

@@ -99,6 +99,7 @@ TwinUpstream LlamaDemoUpstream(const std::string& cost_model, double host_cores)
   u.cost_model = cost_model.empty() ? kLlamaTwinCostModel : cost_model;
   u.engine_tokens_per_node_token = kLlamaTokensPerNodeToken;
   u.max_running = launch::kLlamaDemoSlots;
+  u.slot_cache = true;
   return u;
 }
 
@@ -192,6 +193,7 @@ Result<sim::SimConfig> TwinSimConfig(const std::vector<net::DaemonConfig>& nodes
                                               upstream->engine_tokens_per_node_token)));
     c.max_running = upstream->max_running;
     c.host_cores = upstream->host_cores;
+    if (upstream->slot_cache) c.engine_cache = "slots";
   }
   // The daemon gives forwards a first-token deadline only in front of its own simulated engine.
   c.forward_deadline_factor =
@@ -237,6 +239,7 @@ std::string SimCommandLine(const sim::SimConfig& c) {
       << c.seed << " --delay-ms " << c.delay_ms;
   if (c.max_running != 0) out << " --max-running " << c.max_running;
   if (c.host_cores != 0) out << " --host-cores " << c.host_cores;
+  if (c.engine_cache != sim::SimConfig{}.engine_cache) out << " --engine-cache " << c.engine_cache;
   if (c.delay_jitter != sim::SimConfig{}.delay_jitter) out << " --delay-jitter " << c.delay_jitter;
   if (!c.model.empty()) out << " --model " << c.model;
   if (c.cluster_seed != 0) out << " --cluster-seed " << c.cluster_seed;

@@ -59,6 +59,9 @@ struct TwinUpstream {
   // Cores of the one host all the engines share (CPU engines on the demo's machine); 0 = a
   // machine each (sim::SimConfig::host_cores).
   double host_cores = 0;
+  // The engine keeps whole sequences in slots and a host cache, as llama-server does
+  // (sim::SimConfig::engine_cache "slots"), rather than paged blocks.
+  bool slot_cache = false;
 };
 
 // The llama demo's servers (`hearsay demo --engine llama`, launch::LlamaDemoServerOptions) for the
