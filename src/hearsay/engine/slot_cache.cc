@@ -70,13 +70,12 @@ uint32_t SlotCache::PickSlot(std::span<const TokenId> prompt, bool* save) const 
   }
   // Else the least recently released (a slot never used counts as oldest; ties: the last one).
   bool found = false;
-  std::pair<bool, uint64_t> oldest{};
+  uint64_t oldest = 0;
   for (uint32_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     if (s.busy) continue;
-    const std::pair<bool, uint64_t> age{s.released_once, s.last_release};
-    if (!found || age <= oldest) {
-      oldest = age;
+    if (!found || s.last_release <= oldest) {
+      oldest = s.last_release;
       best = i;
       found = true;
     }
@@ -125,23 +124,18 @@ void SlotCache::Save(const Sequence& seq, std::vector<prefix::BlockEvent>* event
   cached_tokens_ += len;
   AddRefs(cache_.back(), 0, events);
   for (auto it = cache_.begin(); it + 1 != cache_.end();) {
-    if (CommonPrefix(it->tokens, seq.tokens) == it->tokens.size()) {
-      DropCached(it, events);
-      it = cache_.begin();  // erase invalidates deque iterators
-    } else {
-      ++it;
-    }
+    it =
+        CommonPrefix(it->tokens, seq.tokens) == it->tokens.size() ? DropCached(it, events) : it + 1;
   }
-  while (cached_tokens_ > options_.capacity_tokens && cache_.size() > 1) {
-    DropCached(cache_.begin(), events);
-  }
+  // The new sequence fits alone (len <= capacity): the oldest go first until it does.
+  while (cached_tokens_ > options_.capacity_tokens) DropCached(cache_.begin(), events);
 }
 
-void SlotCache::DropCached(std::deque<Sequence>::iterator it,
-                           std::vector<prefix::BlockEvent>* events) {
+std::deque<SlotCache::Sequence>::iterator SlotCache::DropCached(
+    std::deque<Sequence>::iterator it, std::vector<prefix::BlockEvent>* events) {
   DropRefs(*it, 0, events);
   cached_tokens_ -= it->tokens.size();
-  cache_.erase(it);
+  return cache_.erase(it);
 }
 
 void SlotCache::Extend(uint32_t slot, std::span<const TokenId> sequence,
@@ -160,8 +154,8 @@ void SlotCache::Release(uint32_t slot, uint64_t tick) {
   HEARSAY_CHECK(slot < slots_.size() && slots_[slot].busy);
   Slot& s = slots_[slot];
   s.busy = false;
+  HEARSAY_CHECK(tick > 0);
   s.last_release = tick;
-  s.released_once = true;
   ++idle_;
 }
 
@@ -247,7 +241,7 @@ Status SlotCache::CheckInvariants() const {
   }
   if (idle != idle_) return InternalError("idle slot count is off");
   if (cached != cached_tokens_) return InternalError("cached token count is off");
-  if (cache_.size() > 1 && cached_tokens_ > options_.capacity_tokens) {
+  if (cached_tokens_ > options_.capacity_tokens) {
     return InternalError("the host cache is over its capacity");
   }
   if (want.size() != held_.size()) return InternalError("held block count is off");

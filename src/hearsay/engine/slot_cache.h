@@ -76,7 +76,8 @@ class SlotCache {
   // The busy slot `slot` now holds `sequence` (its kept prefix, extended by computed tokens).
   void Extend(uint32_t slot, std::span<const TokenId> sequence,
               std::vector<prefix::BlockEvent>* events);
-  // The request in `slot` ended; its sequence stays. `tick` orders releases (any monotone count).
+  // The request in `slot` ended; its sequence stays. `tick` orders releases (any monotone count
+  // from 1).
   void Release(uint32_t slot, uint64_t tick);
 
   // The longest common prefix of `prompt` with any slot or cached sequence.
@@ -103,8 +104,7 @@ class SlotCache {
   struct Slot {
     Sequence seq;
     bool busy = false;
-    uint64_t last_release = 0;
-    bool released_once = false;
+    uint64_t last_release = 0;  // 0: never released
   };
   struct Held {
     uint32_t refs = 0;
@@ -117,7 +117,9 @@ class SlotCache {
   void SwapThroughCache(Slot& slot, std::span<const TokenId> prompt,
                         std::vector<prefix::BlockEvent>* events);
   void Save(const Sequence& seq, std::vector<prefix::BlockEvent>* events);
-  void DropCached(std::deque<Sequence>::iterator it, std::vector<prefix::BlockEvent>* events);
+  // Drops a cached sequence; returns the iterator after it.
+  std::deque<Sequence>::iterator DropCached(std::deque<Sequence>::iterator it,
+                                            std::vector<prefix::BlockEvent>* events);
 
   // Counts `seq`'s blocks from `first` on as held by one more sequence.
   void AddRefs(const Sequence& seq, size_t first, std::vector<prefix::BlockEvent>* events);
