@@ -82,6 +82,10 @@ Status ValidateService(const Service& service) {
       }
     }
   }
+  if (!service.host_group.empty() && !IsServiceName(service.host_group, kMaxHostGroupBytes)) {
+    return InvalidArgumentError("host group must be 1.." + std::to_string(kMaxHostGroupBytes) +
+                                " bytes of printable ASCII");
+  }
   if (EncodedSize(ServiceRecord{UINT64_MAX, service}) > kMaxServiceBytes) {
     return InvalidArgumentError("service record above " + std::to_string(kMaxServiceBytes) +
                                 " bytes");
@@ -122,6 +126,7 @@ void PutServiceRecord(ByteWriter& w, const ServiceRecord& record) {
     w.PutU64(e.tokenizer_fingerprint);
     w.PutVarint(e.block_tokens);
   }
+  w.PutString(record.service.host_group);
 }
 
 ServiceRecord ReadServiceRecord(ByteReader& r) {
@@ -143,6 +148,11 @@ ServiceRecord ReadServiceRecord(ByteReader& r) {
     // Checked as it grows, so a hostile record stops at the bound, not at the message's end.
     if (r.ok() && start - r.remaining() > kMaxServiceBytes) r.Fail("service record too large");
   }
+  rec.service.host_group = r.ReadString(kMaxHostGroupBytes);
+  if (r.ok() && !rec.service.host_group.empty() &&
+      !IsServiceName(rec.service.host_group, kMaxHostGroupBytes)) {
+    r.Fail("host group not printable ASCII");
+  }
   if (r.ok() && start - r.remaining() > kMaxServiceBytes) r.Fail("service record too large");
   return rec;
 }
@@ -153,7 +163,7 @@ size_t EncodedSize(const ServiceRecord& record) {
     n += StringSize(e.kind) + StringSize(e.model) + NamesSize(e.aliases) +
          VarintSize(e.context_tokens) + NamesSize(e.adapters) + 8 + VarintSize(e.block_tokens);
   }
-  return n;
+  return n + StringSize(record.service.host_group);
 }
 
 std::string ServiceSummary(const Service& service) {
@@ -166,6 +176,7 @@ std::string ServiceSummary(const Service& service) {
              std::to_string(e.adapters.size()) + " adapters)";
     }
   }
+  if (!service.host_group.empty()) out += " on host group " + service.host_group;
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Service: what a node serves (its engines: model, aliases, context length, LoRA adapters, and
-// the tokenizer and block size its cache keys depend on), gossiped as one versioned record of the
-// node's state beside its load record (origin_store.h, wire.h).
+// the tokenizer and block size its cache keys depend on) and the host group its engines compute
+// in, gossiped as one versioned record of the node's state beside its load record
+// (origin_store.h, wire.h).
 //
 // A node writes its service only when it changes (an engine restarted with another model, an
 // adapter loaded); replicas hear of it through Listener::OnPeerService. A record is bounded
@@ -28,6 +29,7 @@ inline constexpr size_t kMaxServiceAliases = 16;     // per engine
 inline constexpr size_t kMaxServiceAdapters = 256;   // per engine
 inline constexpr size_t kMaxServiceNameBytes = 256;  // model, alias and adapter names
 inline constexpr size_t kMaxServiceKindBytes = 32;   // engine kind ("vllm")
+inline constexpr size_t kMaxHostGroupBytes = 64;
 // The whole record's encoded size: well inside one stream message (Config::stream_budget_bytes,
 // 256 KiB), so a record never starves the rest of an anti-entropy exchange.
 inline constexpr size_t kMaxServiceBytes = 64 * 1024;
@@ -46,9 +48,13 @@ struct EngineService {
   friend bool operator==(const EngineService&, const EngineService&) = default;
 };
 
-// Everything one node serves. Empty: the node has not said (a single-model deployment).
+// Everything one node serves. No engines: the node has not said (a single-model deployment).
 struct Service {
   std::vector<EngineService> engines;
+  // Members that name the same host group run their engines on the same processors (CPU engines
+  // of several nodes on one machine), so the prefill one of them runs slows the others' (the
+  // `hearsay` policy prices that: route/hearsay_policy.h). Empty: processors of its own.
+  std::string host_group = {};
   friend bool operator==(const Service&, const Service&) = default;
 };
 
@@ -68,13 +74,15 @@ const EngineService* FindModel(const Service& service, std::string_view name);
 // True if `service` serves `model` (canonical name) with `adapter` (empty: the base model).
 bool ServesModel(const Service& service, std::string_view model, std::string_view adapter);
 // The record's wire encoding (wire.h carries it in a delta): version, then each engine's kind,
-// model, aliases, context length, adapters, fingerprint (8 bytes) and block size.
+// model, aliases, context length, adapters, fingerprint (8 bytes) and block size, then the host
+// group (a string, empty for none).
 void PutServiceRecord(ByteWriter& w, const ServiceRecord& record);
 // Reads one record; fails `r` if it breaks a limit above (or kMaxServiceBytes in all).
 ServiceRecord ReadServiceRecord(ByteReader& r);
 size_t EncodedSize(const ServiceRecord& record);
 
-// A one-line description ("llamacpp:qwen2-0.5b(+2 aliases, 3 adapters)"), for logs and status.
+// A one-line description ("llamacpp:qwen2-0.5b(+2 aliases, 3 adapters)", then " on host group
+// G" when it names one), for logs and status.
 std::string ServiceSummary(const Service& service);
 
 }  // namespace hearsay::gossip

@@ -41,13 +41,26 @@ TEST(ServiceTest, RoundTripsInADelta) {
   EXPECT_EQ(back->deltas[0].service->service, TwoEngines());
   EXPECT_EQ(EncodedDeltaHeaderSize(back->deltas[0]),
             EncodedDeltaHeaderSize(Decode(bytes)->deltas[0]));
+  Service grouped = TwoEngines();
+  grouped.host_group = "rack-3/box-1";
+  back = Decode(MessageWith(grouped));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->deltas[0].service->service, grouped);
+  // A group and no engines: a single-model node that shares its host.
+  back = Decode(MessageWith(Service{.engines = {}, .host_group = "box"}));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->deltas[0].service->service.host_group, "box");
 }
 
 TEST(ServiceTest, SizeHelperMatchesTheEncoding) {
-  const ServiceRecord rec{300, TwoEngines()};
+  ServiceRecord rec{300, TwoEngines()};
   ByteWriter w;
   PutServiceRecord(w, rec);
   EXPECT_EQ(w.size(), EncodedSize(rec));
+  rec.service.host_group = "box";
+  ByteWriter grouped;
+  PutServiceRecord(grouped, rec);
+  EXPECT_EQ(grouped.size(), EncodedSize(rec));
 }
 
 TEST(ServiceTest, FindsModelsByNameAndAlias) {
@@ -93,6 +106,13 @@ TEST(ServiceTest, OverBoundRecordsAreRefusedOnDecode) {
   cases.push_back({"non-ASCII byte", one([](EngineService& e) { e.aliases = {"mod\xc3\xa9le"}; })});
   cases.push_back({"empty adapter", one([](EngineService& e) { e.adapters = {""}; })});
   {
+    Service s = TwoEngines();
+    s.host_group.assign(kMaxHostGroupBytes + 1, 'h');
+    cases.push_back({"long host group", s});
+    s.host_group = "box\t1";
+    cases.push_back({"control byte in the host group", s});
+  }
+  {
     // Every count within its limit, the whole above kMaxServiceBytes.
     Service s;
     EngineService e = TwoEngines().engines[0];
@@ -115,6 +135,7 @@ TEST(ServiceTest, OverBoundRecordsAreRefusedOnDecode) {
   e.aliases.assign(kMaxServiceAliases, "alias");
   e.adapters.assign(kMaxServiceAdapters, "adapter");
   full.engines.assign(kMaxServiceEngines, e);
+  full.host_group.assign(kMaxHostGroupBytes, 'h');
   EXPECT_TRUE(ValidateService(full).ok());
   EXPECT_TRUE(Decode(MessageWith(full)).ok());
 }
@@ -141,6 +162,10 @@ TEST(ServiceTest, SummaryNamesEachEngine) {
   EXPECT_EQ(ServiceSummary(TwoEngines()),
             "vllm:llama-3-8b(+1 aliases, 1 adapters), sglang:qwen-2-7b");
   EXPECT_EQ(ServiceSummary(Service{}), "");
+  Service grouped = TwoEngines();
+  grouped.engines.pop_back();
+  grouped.host_group = "box";
+  EXPECT_EQ(ServiceSummary(grouped), "vllm:llama-3-8b(+1 aliases, 1 adapters) on host group box");
 }
 
 // A fuzz seed at the limits (fuzz/corpus/message_fuzz/service_limits.bin), so the fuzzer starts
@@ -156,6 +181,7 @@ TEST(ServiceTest, LimitsSeedDecodes) {
   e.kind.assign(kMaxServiceKindBytes, 'k');
   full.engines.assign(1, e);
   full.engines.push_back(TwoEngines().engines[1]);
+  full.host_group.assign(kMaxHostGroupBytes, 'h');
   ASSERT_TRUE(ValidateService(full).ok());
   const std::filesystem::path file =
       std::filesystem::path(root) / "fuzz/corpus/message_fuzz/service_limits.bin";

@@ -19,13 +19,13 @@
 // [stride], from version, [stride start step], to version as a step above from, [load record],
 // entry count times 8 (plus 1 if a service record follows, plus 2 if a usage record follows, plus
 // 4 if a signature follows), [service record], [usage record], [signature: 64 raw bytes], entries.
-// The flags byte holds the snapshot bit (bit 0), the landmark stride in bits 1-5 (c in 1..21 for a stride of
-// 2^(c - 1); 0: the stride follows as a varint), in bit 6 (runs only) that the run crosses its
-// origin's change of stride, so the stride start follows the from version as a step above it, and
-// in bit 7 that a load record follows. An index code is the index times 2, or, for a multiple of
-// 16, the index / 16 times 2 plus 1: a live landmark up to block 240 is 7 bytes, a removal 7
-// (version 1: 10-11 bytes each). A snapshot sorts its entries by key and sends key steps and index
-// codes as varints.
+// The flags byte holds the snapshot bit (bit 0), the landmark stride in bits 1-5 (c in 1..21 for a
+// stride of 2^(c - 1); 0: the stride follows as a varint), in bit 6 (runs only) that the run
+// crosses its origin's change of stride, so the stride start follows the from version as a step
+// above it, and in bit 7 that a load record follows. An index code is the index times 2, or, for a
+// multiple of 16, the index / 16 times 2 plus 1: a live landmark up to block 240 is 7 bytes, a
+// removal 7 (version 1: 10-11 bytes each). A snapshot sorts its entries by key and sends key steps
+// and index codes as varints.
 //
 // Thread-safety: pure functions on plain values.
 #pragma once
@@ -49,6 +49,8 @@
 
 namespace hearsay::gossip {
 
+// Version 10: a service record ends with its node's host group (service.h; a string, empty for
+// none).
 // Version 9: a load record ends with its origin's backlog list (types.h, BacklogEntry): a count,
 // then each entry's member id, request count and work in ms.
 // Version 8: a member update's first byte holds its state (bits 0-1), whether its member's public
@@ -66,7 +68,7 @@ namespace hearsay::gossip {
 // landmark stride. Version 2: run entries with a tag varint and 48-bit keys (version 1: flag byte,
 // 64-bit key, block index varint); block indices sent as index codes. docs/gossip.md, "Wire
 // format", describes the current layout.
-inline constexpr uint8_t kWireVersion = 9;
+inline constexpr uint8_t kWireVersion = 10;
 // Limits enforced by Decode (and respected by every encoder in this module).
 inline constexpr size_t kMaxIdBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;

@@ -52,6 +52,8 @@ void SetUpLlamaDemoNodes(LocalClusterOptions& o) {
   o.extra_flags.insert(o.extra_flags.end(),
                        {"--upstream-flavor", "llamacpp", "--upstream-first-token-timeout-ms",
                         "120000", "--forward-timeout-ms", "150000"});
+  // The servers share this machine's cores: one host group (gossip::Service::host_group).
+  o.extra_flags.insert(o.extra_flags.end(), {"--host-group", "llama-demo"});
 }
 
 Result<std::unique_ptr<LlamaServers>> LlamaServers::Start(const LlamaServerOptions& o) {

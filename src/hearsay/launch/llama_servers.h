@@ -73,7 +73,8 @@ struct LocalClusterOptions;
 // tokens), and deadlines that fit a CPU
 // engine's real speed (as in tests/llama/llama_e2e_test.cc: a peer's first token may take tens of
 // seconds on a loaded machine, and is waited for rather than abandoned mid-prefill and recomputed
-// elsewhere). Each node's --upstream is for the caller to add once its server runs.
+// elsewhere), and one host group for all (they share this machine's cores). Each node's
+// --upstream is for the caller to add once its server runs.
 void SetUpLlamaDemoNodes(LocalClusterOptions& o);
 
 class LlamaServers {

@@ -11,6 +11,7 @@
 #include "hearsay/api/api_error.h"
 #include "hearsay/api/model_name.h"
 #include "hearsay/engine/cost_model.h"
+#include "hearsay/gossip/service.h"
 #include "hearsay/gossip/wire.h"
 #include "hearsay/http/host_port.h"
 #include "hearsay/net/engine_entries.h"
@@ -90,6 +91,11 @@ const std::vector<Setting>& Table() {
       {{"node.model_aliases", "model-aliases", K::kList,
         "other names requests may use for node.model, name[,...] (at most 16)"},
        &C::model_aliases},
+      {{"node.host_group", "host-group", K::kString,
+        "name shared by the nodes whose engines run on the same processors (CPU engines of "
+        "several nodes on one machine): routing then prices the prefill a cache miss adds as "
+        "slowing all of them (1-64 bytes of printable ASCII; default none)"},
+       &C::host_group},
       {{"node.block_size", "block-size", K::kUInt, "tokens per prefix-cache block"},
        &C::block_size,
        1,
@@ -641,6 +647,10 @@ Status DaemonConfig::Validate() const {
       return InvalidArgumentError("node.model_aliases: '" + api::Truncated(a, 64) +
                                   "' is not 1 to 256 bytes of printable ASCII without spaces");
     }
+  }
+  if (!host_group.empty() && !gossip::IsServiceName(host_group, gossip::kMaxHostGroupBytes)) {
+    return InvalidArgumentError("node.host_group: '" + api::Truncated(host_group, 64) +
+                                "' is not 1 to 64 bytes of printable ASCII");
   }
   if (engine != "sim" && engine != "openai") {
     return InvalidArgumentError("engine.kind: unknown engine '" + engine + "'; valid: sim, openai");

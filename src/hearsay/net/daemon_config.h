@@ -46,7 +46,11 @@ struct DaemonConfig {
   std::string policy = "hearsay";
   std::string model = "hearsay-sim";
   std::vector<std::string> model_aliases;  // other names requests may use for `model`
-  uint64_t block_size = 16;                // tokens per prefix-cache block
+  // Nodes whose engines run on the same processors (CPU engines of several nodes on one machine)
+  // name the same group, and routing prices the prefill one adds as slowing the others
+  // (gossip::Service::host_group). Empty: processors of its own.
+  std::string host_group;
+  uint64_t block_size = 16;  // tokens per prefix-cache block
   // Keying (docs/engines.md): every node serving one model must share these and block_size.
   std::string tokenizer = "bytes";     // bytes (built-in) or engine (the upstream's /tokenize)
   std::string chat_template = "auto";  // builtin, engine, or auto (engine where possible)

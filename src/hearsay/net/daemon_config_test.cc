@@ -212,6 +212,18 @@ TEST(DaemonConfigTest, ModelNamesAndAliasesAreCheckedPrintableAndBounded) {
   EXPECT_FALSE(c.Validate().ok());
 }
 
+TEST(DaemonConfigTest, TheHostGroupIsCheckedPrintableAndBounded) {
+  DaemonConfig c;
+  c.insecure = true;
+  ASSERT_TRUE(c.ApplyFlag("host-group", "rack 3 / box 1").ok());
+  EXPECT_EQ(c.host_group, "rack 3 / box 1");
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  c.host_group = std::string(65, 'h');
+  EXPECT_NE(c.Validate().message().find("node.host_group"), std::string::npos);
+  c.host_group = "tab\tthere";
+  EXPECT_NE(c.Validate().message().find("node.host_group"), std::string::npos);
+}
+
 TEST(DaemonConfigTest, HardeningLimitsAreCheckedTogether) {
   DaemonConfig c;
   c.insecure = true;

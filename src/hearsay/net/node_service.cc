@@ -81,6 +81,7 @@ NodeServiceResult BuildNodeService(const DaemonConfig& c,
     ++out.names_left_out;
   }
   out.service.engines.push_back(std::move(main));
+  out.service.host_group = c.host_group;
   if (served && c.upstream_model.empty()) {
     for (size_t i = 1; i < served->models.size(); ++i) {
       const upstream::ServedModel& m = served->models[i];
@@ -121,6 +122,8 @@ NodeServiceResult BuildNodeService(std::span<const DaemonConfig> configs,
       out.service.engines.push_back(std::move(e));
     }
   }
+  // The group is the node's: every engine entry carries the same one.
+  if (!configs.empty()) out.service.host_group = configs.front().host_group;
   // Each part fits on its own; together they may not: drop adapters from the end.
   FitService(&out);
   return out;

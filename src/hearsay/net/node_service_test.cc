@@ -38,7 +38,10 @@ TEST(NodeServiceTest, TheSimulatedEngineServesTheConfiguredModel) {
   EXPECT_EQ(s.engines[0].context_tokens, c.context_tokens);
   EXPECT_EQ(s.engines[0].block_tokens, 16u);
   EXPECT_NE(s.engines[0].tokenizer_fingerprint, 0u);
+  EXPECT_TRUE(s.host_group.empty());
   EXPECT_TRUE(gossip::ValidateService(s).ok());
+  c.host_group = "box-1";
+  EXPECT_EQ(BuildNodeService(c, std::nullopt).service.host_group, "box-1");
 }
 
 TEST(NodeServiceTest, WhatTheEngineListsAddsAliasesAdaptersAndModels) {
@@ -69,6 +72,7 @@ TEST(NodeServiceTest, SeveralEnginesAdvertiseEachOneAndTellWhichServesWhat) {
   b.model_aliases = {"b"};
   DaemonConfig replica = a;
   replica.upstream = "http://127.0.0.1:2";
+  for (DaemonConfig* c : {&a, &b, &replica}) c->host_group = "box-1";
   const std::vector<DaemonConfig> configs = {a, b, replica};
   upstream::ServedModels listed;
   listed.models = {{"model-b", 2048, {"lora-b"}}, {"model-c", 0, {}}};
@@ -87,6 +91,7 @@ TEST(NodeServiceTest, SeveralEnginesAdvertiseEachOneAndTellWhichServesWhat) {
   EXPECT_EQ(models, (std::vector<std::vector<std::string>>{
                         {"model-a"}, {"model-b", "model-c"}, {"model-a"}}));
   EXPECT_EQ(r.names_left_out, 0u);
+  EXPECT_EQ(r.service.host_group, "box-1");
 }
 
 TEST(NodeServiceTest, EnginesPastTheGossipLimitAreLeftOutAndCounted) {

@@ -44,7 +44,7 @@ Result<std::unique_ptr<Node>> Node::Create(NodeOptions options, engine::Engine& 
   const NodeOptions& o = node->options_;
   node->gossip_ = std::make_unique<gossip::Node>(o.id, o.generation, o.address, o.gossip, scheduler,
                                                  rng, transport, framer, node.get());
-  if (!o.service.engines.empty()) HEARSAY_RETURN_IF_ERROR(node->gossip_->SetService(o.service));
+  if (o.service != gossip::Service{}) HEARSAY_RETURN_IF_ERROR(node->gossip_->SetService(o.service));
   return node;
 }
 

@@ -1,12 +1,22 @@
 // Node: the candidates a routing decision weighs, as this node sees its members (node.h:
 // BuildCandidates).
 #include <algorithm>
+#include <functional>
+#include <string>
 
 #include "hearsay/gossip/summary_key.h"
 #include "hearsay/node/node.h"
 #include "hearsay/node/speed_pooling.h"
 
 namespace hearsay::node {
+namespace {
+
+// route::Candidate::host_group of a member that names `group` (0 for none).
+uint64_t HostGroupId(const std::string& group) {
+  return group.empty() ? 0 : std::hash<std::string>{}(group) | 1;
+}
+
+}  // namespace
 
 void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   const TimePoint now = scheduler_.clock().Now();
@@ -17,6 +27,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
   self.is_self = true;
   self.cached_tokens = static_cast<uint32_t>(engine_.CachedPrefixTokens(prompt, p.cache_namespace));
   self.cache_exact = true;
+  self.host_group = HostGroupId(options_.service.host_group);
   const engine::EngineLoad l = engine_.Load();
   self.load.queued = l.waiting_requests;
   self.load.running = l.running_requests;
@@ -57,6 +68,7 @@ void Node::BuildCandidates(const Pending& p, std::span<const uint32_t> prompt) {
     c.node_id = peer.id;
     c.usable = std::find(p.excluded.begin(), p.excluded.end(), c.slot) == p.excluded.end();
     c.one_way_delay = peer.one_way;
+    if (peer.has_service) c.host_group = HostGroupId(peer.service.host_group);
     if (exact_ != nullptr) {
       c.cached_tokens = exact_->CachedTokens(peer.id, prompt, p.cache_namespace).value_or(0);
       c.cache_exact = true;

@@ -40,6 +40,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   prices_.resize(candidates.size());
   estimates_.resize(candidates.size());
   believed_.resize(candidates.size());
+  working_.assign(candidates.size(), 0);
   // NaN never compares <= anything, so a skipped candidate is never in the tie band.
   constexpr double kSkip = std::numeric_limits<double>::quiet_NaN();
   size_t priced = 0;
@@ -87,15 +88,22 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     price.prefill_ms = PrefillPartMs(cost_, c, prompt, credit) / time_trust;
     price.interference_ms = params_.interference_weight * double(c.load.running) * price.prefill_ms;
     ++priced;
-    busy += (c.load.queued + unsent.requests > 0) ? 1 : 0;
+    const bool queue = c.load.queued + unsent.requests > 0;
+    busy += queue ? 1 : 0;
+    working_[i] = queue || wait > 0;
     least_prefill = std::min(least_prefill, price.prefill_ms);
   }
   ApplyTimeTrust(candidates);
   const double pressure = priced > 0 ? double(busy) / double(priced) : 0;
+  CountHostWork(candidates);
   double best = std::numeric_limits<double>::infinity();
-  for (Price& price : prices_) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Price& price = prices_[i];
     if (std::isnan(price.cost_ms)) continue;
-    price.work_ms = params_.work_weight * pressure * (price.prefill_ms - least_prefill);
+    const double weight =
+        std::max(params_.work_weight * pressure,
+                 params_.shared_host_work_weight * HostPressure(candidates[i].host_group));
+    price.work_ms = weight * (price.prefill_ms - least_prefill);
     price.cost_ms =
         price.delay_ms + price.wait_ms + price.prefill_ms + price.work_ms + price.interference_ms;
     if (price.cost_ms < best) best = price.cost_ms;
@@ -151,6 +159,36 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   last_fits_ = chosen.load.kv_capacity_tokens == 0 ||
                request.prompt_tokens <= chosen.load.kv_capacity_tokens;
   return d;
+}
+
+void HearsayPolicy::CountHostWork(std::span<const Candidate> candidates) {
+  hosts_.clear();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].host_group == 0 || std::isnan(prices_[i].cost_ms)) continue;
+    hosts_.push_back({candidates[i].host_group, 1, working_[i]});
+  }
+  std::sort(hosts_.begin(), hosts_.end(),
+            [](const HostWork& a, const HostWork& b) { return a.group < b.group; });
+  // Merges each group's entries into its first.
+  size_t out = 0;
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    if (out > 0 && hosts_[out - 1].group == hosts_[i].group) {
+      hosts_[out - 1].members += 1;
+      hosts_[out - 1].working += hosts_[i].working;
+    } else {
+      hosts_[out++] = hosts_[i];
+    }
+  }
+  hosts_.resize(out);
+}
+
+double HearsayPolicy::HostPressure(uint64_t group) const {
+  if (group == 0) return 0;
+  const auto it = std::lower_bound(hosts_.begin(), hosts_.end(), group,
+                                   [](const HostWork& h, uint64_t g) { return h.group < g; });
+  // A member alone in its group among the candidates slows nobody else's prefill.
+  if (it == hosts_.end() || it->group != group || it->members < 2) return 0;
+  return double(it->working) / double(it->members);
 }
 
 // SplitMix64's finalizer: every input bit moves every output bit.

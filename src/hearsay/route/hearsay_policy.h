@@ -28,7 +28,9 @@
 //   pressure is the share of candidates with prefill backlog. A calm cluster absorbs extra work
 //   and the term fades; when the engines are the bottleneck a cache hit is not traded for a
 //   slightly shorter queue. (On llama.cpp with this term off, hearsay's hit rate fell to 0.6-0.9
-//   of the paper policy's; docs/benchmarks.md.)
+//   of the paper policy's; docs/benchmarks.md.) Members whose engines share a host's processors
+//   (Candidate::host_group) slow each other whether or not anything queues: for them pressure is
+//   at least shared_host_work_weight / work_weight × the share of the group with prefill work.
 //
 // - interference(c): a prefill shares the engine's iterations with the requests running there,
 //   each of which waits for it before its next token: interference_weight × running(c) ×
@@ -159,6 +161,20 @@ class HearsayPolicy final : public Policy {
     double credit_tokens = 0;
   };
   std::vector<Believed> believed_;
+  // Per candidate, whether it has prefill work ahead of a new request (a queue, an expected wait
+  // or unreported sends); and per host group among the priced candidates (sorted by group), how
+  // many members it has and how many of them have such work.
+  std::vector<uint8_t> working_;
+  struct HostWork {
+    uint64_t group = 0;
+    uint32_t members = 0;
+    uint32_t working = 0;
+  };
+  std::vector<HostWork> hosts_;
+  // Fills hosts_ from the priced candidates with a host group.
+  void CountHostWork(std::span<const Candidate> candidates);
+  // The share of `group`'s priced members with prefill work ahead (0 for group 0).
+  double HostPressure(uint64_t group) const;
   // The last decision, so OnSent() can record the tokens expected to be computed there.
   uint64_t last_id_ = 0;
   Slot last_slot_ = kNoSlot;

@@ -136,6 +136,9 @@ struct Candidate {
   // reports leave it out, in ms (node/shared_backlog.h): a floor on its queue wait that the
   // member cannot lower. Only `hearsay` reads it.
   double shared_wait_ms = 0;
+  // Members with the same nonzero host_group run their engines on the same processors
+  // (gossip::Service::host_group, which the node hashes); 0: processors of its own.
+  uint64_t host_group = 0;
 };
 
 // Whether a policy may send to `c`: self always, peers when usable.

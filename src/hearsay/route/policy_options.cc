@@ -23,6 +23,7 @@ Status PolicyOptions::Validate() const {
   HEARSAY_RETURN_IF_ERROR(NonNegative("reported_wait_drain", h.reported_wait_drain));
   HEARSAY_RETURN_IF_ERROR(NonNegative("busy_wait_ms", h.busy_wait_ms));
   HEARSAY_RETURN_IF_ERROR(NonNegative("work_weight", h.work_weight));
+  HEARSAY_RETURN_IF_ERROR(NonNegative("shared_host_work_weight", h.shared_host_work_weight));
   HEARSAY_RETURN_IF_ERROR(NonNegative("queue_memory_per_wait", h.queue_memory_per_wait));
   HEARSAY_RETURN_IF_ERROR(NonNegative("learning_rate", h.learning_rate));
   HEARSAY_RETURN_IF_ERROR(NonNegative("min_confidence", h.min_confidence));

@@ -30,6 +30,8 @@ namespace {
 
 // Decode steps are assumed to share their iteration with this many sequences.
 constexpr double kAssumedDecodeBatch = 32;
+// The host group every node names when the engines share one host (--host-cores).
+constexpr char kSimHostGroup[] = "sim-host";
 
 std::string ArrivalsOf(const SimConfig& c) {
   if (!c.arrivals.empty()) return c.arrivals;
@@ -333,6 +335,11 @@ SimClusterOptions ClusterOptions(const SimConfig& config, const Pool& pool,
     co.price_by_measured_prefill = true;
   }
   if (!pool.models.empty()) co.node_services = pool.services;
+  if (config.host_cores > 0) {
+    // One host: every node says so, as the daemons of `hearsay demo --engine llama` do.
+    co.node_services.resize(static_cast<size_t>(pool.nodes));
+    for (gossip::Service& s : co.node_services) s.host_group = kSimHostGroup;
+  }
   co.seed = ClusterSeedOf(config);
   co.delay_ms = config.delay_ms;
   co.delay_jitter = config.delay_jitter;
