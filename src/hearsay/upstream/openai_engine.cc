@@ -18,6 +18,9 @@ using engine::RequestId;
 // What an unhealthy engine reports as its queue, so gossip's overload flag (high-water mark 64
 // by default) is raised and cost-based policies price the node out.
 constexpr uint32_t kUnhealthyQueueDepth = 1u << 16;
+// Shared prefills' speed samples skipped in a row before they are taken: the speed estimate's
+// window, so an engine that is never measured alone still follows its speed within two windows.
+constexpr uint32_t kSharedSamplesBeforeTaken = 32;
 
 bool SupportedPath(const std::string& path) {
   return path == "/v1/completions" || path == "/v1/chat/completions";
@@ -155,15 +158,15 @@ Status OpenAiEngine::Submit(engine::EngineRequest request, engine::EngineObserve
 void OpenAiEngine::Send(RequestId id) {
   Live& live = *live_.at(id);
   live.held = false;
+  MarkSharedPrefills(id, live);
   // Sent first: what follows is needed only once the upstream answers (the transport never calls
   // back inside Send), so it runs while the upstream works instead of before it starts.
   live.call = transport_.Send(std::move(live.http), std::move(live.callbacks));
   // With prefix holding the prompt is keyed already (HoldIfShared).
-  live.estimate =
-      Holding() ? tracker_.Predict(id, live.keys, std::move(live.prompt_text),
-                                   scheduler_.clock().Now())
-                : tracker_.Predict(id, live.prompt, std::move(live.prompt_text),
-                                   scheduler_.clock().Now(), live.cache_namespace);
+  live.estimate = Holding() ? tracker_.Predict(id, live.keys, std::move(live.prompt_text),
+                                               scheduler_.clock().Now())
+                            : tracker_.Predict(id, live.prompt, std::move(live.prompt_text),
+                                               scheduler_.clock().Now(), live.cache_namespace);
   live.prompt = {};
   if (!live.inherits_base) live.base_tokens = live.estimate;
   uncached_per_request_.Add(
@@ -279,7 +282,7 @@ bool OpenAiEngine::OnEvent(RequestId id, std::string_view data) {
         double(*c.prompt_computed_tokens) * double(r.prompt_len) / std::max(1.0, upstream_prompt);
     if (computed >= 1) {
       const double cached = std::max(0.0, double(r.prompt_len) - computed);
-      prefill_speed_.Add(*c.prompt_ms / ModelledPrefillTokens(computed, cached));
+      AddPrefillSample(*c.prompt_ms / ModelledPrefillTokens(computed, cached), r.shared_prefill);
     }
   }
   if (c.cached_tokens && !r.evidence_applied) {
@@ -683,6 +686,25 @@ double OpenAiEngine::ModelledPrefillTokens(double computed, double cached) const
                                     static_cast<uint64_t>(std::llround(cached)), 0);
   // A model with no cost per new token cannot say what the engine's speed is worth per token.
   return a > 0 && ms > 0 ? ms / a : computed;
+}
+
+void OpenAiEngine::MarkSharedPrefills(RequestId id, Live& live) {
+  for (auto& [other, r] : live_) {
+    // Still prefilling: sent, no first token and no prefill time reported yet.
+    if (other == id || r->call == nullptr || r->first_sent || r->prompt_ms >= 0) continue;
+    r->shared_prefill = true;
+    live.shared_prefill = true;
+  }
+}
+
+void OpenAiEngine::AddPrefillSample(double ms_per_token, bool shared) {
+  if (shared && prefill_speed_.samples() > 0 &&
+      shared_samples_skipped_ < kSharedSamplesBeforeTaken) {
+    ++shared_samples_skipped_;
+    return;
+  }
+  if (!shared) shared_samples_skipped_ = 0;
+  prefill_speed_.Add(ms_per_token);
 }
 
 double OpenAiEngine::PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const {

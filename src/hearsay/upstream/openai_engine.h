@@ -211,6 +211,9 @@ class OpenAiEngine final : public engine::Engine {
     TimePoint first_token_at{};
     // The upstream's own prefill time (llama.cpp's timings.prompt_ms), < 0 until reported.
     double prompt_ms = -1;
+    // Another of this engine's requests was prefilling while this one was: llama.cpp runs them in
+    // parallel slots, so its prompt_ms counts the other's tokens too and is no clean speed sample.
+    bool shared_prefill = false;
     TimerId first_token_timer = kNoTimer;
     int http_status = 0;
     std::string error_body;
@@ -327,6 +330,13 @@ class OpenAiEngine final : public engine::Engine {
   // The expected prefill time of `computed` tokens after `cached` ones at the measured speed, in
   // ms (0 before the first measurement).
   double PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const;
+  // Marks request `id` (being sent) and every other request still prefilling as sharing their
+  // prefill.
+  void MarkSharedPrefills(engine::RequestId id, Live& live);
+  // Takes one prefill speed sample: a shared prefill's only while the estimate has none, or once
+  // kSharedSamplesBeforeTaken of them in a row were skipped (an engine that always prefills
+  // several requests at once is measured as it runs).
+  void AddPrefillSample(double ms_per_token, bool shared);
   // GET /metrics for the engine's queue gauges (openai_engine_queue.cc).
   void PollQueue();
   // Applies a decoded /metrics answer read when `own_in_flight` of the node's requests were out.
@@ -378,6 +388,8 @@ class OpenAiEngine final : public engine::Engine {
   TimePoint next_reconcile_{};
   // Prefill ms per uncached prompt token, in node tokens, from the upstream's own timings.
   engine::SpeedEstimate prefill_speed_;
+  // Speed samples from shared prefills skipped since the last one taken (AddPrefillSample).
+  uint32_t shared_samples_skipped_ = 0;
   // Decode ms per output token, from the stream's own timing.
   engine::SpeedEstimate decode_speed_;
   // Uncached node tokens per request sent (the cost of another client's queued request).

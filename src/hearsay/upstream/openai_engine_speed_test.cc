@@ -26,10 +26,16 @@ class OpenAiEngineSpeedTest : public OpenAiEngineTest {
   // Answers request `id` (16 prompt tokens) in one piece: `computed` of them computed in
   // `prompt_ms`, the rest cached.
   void Answer(RequestId id, int computed, double prompt_ms) {
+    Submit(id);
+    Respond(LastCompletion(), id, computed, prompt_ms);
+  }
+  void Submit(RequestId id) {
     engine::EngineRequest r = Req(id, 16);
     r.stream = false;
     ASSERT_TRUE(engine_->Submit(std::move(r), &rec_).ok());
-    auto call = LastCompletion();
+  }
+  void Respond(const std::shared_ptr<FakeTransport::Call>& call, RequestId id, int computed,
+               double prompt_ms) {
     ASSERT_NE(call, nullptr);
     const nlohmann::json answer = {
         {"object", "text_completion"},
@@ -59,6 +65,37 @@ TEST_F(OpenAiEngineSpeedTest, APrefillAfterACachedPrefixIsTakenAgainstTheModel) 
   Answer(3, 16, 2 * 2.88);
   Answer(4, 4, 2 * 0.96);
   EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.15, 1e-9);  // the median of 0.1 x {1,1,2,2}
+}
+
+// llama.cpp runs requests in parallel slots, and each one's prompt_ms counts the batches it shared:
+// two prefills at once each report about twice their time alone. Such a sample is no measure of
+// the engine's speed (a member that is sent many requests at once would look slow and be priced
+// away from the prefixes it holds), unless the engine is never measured alone.
+TEST_F(OpenAiEngineSpeedTest, APrefillThatSharedTheEngineIsNoSpeedSample) {
+  Make();
+  Answer(1, 16, 1.6);  // alone: 0.1 ms a token
+  for (RequestId id = 2; id < 6; id += 2) {
+    Submit(id);
+    auto first = LastCompletion();
+    Submit(id + 1);
+    auto second = LastCompletion();
+    Respond(first, id, 16, 3.2);
+    Respond(second, id + 1, 16, 3.2);
+  }
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.1, 1e-9);
+  // A request sent after the other's answer ran alone.
+  Answer(6, 16, 1.6);
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.1, 1e-9);
+  // Never alone for longer than the estimate's window: the shared speed is the speed there is.
+  for (RequestId id = 10; id < 10 + 2 * 40; id += 2) {
+    Submit(id);
+    auto first = LastCompletion();
+    Submit(id + 1);
+    auto second = LastCompletion();
+    Respond(first, id, 16, 3.2);
+    Respond(second, id + 1, 16, 3.2);
+  }
+  EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.2, 1e-9);
 }
 
 // Without a model, a sample is the time per computed token.
