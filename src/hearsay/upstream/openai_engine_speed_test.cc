@@ -29,6 +29,16 @@ class OpenAiEngineSpeedTest : public OpenAiEngineTest {
     Submit(id);
     Respond(LastCompletion(), id, computed, prompt_ms);
   }
+  // Requests `id` and `id` + 1 (16 tokens, none cached) sent before either answers, each
+  // reporting `prompt_ms`.
+  void AnswerTwoAtOnce(RequestId id, double prompt_ms) {
+    Submit(id);
+    auto first = LastCompletion();
+    Submit(id + 1);
+    auto second = LastCompletion();
+    Respond(first, id, 16, prompt_ms);
+    Respond(second, id + 1, 16, prompt_ms);
+  }
   void Submit(RequestId id) {
     engine::EngineRequest r = Req(id, 16);
     r.stream = false;
@@ -74,27 +84,13 @@ TEST_F(OpenAiEngineSpeedTest, APrefillAfterACachedPrefixIsTakenAgainstTheModel) 
 TEST_F(OpenAiEngineSpeedTest, APrefillThatSharedTheEngineIsNoSpeedSample) {
   Make();
   Answer(1, 16, 1.6);  // alone: 0.1 ms a token
-  for (RequestId id = 2; id < 6; id += 2) {
-    Submit(id);
-    auto first = LastCompletion();
-    Submit(id + 1);
-    auto second = LastCompletion();
-    Respond(first, id, 16, 3.2);
-    Respond(second, id + 1, 16, 3.2);
-  }
+  for (RequestId id = 2; id < 6; id += 2) AnswerTwoAtOnce(id, 3.2);
   EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.1, 1e-9);
   // A request sent after the other's answer ran alone.
   Answer(6, 16, 1.6);
   EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.1, 1e-9);
   // Never alone for longer than the estimate's window: the shared speed is the speed there is.
-  for (RequestId id = 10; id < 10 + 2 * 40; id += 2) {
-    Submit(id);
-    auto first = LastCompletion();
-    Submit(id + 1);
-    auto second = LastCompletion();
-    Respond(first, id, 16, 3.2);
-    Respond(second, id + 1, 16, 3.2);
-  }
+  for (RequestId id = 10; id < 10 + 2 * 40; id += 2) AnswerTwoAtOnce(id, 3.2);
   EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.2, 1e-9);
 }
 
