@@ -40,7 +40,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   prices_.resize(candidates.size());
   estimates_.resize(candidates.size());
   believed_.resize(candidates.size());
-  working_.assign(candidates.size(), 0);
+  hosts_.clear();
   // NaN never compares <= anything, so a skipped candidate is never in the tie band.
   constexpr double kSkip = std::numeric_limits<double>::quiet_NaN();
   size_t priced = 0;
@@ -90,12 +90,12 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     ++priced;
     const bool queue = c.load.queued + unsent.requests > 0;
     busy += queue ? 1 : 0;
-    working_[i] = queue || wait > 0;
+    if (c.host_group != 0) hosts_.push_back({c.host_group, 1, queue || wait > 0 ? 1u : 0u});
     least_prefill = std::min(least_prefill, price.prefill_ms);
   }
   ApplyTimeTrust(candidates);
   const double pressure = priced > 0 ? double(busy) / double(priced) : 0;
-  CountHostWork(candidates);
+  MergeHostWork();
   double best = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < candidates.size(); ++i) {
     Price& price = prices_[i];
@@ -161,12 +161,7 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   return d;
 }
 
-void HearsayPolicy::CountHostWork(std::span<const Candidate> candidates) {
-  hosts_.clear();
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (candidates[i].host_group == 0 || std::isnan(prices_[i].cost_ms)) continue;
-    hosts_.push_back({candidates[i].host_group, 1, working_[i]});
-  }
+void HearsayPolicy::MergeHostWork() {
   std::sort(hosts_.begin(), hosts_.end(),
             [](const HostWork& a, const HostWork& b) { return a.group < b.group; });
   // Merges each group's entries into its first.

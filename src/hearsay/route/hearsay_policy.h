@@ -161,18 +161,16 @@ class HearsayPolicy final : public Policy {
     double credit_tokens = 0;
   };
   std::vector<Believed> believed_;
-  // Per candidate, whether it has prefill work ahead of a new request (a queue, an expected wait
-  // or unreported sends); and per host group among the priced candidates (sorted by group), how
-  // many members it has and how many of them have such work.
-  std::vector<uint8_t> working_;
+  // Per host group among the priced candidates, how many members it has and how many of them
+  // have prefill work ahead of a new request (a queue, an expected wait or unreported sends):
+  // one entry per grouped candidate as they are priced, then sorted and merged by group.
   struct HostWork {
     uint64_t group = 0;
     uint32_t members = 0;
     uint32_t working = 0;
   };
   std::vector<HostWork> hosts_;
-  // Fills hosts_ from the priced candidates with a host group.
-  void CountHostWork(std::span<const Candidate> candidates);
+  void MergeHostWork();
   // The share of `group`'s priced members with prefill work ahead (0 for group 0).
   double HostPressure(uint64_t group) const;
   // The last decision, so OnSent() can record the tokens expected to be computed there.
