@@ -710,7 +710,12 @@ void OpenAiEngine::AddPrefillSample(double ms_per_token, bool shared) {
 
 double OpenAiEngine::PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const {
   if (computed == 0) return 0;
-  return prefill_speed_.value() * ModelledPrefillTokens(double(computed), double(cached));
+  // Before the first answer, the speed the node prices this engine with: a fresh engine's first
+  // prefills are work ahead of the next request too.
+  const double ms_per_token = prefill_speed_.samples() > 0 ? prefill_speed_.value()
+                              : options_.prefill_model     ? options_.prefill_model->a_ms_per_token
+                                                           : 0;
+  return ms_per_token * ModelledPrefillTokens(double(computed), double(cached));
 }
 
 double OpenAiEngine::RemainingPrefillMs(TimePoint now) const {

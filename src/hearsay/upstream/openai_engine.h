@@ -328,7 +328,7 @@ class OpenAiEngine final : public engine::Engine {
   // divided by for a speed sample, and what the measured speed multiplies into a prefill time.
   double ModelledPrefillTokens(double computed, double cached) const;
   // The expected prefill time of `computed` tokens after `cached` ones at the measured speed, in
-  // ms (0 before the first measurement).
+  // ms (before the first measurement, at prefill_model's; 0 without one).
   double PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const;
   // The ms of prefill left in prefills_ (the node's own waiting requests) at `now` (sorts it).
   double RemainingPrefillMs(TimePoint now) const;

@@ -116,6 +116,18 @@ TEST_F(OpenAiEngineSpeedTest, TheQueueWaitIsThePrefillLeftNotTheSumOfWaitingPref
   EXPECT_EQ(engine_->Load().estimated_queue_wait, 16ms);
 }
 
+// A fresh engine has answered nothing yet, but its first prefills are still work ahead of the next
+// request: until it is measured it is priced at the model's speed, as peers price it.
+TEST_F(OpenAiEngineSpeedTest, BeforeItsFirstAnswerAnEngineIsPricedAtItsModelsSpeed) {
+  OpenAiEngineOptions o;
+  o.prefill_model = AttentionHeavy();
+  o.prefill_model->b_ms_per_token2 = 0;  // 0.1 ms a token
+  Make(o);
+  ASSERT_TRUE(engine_->Submit(Req(1, 160), &rec_).ok());
+  EXPECT_EQ(engine_->Load().estimated_queue_wait, 16ms);
+  EXPECT_EQ(engine_->Load().prefill_ms_per_token, 0);  // what it gossips: not measured yet
+}
+
 // Without a model, a sample is the time per computed token.
 TEST_F(OpenAiEngineSpeedTest, WithoutAModelASampleIsTimePerComputedToken) {
   Make();
