@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "hearsay/upstream/engine_metrics.h"
@@ -718,26 +717,13 @@ double OpenAiEngine::PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached
   return ms_per_token * ModelledPrefillTokens(double(computed), double(cached));
 }
 
-double OpenAiEngine::RemainingPrefillMs(TimePoint now) const {
-  // The engine works off the prefills it was sent since it last idled, in whatever order and
-  // batches: what is left is that busy period's end, not the sum of every waiting prefill (a
-  // prompt 400 ms into its 500 ms prefill has 100 ms to go).
-  std::sort(prefills_.begin(), prefills_.end(),
-            [](const SentPrefill& a, const SentPrefill& b) { return a.sent < b.sent; });
-  double end_ms = -std::numeric_limits<double>::infinity();
-  for (const SentPrefill& p : prefills_) {
-    end_ms = std::max(end_ms, ToMillis(p.sent - now)) + p.ms;
-  }
-  return std::max(0.0, end_ms);
-}
-
 engine::EngineLoad OpenAiEngine::Load() const {
   engine::EngineLoad l;
   l.kv_capacity_tokens = tracker_.capacity_tokens();
   l.kv_used_tokens = std::min(tracker_.used_tokens(), l.kv_capacity_tokens);
   uint64_t pending_prefill = 0;
+  double pending_ms = 0;
   const TimePoint now = scheduler_.clock().Now();
-  prefills_.clear();
   for (const auto& [id, r] : live_) {
     // Waiting: no first token yet. A request asked in one piece shows none until its end, so it
     // counts as waiting only while its prefill is expected to run.
@@ -748,9 +734,8 @@ engine::EngineLoad OpenAiEngine::Load() const {
     if (!r->streamed && now - r->submitted >= FromMillis(prefill_ms)) continue;
     ++l.waiting_requests;
     pending_prefill += uncached;
-    prefills_.push_back({r->submitted, prefill_ms});
+    pending_ms += prefill_ms;
   }
-  double pending_ms = RemainingPrefillMs(now);
   l.running_requests = static_cast<uint32_t>(live_.size()) - l.waiting_requests;
   const uint64_t own_pending = pending_prefill;
   AddForeignLoad(l, pending_prefill);

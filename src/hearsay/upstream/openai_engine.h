@@ -330,8 +330,6 @@ class OpenAiEngine final : public engine::Engine {
   // The expected prefill time of `computed` tokens after `cached` ones at the measured speed, in
   // ms (before the first measurement, at prefill_model's; 0 without one).
   double PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const;
-  // The ms of prefill left in prefills_ (the node's own waiting requests) at `now` (sorts it).
-  double RemainingPrefillMs(TimePoint now) const;
   // Marks request `id` (being sent) and every other request still prefilling as sharing their
   // prefill.
   void MarkSharedPrefills(engine::RequestId id, Live& live);
@@ -394,12 +392,6 @@ class OpenAiEngine final : public engine::Engine {
   uint32_t shared_samples_skipped_ = 0;
   // Decode ms per output token, from the stream's own timing.
   engine::SpeedEstimate decode_speed_;
-  // Load()'s scratch: each waiting request's submission time and expected prefill ms.
-  struct SentPrefill {
-    TimePoint sent;
-    double ms = 0;
-  };
-  mutable std::vector<SentPrefill> prefills_;
   // Uncached node tokens per request sent (the cost of another client's queued request).
   engine::SpeedEstimate uncached_per_request_;
   // Node tokens per upstream token (EWMA over evidence); 0 until the first.

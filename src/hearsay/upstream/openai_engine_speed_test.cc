@@ -94,28 +94,6 @@ TEST_F(OpenAiEngineSpeedTest, APrefillThatSharedTheEngineIsNoSpeedSample) {
   EXPECT_NEAR(engine_->Load().prefill_ms_per_token, 0.2, 1e-9);
 }
 
-// The queue wait the node prices itself with is the prefill left since the engine last idled,
-// not every waiting request's whole prefill: the one running is partly done.
-TEST_F(OpenAiEngineSpeedTest, TheQueueWaitIsThePrefillLeftNotTheSumOfWaitingPrefills) {
-  Make();
-  Answer(1, 16, 1.6);  // 0.1 ms a token
-  const auto send = [&](RequestId id, TokenIdBase base) {
-    ASSERT_TRUE(engine_->Submit(Req(id, 160, base), &rec_).ok());  // 16 ms of prefill
-  };
-  send(2, 1000);
-  send(3, 2000);
-  EXPECT_EQ(engine_->Load().estimated_queue_wait, 32ms);
-  sched_.RunFor(10ms);
-  EXPECT_EQ(engine_->Load().estimated_queue_wait, 22ms);
-  // Past the expected end, still no first token: the engine is late, not busier.
-  sched_.RunFor(30ms);
-  EXPECT_EQ(engine_->Load().estimated_queue_wait, 0ms);
-  EXPECT_EQ(engine_->Load().waiting_requests, 2u);
-  // A request sent now waits behind no expected work of those two.
-  send(4, 3000);
-  EXPECT_EQ(engine_->Load().estimated_queue_wait, 16ms);
-}
-
 // A fresh engine has answered nothing yet, but its first prefills are still work ahead of the next
 // request: until it is measured it is priced at the model's speed, as peers price it.
 TEST_F(OpenAiEngineSpeedTest, BeforeItsFirstAnswerAnEngineIsPricedAtItsModelsSpeed) {
