@@ -91,7 +91,8 @@ struct ServeRecord {
   uint32_t cached_tokens = 0;
   double queued_ms = -1;
   double prefill_ms = -1;
-  // A forward this node sent back unserved: its own expected time, and what the sender asked.
+  // A forward the sender allowed to bounce: this node's own expected time on arrival and what the
+  // sender asked; bounced if it was sent back unserved.
   bool bounced = false;
   double own_estimate_ms = -1;
   double bounce_above_ms = -1;

@@ -329,11 +329,11 @@ void Node::Submit(PeerRequest request, ResponseSink* sink) {
   p.arrived = scheduler_.clock().Now();
   if (p.request.forwarded) {
     if (p.request.bounce_above_ms > 0 && !options_.misbehave.never_bounce) {
-      const double mine = OwnEstimateMs(p);
+      p.own_estimate_ms = OwnEstimateMs(p);
       const double limit = p.request.bounce_above_ms * (1 + options_.bounce_margin_fraction) +
                            options_.bounce_margin_ms;
-      if (mine > limit) {
-        EmitServe(p, p.prompt_tokens, 0, mine);
+      if (p.own_estimate_ms > limit) {
+        EmitServe(p, p.prompt_tokens, 0, /*bounced=*/true);
         Bounce(token);
         return;
       }
@@ -522,7 +522,7 @@ void Node::OnFirstToken(engine::RequestId id, const engine::FirstToken& first) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   Pending& p = it->second;
-  EmitServe(p, first.prompt_tokens, first.cached_tokens, -1);
+  EmitServe(p, first.prompt_tokens, first.cached_tokens, /*bounced=*/false);
   ++stats_.served;
   stats_.served_prompt_tokens += first.prompt_tokens;
   stats_.served_cached_tokens += first.cached_tokens;

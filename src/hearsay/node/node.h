@@ -392,6 +392,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
     // Served here: the engine's queue wait (engine::Admission) and when it was submitted.
     Duration queued{-1};
     TimePoint submitted{};
+    // A forward the sender allowed to bounce: this node's own expected time on arrival.
+    double own_estimate_ms = -1;
     // With a recorder, the request's decision record so far (client requests only).
     std::unique_ptr<RouteRecord> record;
   };
@@ -455,7 +457,7 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   void EndAttempt(Pending& p, std::string_view result);
   void RecordFirstToken(Pending& p, const std::string& served_by, uint32_t cached);
   void EmitRoute(Pending& p, std::string error);
-  void EmitServe(const Pending& p, uint32_t prompt_tokens, uint32_t cached, double own_estimate_ms);
+  void EmitServe(const Pending& p, uint32_t prompt_tokens, uint32_t cached, bool bounced);
 
   NodeOptions options_;
   engine::Engine& engine_;

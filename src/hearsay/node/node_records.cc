@@ -79,7 +79,9 @@ void Node::EmitRoute(Pending& p, std::string error) {
   if (error.empty()) {
     r.e2e_ms = ToMillis(scheduler_.clock().Now() - p.arrived);
   } else {
-    if (!r.attempts.empty() && r.attempts.back().result.empty()) r.attempts.back().result = "failed";
+    if (!r.attempts.empty() && r.attempts.back().result.empty()) {
+      r.attempts.back().result = "failed";
+    }
     r.served_by.clear();
     r.ttft_ms = -1;
     r.error = std::move(error);
@@ -88,8 +90,7 @@ void Node::EmitRoute(Pending& p, std::string error) {
   p.record.reset();
 }
 
-void Node::EmitServe(const Pending& p, uint32_t prompt_tokens, uint32_t cached,
-                     double own_estimate_ms) {
+void Node::EmitServe(const Pending& p, uint32_t prompt_tokens, uint32_t cached, bool bounced) {
   if (recorder_ == nullptr) return;
   ServeRecord r;
   r.node = options_.id;
@@ -98,11 +99,12 @@ void Node::EmitServe(const Pending& p, uint32_t prompt_tokens, uint32_t cached,
   r.request = r.forwarded ? p.request.origin_request : p.client_id;
   r.prompt_tokens = prompt_tokens;
   r.cached_tokens = cached;
-  if (own_estimate_ms >= 0) {  // a bounce
-    r.bounced = true;
-    r.own_estimate_ms = own_estimate_ms;
+  r.bounced = bounced;
+  if (p.own_estimate_ms >= 0) {
+    r.own_estimate_ms = p.own_estimate_ms;
     r.bounce_above_ms = p.request.bounce_above_ms;
-  } else if (p.queued >= Duration{0}) {
+  }
+  if (!bounced && p.queued >= Duration{0}) {
     r.queued_ms = ToMillis(p.queued);
     r.prefill_ms = ToMillis(scheduler_.clock().Now() - p.submitted - p.queued);
   }

@@ -465,6 +465,22 @@ TEST(NodeTest, DecisionRecordsTellTheBounceThePricesAndWhatTheEngineDid) {
   EXPECT_EQ(log.routes[1].served_by, "n1");
   EXPECT_EQ(log.routes[1].cached_tokens, rec.by_id[3].cached);
   EXPECT_GT(log.routes[1].cached_tokens, 1500u);
+
+  // A prefix only n1 holds, then a sibling from n0: forwarded to n1 with a bounce allowed, and
+  // served there; its serve record says what n1 expected on arrival, within what n0 asked.
+  c->node(1).Submit(Req(4, Prompt(14, 2048, 1, 40), true), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  c->node(0).Submit(Req(5, Prompt(14, 2048, 2, 40)), &rec);
+  c->scheduler().RunFor(FromSeconds(2));
+  ASSERT_EQ(log.routes.size(), 3u);
+  ASSERT_EQ(log.routes[2].served_by, "n1");
+  const ServeRecord& served = log.serves.back();
+  EXPECT_EQ(served.entry, "n0");
+  EXPECT_TRUE(served.forwarded);
+  EXPECT_FALSE(served.bounced);
+  EXPECT_GT(served.bounce_above_ms, 0);
+  EXPECT_GT(served.own_estimate_ms, 0);
+  EXPECT_LE(served.own_estimate_ms, served.bounce_above_ms + 1);
 }
 
 // Both holders of the prefix crash unseen: the entry's two forwards fail, and it serves the
