@@ -707,7 +707,7 @@ void OpenAiEngine::AddPrefillSample(double ms_per_token, bool shared) {
   prefill_speed_.Add(ms_per_token);
 }
 
-double OpenAiEngine::PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const {
+double OpenAiEngine::ExpectedPrefillMs(uint64_t computed, uint64_t cached) const {
   if (computed == 0) return 0;
   // Before the first answer, the speed the node prices this engine with: a fresh engine's first
   // prefills are work ahead of the next request too.
@@ -730,7 +730,7 @@ engine::EngineLoad OpenAiEngine::Load() const {
     if (r->first_sent) continue;
     const uint64_t cached = std::min<size_t>(r->estimate, r->prompt_len);
     const uint64_t uncached = r->prompt_len - cached;
-    const double prefill_ms = PrefillMsAtMeasuredSpeed(uncached, cached);
+    const double prefill_ms = ExpectedPrefillMs(uncached, cached);
     if (!r->streamed && now - r->submitted >= FromMillis(prefill_ms)) continue;
     ++l.waiting_requests;
     pending_prefill += uncached;
@@ -739,7 +739,7 @@ engine::EngineLoad OpenAiEngine::Load() const {
   l.running_requests = static_cast<uint32_t>(live_.size()) - l.waiting_requests;
   const uint64_t own_pending = pending_prefill;
   AddForeignLoad(l, pending_prefill);
-  pending_ms += PrefillMsAtMeasuredSpeed(pending_prefill - own_pending, 0);
+  pending_ms += ExpectedPrefillMs(pending_prefill - own_pending, 0);
   l.waiting_prefill_tokens = pending_prefill;
   l.prefill_ms_per_token = prefill_speed_.value();
   l.decode_ms_per_token = decode_speed_.value();

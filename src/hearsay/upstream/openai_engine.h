@@ -329,7 +329,7 @@ class OpenAiEngine final : public engine::Engine {
   double ModelledPrefillTokens(double computed, double cached) const;
   // The expected prefill time of `computed` tokens after `cached` ones at the measured speed, in
   // ms (before the first measurement, at prefill_model's; 0 without one).
-  double PrefillMsAtMeasuredSpeed(uint64_t computed, uint64_t cached) const;
+  double ExpectedPrefillMs(uint64_t computed, uint64_t cached) const;
   // Marks request `id` (being sent) and every other request still prefilling as sharing their
   // prefill.
   void MarkSharedPrefills(engine::RequestId id, Live& live);

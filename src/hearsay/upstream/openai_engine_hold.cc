@@ -74,7 +74,7 @@ void OpenAiEngine::BoundHolds() {
     if (!sharing.computed) continue;
     r.hold_bounded = true;
     if (prefill_speed_.samples() == 0) continue;  // unmeasured: prefix_hold_max stays the bound
-    const Duration bound = FromMillis(PrefillMsAtMeasuredSpeed(sharing.tokens, 0));
+    const Duration bound = FromMillis(ExpectedPrefillMs(sharing.tokens, 0));
     if (bound < options_.prefix_hold_max) SetHoldTimer(id, r, bound);
   }
 }
