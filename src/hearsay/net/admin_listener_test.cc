@@ -27,8 +27,7 @@ using json = nlohmann::json;
 constexpr const char* kKey = "3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhs=";
 
 std::string TestFile(const std::string& name, const std::string& text) {
-  const std::string path =
-      ::testing::TempDir() + "/hearsay_admin_listener_" + std::to_string(::getpid()) + "_" + name;
+  const std::string path = testing::TempPath("admin_listener", name);
   std::ofstream(path) << text;
   return path;
 }

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -21,9 +23,30 @@ namespace hearsay::net::testing {
 // A fixed cluster key (tests only).
 inline constexpr const char* kTestClusterKey = "3q2+7wABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhs=";
 
-// A path in the test's temporary folder, unique to this process and to `suite`.
+// This test process's private folder under the test's temporary folder, removed with what it
+// holds when the process exits (one process runs each test under ctest: files named by pid alone
+// piled up by the thousand).
+inline const std::string& ScratchDir() {
+  struct Dir {
+    std::string path;
+    bool made = false;
+    Dir() {
+      std::string pattern = ::testing::TempDir() + "/hearsay_test_XXXXXX";
+      made = ::mkdtemp(pattern.data()) != nullptr;
+      path = made ? pattern : ::testing::TempDir();
+    }
+    ~Dir() {
+      std::error_code ignored;
+      if (made) std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
+// A path in ScratchDir, unique to `suite`.
 inline std::string TempPath(const std::string& suite, const std::string& name) {
-  return ::testing::TempDir() + "/hearsay_" + suite + "_" + std::to_string(::getpid()) + "_" + name;
+  return ScratchDir() + "/" + suite + "_" + name;
 }
 
 // A cluster key file holding kTestClusterKey.
