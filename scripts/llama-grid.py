@@ -2,7 +2,7 @@
 """hearsay against the other policies on llama.cpp: the grid of issue 22's goals.
 
 Usage: llama-grid.py [--hearsay BIN] [--out DIR] [--rates 1,2] [--seeds 1,2,3] [--rounds 2]
-                     [--policies hearsay,paper,least-loaded] [--report-only]
+                     [--policies hearsay,paper,least-loaded] [--report-only] [--pool DIR,DIR...]
 
 Runs `hearsay demo --engine llama --json --rate R --seed S --policies P --rounds N --records
 DIR/rRsS.jsonl` for every rate and seed (a cell), writing DIR/rRsS.json, then prints the table of
@@ -12,6 +12,11 @@ A cell whose JSON already exists is not run again (delete it to rerun), so an in
 resumes where it stopped. Each cell runs its policies in mirrored rounds (hearsay, paper,
 least-loaded, least-loaded, paper, hearsay for two rounds): about 6 minutes at 2 req/s and 12 at
 1 req/s on the 2-core test machine, which should be otherwise idle.
+
+--pool DIR,DIR,... runs nothing and prints the same tables with each cell pooled over the
+folders that hold it (several grids or repeats of a cell): a policy's mean TTFT and hit rate are
+the means of its runs' (every run has the same requests), its p50 and p99 are taken over the TTFTs
+of all its runs as the decision records give them.
 """
 import argparse
 import json
@@ -57,14 +62,50 @@ def load_cell(args, rate, seed):
         return {p["policy"]: p for p in json.load(f)}
 
 
+def percentile(values, q):
+    """The q-th percentile, linear between the closest ranks (as the demo computes it)."""
+    v = sorted(values)
+    k = q / 100 * (len(v) - 1)
+    i = int(k)
+    return v[i] + (v[min(i + 1, len(v) - 1)] - v[i]) * (k - i)
+
+
+def load_pooled(dirs, rate, seed):
+    """The cell pooled over the folders that hold it, shaped as load_cell's answer, or None."""
+    pooled = {}
+    for out in dirs:
+        stem = os.path.join(out, f"r{rate}s{seed}")
+        if not has_result(stem):
+            continue
+        with open(stem + ".json") as f:
+            for p in json.load(f):
+                pooled.setdefault(p["policy"], {"runs": [], "ttfts": []})["runs"] += p["runs"]
+        with open(stem + ".jsonl") as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("kind") == "route" and r.get("policy") in pooled:
+                    pooled[r["policy"]]["ttfts"].append(r["ttft_ms"])
+    for p in pooled.values():
+        runs, ttfts = p["runs"], p.pop("ttfts")
+        p["mean_ttft_ms"] = sum(u["mean_ttft_ms"] for u in runs) / len(runs)
+        p["hit_rate"] = sum(u["hit_rate"] for u in runs) / len(runs)
+        p["p50_ttft_ms"] = percentile(ttfts, 50) if ttfts else float("nan")
+        p["p99_ttft_ms"] = percentile(ttfts, 99) if ttfts else float("nan")
+    return pooled or None
+
+
 def report(args, cells):
-    if not any(has_result(cell_stem(args, rate, seed)) for rate, seed in cells):
-        sys.exit(f"no results in {args.out} for rates {args.rates}, seeds {args.seeds}")
+    load = load_cell
+    if args.pool:
+        dirs = args.pool.split(",")
+        load = lambda _, rate, seed: load_pooled(dirs, rate, seed)
+    if not any(load(args, rate, seed) for rate, seed in cells):
+        sys.exit(f"no results in {args.pool or args.out} for rates {args.rates}, seeds {args.seeds}")
     print("| rate | seed | policy | mean TTFT ms | p50 | p99 | hit rate | runs' means (hit rates) |")
     print("|---|---|---|---:|---:|---:|---:|---|")
     verdicts = []
     for rate, seed in cells:
-        d = load_cell(args, rate, seed)
+        d = load(args, rate, seed)
         if d is None:
             continue
         for i, name in enumerate(d):
@@ -108,10 +149,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--policies", default="hearsay,paper,least-loaded")
     ap.add_argument("--report-only", action="store_true", help="print the table of DIR only")
+    ap.add_argument("--pool", default="", help="print each cell pooled over these folders")
     args = ap.parse_args()
     cells = [(int(r), int(s)) for r in args.rates.split(",") for s in args.seeds.split(",")]
-    os.makedirs(args.out, exist_ok=True)
-    if not args.report_only:
+    if not args.report_only and not args.pool:
+        os.makedirs(args.out, exist_ok=True)
         for rate, seed in cells:
             run_cell(args, rate, seed)
     report(args, cells)
