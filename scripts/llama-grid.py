@@ -99,13 +99,13 @@ def report(args, cells):
     if args.pool:
         dirs = args.pool.split(",")
         load = lambda _, rate, seed: load_pooled(dirs, rate, seed)
-    if not any(load(args, rate, seed) for rate, seed in cells):
+    loaded = [(rate, seed, load(args, rate, seed)) for rate, seed in cells]
+    if not any(d for _, _, d in loaded):
         sys.exit(f"no results in {args.pool or args.out} for rates {args.rates}, seeds {args.seeds}")
     print("| rate | seed | policy | mean TTFT ms | p50 | p99 | hit rate | runs' means (hit rates) |")
     print("|---|---|---|---:|---:|---:|---:|---|")
     verdicts = []
-    for rate, seed in cells:
-        d = load(args, rate, seed)
+    for rate, seed, d in loaded:
         if d is None:
             continue
         for i, name in enumerate(d):
