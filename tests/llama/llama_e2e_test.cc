@@ -13,9 +13,11 @@
 // rates (docs/benchmarks.md). Mirrored positions cancel a drift that is linear over the
 // sequence; each policy is judged over its runs together.
 //
-// Every run starts fresh llama-servers (empty caches). The llama build is cached outside the
-// tree; the first run builds it (minutes). The test skips, loudly, only when the build is
-// impossible on this machine (no npm, git or cmake: setup-llama.sh exit code 3).
+// Servers and nodes are set up as `hearsay demo --engine llama` sets them up (one host group, the
+// demo's cache and deadlines); every node writes its decision records beside its server's log, kept
+// when the test fails. Every run starts fresh llama-servers (empty caches). The llama build is
+// cached outside the tree; the first run builds it (minutes). The test skips, loudly, only when the
+// build is impossible on this machine (no npm, git or cmake: setup-llama.sh exit code 3).
 //
 // Arguments (from CMake): <setup-llama.sh> <make_llama2c_model> <hearsay binary>.
 #include <gtest/gtest.h>
@@ -43,17 +45,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr size_t kNodes = 4;
-// Host-memory prompt cache per llama-server, MiB: small, so caches are capacity-limited and where
-// a request lands matters (about 16k tokens at 4 KiB/token for this model: some ten prompts).
-constexpr int kCacheRamMib = 64;
-constexpr uint64_t kCapacityTokens = 16384;
-// Deadlines that fit this CPU model's real speed under the test's load: a first token is prefill
-// of ~1,500 tokens plus queueing behind the other requests in flight, seconds on a quiet machine
-// and tens of seconds on a loaded one. The forward deadline sits above the peer engine's own, so
-// a slow peer is waited for (its own deadline answers first) rather than abandoned mid-prefill and
-// the request recomputed elsewhere, which only adds load and scatters prefixes over the caches.
-constexpr const char* kUpstreamFirstTokenTimeoutMs = "120000";
-constexpr const char* kForwardTimeoutMs = "150000";
 constexpr auto kClientTimeout = 180s;
 // The workload: the same requests, arrival times and entry points for every policy. 100 of the
 // demo's 120 requests keep the five runs near 4 minutes.
@@ -101,25 +92,17 @@ Pooled Pool(const std::vector<PolicyResult>& runs, const std::string& policy) {
 
 // One run of `policy` on fresh llama-servers, which log to `log_dir`.
 Result<PolicyResult> RunPolicy(const std::string& policy, const std::string& log_dir) {
-  launch::LlamaServerOptions lso;
-  lso.servers = kNodes;
-  lso.cache_ram_mib = kCacheRamMib;
-  lso.log_dir = log_dir;
-  std::filesystem::create_directories(lso.log_dir);
-  HEARSAY_ASSIGN_OR_RETURN(auto servers, launch::LlamaServers::Start(lso));
+  std::filesystem::create_directories(log_dir);
+  HEARSAY_ASSIGN_OR_RETURN(
+      auto servers, launch::LlamaServers::Start(launch::LlamaDemoServerOptions(kNodes, log_dir)));
   launch::LocalClusterOptions o;
   o.hearsay_binary = g_hearsay;
   o.nodes = kNodes;
   o.policy = policy;
-  o.capacity_tokens = kCapacityTokens;
-  o.engine = "openai";
-  o.engine_preset = launch::kLlamaDemoEnginePreset;
-  o.extra_flags = {"--upstream-flavor", "llamacpp"};
-  o.extra_flags.insert(o.extra_flags.end(),
-                       {"--upstream-first-token-timeout-ms", kUpstreamFirstTokenTimeoutMs,
-                        "--forward-timeout-ms", kForwardTimeoutMs});
+  launch::SetUpLlamaDemoNodes(o);
   for (size_t i = 0; i < kNodes; ++i) {
-    o.per_node_flags.push_back({"--upstream", "http://" + servers->addresses()[i]});
+    o.per_node_flags.push_back({"--upstream", "http://" + servers->addresses()[i], "--records",
+                                log_dir + "/records-node-" + std::to_string(i) + ".jsonl"});
   }
   HEARSAY_ASSIGN_OR_RETURN(auto cluster, launch::LocalCluster::Start(o));
 

@@ -70,11 +70,11 @@ LlamaServerOptions LlamaDemoServerOptions(size_t servers, const std::string& log
 struct LocalClusterOptions;
 // Sets `o` up as the llama demo's nodes: engine openai in front of llama.cpp (flavor llamacpp),
 // priced with kLlamaDemoEnginePreset, the servers' cache as each node's capacity (in llama
-// tokens), and deadlines that fit a CPU
-// engine's real speed (as in tests/llama/llama_e2e_test.cc: a peer's first token may take tens of
-// seconds on a loaded machine, and is waited for rather than abandoned mid-prefill and recomputed
-// elsewhere), and one host group for all (they share this machine's cores). Each node's
-// --upstream is for the caller to add once its server runs.
+// tokens), and deadlines that fit a CPU engine's real speed (a peer's first token may take tens of
+// seconds on a loaded machine: the forward deadline sits above the engine's own, so a slow peer is
+// waited for rather than abandoned mid-prefill and the request recomputed elsewhere), and one host
+// group for all (they share this machine's cores). Each node's --upstream is for the caller to add
+// once its server runs.
 void SetUpLlamaDemoNodes(LocalClusterOptions& o);
 
 class LlamaServers {
