@@ -90,19 +90,19 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
     ++priced;
     const bool queue = c.load.queued + unsent.requests > 0;
     busy += queue ? 1 : 0;
-    if (c.host_group != 0) hosts_.push_back({c.host_group, 1, queue || wait > 0 ? 1u : 0u});
+    if (c.host_group != 0) hosts_.push_back({c.host_group, 1});
     least_prefill = std::min(least_prefill, price.prefill_ms);
   }
   ApplyTimeTrust(candidates);
   const double pressure = priced > 0 ? double(busy) / double(priced) : 0;
-  MergeHostWork();
+  MergeHosts();
   double best = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < candidates.size(); ++i) {
     Price& price = prices_[i];
     if (std::isnan(price.cost_ms)) continue;
     const double weight =
         std::max(params_.work_weight * pressure,
-                 params_.shared_host_work_weight * HostPressure(candidates[i].host_group));
+                 SharesHost(candidates[i].host_group) ? params_.shared_host_work_weight : 0.0);
     price.work_ms = weight * (price.prefill_ms - least_prefill);
     price.cost_ms =
         price.delay_ms + price.wait_ms + price.prefill_ms + price.work_ms + price.interference_ms;
@@ -161,15 +161,14 @@ Decision HearsayPolicy::DoChoose(const RouteRequest& request, std::span<const Ca
   return d;
 }
 
-void HearsayPolicy::MergeHostWork() {
+void HearsayPolicy::MergeHosts() {
   std::sort(hosts_.begin(), hosts_.end(),
-            [](const HostWork& a, const HostWork& b) { return a.group < b.group; });
+            [](const HostMembers& a, const HostMembers& b) { return a.group < b.group; });
   // Merges each group's entries into its first.
   size_t out = 0;
   for (size_t i = 0; i < hosts_.size(); ++i) {
     if (out > 0 && hosts_[out - 1].group == hosts_[i].group) {
       hosts_[out - 1].members += 1;
-      hosts_[out - 1].working += hosts_[i].working;
     } else {
       hosts_[out++] = hosts_[i];
     }
@@ -177,13 +176,12 @@ void HearsayPolicy::MergeHostWork() {
   hosts_.resize(out);
 }
 
-double HearsayPolicy::HostPressure(uint64_t group) const {
-  if (group == 0) return 0;
+bool HearsayPolicy::SharesHost(uint64_t group) const {
+  if (group == 0) return false;
   const auto it = std::lower_bound(hosts_.begin(), hosts_.end(), group,
-                                   [](const HostWork& h, uint64_t g) { return h.group < g; });
+                                   [](const HostMembers& h, uint64_t g) { return h.group < g; });
   // A member alone in its group among the candidates slows nobody else's prefill.
-  if (it == hosts_.end() || it->group != group || it->members < 2) return 0;
-  return double(it->working) / double(it->members);
+  return it != hosts_.end() && it->group == group && it->members >= 2;
 }
 
 // SplitMix64's finalizer: every input bit moves every output bit.

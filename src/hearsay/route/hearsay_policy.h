@@ -29,8 +29,10 @@
 //   and the term fades; when the engines are the bottleneck a cache hit is not traded for a
 //   slightly shorter queue. (On llama.cpp with this term off, hearsay's hit rate fell to 0.6-0.9
 //   of the paper policy's; docs/benchmarks.md.) Members whose engines share a host's processors
-//   (Candidate::host_group) slow each other whether or not anything queues: for them pressure is
-//   at least shared_host_work_weight / work_weight × the share of the group with prefill work.
+//   (Candidate::host_group, with another member among the candidates) slow each other whether or
+//   not anything queues: the miss's prefill takes the cores every host-mate's next prefill needs,
+//   so for them the weight is at least shared_host_work_weight, whatever the host-mates are
+//   doing when the request is priced.
 //
 // - interference(c): a prefill shares the engine's iterations with the requests running there,
 //   each of which waits for it before its next token: interference_weight × running(c) ×
@@ -161,18 +163,16 @@ class HearsayPolicy final : public Policy {
     double credit_tokens = 0;
   };
   std::vector<Believed> believed_;
-  // Per host group among the priced candidates, how many members it has and how many of them
-  // have prefill work ahead of a new request (a queue, an expected wait or unreported sends):
-  // one entry per grouped candidate as they are priced, then sorted and merged by group.
-  struct HostWork {
+  // Per host group among the priced candidates, how many members it has: one entry per grouped
+  // candidate as they are priced, then sorted and merged by group.
+  struct HostMembers {
     uint64_t group = 0;
     uint32_t members = 0;
-    uint32_t working = 0;
   };
-  std::vector<HostWork> hosts_;
-  void MergeHostWork();
-  // The share of `group`'s priced members with prefill work ahead (0 for group 0).
-  double HostPressure(uint64_t group) const;
+  std::vector<HostMembers> hosts_;
+  void MergeHosts();
+  // Whether `group` (not 0) has another priced member besides the one asking.
+  bool SharesHost(uint64_t group) const;
   // The last decision, so OnSent() can record the tokens expected to be computed there.
   uint64_t last_id_ = 0;
   Slot last_slot_ = kNoSlot;

@@ -157,35 +157,34 @@ TEST_F(HearsayPolicyTest, UnderLoadAMissIsPricedWithTheWorkItAdds) {
 }
 
 TEST_F(HearsayPolicyTest, OnASharedHostAMissIsPricedWithTheWorkItAddsToItsHostMates) {
-  // The holder is prefilling (65 ms before a new request's turn, nothing queued): for this
-  // request's own TTFT the idle member, ~48 ms of prefill dearer, is the faster one.
+  // The holder is prefilling (120 ms before a new request's turn, nothing queued); the others are
+  // idle. For this request's own TTFT a miss here, ~48 ms of prefill dearer, is the faster one.
   Candidate holder = PeerCandidate(1, 0.5, 1536);
-  holder.load.queue_wait = FromMillis(65);
+  holder.load.queue_wait = FromMillis(120);
   Candidate other = PeerCandidate(2, 0.5, 0);
   Candidate self = SelfCandidate(0);
-  self.load.queue_wait = FromMillis(10);
-  EXPECT_EQ(Choose({self, holder, other}).slot, 2u);
+  EXPECT_EQ(Choose({self, holder, other}).slot, 0u);
   // Alone in its group among the candidates, a member slows nobody else.
   holder.host_group = 7;
-  EXPECT_EQ(Choose({self, holder, other}, 2).slot, 2u);
-  // All on one host, two of the three prefilling: the miss's extra prefill would run beside
-  // theirs and slow them, so the holder is worth its wait.
+  EXPECT_EQ(Choose({self, holder, other}, 2).slot, 0u);
+  // All on one host: the miss's extra prefill takes the cores every host-mate's next prefill
+  // needs, whether or not one runs right now, so the holder is worth its wait.
   self.host_group = 7;
   other.host_group = 7;
   EXPECT_EQ(Choose({self, holder, other}, 3).slot, 1u);
   const std::span<const Price> prices = policy_.LastPrices();
   ASSERT_EQ(prices.size(), 3u);
   EXPECT_EQ(prices[1].work_ms, 0);  // the holder adds the least work
-  EXPECT_NEAR(prices[2].work_ms,
-              options_.hearsay.shared_host_work_weight * 2.0 / 3.0 *
-                  (prices[2].prefill_ms - prices[1].prefill_ms),
+  EXPECT_NEAR(prices[0].work_ms,
+              options_.hearsay.shared_host_work_weight *
+                  (prices[0].prefill_ms - prices[1].prefill_ms),
               1e-9);
   // With the weight at 0 the group changes nothing.
   PolicyOptions no_host;
   no_host.hearsay.shared_host_work_weight = 0;
   HearsayPolicy plain(no_host);
   const std::vector<Candidate> same = {self, holder, other};
-  EXPECT_EQ(plain.Choose(MakeRequest(chain_, 4), same, rng_).slot, 2u);
+  EXPECT_EQ(plain.Choose(MakeRequest(chain_, 4), same, rng_).slot, 0u);
 }
 
 TEST_F(HearsayPolicyTest, AReportedQueueDrainsAsTheReportAges) {

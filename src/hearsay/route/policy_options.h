@@ -71,11 +71,11 @@ struct HearsayParams {
   // this node sent since their report. 0 = price only this request's time to first token.
   double work_weight = 1.0;
   // ... and where members share a host's processors (Candidate::host_group), the prefill a miss
-  // adds there slows every host-mate's prefill as it runs, queue or none: a candidate in a group
-  // is priced with the larger of work_weight × pressure and shared_host_work_weight × the share of
-  // its group with prefill work ahead (a queue, an expected wait, or this node's unreported
-  // sends). 0 = the group changes nothing. 3 brought hearsay's hit rate from 0.905 to 0.952 ×
-  // paper's in the simulator configured like the llama demo (docs/benchmarks.md).
+  // adds there takes the cores every host-mate's prefill needs, now or in the next moments, queue
+  // or none: a candidate whose group has another member among the candidates is priced with the
+  // larger of work_weight × pressure and shared_host_work_weight. 0 = the group changes nothing.
+  // In the simulator configured like the llama demo, 3 took hearsay's worst hit rate from 0.905 to
+  // 0.954 × paper's (docs/engines.md).
   double shared_host_work_weight = 3.0;
   // A prefill shares the engine's iterations with the requests running there: each of them
   // waits for it before its next token. Each candidate's price adds interference_weight ×
