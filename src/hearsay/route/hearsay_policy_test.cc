@@ -175,10 +175,10 @@ TEST_F(HearsayPolicyTest, OnASharedHostAMissIsPricedWithTheWorkItAddsToItsHostMa
   const std::span<const Price> prices = policy_.LastPrices();
   ASSERT_EQ(prices.size(), 3u);
   EXPECT_EQ(prices[1].work_ms, 0);  // the holder adds the least work
-  EXPECT_NEAR(prices[0].work_ms,
-              options_.hearsay.shared_host_work_weight *
-                  (prices[0].prefill_ms - prices[1].prefill_ms),
-              1e-9);
+  EXPECT_NEAR(
+      prices[0].work_ms,
+      options_.hearsay.shared_host_work_weight * (prices[0].prefill_ms - prices[1].prefill_ms),
+      1e-9);
   // With the weight at 0 the group changes nothing.
   PolicyOptions no_host;
   no_host.hearsay.shared_host_work_weight = 0;
