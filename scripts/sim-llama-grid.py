@@ -2,7 +2,8 @@
 """The simulator configured like the llama demo, over many cluster seeds: issue 22's goals.
 
 Usage: sim-llama-grid.py [--hearsay BIN] [--rates 1,2] [--seeds 1,2,3] [--cluster-seeds 20]
-                         [--host-cores 2] [--policies hearsay,paper,least-loaded,oracle]
+                         [--host-cores 2] [--host-contention 0] [--engine-preset llama-tiny-cpu]
+                         [--policies hearsay,paper,least-loaded,oracle]
 
 For every rate and seed (a cell, the same request sequence as `hearsay demo --engine llama
 --rate R --seed S`), runs
@@ -12,7 +13,11 @@ For every rate and seed (a cell, the same request sequence as `hearsay demo --en
 for K = 1..N and prints each policy's mean over K of the mean TTFT, p99 TTFT and hit rate, then
 hearsay's ratios to paper's per cell and the goals of llama-grid.py against the best other policy
 (mean TTFT at most, p99 at most 1.1 x the lowest, hit rate at least 0.95 x paper's). --host-cores
-0 gives every engine a machine of its own. Deterministic: the same arguments print the same table.
+0 gives every engine a machine of its own. --host-contention C slows prefills that run at once on
+the host beyond sharing its cores (`hearsay sim --host-contention`); the demo's servers measure
+about 0.3, with a prefill alone at about 0.8 x the speed llama-tiny-cpu was fitted to (prefills
+measured as they ran, beside others), which --engine-preset t0=2.4,a=0.24,b=8.5e-4,d1=2.4,d2=8e-5
+gives. Deterministic: the same arguments print the same table.
 """
 import argparse
 import json
@@ -23,9 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 def run(args, policy, rate, seed, cluster_seed):
-    cmd = [args.hearsay, "sim", "--engine-preset", "llama-tiny-cpu", "--capacity-tokens", "7282",
+    cmd = [args.hearsay, "sim", "--engine-preset", args.engine_preset, "--capacity-tokens", "7282",
            "--max-running", "4", "--engine-cache", "slots", "--nodes", "4", "--zipf", "1",
-           "--requests", "120", "--host-cores", str(args.host_cores), "--rate", str(rate),
+           "--requests", "120", "--host-cores", str(args.host_cores), "--host-contention",
+           str(args.host_contention), "--rate", str(rate),
            "--seed", str(seed), "--cluster-seed", str(cluster_seed), "--policy", policy, "--json"]
     return json.loads(subprocess.check_output(cmd))
 
@@ -48,6 +54,8 @@ def main():
     p.add_argument("--seeds", default="1,2,3")
     p.add_argument("--cluster-seeds", type=int, default=20)
     p.add_argument("--host-cores", type=float, default=2)
+    p.add_argument("--host-contention", type=float, default=0)
+    p.add_argument("--engine-preset", default="llama-tiny-cpu")
     p.add_argument("--policies", default="hearsay,paper,least-loaded,oracle")
     p.add_argument("--jobs", type=int, default=2)
     args = p.parse_args()

@@ -53,6 +53,11 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--host-cores", c.host_cores,
                   "Cores of the one host all engines share (CPU engines); 0: a machine each")
       ->capture_default_str();
+  cmd->add_option("--host-contention", c.host_contention,
+                  "How much prefills on that host slow each other beyond sharing its cores: each "
+                  "of p at once runs at 1 / (1 + C (min(p, cores) - 1)); 0.3 is about the llama "
+                  "demo's host")
+      ->capture_default_str();
   cmd->add_option("--engine-cache", c.engine_cache,
                   "How each engine keeps its KV cache: paged (vLLM, SGLang) or slots (llama.cpp: "
                   "--max-running slots and a host cache of --capacity-tokens whole sequences)")

@@ -17,9 +17,9 @@ namespace {
 constexpr double kAloneMs = 36.75;
 
 struct Host {
-  explicit Host(size_t engines, double cores) {
+  explicit Host(size_t engines, double cores, double contention = 0) {
     SimEngineOptions o;
-    if (cores > 0) o.host = std::make_shared<SharedHost>(cores);
+    if (cores > 0) o.host = std::make_shared<SharedHost>(cores, contention);
     for (size_t i = 0; i < engines; ++i) {
       engines_.push_back(SimEngine::Create(sched, o, Keyer()).value());
     }
@@ -83,6 +83,30 @@ TEST(SharedHostTest, AnEngineGoneMidIterationLeavesTheHost) {
   h.sched.RunUntilIdle();
   // 10 ms at half speed (5 ms of work), then alone.
   EXPECT_NEAR(h.FirstMs(0), 10 + (kAloneMs - 5), 1e-6);
+}
+
+TEST(SharedHostTest, PrefillsAtOnceSlowEachOtherByTheContention) {
+  // Two cores, contention 0.5: two prefills at once each run at 1 / 1.5 of full speed.
+  Host h(2, 2, 0.5);
+  h.Prefill(0, 0);
+  h.Prefill(1, 0);
+  h.sched.RunUntilIdle();
+  EXPECT_NEAR(h.FirstMs(0), 1.5 * kAloneMs, 1e-6);
+  EXPECT_NEAR(h.FirstMs(1), 1.5 * kAloneMs, 1e-6);
+  // Four on two cores: half speed from the cores, and two cores' worth of contention.
+  Host four(4, 2, 0.5);
+  for (size_t i = 0; i < 4; ++i) four.Prefill(i, 0);
+  four.sched.RunUntilIdle();
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(four.FirstMs(i), 2 * 1.5 * kAloneMs, 1e-6) << i;
+}
+
+TEST(SharedHostTest, APrefillAloneRunsAtFullSpeedWhateverTheContention) {
+  Host h(2, 2, 0.5);
+  h.Prefill(0, 0);
+  h.Prefill(1, 100);  // after engine 0's prefill ended
+  h.sched.RunUntilIdle();
+  EXPECT_NEAR(h.FirstMs(0), kAloneMs, 1e-6);
+  EXPECT_NEAR(h.FirstMs(1), 100 + kAloneMs, 1e-6);
 }
 
 }  // namespace

@@ -361,7 +361,7 @@ void SimEngine::StartIteration() {
   iteration_start_ = scheduler_.clock().Now();
   if (options_.host) {
     // The host sets (and moves) the end as other engines on it start and finish iterations.
-    options_.host->Begin(&seat_, iteration_ms_, iteration_start_);
+    options_.host->Begin(&seat_, iteration_ms_, iteration_start_, shape_.prefill_tokens > 0);
   } else {
     ScheduleEnd(d);
   }

@@ -37,6 +37,12 @@ Status ValidateSimConfig(const SimConfig& c) {
   if (!Finite(c.host_cores) || c.host_cores < 0 || c.host_cores > 4096) {
     return Bad("--host-cores must be in [0, 4096] (0: a machine per engine)");
   }
+  if (!Finite(c.host_contention) || c.host_contention < 0 || c.host_contention > 100) {
+    return Bad("--host-contention must be in [0, 100]");
+  }
+  if (c.host_contention > 0 && c.host_cores == 0) {
+    return Bad("--host-contention needs --host-cores (engines on one host)");
+  }
   if (c.engine_cache != "paged" && c.engine_cache != "slots") {
     return Bad("--engine-cache must be paged or slots");
   }

@@ -57,6 +57,9 @@ struct SimConfig {
   // llama-servers): while k engines run an iteration, each runs at min(1, cores / k) of its speed
   // (engine/shared_host.h). 0: every engine has a machine of its own.
   double host_cores = 0;
+  // How much prefills on that host slow each other beyond sharing its cores
+  // (engine::SharedHost): 0.3 is about the llama demo's host. Needs host_cores.
+  double host_contention = 0;
   // How each engine keeps its KV cache: "paged" (vLLM, SGLang: one radix tree) or "slots"
   // (llama.cpp's llama-server: max_running slots, each keeping its last sequence, and a host cache
   // of capacity_tokens keeping whole sequences; engine/slot_cache.h).

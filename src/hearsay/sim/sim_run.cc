@@ -505,7 +505,9 @@ Result<SimSummary> RunSimRecorded(const SimConfig& in, const ProgressFn& progres
   if (config.max_running > 0) eo.max_running = config.max_running;
   if (config.engine_cache == "slots") eo.cache_layout = engine::CacheLayout::kSlots;
   // Engines that share one host's cores share one SharedHost (the options' copies share it).
-  if (config.host_cores > 0) eo.host = std::make_shared<engine::SharedHost>(config.host_cores);
+  if (config.host_cores > 0) {
+    eo.host = std::make_shared<engine::SharedHost>(config.host_cores, config.host_contention);
+  }
 
   HEARSAY_ASSIGN_OR_RETURN(const double rate, ArrivalRate(config, pool, eo, trace, total));
   HEARSAY_ASSIGN_OR_RETURN(std::unique_ptr<workload::Workload> workload,
