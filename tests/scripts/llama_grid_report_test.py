@@ -10,13 +10,9 @@ import subprocess
 import sys
 import tempfile
 
-script = os.path.join(sys.argv[1], "scripts", "llama-grid.py")
-failures = []
+from script_check import check, finish, script as script_path
 
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
+script = script_path("llama-grid.py")
 
 
 def write_cell(folder, policies):
@@ -62,6 +58,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check(missing.returncode != 0 and "no results" in missing.stderr,
           f"a cell no folder holds is an error: {missing.returncode} {missing.stderr!r}")
 
-for f in failures:
-    print("FAIL:", f)
-sys.exit(1 if failures else 0)
+finish()

@@ -10,13 +10,9 @@ import subprocess
 import sys
 import tempfile
 
-script = os.path.join(sys.argv[1], "scripts", "llama-records.py")
-failures = []
+from script_check import check, finish, script as script_path
 
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
+script = script_path("llama-records.py")
 
 
 def route(run, request, arrived, held_tokens, ttft):
@@ -65,6 +61,4 @@ with tempfile.TemporaryDirectory() as tmp:
     usage = subprocess.run([sys.executable, script], capture_output=True, text=True)
     check(usage.returncode != 0 and "Usage" in usage.stderr, "no file is a usage error")
 
-for f in failures:
-    print("FAIL:", f)
-sys.exit(1 if failures else 0)
+finish()

@@ -59,8 +59,13 @@ class SharedHost {
   void Advance(TimePoint now);
   // Each job's new end at the rate of jobs_.size() members.
   void RescheduleAll();
-  // The speed `job` runs at now, as a fraction of full speed.
-  double Rate(const Job& job) const;
+  // The speeds jobs run at now, as fractions of full speed (jobs_ not empty).
+  struct Rates {
+    double other;
+    double prefill;
+    double Of(const Job& j) const { return j.prefill ? prefill : other; }
+  };
+  Rates CurrentRates() const;
 
   double cores_;
   double contention_;

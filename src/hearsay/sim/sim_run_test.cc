@@ -171,6 +171,19 @@ TEST(SimRunTest, EnginesOnOneHostShareItsCores) {
   }
   EXPECT_LT(ttft[0], ttft[1]);
   EXPECT_LT(ttft[1], ttft[2]);
+  // Prefills that meet slow each other beyond the cores: slower again, still deterministic.
+  c.host_cores = 2;
+  c.host_contention = 0.3;
+  Result<SimSummary> contended = RunSim(c);
+  ASSERT_TRUE(contended.ok()) << contended.status().ToString();
+  EXPECT_GT(contended->mean_ttft_ms, ttft[1]);
+  EXPECT_EQ(ToJson(*contended)["mean_ttft_ms"], ToJson(*RunSim(c))["mean_ttft_ms"]);
+  c.host_contention = -0.1;
+  EXPECT_FALSE(ValidateSimConfig(c).ok());
+  c.host_contention = 0.3;
+  c.host_cores = 0;  // contention needs a shared host
+  EXPECT_FALSE(ValidateSimConfig(c).ok());
+  c.host_contention = 0;
   c.host_cores = -1;
   EXPECT_FALSE(ValidateSimConfig(c).ok());
 }
