@@ -5,7 +5,9 @@
 // policy, Dynamo's KV router (with KV events, and approximate without), llm-d's precise
 // prefix-cache scheduler, and round-robin behind a router as the cache-blind reference; each of
 // the four peers also in its multi-replica form (3 routers behind a load balancer, each with its
-// own view; Dynamo also with replica sync). See central_router.h for how a router is modelled.
+// own view; Dynamo also with replica sync). The `oracle` (hearsay's price with exact, instant
+// views) runs beside them as hearsay's own bound. See central_router.h for how a router is
+// modelled.
 //
 // The grid: workloads MMLU-like at Zipf 0.8, 1.0 and 1.2, the bundled Mooncake trace (Poisson
 // arrivals at the base rho; 8 nodes only, its long prompts make 32-node runs too slow) and
@@ -17,8 +19,9 @@
 //   runs.csv     one row per run, with figures from its per-request records;
 //   points.csv   one row per (point, system): mean and stddev over seeds;
 //   plot_*.csv, plots.gp  tables and a gnuplot script for the PNGs (error bars over seeds);
-//   report.md    tables per point at 1 ms, hearsay's ratio to every peer, the goals, the sanity
-//                checks (precise vs approximate under pressure; cache-aware vs round-robin).
+//   report.md    tables per point at 1 ms, hearsay's ratio to every peer, the goals, the oracle
+//                against the same peers, the sanity checks (precise vs approximate under
+//                pressure; cache-aware vs round-robin).
 // Every file is a pure function of the options and the runs' results.
 //
 // Thread-safety: RunPeersExperiment is reentrant; it runs up to `jobs` simulations at once on

@@ -20,7 +20,7 @@ std::string FreshDir(const std::string& name) { return testing::FreshDir("hearsa
 TEST(PeersExperimentTest, SystemsCoverEveryPeerCentralAndReplicated) {
   std::set<std::string> labels;
   for (const PeerSystem& s : PeerSystems()) labels.insert(s.label);
-  for (const char* want : {"hearsay", "round-robin", "sgl-cache-aware", "dynamo-kv",
+  for (const char* want : {"hearsay", "oracle", "round-robin", "sgl-cache-aware", "dynamo-kv",
                            "dynamo-kv-approx", "llmd-precise", "sgl-cache-aware/3", "dynamo-kv/3",
                            "dynamo-kv/3+sync", "dynamo-kv-approx/3", "llmd-precise/3"}) {
     EXPECT_TRUE(labels.count(want)) << want;
@@ -59,14 +59,16 @@ TEST(PeersExperimentTest, GridSizesTheCachesFromTheWorkingSet) {
   EXPECT_TRUE(RunsAt(replicated, p));
 }
 
-// A fake simulator: hearsay is faster than every peer, except p99 against dynamo-kv.
+// A fake simulator: hearsay is faster than every peer, except p99 against dynamo-kv; the oracle
+// is faster still on the mean, and on p99 as slow as hearsay.
 Result<SimSummary> FakeRun(const SimConfig& c, const ProgressFn&) {
   SimSummary s;
   double base = 20 + c.delay_ms + static_cast<double>(c.seed);
   if (c.policy == "hearsay") base *= 0.5;
+  if (c.policy == "oracle") base *= 0.4;
   s.mean_ttft_ms = base;
   s.p50_ttft_ms = base;
-  s.p99_ttft_ms = c.policy == "dynamo-kv" ? 5 : base * 3;
+  s.p99_ttft_ms = c.policy == "dynamo-kv" ? 5 : (c.policy == "oracle" ? base * 3.75 : base * 3);
   s.hit_rate = c.policy == "round-robin" ? 0.2 : (c.policy == "dynamo-kv-approx" ? 0.4 : 0.5);
   s.requests = c.requests;
   return s;
@@ -84,8 +86,8 @@ TEST(PeersExperimentTest, ReportsGoalsRatiosAndSanityFromFakeRuns) {
     return FakeRun(c, p);
   };
   ASSERT_TRUE(RunPeersExperiment(o, run).ok());
-  // Quick: 2 workloads × 2 pressures × 11 systems × 2 seeds.
-  EXPECT_EQ(calls, 2 * 2 * 11 * 2);
+  // Quick: 2 workloads × 2 pressures × 12 systems × 2 seeds.
+  EXPECT_EQ(calls, 2 * 2 * 12 * 2);
   for (const char* f : {"runs.csv", "points.csv", "plots.gp", "report.md", "plot_replicas.csv",
                         "plot_mmlu-z1_n8_high.csv", "plot_chat_n8_low.csv"}) {
     EXPECT_TRUE(std::filesystem::exists(o.out_dir + "/" + f)) << f;
@@ -103,8 +105,15 @@ TEST(PeersExperimentTest, ReportsGoalsRatiosAndSanityFromFakeRuns) {
             std::string::npos);
   EXPECT_NE(report.find("A higher hit rate than round-robin in 20 of 20 cases: **reproduced**"),
             std::string::npos);
+  // The oracle against the same peers: its p99 misses are hearsay's.
+  EXPECT_NE(report.find("| oracle | 16 / 16 | 12 / 16 |"), std::string::npos) << report;
+  EXPECT_NE(
+      report.find("Of hearsay's 0 mean misses the oracle misses 0 too; of its 4 p99 misses, 4."),
+      std::string::npos);
+  EXPECT_NE(report.find("| mmlu-z1, 8 nodes, 1 ms, low pressure | 1.25 (1.00) | 0.40 (6.75) |"),
+            std::string::npos);
   const std::string runs = ReadFile(o.out_dir + "/runs.csv");
-  EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 1 + 2 * 2 * 11 * 2);
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 1 + 2 * 2 * 12 * 2);
 }
 
 TEST(PeersExperimentTest, RejectsBadOptions) {
