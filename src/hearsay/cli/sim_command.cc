@@ -93,6 +93,14 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
                   "Fault: nodes 0..N-1 advertise every prefix and an idle engine while serving "
                   "normally (docs/adversarial.md)")
       ->capture_default_str();
+  cmd->add_option("--slanderers", c.slanderers,
+                  "Fault: the next N nodes after the liars list every peer as holding an hour of "
+                  "work they never sent (docs/adversarial.md)")
+      ->capture_default_str();
+  cmd->add_option("--trimmed-listers", c.trimmed_listers,
+                  "How many peers' shares of the work listed at a member each node leaves out, "
+                  "the largest first; 0 = believe every list in full (an ablation)")
+      ->capture_default_str();
   cmd->add_flag("!--no-trust", c.trust,
                 "Ablation: believe every member's claims (no discount from claims vs delivery)");
   cmd->add_option("--forward-deadline-factor", c.forward_deadline_factor,

@@ -109,7 +109,11 @@ struct Misbehaviour {
   bool claim_idle = false;
   // Serve every forward, never bouncing one back (it wants the traffic).
   bool never_bounce = false;
-  bool any() const { return claim_every_prefix || claim_idle || never_bounce; }
+  // Slander: list, in its load report's backlog (shared_backlog.h), every live peer (up to
+  // gossip::kMaxBacklogEntries) under an hour of work it never sent there, so that peers who
+  // believe it send them nothing. Honest about itself, and it routes on its true list.
+  bool slander = false;
+  bool any() const { return claim_every_prefix || claim_idle || never_bounce || slander; }
 };
 
 struct NodeOptions {
@@ -411,6 +415,8 @@ class Node final : public gossip::Listener, public engine::EngineObserver {
   // This node's backlog list at `now` (node_backlog.cc), and the sum of every reporter's into
   // `sum`; NoteListedWork extends listed_work_until_ by a list just published or received.
   std::vector<gossip::BacklogEntry> ListOwnBacklog(TimePoint now);
+  // Misbehaviour::slander's list: every live peer under the most work a list may name.
+  std::vector<gossip::BacklogEntry> SlanderList() const;
   void SumBacklogInto(SharedBacklog& sum, TimePoint now) const;
   void NoteListedWork(std::span<const gossip::BacklogEntry> list, TimePoint now);
   Peer* EnsurePeer(const NodeId& id, Generation generation);

@@ -31,7 +31,21 @@ std::vector<gossip::BacklogEntry> Node::ListOwnBacklog(TimePoint now) {
   }
   own_backlog_ = ListBacklog(backlog_sources_, options_.shared_backlog);
   NoteListedWork(own_backlog_, now);
-  return own_backlog_;
+  return options_.misbehave.slander ? SlanderList() : own_backlog_;
+}
+
+std::vector<gossip::BacklogEntry> Node::SlanderList() const {
+  std::vector<gossip::BacklogEntry> list;
+  for (const Peer& peer : peers_) {
+    if (list.size() == gossip::kMaxBacklogEntries) break;
+    if (peer.id.empty() || !peer.live) continue;
+    list.push_back({.member = peer.id, .requests = 1, .work_ms = gossip::kMaxBacklogWorkMs});
+  }
+  std::sort(list.begin(), list.end(),
+            [](const gossip::BacklogEntry& a, const gossip::BacklogEntry& b) {
+              return a.member < b.member;
+            });
+  return list;
 }
 
 void Node::NoteListedWork(std::span<const gossip::BacklogEntry> list, TimePoint now) {
@@ -48,9 +62,14 @@ SharedBacklog Node::ReportedBacklog(TimePoint now) const {
 
 void Node::SumBacklogInto(SharedBacklog& sum, TimePoint now) const {
   sum.Clear();
+  sum.set_trimmed(options_.shared_backlog.trimmed_listers);
   if (!options_.shared_backlog.enabled || !trust_.options().enabled) return;
   if (now >= listed_work_until_) return;
-  sum.Add(options_.id, own_backlog_, now - own_backlog_at_, 1.0);
+  sum.AddOwn(options_.id, own_backlog_, now - own_backlog_at_);
+  for (const Peer& peer : peers_) {
+    // Answers that fell short of the member's claims: this node's own reason to doubt it.
+    if (!peer.id.empty() && trust_.Of(peer.id).trust() < 1) sum.Doubt(peer.id);
+  }
   for (const Peer& peer : peers_) {
     if (peer.id.empty() || !peer.live || !peer.has_load || peer.load.backlog.empty()) continue;
     sum.Add(peer.id, peer.load.backlog, now - peer.load_at, trust_.Of(peer.id).trust());

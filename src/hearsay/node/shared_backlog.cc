@@ -44,6 +44,15 @@ std::vector<gossip::BacklogEntry> ListBacklog(std::span<const BacklogSource> sou
   return out;
 }
 
+void SharedBacklog::AddOwn(const NodeId& self, std::span<const gossip::BacklogEntry> list,
+                           Duration age) {
+  const double aged = ToMillis(age);
+  for (const gossip::BacklogEntry& e : list) {
+    const double left = double(e.work_ms) - aged;
+    if (e.member != self && left > 0) work_[e.member].own += left;
+  }
+}
+
 void SharedBacklog::Add(const NodeId& reporter, std::span<const gossip::BacklogEntry> list,
                         Duration age, double weight) {
   const double aged = ToMillis(age);
@@ -51,13 +60,30 @@ void SharedBacklog::Add(const NodeId& reporter, std::span<const gossip::BacklogE
   for (const gossip::BacklogEntry& e : list) {
     if (e.member == reporter) continue;
     const double left = double(e.work_ms) - aged;
-    if (left > 0 && weight > 0) work_[e.member] += weight * left;
+    if (left > 0 && weight > 0) AddShare(work_[e.member], weight * left);
+  }
+}
+
+void SharedBacklog::AddShare(Shares& s, double ms) const {
+  s.peers += ms;
+  // Insertion into the few largest, largest first.
+  for (size_t i = 0; i <= trimmed_; ++i) {
+    if (ms > s.top[i]) std::swap(ms, s.top[i]);
   }
 }
 
 double SharedBacklog::Find(const NodeId& member) const {
   auto it = work_.find(member);
-  return it == work_.end() ? 0 : it->second;
+  if (it == work_.end()) return 0;
+  const Shares& s = it->second;
+  // This node's own evidence against the member (its own list naming it, or answers short of
+  // the member's claims): every share counts. Without it the largest trimmed_ shares count up to
+  // the next largest.
+  if (s.own > 0 || s.doubted) return s.own + s.peers;
+  const double cap = s.top[trimmed_];
+  double over = 0;
+  for (size_t i = 0; i < trimmed_; ++i) over += std::max(0.0, s.top[i] - cap);
+  return s.own + std::max(0.0, s.peers - over);
 }
 
 }  // namespace hearsay::node

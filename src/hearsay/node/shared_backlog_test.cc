@@ -55,6 +55,7 @@ TEST(SharedBacklogTest, KeepsTheMostWorkWhenItMustDropSomeAndSortsByMember) {
 
 TEST(SharedBacklogTest, SumsReportersAgedAndWeighted) {
   SharedBacklog sum;
+  sum.set_trimmed(0);  // every list in full (the next tests trim)
   const std::vector<gossip::BacklogEntry> a = {{"liar", 2, 3000}, {"other", 1, 500}};
   const std::vector<gossip::BacklogEntry> b = {{"b", 1, 9999}, {"liar", 1, 1000}};
   sum.Add("a", a, FromMillis(1000), 1.0);  // a second old: 2,000 ms left
@@ -65,6 +66,50 @@ TEST(SharedBacklogTest, SumsReportersAgedAndWeighted) {
   EXPECT_DOUBLE_EQ(sum.WorkMs("nobody"), 0);
   sum.Clear();
   EXPECT_TRUE(sum.empty());
+}
+
+TEST(SharedBacklogTest, ALoneListerMovesNothingAtAMemberThisNodeHasNoEvidenceAgainst) {
+  SharedBacklog sum;  // trims one lister by default
+  const std::vector<gossip::BacklogEntry> slander = {{"honest", 1, gossip::kMaxBacklogWorkMs}};
+  sum.Add("slanderer", slander, Duration{0}, 1.0);
+  EXPECT_DOUBLE_EQ(sum.WorkMs("honest"), 0);
+  sum.Clear();
+  sum.set_trimmed(0);
+  sum.Add("slanderer", slander, Duration{0}, 1.0);
+  EXPECT_DOUBLE_EQ(sum.WorkMs("honest"), gossip::kMaxBacklogWorkMs);
+}
+
+TEST(SharedBacklogTest, TheLargestSharesCountUpToTheNextLargest) {
+  SharedBacklog sum;
+  sum.Add("a", std::vector<gossip::BacklogEntry>{{"m", 1, 5000}}, Duration{0}, 1.0);
+  sum.Add("b", std::vector<gossip::BacklogEntry>{{"m", 1, 2000}}, Duration{0}, 1.0);
+  sum.Add("c", std::vector<gossip::BacklogEntry>{{"m", 1, 1000}}, Duration{0}, 1.0);
+  EXPECT_DOUBLE_EQ(sum.WorkMs("m"), 2000 + 2000 + 1000);
+  sum.Clear();
+  sum.set_trimmed(2);  // two colluding listers alone move nothing either
+  sum.Add("a", std::vector<gossip::BacklogEntry>{{"m", 1, 5000}}, Duration{0}, 1.0);
+  sum.Add("b", std::vector<gossip::BacklogEntry>{{"m", 1, 2000}}, Duration{0}, 1.0);
+  EXPECT_DOUBLE_EQ(sum.WorkMs("m"), 0);
+  sum.Add("c", std::vector<gossip::BacklogEntry>{{"m", 1, 1000}}, Duration{0}, 1.0);
+  EXPECT_DOUBLE_EQ(sum.WorkMs("m"), 3 * 1000);
+}
+
+TEST(SharedBacklogTest, ThisNodesOwnListProvesTheMemberHidesWorkAndEveryShareCounts) {
+  SharedBacklog sum;
+  sum.AddOwn("self", std::vector<gossip::BacklogEntry>{{"liar", 1, 1000}, {"self", 1, 99}},
+             FromMillis(200));
+  sum.Add("a", std::vector<gossip::BacklogEntry>{{"liar", 3, 4000}}, Duration{0}, 1.0);
+  EXPECT_DOUBLE_EQ(sum.WorkMs("liar"), 800 + 4000);
+  EXPECT_DOUBLE_EQ(sum.WorkMs("self"), 0);
+}
+
+TEST(SharedBacklogTest, AMemberThisNodeDoubtsCountsEveryShare) {
+  SharedBacklog sum;
+  sum.Doubt("late");  // its answers here fell short of its claims
+  sum.Add("a", std::vector<gossip::BacklogEntry>{{"late", 2, 3000}, {"m", 1, 3000}}, Duration{0},
+          1.0);
+  EXPECT_DOUBLE_EQ(sum.WorkMs("late"), 3000);
+  EXPECT_DOUBLE_EQ(sum.WorkMs("m"), 0);
 }
 
 }  // namespace

@@ -52,11 +52,11 @@ struct Results {
   std::vector<std::vector<Agg>> stats;
   int seeds = 0;
 
-  // The case with the same workload and size and no liars.
+  // The case with the same workload and size and nobody misbehaving.
   size_t Honest(size_t c) const {
     for (size_t i = 0; i < cases.size(); ++i) {
       if (cases[i].workload == cases[c].workload && cases[i].nodes == cases[c].nodes &&
-          cases[i].liars == 0) {
+          cases[i].liars == 0 && cases[i].slanderers == 0) {
         return i;
       }
     }
@@ -77,45 +77,48 @@ std::string RenderReport(const Results& r) {
       << " per case; rho 0.7 of the cluster's capacity, Poisson arrivals, 1 ms one-way delay, "
          "gossip 200 ms). The liars are nodes 0 .. k-1: each advertises every block any peer "
          "advertises and an idle engine, and never bounces a forward, while it serves what it "
-         "gets normally. Every arm runs on the same requests and seeds. Figures are means over "
-         "seeds, ± the standard deviation over seeds; `× honest` is the mean TTFT over the "
-         "same arm's without liars.\n\n";
+         "gets normally. The slanderer is the node after them: honest about itself, it lists "
+         "every peer under an hour of work it never sent. Every arm runs on the same requests "
+         "and seeds. Figures are means over seeds, ± the standard deviation over seeds; `× "
+         "honest` is the mean TTFT over the same arm's with every member honest.\n\n";
   out << "## Goals\n\n| goal | measured | verdict |\n|---|---|---|\n";
   for (size_t c = 0; c < r.cases.size(); ++c) {
     const AdversarialCase& k = r.cases[c];
-    if (k.liars == 0) continue;
-    const std::string where = WorkloadTitle(k.workload) + ", " + std::to_string(k.nodes) +
-                              " nodes, " + std::to_string(k.liars) + " liar" +
-                              (k.liars == 1 ? "" : "s");
+    if (k.liars == 0 && k.slanderers == 0) continue;
+    const std::string who = k.slanderers > 0
+                                ? "a slanderer"
+                                : std::to_string(k.liars) + " liar" + (k.liars == 1 ? "" : "s");
+    const std::string where =
+        WorkloadTitle(k.workload) + ", " + std::to_string(k.nodes) + " nodes, " + who;
     for (size_t a = 0; a < r.arms.size(); ++a) {
       const double ratio = r.Ratio(c, a);
       if (r.arms[a].label == "hearsay") {
-        out << "| " << where << ": hearsay ≤ " << Fmt("%.1f", kGoalRatio) << "× without liars | "
-            << Fmt("%.3f", ratio) << "× | " << (ratio <= kGoalRatio ? "**MET**" : "**MISSED**")
-            << " |\n";
-      } else if (r.arms[a].label == "paper") {
+        out << "| " << where << ": hearsay ≤ " << Fmt("%.1f", kGoalRatio) << "× without "
+            << (k.slanderers > 0 ? "it" : "liars") << " | " << Fmt("%.3f", ratio) << "× | "
+            << (ratio <= kGoalRatio ? "**MET**" : "**MISSED**") << " |\n";
+      } else if (r.arms[a].label == "paper" && k.liars > 0) {
         out << "| " << where << ": paper degrades (> " << Fmt("%.1f", kGoalRatio)
             << "× without liars) | " << Fmt("%.3f", ratio) << "× | "
             << (ratio > kGoalRatio ? "**MET**" : "**MISSED**") << " |\n";
       }
     }
   }
-  out << "\n## Results\n\n| workload | nodes | liars | arm | mean TTFT ms | × honest | p99 TTFT ms "
-         "| "
-         "hit rate | served by liars | failed |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "\n## Results\n\n| workload | nodes | liars | slanderers | arm | mean TTFT ms | × honest "
+         "| p99 TTFT ms | hit rate | served by them | failed "
+         "|\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (size_t c = 0; c < r.cases.size(); ++c) {
     const AdversarialCase& k = r.cases[c];
     for (size_t a = 0; a < r.arms.size(); ++a) {
       const Agg& g = r.stats[c][a];
       out << "| " << WorkloadTitle(k.workload) << " | " << k.nodes << " | " << k.liars << " | "
-          << r.arms[a].label << " | " << Fmt("%.1f", g.mean.mean) << " ± " << Fmt("%.1f", g.mean.sd)
-          << " | " << Fmt("%.2f", r.Ratio(c, a)) << " | " << Fmt("%.0f", g.p99) << " | "
-          << Fmt("%.3f", g.hit) << " | " << Fmt("%.3f", g.liar_share) << " | "
-          << Fmt("%.0f", g.failed) << " |\n";
+          << k.slanderers << " | " << r.arms[a].label << " | " << Fmt("%.1f", g.mean.mean) << " ± "
+          << Fmt("%.1f", g.mean.sd) << " | " << Fmt("%.2f", r.Ratio(c, a)) << " | "
+          << Fmt("%.0f", g.p99) << " | " << Fmt("%.3f", g.hit) << " | " << Fmt("%.3f", g.liar_share)
+          << " | " << Fmt("%.0f", g.failed) << " |\n";
     }
   }
-  out << "\nserved by liars: the share of requests the liars' engines served (their fair share is "
-         "liars / nodes).\n\n";
+  out << "\nserved by them: the share of requests the liars' or the slanderer's engines served "
+         "(their fair share is their number / nodes).\n\n";
   for (const std::string& w : {std::string("mmlu"), std::string("trace")}) {
     for (int n : kSizes) {
       bool any = false;
@@ -142,7 +145,9 @@ Status WritePlots(const Results& r) {
       csv << '\n';
       bool any = false;
       for (size_t c = 0; c < r.cases.size(); ++c) {
-        if (r.cases[c].workload != w || r.cases[c].nodes != n) continue;
+        if (r.cases[c].workload != w || r.cases[c].nodes != n || r.cases[c].slanderers > 0) {
+          continue;
+        }
         any = true;
         csv << r.cases[c].liars;
         for (size_t a = 0; a < r.arms.size(); ++a) {
@@ -171,9 +176,10 @@ Status WritePlots(const Results& r) {
 }  // namespace
 
 std::vector<AdversarialArm> AdversarialArms() {
-  return {{"hearsay", "hearsay", true},
-          {"hearsay-trusting", "hearsay", false},
-          {"paper", "paper", true}};
+  return {{"hearsay", "hearsay", true, 1},
+          {"hearsay-all-lists", "hearsay", true, 0},
+          {"hearsay-trusting", "hearsay", false, 1},
+          {"paper", "paper", true, 1}};
 }
 
 std::vector<AdversarialCase> AdversarialCases(const AdversarialOptions& o) {
@@ -203,8 +209,12 @@ std::vector<AdversarialCase> AdversarialCases(const AdversarialOptions& o) {
           c.capacity_tokens = 131072;
           c.requests = n == 8 ? 1000 : 2000;
         }
-        out.push_back({w, n, liars, c});
+        out.push_back({w, n, liars, 0, c});
       }
+      AdversarialCase slander = out.back();
+      slander.liars = slander.config.liars = 0;
+      slander.slanderers = slander.config.slanderers = 1;
+      out.push_back(std::move(slander));
     }
   }
   return out;
@@ -232,6 +242,7 @@ Status RunAdversarialExperiment(const AdversarialOptions& options, const SimRunF
         SimConfig cfg = r.cases[c].config;
         cfg.policy = r.arms[a].policy;
         cfg.trust = r.arms[a].trust;
+        cfg.trimmed_listers = r.arms[a].trimmed_listers;
         cfg.routers = 0;
         cfg.seed = options.base_seed + static_cast<uint64_t>(k);
         runs.push_back({c, a, std::move(cfg)});
@@ -249,11 +260,13 @@ Status RunAdversarialExperiment(const AdversarialOptions& options, const SimRunF
         f.p99 = s->p99_ttft_ms;
         f.hit = s->hit_rate;
         f.failed = static_cast<double>(s->failed);
+        // The misbehaving are nodes 0 .. liars + slanderers - 1.
+        const int bad = runs[i].config.liars + runs[i].config.slanderers;
         double all = 0, liars = 0;
         for (size_t n = 0; n < s->per_node_served.size(); ++n) {
           const double v = static_cast<double>(s->per_node_served[n]);
           all += v;
-          if (static_cast<int>(n) < runs[i].config.liars) liars += v;
+          if (static_cast<int>(n) < bad) liars += v;
         }
         f.liar_share = all > 0 ? liars / all : 0;
         return Status();
@@ -266,18 +279,21 @@ Status RunAdversarialExperiment(const AdversarialOptions& options, const SimRunF
     return Status(failed->status.code(),
                   r.cases[bad.kase].workload + ", " + std::to_string(r.cases[bad.kase].nodes) +
                       " nodes, " + std::to_string(r.cases[bad.kase].liars) + " liars, " +
+                      std::to_string(r.cases[bad.kase].slanderers) + " slanderers, " +
                       r.arms[bad.arm].label + ", seed " + std::to_string(bad.config.seed) + ": " +
                       failed->status.message());
   }
 
   std::ostringstream csv;
-  csv << "workload,nodes,liars,arm,seed,mean_ttft_ms,p99_ttft_ms,hit_rate,liar_share,failed\n";
+  csv << "workload,nodes,liars,slanderers,arm,seed,mean_ttft_ms,p99_ttft_ms,hit_rate,liar_share,"
+         "failed\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const Figures& f = figures[i];
     const AdversarialCase& c = r.cases[runs[i].kase];
-    csv << c.workload << ',' << c.nodes << ',' << c.liars << ',' << r.arms[runs[i].arm].label << ','
-        << runs[i].config.seed << ',' << CsvNumber(f.mean) << ',' << CsvNumber(f.p99) << ','
-        << CsvNumber(f.hit) << ',' << CsvNumber(f.liar_share) << ',' << CsvNumber(f.failed) << '\n';
+    csv << c.workload << ',' << c.nodes << ',' << c.liars << ',' << c.slanderers << ','
+        << r.arms[runs[i].arm].label << ',' << runs[i].config.seed << ',' << CsvNumber(f.mean)
+        << ',' << CsvNumber(f.p99) << ',' << CsvNumber(f.hit) << ',' << CsvNumber(f.liar_share)
+        << ',' << CsvNumber(f.failed) << '\n';
   }
   r.stats.assign(r.cases.size(), std::vector<Agg>(r.arms.size()));
   // Runs of one (case, arm) are contiguous.
@@ -295,16 +311,16 @@ Status RunAdversarialExperiment(const AdversarialOptions& options, const SimRunF
     g.mean = StatOf(means);
   }
   std::ostringstream cases;
-  cases << "workload,nodes,liars,arm,seeds,mean_ttft_ms,mean_ttft_ms_sd,ratio_to_honest,"
-           "p99_ttft_ms,hit_rate,liar_share,failed\n";
+  cases << "workload,nodes,liars,slanderers,arm,seeds,mean_ttft_ms,mean_ttft_ms_sd,"
+           "ratio_to_honest,p99_ttft_ms,hit_rate,liar_share,failed\n";
   for (size_t c = 0; c < r.cases.size(); ++c) {
     for (size_t a = 0; a < r.arms.size(); ++a) {
       const Agg& g = r.stats[c][a];
       cases << r.cases[c].workload << ',' << r.cases[c].nodes << ',' << r.cases[c].liars << ','
-            << r.arms[a].label << ',' << r.seeds << ',' << CsvNumber(g.mean.mean) << ','
-            << CsvNumber(g.mean.sd) << ',' << CsvNumber(r.Ratio(c, a)) << ',' << CsvNumber(g.p99)
-            << ',' << CsvNumber(g.hit) << ',' << CsvNumber(g.liar_share) << ','
-            << CsvNumber(g.failed) << '\n';
+            << r.cases[c].slanderers << ',' << r.arms[a].label << ',' << r.seeds << ','
+            << CsvNumber(g.mean.mean) << ',' << CsvNumber(g.mean.sd) << ','
+            << CsvNumber(r.Ratio(c, a)) << ',' << CsvNumber(g.p99) << ',' << CsvNumber(g.hit) << ','
+            << CsvNumber(g.liar_share) << ',' << CsvNumber(g.failed) << '\n';
     }
   }
   const std::string& dir = options.out_dir;

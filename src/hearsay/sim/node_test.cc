@@ -44,10 +44,13 @@ struct Recorder final : ResponseSink {
   }
 };
 
-std::unique_ptr<SimCluster> MakeCluster(const std::string& policy, int nodes = 3, int liars = 0) {
+std::unique_ptr<SimCluster> MakeCluster(const std::string& policy, int nodes = 3, int liars = 0,
+                                        int slanderers = 0, size_t trimmed_listers = 1) {
   SimClusterOptions o;
   o.nodes = nodes;
   o.liars = liars;
+  o.slanderers = slanderers;
+  o.trimmed_listers = trimmed_listers;
   o.seed = 7;
   o.delay_ms = 1;
   o.policy = policy;
@@ -270,6 +273,46 @@ TEST(NodeTest, NothingIsListedAtAnHonestMemberWithAQueue) {
   EXPECT_FALSE(listed);
   EXPECT_GE(c->node(1).stats().forward_attempts, 2u);
   for (uint64_t i = 0; i < 10; ++i) EXPECT_TRUE(rec.by_id[2 + i].complete);
+}
+
+// n0 is honest about itself but lists every peer under an hour of work it never sent. Alone, its
+// word moves nothing: n1 still forwards to the holder n2. Believed in full, it would keep n1's
+// request off the holder.
+TEST(NodeTest, ASlandererAloneMovesNoTrafficFromTheMembersItNames) {
+  for (size_t trimmed : {size_t{1}, size_t{0}}) {
+    SCOPED_TRACE(trimmed);
+    auto c = MakeCluster("hearsay", 3, /*liars=*/0, /*slanderers=*/1, trimmed);
+    Recorder rec;
+    c->node(2).Submit(Req(1, Prompt(21, 2048, 1, 40), true), &rec);
+    const auto slandered = [&] {
+      const std::optional<gossip::MemberView> v = c->node(1).gossip().Member("n0");
+      if (!v || !v->has_load) return false;
+      for (const gossip::BacklogEntry& e : v->load.backlog) {
+        if (e.member == "n2" && e.work_ms == gossip::kMaxBacklogWorkMs) return true;
+      }
+      return false;
+    };
+    const auto held = [&] {
+      return c->node(1).EstimatePeerCachedTokens("n2", Prompt(21, 2048, 2, 40)) > 1500u;
+    };
+    for (int ms = 0; ms < 3000 && !(held() && slandered()); ++ms) {
+      c->scheduler().RunFor(FromMillis(1));
+    }
+    ASSERT_TRUE(slandered());
+    ASSERT_TRUE(held());
+    const double floor = c->node(1).ReportedBacklog(c->scheduler().Now()).WorkMs("n2");
+    c->node(1).Submit(Req(2, Prompt(21, 2048, 2, 40)), &rec);
+    for (int ms = 0; ms < 2000 && !rec.by_id[2].complete; ++ms)
+      c->scheduler().RunFor(FromMillis(1));
+    ASSERT_TRUE(rec.by_id[2].complete);
+    if (trimmed == 1) {
+      EXPECT_EQ(floor, 0);
+      EXPECT_GT(rec.by_id[2].cached, 1500u);  // served by the holder
+    } else {
+      EXPECT_GT(floor, 1e6);
+      EXPECT_LT(rec.by_id[2].cached, 1500u);  // kept off it
+    }
+  }
 }
 
 // A forward to the prefix holder B whose first token has arrived at A, then B crashes.

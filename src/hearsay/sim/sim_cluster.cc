@@ -185,6 +185,8 @@ Status SimCluster::Build(int i, Transport& transport) {
   no.default_one_way_delay = FromMillis(options_.delay_ms);
   no.max_peers = static_cast<size_t>(std::max(options_.nodes, 2));
   no.trust.enabled = options_.trust;
+  no.shared_backlog.trimmed_listers = options_.trimmed_listers;
+  no.misbehave.slander = i >= options_.liars && i < options_.liars + options_.slanderers;
   no.forward_deadline_factor = options_.forward_deadline_factor;
   if (i < options_.liars) {
     no.misbehave.claim_every_prefix = true;

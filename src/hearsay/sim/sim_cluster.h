@@ -55,6 +55,11 @@ struct SimClusterOptions {
   bool price_by_measured_prefill = false;
   // Nodes 0 .. liars - 1 lie in gossip (node::Misbehaviour: every prefix, idle, never bounce).
   int liars = 0;
+  // The next `slanderers` nodes (liars .. liars + slanderers - 1) list every peer under work they
+  // never sent (node::Misbehaviour::slander).
+  int slanderers = 0;
+  // node::SharedBacklogOptions::trimmed_listers of every node.
+  size_t trimmed_listers = node::SharedBacklogOptions().trimmed_listers;
   // node::PeerTrustOptions::enabled of every node.
   bool trust = true;
   // node::NodeOptions::forward_deadline_factor of every node.
@@ -141,8 +146,8 @@ class SimCluster final : public node::ExactClusterView {
     ResponseSink* sink = nullptr;
     bool delivered = false;  // submitted to the target node
     bool first_sent = false;
-    bool done = false;    // terminal event sent back
-    TimePoint back_at{};  // when the last event sent back arrives
+    bool done = false;      // terminal event sent back
+    TimePoint back_at{};    // when the last event sent back arrives
     TimePoint first_at{};   // when the first token reaches the entry node
     bool given_up = false;  // the entry node gave it up at its deadline (ForwardDeadline)
   };

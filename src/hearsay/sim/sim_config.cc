@@ -4,6 +4,7 @@
 #include <string>
 
 #include "hearsay/gossip/state_signing.h"
+#include "hearsay/node/shared_backlog.h"
 #include "hearsay/route/registry.h"
 #include "hearsay/sim/cluster_spec.h"
 
@@ -113,6 +114,13 @@ Status ValidateSimConfig(const SimConfig& c) {
   }
   if (c.liars < 0 || c.liars >= nodes) {
     return Bad("--liars must be in [0, " + std::to_string(nodes) + ")");
+  }
+  if (c.slanderers < 0 || c.liars + c.slanderers >= nodes) {
+    return Bad("--liars plus --slanderers must be below --nodes");
+  }
+  if (c.trimmed_listers < 0 || c.trimmed_listers > int(node::SharedBacklog::kMaxTrimmed)) {
+    return Bad("--trimmed-listers must be in [0, " +
+               std::to_string(node::SharedBacklog::kMaxTrimmed) + "]");
   }
   if (!Finite(c.forward_deadline_factor) || c.forward_deadline_factor < 0 ||
       c.forward_deadline_factor > 1e6) {

@@ -129,6 +129,12 @@ struct SimConfig {
   // Nodes 0 .. liars - 1 advertise every block any peer advertises and an idle engine, and never
   // bounce a forward, while they serve what they get normally. 0 = none; < nodes.
   int liars = 0;
+  // The next `slanderers` nodes are honest about themselves but list every peer as holding an
+  // hour of work they never sent (node::Misbehaviour::slander). liars + slanderers < nodes.
+  int slanderers = 0;
+  // How many peers' shares of the work listed at a member each node leaves out, the largest
+  // first (node::SharedBacklogOptions::trimmed_listers); 0 = believe every list in full.
+  int trimmed_listers = 1;
   // Entry nodes discount members whose answers do not match their claims (node/peer_trust.h);
   // false = believe every claim (an ablation).
   bool trust = true;

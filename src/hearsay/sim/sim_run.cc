@@ -350,6 +350,8 @@ SimClusterOptions ClusterOptions(const SimConfig& config, const Pool& pool,
   co.engine = eo;
   co.block_tokens = config.block_tokens;
   co.liars = config.liars;
+  co.slanderers = config.slanderers;
+  co.trimmed_listers = static_cast<size_t>(config.trimmed_listers);
   co.trust = config.trust;
   co.forward_deadline_factor = config.forward_deadline_factor;
   co.publish_interval = PublishIntervalOf(config);

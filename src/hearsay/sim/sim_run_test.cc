@@ -188,6 +188,25 @@ TEST(SimRunTest, EnginesOnOneHostShareItsCores) {
   EXPECT_FALSE(ValidateSimConfig(c).ok());
 }
 
+// Liars and slanderers are distinct nodes, and at least one node is honest; listers to trim are
+// bounded.
+TEST(SimRunTest, MisbehavingNodesAndTrimmedListersAreBounded) {
+  SimConfig c;
+  c.nodes = 4;
+  c.liars = 2;
+  c.slanderers = 1;
+  EXPECT_TRUE(ValidateSimConfig(c).ok());
+  c.slanderers = 2;
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+  c.slanderers = -1;
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+  c.slanderers = 0;
+  c.trimmed_listers = 0;
+  EXPECT_TRUE(ValidateSimConfig(c).ok());
+  c.trimmed_listers = 5;
+  EXPECT_EQ(ValidateSimConfig(c).code(), StatusCode::kInvalidArgument);
+}
+
 // llama-server's cache (--engine-cache slots) needs its slots, and keeps a shared prefix once per
 // prompt, so the same run hits less than a paged cache of the same capacity.
 TEST(SimRunTest, SlotEnginesNeedTheirSlotsAndStoreWholePrompts) {
