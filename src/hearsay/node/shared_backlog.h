@@ -79,7 +79,8 @@ class SharedBacklog {
  public:
   static constexpr size_t kMaxTrimmed = 4;
 
-  // Leaves the largest `count` peers' shares at each member out (clamped to kMaxTrimmed).
+  // At a member not doubted and not in this node's own list, the largest `count` peers' shares
+  // count only up to the next largest (`count` clamped to kMaxTrimmed).
   void set_trimmed(size_t count) { trimmed_ = std::min(count, kMaxTrimmed); }
   void Clear() { work_.clear(); }
   // This node has its own reason to doubt `member`'s claims (its answers fell short of them):
@@ -91,8 +92,8 @@ class SharedBacklog {
   // naming the reporter itself is skipped.
   void Add(const NodeId& reporter, std::span<const gossip::BacklogEntry> list, Duration age,
            double weight);
-  // The work listed at `member`, in ms (0 if none): this node's own share and the peers' shares
-  // but the largest trimmed ones.
+  // The work listed at `member`, in ms (0 if none): this node's own share and the peers' shares,
+  // the largest trimmed ones capped as set_trimmed() says.
   double WorkMs(const NodeId& member) const { return work_.empty() ? 0 : Find(member); }
   bool empty() const { return work_.empty(); }
 
