@@ -98,8 +98,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
                   "work they never sent (docs/adversarial.md)")
       ->capture_default_str();
   cmd->add_option("--trimmed-listers", c.trimmed_listers,
-                  "How many peers' shares of the work listed at a member each node leaves out, "
-                  "the largest first; 0 = believe every list in full (an ablation)")
+                  "At a member a node has no reason of its own to doubt, how many of the largest "
+                  "listers' shares count only up to the next largest (1: a lister alone moves "
+                  "nothing); 0 = believe every list in full (an ablation)")
       ->capture_default_str();
   cmd->add_flag("!--no-trust", c.trust,
                 "Ablation: believe every member's claims (no discount from claims vs delivery)");

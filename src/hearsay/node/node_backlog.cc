@@ -67,12 +67,12 @@ void Node::SumBacklogInto(SharedBacklog& sum, TimePoint now) const {
   if (now >= listed_work_until_) return;
   sum.AddOwn(options_.id, own_backlog_, now - own_backlog_at_);
   for (const Peer& peer : peers_) {
+    if (peer.id.empty()) continue;
+    const double trust = trust_.Of(peer.id).trust();
     // Answers that fell short of the member's claims: this node's own reason to doubt it.
-    if (!peer.id.empty() && trust_.Of(peer.id).trust() < 1) sum.Doubt(peer.id);
-  }
-  for (const Peer& peer : peers_) {
-    if (peer.id.empty() || !peer.live || !peer.has_load || peer.load.backlog.empty()) continue;
-    sum.Add(peer.id, peer.load.backlog, now - peer.load_at, trust_.Of(peer.id).trust());
+    if (trust < 1) sum.Doubt(peer.id);
+    if (!peer.live || !peer.has_load || peer.load.backlog.empty()) continue;
+    sum.Add(peer.id, peer.load.backlog, now - peer.load_at, trust);
   }
 }
 

@@ -132,8 +132,9 @@ struct SimConfig {
   // The next `slanderers` nodes are honest about themselves but list every peer as holding an
   // hour of work they never sent (node::Misbehaviour::slander). liars + slanderers < nodes.
   int slanderers = 0;
-  // How many peers' shares of the work listed at a member each node leaves out, the largest
-  // first (node::SharedBacklogOptions::trimmed_listers); 0 = believe every list in full.
+  // At a member a node has no reason of its own to doubt, how many of the largest listers'
+  // shares count only up to the next largest (node::SharedBacklogOptions::trimmed_listers);
+  // 0 = believe every list in full.
   int trimmed_listers = 1;
   // Entry nodes discount members whose answers do not match their claims (node/peer_trust.h);
   // false = believe every claim (an ablation).
